@@ -1,0 +1,60 @@
+// KV cache events and worker load metrics: what workers publish on the event
+// plane and the router consumes (research/dynamo.md 3.2). Hashes are the ones
+// of runtime/kv/block_hash.hpp: `block_hash` is the engine's sequence hash,
+// `tokens_hash` the local hash of the block's tokens. Plain values.
+#pragma once
+
+#include <msgpack.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace dynamo::protocol {
+
+enum class kv_event_kind : uint8_t { stored = 0, removed = 1, cleared = 2 };
+
+[[nodiscard]] std::string_view to_string(kv_event_kind k) noexcept;
+
+struct kv_stored_block {
+  uint64_t block_hash = 0;  ///< engine (sequence) hash; opaque to the router
+  uint64_t tokens_hash = 0; ///< local hash of the block's tokens
+  MSGPACK_DEFINE_MAP(block_hash, tokens_hash);
+};
+
+/// One KV cache event of one worker.
+struct kv_event {
+  uint64_t event_id = 0;  ///< monotonic per (worker, dp_rank); gaps trigger recovery
+  kv_event_kind kind = kv_event_kind::stored;
+  std::optional<uint64_t> parent_hash;  ///< stored: sequence hash of the parent block
+  std::vector<kv_stored_block> blocks;  ///< stored: consecutive blocks, root-most first
+  std::vector<uint64_t> removed_hashes; ///< removed: block (sequence) hashes
+  uint32_t dp_rank = 0;
+  MSGPACK_DEFINE_MAP(event_id, kind, parent_hash, blocks, removed_hashes, dp_rank);
+};
+
+/// A kv_event tagged with its worker, as the router indexes it.
+struct router_event {
+  uint64_t worker_id = 0;
+  kv_event event;
+  MSGPACK_DEFINE_MAP(worker_id, event);
+};
+
+/// Periodic load report of one worker (topic "kv_metrics").
+struct load_metrics {
+  uint64_t worker_id = 0;
+  uint32_t dp_rank = 0;
+  uint32_t active_decode_blocks = 0; ///< KV blocks held by running requests
+  uint32_t total_blocks = 0;         ///< KV blocks in the pool
+  uint32_t active_prefill_tokens = 0;///< prompt tokens scheduled but not yet computed
+  uint32_t num_running = 0;
+  uint32_t num_waiting = 0;
+  float kv_usage = 0.0f;             ///< active_decode_blocks / total_blocks
+  MSGPACK_DEFINE_MAP(worker_id, dp_rank, active_decode_blocks, total_blocks,
+                     active_prefill_tokens, num_running, num_waiting, kv_usage);
+};
+
+} // namespace dynamo::protocol
+
+MSGPACK_ADD_ENUM(dynamo::protocol::kv_event_kind);

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Builds the project and runs the test suite (everything but the `gpu` label).
+# Where nvcc exists, also builds the CUDA backend in build-cuda/ and runs the
+# `gpu`-labelled tests there (they skip themselves when no GPU is present).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+jobs="${DYNAMO_JOBS:-$(nproc)}"
+
+echo "== build (CPU backend)"
+DYNAMO_BUILD_DIR=build scripts/build.sh -DDYNAMO_WITH_CUDA=OFF
+echo "== tests"
+ctest --test-dir build -LE gpu --output-on-failure -j "$jobs"
+
+if [ -x "${DYNAMO_CUDA_ROOT:-/usr/local/cuda}/bin/nvcc" ]; then
+  echo "== build (CUDA backend)"
+  DYNAMO_BUILD_DIR=build-cuda scripts/build.sh -DDYNAMO_WITH_CUDA=ON
+  echo "== gpu tests (skipped without a device)"
+  ctest --test-dir build-cuda -L gpu --output-on-failure --no-tests=ignore
+fi
