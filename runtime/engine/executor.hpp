@@ -1,0 +1,73 @@
+// The contract between the scheduler and whatever computes a step: the CPU
+// model, the CUDA model or the mocker. The scheduler owns *which* KV blocks a
+// sequence uses (block ids); the executor owns the KV memory behind them.
+// An executor is driven by one thread (the worker's step loop); not thread-safe.
+#pragma once
+
+#include "runtime/core/error.hpp"
+#include "runtime/protocol/llm.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dynamo::engine {
+
+/// One sequence's share of a step.
+///
+///   sequence:  | computed (KV cached) ........ | tokens (this step) | not yet |
+///   position:  0                      start_pos  start_pos+tokens.size()
+///
+/// `block_table[i]` holds positions [i*block_size, (i+1)*block_size); it covers
+/// at least start_pos + tokens.size() positions. KV for the new tokens must be
+/// written into those blocks before attention reads them.
+struct batch_entry {
+  uint64_t seq_id = 0;                ///< stable id of the sequence in the scheduler
+  std::vector<uint32_t> tokens;       ///< token ids to compute this step
+  uint32_t start_pos = 0;             ///< position of tokens[0]
+  std::vector<uint32_t> block_table;  ///< KV block ids, in position order
+  bool sample = false;                ///< sample a next token after the last one
+  protocol::sampling_options sampling;///< used when `sample`
+  /// Tokens the sequence holds after this step, used to derive per-position
+  /// RNG streams so that seeded sampling survives preemption and migration.
+  uint32_t sample_position = 0;
+};
+
+struct batch {
+  std::vector<batch_entry> entries; ///< decodes first, then prefill chunks
+  uint32_t num_tokens = 0;          ///< sum of entries[i].tokens.size()
+};
+
+struct batch_result {
+  /// Aligned with batch::entries: the sampled token where entry.sample was set.
+  std::vector<std::optional<uint32_t>> sampled;
+  /// Simulated compute time (mocker only; zero for real executors).
+  std::chrono::microseconds simulated{0};
+};
+
+/// Shape of the KV cache the executor can hold.
+struct kv_geometry {
+  uint32_t block_size = 16; ///< tokens per block
+  uint32_t num_blocks = 0;  ///< blocks in the pool
+};
+
+class executor {
+public:
+  virtual ~executor() = default;
+
+  /// Runs one forward pass (or simulates it). An error (e.g. a device error)
+  /// fails the whole step; the worker then reports itself unhealthy.
+  [[nodiscard]] virtual expected<batch_result> execute(const batch& b) = 0;
+
+  [[nodiscard]] virtual kv_geometry geometry() const noexcept = 0;
+
+  /// Largest sequence length (prompt + output) the model supports.
+  [[nodiscard]] virtual uint32_t context_length() const noexcept = 0;
+
+  /// Short name for logs and metrics ("mocker", "cpu", "cuda").
+  [[nodiscard]] virtual std::string name() const = 0;
+};
+
+} // namespace dynamo::engine
