@@ -1,0 +1,34 @@
+// dynamo-bench's load generator: drives an OpenAI-compatible server with
+// synthetic requests at a fixed concurrency (closed loop) or a Poisson request
+// rate (open loop), streaming every response, and summarises TTFT, ITL,
+// end-to-end latency and throughput. run() blocks the calling thread.
+#pragma once
+
+#include "runtime/core/error.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace dynamo::bench {
+
+struct load_config {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8000;
+  std::string model;                 ///< empty: the first of GET /v1/models
+  std::string endpoint = "completions"; ///< "completions" or "chat"
+  uint32_t concurrency = 16;         ///< in-flight cap (closed loop when request_rate == 0)
+  double request_rate = 0;           ///< requests/s, Poisson arrivals; 0 = closed loop
+  uint32_t num_requests = 200;
+  uint32_t warmup_requests = 0;      ///< sent first, not measured
+  uint32_t isl = 128;                ///< input tokens (token-id prompts) or ~words (chat)
+  uint32_t osl = 64;                 ///< output tokens (max_tokens with ignore_eos)
+  uint32_t token_lo = 32, token_hi = 126; ///< range of random prompt token ids
+  uint64_t seed = 1;
+  uint32_t io_threads = 1;
+  std::string label;
+};
+
+/// Runs the benchmark and returns the JSON report.
+[[nodiscard]] expected<std::string> run_load(const load_config& cfg);
+
+} // namespace dynamo::bench

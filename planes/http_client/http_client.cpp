@@ -1,0 +1,184 @@
+#include "planes/http_client/http_client.hpp"
+
+#include <utility> // before asio: g++ 12 + Boost 1.74 coroutine fix
+
+#include <boost/asio.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <atomic>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace dynamo::http {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using tcp = asio::ip::tcp;
+
+struct http_client::impl : std::enable_shared_from_this<impl> {
+  asio::io_context io;
+  asio::executor_work_guard<asio::io_context::executor_type> guard{io.get_executor()};
+  std::vector<std::thread> threads;
+  std::string host;
+  uint16_t port;
+  std::mutex mtx;
+  std::vector<std::unique_ptr<beast::tcp_stream>> idle;
+  std::atomic<uint64_t> opened{0};
+
+  impl(std::string h, uint16_t p) : host(std::move(h)), port(p) {}
+
+  std::unique_ptr<beast::tcp_stream> take_idle() {
+    std::lock_guard lk{mtx};
+    if (idle.empty())
+      return nullptr;
+    auto s = std::move(idle.back());
+    idle.pop_back();
+    return s;
+  }
+
+  void give_back(std::unique_ptr<beast::tcp_stream> s) {
+    std::lock_guard lk{mtx};
+    idle.push_back(std::move(s));
+  }
+
+  asio::awaitable<std::unique_ptr<beast::tcp_stream>> connect(beast::error_code& ec) {
+    tcp::resolver resolver{io};
+    auto results = co_await resolver.async_resolve(host, std::to_string(port),
+                                                   asio::redirect_error(asio::use_awaitable, ec));
+    if (ec)
+      co_return nullptr;
+    auto s = std::make_unique<beast::tcp_stream>(io);
+    s->expires_after(std::chrono::seconds(10));
+    co_await s->async_connect(results, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec)
+      co_return nullptr;
+    s->socket().set_option(tcp::no_delay(true), ec);
+    ec = {};
+    opened.fetch_add(1, std::memory_order_relaxed);
+    co_return s;
+  }
+
+  // Sends the request on `s` and streams the response; false + ec on failure.
+  asio::awaitable<bool> exchange(beast::tcp_stream& s, const client_request& req,
+                                 client_callbacks& cb, bool& keep_alive, beast::error_code& ec) {
+    bhttp::request<bhttp::string_body> msg{req.method == "GET" ? bhttp::verb::get : bhttp::verb::post,
+                                           req.target, 11};
+    msg.set(bhttp::field::host, host);
+    msg.set(bhttp::field::user_agent, "dynamo-http-client");
+    if (req.method != "GET") {
+      msg.set(bhttp::field::content_type, req.content_type);
+      msg.body() = req.body;
+    }
+    msg.keep_alive(true);
+    msg.prepare_payload();
+    s.expires_never();
+    co_await bhttp::async_write(s, msg, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec)
+      co_return false;
+    beast::flat_buffer buf;
+    bhttp::response_parser<bhttp::buffer_body> parser;
+    parser.body_limit(boost::none);
+    co_await bhttp::async_read_header(s, buf, parser, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec)
+      co_return false;
+    if (cb.on_status)
+      cb.on_status(parser.get().result_int());
+    std::array<char, 16384> tmp;
+    while (!parser.is_done()) {
+      parser.get().body().data = tmp.data();
+      parser.get().body().size = tmp.size();
+      co_await bhttp::async_read(s, buf, parser, asio::redirect_error(asio::use_awaitable, ec));
+      if (ec == bhttp::error::need_buffer)
+        ec = {};
+      if (ec)
+        co_return false;
+      size_t got = tmp.size() - parser.get().body().size;
+      if (got > 0 && cb.on_data)
+        cb.on_data(std::string_view(tmp.data(), got));
+    }
+    keep_alive = parser.get().keep_alive();
+    co_return true;
+  }
+
+  asio::awaitable<void> run(client_request req, client_callbacks cb) {
+    auto self = shared_from_this();
+    beast::error_code ec;
+    bool reused = true;
+    auto s = take_idle();
+    if (!s) {
+      reused = false;
+      s = co_await connect(ec);
+    }
+    bool keep_alive = false;
+    bool ok = s && co_await exchange(*s, req, cb, keep_alive, ec);
+    if (!ok && reused && !cb.on_status) {
+      // A pooled connection may have been closed by the server: retry once fresh.
+      ec = {};
+      s = co_await connect(ec);
+      ok = s && co_await exchange(*s, req, cb, keep_alive, ec);
+    }
+    if (ok && keep_alive)
+      give_back(std::move(s));
+    if (cb.on_done) {
+      if (ok)
+        cb.on_done(expected<void>{});
+      else
+        cb.on_done(make_error(errc::io_error, "http " + req.target + ": " + ec.message()));
+    }
+  }
+};
+
+http_client::http_client(std::string host, uint16_t port, unsigned io_threads)
+  : impl_(std::make_shared<impl>(std::move(host), port)) {
+  for (unsigned i = 0; i < std::max(1u, io_threads); ++i)
+    impl_->threads.emplace_back([p = impl_.get()] { p->io.run(); });
+}
+
+http_client::~http_client() {
+  impl_->guard.reset();
+  {
+    std::lock_guard lk{impl_->mtx};
+    impl_->idle.clear();
+  }
+  impl_->io.stop();
+  for (auto& t : impl_->threads)
+    t.join();
+}
+
+void http_client::start(client_request req, client_callbacks cb) {
+  asio::co_spawn(impl_->io, impl_->run(std::move(req), std::move(cb)), asio::detached);
+}
+
+expected<client_response> http_client::request(client_request req,
+                                               std::chrono::milliseconds timeout) {
+  auto done = std::make_shared<std::promise<expected<client_response>>>();
+  auto out = std::make_shared<client_response>();
+  client_callbacks cb;
+  cb.on_status = [out](unsigned st) { out->status = st; };
+  cb.on_data = [out](std::string_view d) { out->body.append(d); };
+  cb.on_done = [out, done](expected<void> r) {
+    if (r)
+      done->set_value(std::move(*out));
+    else
+      done->set_value(std::move(r.error()));
+  };
+  auto fut = done->get_future();
+  start(std::move(req), std::move(cb));
+  if (fut.wait_for(timeout) != std::future_status::ready)
+    return make_error(errc::timeout, "http request timed out");
+  return fut.get();
+}
+
+uint64_t http_client::connections_opened() const noexcept {
+  return impl_->opened.load(std::memory_order_relaxed);
+}
+
+} // namespace dynamo::http

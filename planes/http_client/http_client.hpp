@@ -1,0 +1,60 @@
+// A small asynchronous HTTP/1.1 client (Boost.Beast underneath, hidden here)
+// with keep-alive connection reuse and streamed bodies, for dynamo-bench and
+// tests. All methods are thread-safe; callbacks run on the client's I/O
+// threads and must not block.
+#pragma once
+
+#include "runtime/core/error.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace dynamo::http {
+
+struct client_request {
+  std::string method = "POST"; ///< GET or POST
+  std::string target;          ///< e.g. "/v1/completions"
+  std::string body;
+  std::string content_type = "application/json";
+};
+
+struct client_callbacks {
+  std::function<void(unsigned status)> on_status;       ///< once, when the headers arrive
+  std::function<void(std::string_view bytes)> on_data;  ///< decoded body bytes, as they arrive
+  std::function<void(expected<void>)> on_done;          ///< exactly once, at the end
+};
+
+struct client_response {
+  unsigned status = 0;
+  std::string body;
+};
+
+class http_client {
+public:
+  /// Connects lazily to host:port; `io_threads` threads run all I/O.
+  http_client(std::string host, uint16_t port, unsigned io_threads = 1);
+  ~http_client();
+  http_client(const http_client&) = delete;
+  http_client& operator=(const http_client&) = delete;
+
+  /// Starts a request and returns at once.
+  void start(client_request req, client_callbacks cb);
+
+  /// Blocking convenience wrapper around start().
+  [[nodiscard]] expected<client_response> request(client_request req,
+                                                  std::chrono::milliseconds timeout
+                                                  = std::chrono::seconds(120));
+
+  /// Connections opened so far (keep-alive reuse keeps this low).
+  [[nodiscard]] uint64_t connections_opened() const noexcept;
+
+private:
+  struct impl;
+  std::shared_ptr<impl> impl_;
+};
+
+} // namespace dynamo::http

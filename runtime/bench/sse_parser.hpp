@@ -1,0 +1,28 @@
+// Incremental parser for text/event-stream bodies (what OpenAI streaming
+// responses are): feed arbitrary byte pieces, get complete events out.
+// One instance per stream; not thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dynamo::bench {
+
+struct sse_event {
+  std::string event; ///< "event:" field, empty for the default "message"
+  std::string data;  ///< "data:" lines joined by '\n'
+};
+
+class sse_parser {
+public:
+  /// Appends bytes; returns the events completed by them (blank-line terminated).
+  [[nodiscard]] std::vector<sse_event> feed(std::string_view bytes);
+
+private:
+  std::string buffer_;
+  sse_event current_;
+  bool has_field_ = false;
+};
+
+} // namespace dynamo::bench

@@ -1,0 +1,54 @@
+// Declarative command-line parsing for every binary: `--name value`,
+// `--name=value`, boolean switches, Dynamo-style `key=value` pseudo-arguments
+// (`in=http out=mocker`) and `--help`. Errors name the offending argument.
+// Build and parse on one thread; targets are written during parse().
+#pragma once
+
+#include "runtime/core/error.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace dynamo {
+
+class cli {
+public:
+  cli(std::string program, std::string summary);
+
+  cli& option(std::string name, std::string* target, std::string help);
+  cli& option(std::string name, int64_t* target, std::string help);
+  cli& option(std::string name, uint32_t* target, std::string help);
+  cli& option(std::string name, double* target, std::string help);
+  /// A switch: `--name` sets true; `--name=false` / `--no-name` sets false.
+  cli& option(std::string name, bool* target, std::string help);
+  /// A `key=value` pseudo-argument (no dashes), e.g. in=http.
+  cli& pseudo(std::string key, std::string* target, std::string help);
+  /// Trailing free text for the help page (examples, environment variables).
+  cli& epilog(std::string text);
+
+  /// Parses argv. Returns false when --help was printed (the caller exits 0).
+  [[nodiscard]] expected<bool> parse(int argc, const char* const* argv);
+
+  [[nodiscard]] std::string help() const;
+
+private:
+  struct entry {
+    std::string name;
+    std::string help;
+    std::string default_text;
+    bool is_switch = false;
+    bool is_pseudo = false;
+    std::function<expected<void>(const std::string&)> set;
+  };
+  entry* find(const std::string& name, bool pseudo);
+  cli& add(entry e);
+
+  std::string program_;
+  std::string summary_;
+  std::string epilog_;
+  std::vector<entry> entries_;
+};
+
+} // namespace dynamo
