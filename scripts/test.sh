@@ -5,6 +5,9 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 jobs="${DYNAMO_JOBS:-$(nproc)}"
+# Both build trees compile the same sources with the same flags: let ccache share them.
+export CCACHE_BASEDIR="$PWD"
+export DYNAMO_BUILD_TYPE="${DYNAMO_BUILD_TYPE:-Release}"
 
 echo "== build (CPU backend)"
 DYNAMO_BUILD_DIR=build scripts/build.sh -DDYNAMO_WITH_CUDA=OFF
