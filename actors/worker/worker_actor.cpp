@@ -1,0 +1,164 @@
+#include "actors/worker/worker_actor.hpp"
+
+#include "actors/core/supervisor.hpp"
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include <stdexcept>
+#include <unordered_map>
+
+namespace dynamo::actors {
+
+namespace {
+
+using step_atom = caf::atom_constant<caf::atom("step")>;
+using deliver_atom = caf::atom_constant<caf::atom("deliver")>;
+using clock = std::chrono::steady_clock;
+
+struct worker_state {
+  worker_config cfg;
+  worker_hooks hooks;
+  std::unique_ptr<engine::engine_core> engine;
+  std::unordered_map<std::string, std::shared_ptr<output_sink>> sinks;
+  engine::step_result pending; ///< a simulated step's results, delivered after its delay
+  bool step_scheduled = false;
+  bool healthy = true;
+  bool draining = false;
+  clock::time_point last_load{};
+  static inline const char* name = "dynamo.worker";
+};
+
+using worker_ptr = caf::stateful_actor<worker_state>*;
+
+void publish_load(worker_ptr self, bool force) {
+  auto& st = self->state;
+  auto now = clock::now();
+  if (!st.hooks.on_load || (!force && now - st.last_load < st.cfg.load_interval))
+    return;
+  st.last_load = now;
+  auto m = st.engine->load_metrics();
+  m.worker_id = st.cfg.instance_id;
+  st.hooks.on_load(m);
+}
+
+void schedule_step(worker_ptr self) {
+  if (!self->state.step_scheduled) {
+    self->state.step_scheduled = true;
+    self->send(self, step_atom::value);
+  }
+}
+
+// Hands a step's chunks to their sinks; a sink that refuses aborts its request.
+void deliver(worker_ptr self, engine::step_result& r) {
+  auto& st = self->state;
+  if (!r.kv_events.empty() && st.hooks.on_kv_events)
+    st.hooks.on_kv_events(std::move(r.kv_events));
+  for (auto& out : r.outputs) {
+    auto it = st.sinks.find(out.request_id);
+    if (it == st.sinks.end())
+      continue;
+    bool last = out.output.finish != protocol::finish_reason::none;
+    if (!it->second->send(out.output) && !last)
+      (void) st.engine->abort(out.request_id);
+    if (last)
+      st.sinks.erase(it);
+  }
+  r = {};
+  publish_load(self, false);
+}
+
+void after_step(worker_ptr self) {
+  auto& st = self->state;
+  st.step_scheduled = false;
+  if (st.engine->has_work())
+    schedule_step(self);
+  else
+    publish_load(self, true);
+}
+
+void run_step(worker_ptr self) {
+  auto& st = self->state;
+  auto r = st.engine->step();
+  if (!r) {
+    spdlog::error("{}: engine step failed: {}; marking unhealthy", st.cfg.name, describe(r.error()));
+    if (st.healthy && st.hooks.on_health)
+      st.hooks.on_health(false, describe(r.error()));
+    st.healthy = false;
+    after_step(self); // the engine queued an error chunk per request
+    return;
+  }
+  if (r->duration.count() > 0) {
+    st.pending = std::move(*r);
+    self->delayed_send(self, r->duration, deliver_atom::value);
+    return;
+  }
+  deliver(self, *r);
+  after_step(self);
+}
+
+void reject(const generate_job& job, std::string why) {
+  protocol::engine_output out;
+  out.finish = protocol::finish_reason::error;
+  out.error = std::move(why);
+  (void) job.sink->send(out);
+}
+
+} // namespace
+
+caf::actor spawn_worker(caf::actor_system& sys, worker_config cfg, engine_factory factory,
+                        worker_hooks hooks) {
+  auto body = [cfg, factory, hooks](worker_ptr self) -> caf::behavior {
+    auto& st = self->state;
+    // Keep the exception text in the exit reason so the supervisor logs why.
+    self->set_exception_handler([](caf::scheduled_actor*, std::exception_ptr& ep) -> caf::error {
+      try {
+        std::rethrow_exception(ep);
+      } catch (const std::exception& e) {
+        return caf::make_error(caf::sec::runtime_error, std::string{e.what()});
+      } catch (...) {
+        return caf::make_error(caf::sec::runtime_error, "unknown exception");
+      }
+    });
+    st.cfg = cfg;
+    st.hooks = hooks;
+    auto engine = factory();
+    if (!engine) {
+      spdlog::error("{}: cannot create engine: {}", cfg.name, describe(engine.error()));
+      self->quit(caf::make_error(caf::sec::runtime_error, describe(engine.error())));
+      return {};
+    }
+    st.engine = std::move(*engine);
+    publish_load(self, true);
+    return {
+      [self](generate_atom, generate_job_ptr& job) {
+        auto& st = self->state;
+        if (!st.healthy)
+          return reject(*job, "worker " + st.cfg.name + " is unhealthy");
+        if (st.draining)
+          return reject(*job, "worker " + st.cfg.name + " is draining");
+        auto id = job->request.request_id;
+        if (auto ok = st.engine->add_request(std::move(job->request)); !ok)
+          return reject(*job, describe(ok.error()));
+        st.sinks[id] = std::move(job->sink);
+        schedule_step(self);
+      },
+      [self](abort_atom, const std::string& request_id) {
+        if (self->state.engine->abort(request_id))
+          schedule_step(self);
+      },
+      [self](step_atom) { run_step(self); },
+      [self](deliver_atom) {
+        deliver(self, self->state.pending);
+        after_step(self);
+      },
+      [self](drain_atom, bool on) { self->state.draining = on; },
+      [self](crash_atom) { throw std::runtime_error("crash requested (test hook)"); },
+    };
+  };
+  if (cfg.detached)
+    return sys.spawn<caf::detached>(std::move(body));
+  return sys.spawn(std::move(body));
+}
+
+} // namespace dynamo::actors

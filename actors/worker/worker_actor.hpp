@@ -1,0 +1,74 @@
+// The worker actor: owns one engine_core (mocker, CPU or CUDA executor) and
+// runs its step loop, turning `generate` jobs into chunks on each job's
+// output_sink, publishing KV events and load metrics through hooks. A
+// simulated step time (mocker) is honoured by delivering that step's chunks
+// after the delay, without blocking a thread. Real executors block while they
+// compute, so spawn those workers detached (own thread).
+// All interaction is by message; hooks and sinks are called inside the actor.
+#pragma once
+
+#include "runtime/core/error.hpp"
+#include "runtime/engine/engine_core.hpp"
+#include "runtime/protocol/kv_event.hpp"
+#include "runtime/protocol/llm.hpp"
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/atom.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dynamo::actors {
+
+using generate_atom = caf::atom_constant<caf::atom("generate")>;
+using abort_atom = caf::atom_constant<caf::atom("abort")>;
+using drain_atom = caf::atom_constant<caf::atom("drain")>;
+
+/// Where one request's chunks go (the request-plane bridge, or a test).
+/// Called only from inside the worker actor.
+class output_sink {
+public:
+  virtual ~output_sink() = default;
+  /// Delivers one chunk; false when the consumer is gone (the worker then aborts
+  /// the request). The chunk with finish != none is the last one.
+  [[nodiscard]] virtual bool send(const protocol::engine_output& chunk) = 0;
+};
+
+/// A request plus its sink, sent to the worker as one message.
+struct generate_job {
+  protocol::preprocessed_request request;
+  std::shared_ptr<output_sink> sink;
+};
+using generate_job_ptr = std::shared_ptr<generate_job>;
+
+/// Outbound side effects of the worker; all run inside the actor and must not block.
+struct worker_hooks {
+  std::function<void(std::vector<protocol::kv_event>)> on_kv_events;
+  std::function<void(const protocol::load_metrics&)> on_load;
+  /// Health changes: false with the reason after an executor error.
+  std::function<void(bool healthy, const std::string& reason)> on_health;
+};
+
+using engine_factory = std::function<expected<std::unique_ptr<engine::engine_core>>()>;
+
+struct worker_config {
+  uint64_t instance_id = 0;
+  std::string name = "worker";
+  std::chrono::milliseconds load_interval{100}; ///< load metrics at most this often
+  bool detached = false;                        ///< own thread (real executors)
+};
+
+/// Spawns a worker. The engine is created inside the actor by `factory`; a
+/// factory error stops the actor with that error (a supervisor then retries).
+[[nodiscard]] caf::actor spawn_worker(caf::actor_system& sys, worker_config cfg,
+                                      engine_factory factory, worker_hooks hooks);
+
+} // namespace dynamo::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynamo::actors::generate_job_ptr)

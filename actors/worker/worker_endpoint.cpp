@@ -1,0 +1,63 @@
+#include "actors/worker/worker_endpoint.hpp"
+
+#include "actors/worker/worker_actor.hpp"
+#include "runtime/protocol/codec.hpp"
+
+#include <caf/all.hpp>
+
+namespace dynamo::actors {
+
+namespace {
+
+// Streams chunks into a response_stream; fails it if destroyed unfinished
+// (the worker actor died with the request in flight).
+class stream_sink final : public output_sink {
+public:
+  explicit stream_sink(planes::response_stream_ptr stream) : stream_(std::move(stream)) {}
+
+  ~stream_sink() override {
+    if (!done_)
+      stream_->fail(make_error(errc::disconnected, "worker stopped with the request in flight"));
+  }
+
+  bool send(const protocol::engine_output& chunk) override {
+    bool last = chunk.finish != protocol::finish_reason::none;
+    bool ok = stream_->send(protocol::encode(chunk));
+    if (last) {
+      done_ = true;
+      stream_->finish();
+    }
+    return ok;
+  }
+
+private:
+  planes::response_stream_ptr stream_;
+  bool done_ = false;
+};
+
+} // namespace
+
+expected<void> serve_worker(planes::request_server& server, const std::string& endpoint_path,
+                            std::shared_ptr<worker_handle> worker) {
+  return server.serve(endpoint_path, [worker](planes::bytes request,
+                                              planes::response_stream_ptr stream) {
+    auto req = protocol::decode<protocol::preprocessed_request>(request);
+    if (!req) {
+      stream->fail(req.error());
+      return;
+    }
+    auto actor = worker->get();
+    if (!actor) {
+      stream->fail(make_error(errc::disconnected, "worker is restarting"));
+      return;
+    }
+    std::string id = req->request_id;
+    stream->on_cancel([actor, id] { caf::anon_send(actor, abort_atom::value, id); });
+    auto job = std::make_shared<generate_job>();
+    job->request = std::move(*req);
+    job->sink = std::make_shared<stream_sink>(stream);
+    caf::anon_send(actor, generate_atom::value, std::move(job));
+  });
+}
+
+} // namespace dynamo::actors

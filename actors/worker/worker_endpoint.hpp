@@ -1,0 +1,41 @@
+// Serves a worker actor on the request plane: decodes each call into a
+// preprocessed_request, hands it to the current worker actor (whose handle
+// changes when a supervisor restarts it) and streams engine_output chunks back.
+// A client cancel aborts the request; a worker that dies with requests in
+// flight fails their streams with errc::disconnected, which the frontend treats
+// as migratable. Thread-safe; handlers run on the request plane's I/O thread.
+#pragma once
+
+#include "planes/request/request_plane.hpp"
+
+#include <caf/actor.hpp>
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace dynamo::actors {
+
+/// The worker actor currently serving an endpoint; updated by the supervisor.
+class worker_handle {
+public:
+  void set(caf::actor a) {
+    std::lock_guard lk{mtx_};
+    actor_ = std::move(a);
+  }
+  [[nodiscard]] caf::actor get() const {
+    std::lock_guard lk{mtx_};
+    return actor_;
+  }
+
+private:
+  mutable std::mutex mtx_;
+  caf::actor actor_;
+};
+
+/// Registers `endpoint_path` on `server`, forwarding calls to `worker`.
+[[nodiscard]] expected<void> serve_worker(planes::request_server& server,
+                                          const std::string& endpoint_path,
+                                          std::shared_ptr<worker_handle> worker);
+
+} // namespace dynamo::actors

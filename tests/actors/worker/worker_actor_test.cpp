@@ -1,0 +1,181 @@
+#include "actors/core/supervisor.hpp"
+#include "actors/core/system.hpp"
+#include "actors/worker/worker_actor.hpp"
+#include "actors/worker/worker_endpoint.hpp"
+#include "planes/request/inproc_request_plane.hpp"
+#include "runtime/mocker/mock_executor.hpp"
+#include "runtime/mocker/token_stream.hpp"
+#include "runtime/protocol/codec.hpp"
+
+#include <caf/all.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <condition_variable>
+#include <mutex>
+
+using namespace dynamo;
+using namespace dynamo::actors;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string endpoint = "dynamo/backend/generate";
+
+// Collects one call's chunks and its end.
+struct collected {
+  std::mutex mtx;
+  std::condition_variable cv;
+  std::vector<uint32_t> tokens;
+  std::vector<protocol::engine_output> chunks;
+  bool ended = false;
+  caf::error end_error;
+
+  bool wait(std::chrono::milliseconds t = 5s) {
+    std::unique_lock lk{mtx};
+    return cv.wait_for(lk, t, [&] { return ended; });
+  }
+  bool wait_tokens(size_t n, std::chrono::milliseconds t = 5s) {
+    std::unique_lock lk{mtx};
+    return cv.wait_for(lk, t, [&] { return tokens.size() >= n || ended; });
+  }
+};
+
+planes::call_handle call(planes::request_client& client, const std::string& address,
+                         const protocol::preprocessed_request& req, std::shared_ptr<collected> out) {
+  return client.call(
+    address, endpoint, protocol::encode(req),
+    [out](planes::bytes item) {
+      auto chunk = protocol::decode<protocol::engine_output>(item);
+      std::lock_guard lk{out->mtx};
+      if (chunk) {
+        out->tokens.insert(out->tokens.end(), chunk->token_ids.begin(), chunk->token_ids.end());
+        out->chunks.push_back(*chunk);
+      }
+      out->cv.notify_all();
+    },
+    [out](const caf::error& err) {
+      std::lock_guard lk{out->mtx};
+      out->ended = true;
+      out->end_error = err;
+      out->cv.notify_all();
+    });
+}
+
+protocol::preprocessed_request make_request(std::string id, uint32_t max_tokens) {
+  protocol::preprocessed_request r;
+  r.request_id = std::move(id);
+  r.model = "mock";
+  r.token_ids = {72, 101, 108, 108, 111, 32, 119, 111, 114, 108, 100}; // "Hello world"
+  r.prompt_tokens = static_cast<uint32_t>(r.token_ids.size());
+  r.stop.max_tokens = max_tokens;
+  return r;
+}
+
+struct fixture {
+  actor_runtime rt = make_actor_system(2);
+  std::shared_ptr<planes::inproc_request_network> net = planes::make_inproc_request_network();
+  std::unique_ptr<planes::request_server> server = planes::make_inproc_request_server(net);
+  std::unique_ptr<planes::request_client> client = planes::make_inproc_request_client(net);
+  std::shared_ptr<worker_handle> handle = std::make_shared<worker_handle>();
+  std::mutex events_mtx;
+  std::vector<protocol::kv_event> events;
+  caf::actor sup;
+
+  explicit fixture(double speedup = 0) {
+    mocker::mocker_config mc;
+    mc.block_size = 4;
+    mc.num_blocks = 64;
+    mc.speedup_ratio = speedup;
+    worker_hooks hooks;
+    hooks.on_kv_events = [this](std::vector<protocol::kv_event> evs) {
+      std::lock_guard lk{events_mtx};
+      events.insert(events.end(), evs.begin(), evs.end());
+    };
+    child_spec spec;
+    spec.name = "worker-0";
+    spec.spawn = [mc, hooks](caf::actor_system& sys) {
+      return spawn_worker(sys, {1, "worker-0"}, [mc] { return mocker::make_engine(mc); }, hooks);
+    };
+    spec.on_spawn = [h = handle](const caf::actor& a) { h->set(a); };
+    supervisor_config sc;
+    sc.initial_backoff = 1ms;
+    sup = spawn_supervisor(*rt.system, sc, {spec});
+    BOOST_REQUIRE(serve_worker(*server, endpoint, handle));
+  }
+  ~fixture() {
+    caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(worker_actor)
+
+BOOST_AUTO_TEST_CASE(streams_the_mocker_continuation_over_the_request_plane) {
+  fixture f;
+  auto out = std::make_shared<collected>();
+  auto req = make_request("r1", 9);
+  (void) call(*f.client, f.server->address(), req, out);
+  BOOST_REQUIRE(out->wait());
+  BOOST_TEST(!out->end_error);
+  BOOST_TEST(out->tokens == mocker::continuation(req.token_ids, 9));
+  BOOST_REQUIRE(!out->chunks.empty());
+  BOOST_TEST(static_cast<int>(out->chunks.back().finish) ==
+             static_cast<int>(protocol::finish_reason::length));
+  // Two full blocks of the 11-token prompt (block size 4) were stored.
+  std::lock_guard lk{f.events_mtx};
+  BOOST_REQUIRE(!f.events.empty());
+  BOOST_TEST(static_cast<int>(f.events.front().kind) ==
+             static_cast<int>(protocol::kv_event_kind::stored));
+}
+
+BOOST_AUTO_TEST_CASE(client_cancel_ends_the_stream) {
+  fixture f(0.5); // slow enough to cancel mid-stream
+  auto out = std::make_shared<collected>();
+  auto h = call(*f.client, f.server->address(), make_request("r2", 5000), out);
+  BOOST_REQUIRE(out->wait_tokens(2));
+  h.cancel();
+  BOOST_REQUIRE(out->wait());
+  BOOST_TEST(static_cast<int>(code_of(out->end_error)) == static_cast<int>(errc::cancelled));
+  BOOST_TEST(out->tokens.size() < 5000u);
+}
+
+BOOST_AUTO_TEST_CASE(worker_crash_fails_streams_as_disconnected_and_it_comes_back) {
+  fixture f(0.5);
+  auto out = std::make_shared<collected>();
+  (void) call(*f.client, f.server->address(), make_request("r3", 5000), out);
+  BOOST_REQUIRE(out->wait_tokens(2));
+  caf::anon_send(f.handle->get(), crash_atom::value);
+  BOOST_REQUIRE(out->wait());
+  BOOST_TEST(static_cast<int>(code_of(out->end_error)) == static_cast<int>(errc::disconnected));
+  // The supervisor restarts the worker; a new request succeeds.
+  std::shared_ptr<collected> again;
+  for (int i = 0; i < 100; ++i) {
+    again = std::make_shared<collected>();
+    auto req = make_request("r4-" + std::to_string(i), 3);
+    (void) call(*f.client, f.server->address(), req, again);
+    BOOST_REQUIRE(again->wait());
+    if (!again->end_error)
+      break;
+    std::this_thread::sleep_for(5ms);
+  }
+  BOOST_TEST(!again->end_error);
+  BOOST_TEST(again->tokens.size() == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(malformed_requests_fail_the_stream) {
+  fixture f;
+  auto out = std::make_shared<collected>();
+  (void) f.client->call(f.server->address(), endpoint, planes::bytes{0xc1, 0x00}, [](planes::bytes) {},
+                        [out](const caf::error& e) {
+                          std::lock_guard lk{out->mtx};
+                          out->ended = true;
+                          out->end_error = e;
+                          out->cv.notify_all();
+                        });
+  BOOST_REQUIRE(out->wait());
+  BOOST_TEST(static_cast<int>(code_of(out->end_error)) == static_cast<int>(errc::malformed_message));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
