@@ -1,0 +1,37 @@
+// KV event recovery messages (research/dynamo.md 3.5): the router asks a worker
+// for the events it missed, the worker answers from its ring buffer or with a
+// full dump of its cached blocks. Produced and consumed by runtime/route
+// (event_sequencer, worker_event_buffer). Plain values.
+#pragma once
+
+#include "runtime/protocol/kv_event.hpp"
+
+#include <msgpack.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace dynamo::protocol {
+
+/// "Send me events [from_id, to_id] of (worker_id, dp_rank)" (inclusive).
+struct kv_resync_request {
+  uint64_t worker_id = 0;
+  uint32_t dp_rank = 0;
+  uint64_t from_id = 0;
+  uint64_t to_id = 0;
+  MSGPACK_DEFINE_MAP(worker_id, dp_rank, from_id, to_id);
+};
+
+/// A worker's answer: the requested events, or (is_dump) stored events that
+/// rebuild all its cached blocks, replacing what the router knew.
+struct kv_replay {
+  uint64_t worker_id = 0;
+  uint32_t dp_rank = 0;
+  bool is_dump = false;
+  std::optional<uint64_t> last_event_id; ///< newest event the worker had recorded
+  std::vector<kv_event> events;
+  MSGPACK_DEFINE_MAP(worker_id, dp_rank, is_dump, last_event_id, events);
+};
+
+} // namespace dynamo::protocol

@@ -1,0 +1,177 @@
+#include "runtime/route/config.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <charconv>
+#include <cmath>
+
+namespace dynamo::route {
+
+namespace {
+
+constexpr std::array<kv_router_flag, 17> flags{{
+    {"--kv-overlap-score-weight", "weight of prefill blocks against decode blocks (1.0)"},
+    {"--router-temperature", "softmax temperature over worker costs; 0 = argmin (0.0)"},
+    {"--use-kv-events", "index KV events from workers; --no-kv-events = approximate (true)"},
+    {"--router-replica-sync", "share active-sequence bookings between routers (false)"},
+    {"--router-track-active-blocks", "count active decode blocks per worker (true)"},
+    {"--router-track-output-blocks", "add output blocks as they grow (false)"},
+    {"--router-assume-kv-reuse", "dedup blocks shared by active requests (true)"},
+    {"--router-track-prefill-tokens", "count pending prefill tokens per worker (true)"},
+    {"--router-durable-kv-events", "durable event stream (false; unsupported)"},
+    {"--router-snapshot-threshold", "events between index snapshots (1000000)"},
+    {"--router-reset-states", "drop persisted router state at start (false)"},
+    {"--router-ttl", "approximate-mode block lifetime in seconds (120)"},
+    {"--router-max-tree-size", "bound on indexed (worker, block) entries (1048576)"},
+    {"--router-prune-target-ratio", "prune down to this fraction of the bound (0.8)"},
+    {"--router-queue-threshold", "park requests when all workers exceed it (4.0)"},
+    {"--router-event-threads", "KV event threads (4)"},
+    {"--router-queue-policy", "fcfs | lcfs | wspt (fcfs)"},
+}};
+
+caf::error config_error(std::string_view flag, std::string_view why) {
+  return make_error(errc::config_error, fmt::format("{}: {}", flag, why));
+}
+
+expected<double> parse_double(std::string_view flag, std::string_view v) {
+  double out = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc{} || p != v.data() + v.size() || !std::isfinite(out))
+    return config_error(flag, fmt::format("'{}' is not a finite number", v));
+  return out;
+}
+
+expected<uint64_t> parse_u64(std::string_view flag, std::string_view v) {
+  uint64_t out = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc{} || p != v.data() + v.size())
+    return config_error(flag, fmt::format("'{}' is not an unsigned integer", v));
+  return out;
+}
+
+expected<bool> parse_bool(std::string_view flag, std::string_view v) {
+  if (v.empty() || v == "true" || v == "1")
+    return true;
+  if (v == "false" || v == "0")
+    return false;
+  return config_error(flag, fmt::format("'{}' is not true/false", v));
+}
+
+// Assigns `parsed` (an expected) to `field`, or returns its error.
+template <class T, class U>
+expected<void> assign(T& field, expected<U> parsed) {
+  if (!parsed)
+    return std::move(parsed.error());
+  field = static_cast<T>(*parsed);
+  return {};
+}
+
+} // namespace
+
+expected<router_mode> parse_router_mode(std::string_view text) {
+  if (text == "kv")
+    return router_mode::kv;
+  if (text == "round-robin")
+    return router_mode::round_robin;
+  if (text == "random")
+    return router_mode::random;
+  return make_error(errc::config_error,
+                    fmt::format("--router-mode: '{}' is not kv, round-robin or random", text));
+}
+
+std::string_view to_string(router_mode mode) noexcept {
+  switch (mode) {
+  case router_mode::kv:
+    return "kv";
+  case router_mode::round_robin:
+    return "round-robin";
+  case router_mode::random:
+    return "random";
+  }
+  return "unknown";
+}
+
+std::span<const kv_router_flag> kv_router_flags() noexcept { return flags; }
+
+expected<void> kv_router_config::validate() const {
+  if (!std::isfinite(overlap_score_weight) || overlap_score_weight < 0)
+    return config_error("--kv-overlap-score-weight", "must be finite and >= 0");
+  if (!std::isfinite(router_temperature) || router_temperature < 0)
+    return config_error("--router-temperature", "must be finite and >= 0");
+  if (router_track_output_blocks && !router_track_active_blocks)
+    return config_error("--router-track-output-blocks", "requires --router-track-active-blocks");
+  if (!(router_prune_target_ratio > 0 && router_prune_target_ratio <= 1))
+    return config_error("--router-prune-target-ratio", "must be in (0, 1]");
+  if (!(router_ttl_secs > 0))
+    return config_error("--router-ttl", "must be > 0");
+  if (router_event_threads == 0)
+    return config_error("--router-event-threads", "must be >= 1");
+  if (router_queue_policy != "fcfs" && router_queue_policy != "lcfs" &&
+      router_queue_policy != "wspt")
+    return config_error("--router-queue-policy", "must be fcfs, lcfs or wspt");
+  if (router_durable_kv_events)
+    return config_error("--router-durable-kv-events", "durable KV events are not supported");
+  return {};
+}
+
+expected<void> kv_router_config::set(std::string_view flag, std::string_view v) {
+  if (flag == "--no-kv-events") {
+    use_kv_events = false;
+    return {};
+  }
+  bool negated = flag.starts_with("--no-");
+  std::string name = negated ? fmt::format("--{}", flag.substr(5)) : std::string{flag};
+  auto boolean = [&](bool& field) -> expected<void> {
+    if (negated) {
+      field = false;
+      return {};
+    }
+    return assign(field, parse_bool(flag, v));
+  };
+  if (name == "--use-kv-events")
+    return boolean(use_kv_events);
+  if (name == "--router-replica-sync")
+    return boolean(router_replica_sync);
+  if (name == "--router-track-active-blocks")
+    return boolean(router_track_active_blocks);
+  if (name == "--router-track-output-blocks")
+    return boolean(router_track_output_blocks);
+  if (name == "--router-assume-kv-reuse")
+    return boolean(router_assume_kv_reuse);
+  if (name == "--router-track-prefill-tokens")
+    return boolean(router_track_prefill_tokens);
+  if (name == "--router-durable-kv-events")
+    return boolean(router_durable_kv_events);
+  if (name == "--router-reset-states")
+    return boolean(router_reset_states);
+  if (negated)
+    return config_error(flag, "not a boolean flag");
+  if (name == "--kv-overlap-score-weight")
+    return assign(overlap_score_weight, parse_double(flag, v));
+  if (name == "--router-temperature")
+    return assign(router_temperature, parse_double(flag, v));
+  if (name == "--router-ttl")
+    return assign(router_ttl_secs, parse_double(flag, v));
+  if (name == "--router-prune-target-ratio")
+    return assign(router_prune_target_ratio, parse_double(flag, v));
+  if (name == "--router-queue-threshold")
+    return assign(router_queue_threshold, parse_double(flag, v));
+  if (name == "--router-snapshot-threshold")
+    return assign(router_snapshot_threshold, parse_u64(flag, v));
+  if (name == "--router-max-tree-size")
+    return assign(router_max_tree_size, parse_u64(flag, v));
+  if (name == "--router-event-threads") {
+    auto n = parse_u64(flag, v);
+    if (n && *n > UINT32_MAX)
+      return config_error(flag, "too large");
+    return assign(router_event_threads, std::move(n));
+  }
+  if (name == "--router-queue-policy") {
+    router_queue_policy = std::string{v};
+    return {};
+  }
+  return config_error(flag, "unknown router flag");
+}
+
+} // namespace dynamo::route

@@ -1,0 +1,66 @@
+// Router configuration with Dynamo's defaults and flag names (research/dynamo.md
+// 3.9; KvRouterConfig::default), the router mode, and per-request overrides.
+// Filled by apps from flags / cluster config, read by kv_router. Plain values.
+#pragma once
+
+#include "runtime/core/error.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace dynamo::route {
+
+/// --router-mode: "kv" | "round-robin" | "random".
+enum class router_mode : uint8_t { round_robin, random, kv };
+
+[[nodiscard]] expected<router_mode> parse_router_mode(std::string_view text);
+[[nodiscard]] std::string_view to_string(router_mode mode) noexcept;
+
+struct kv_router_config {
+  double overlap_score_weight = 1.0;    ///< --kv-overlap-score-weight
+  double router_temperature = 0.0;      ///< --router-temperature
+  bool use_kv_events = true;            ///< --use-kv-events / --no-kv-events
+  bool router_replica_sync = false;     ///< --router-replica-sync
+  bool router_track_active_blocks = true;  ///< --router-track-active-blocks
+  bool router_track_output_blocks = false; ///< --router-track-output-blocks (not modelled yet)
+  bool router_assume_kv_reuse = true;   ///< --router-assume-kv-reuse
+  bool router_track_prefill_tokens = true; ///< --router-track-prefill-tokens
+  bool router_durable_kv_events = false;   ///< --router-durable-kv-events (not supported)
+  uint64_t router_snapshot_threshold = 1'000'000; ///< --router-snapshot-threshold
+  bool router_reset_states = false;     ///< --router-reset-states
+  double router_ttl_secs = 120.0;       ///< --router-ttl (approximate mode)
+  uint64_t router_max_tree_size = uint64_t{1} << 20; ///< --router-max-tree-size
+  double router_prune_target_ratio = 0.8;   ///< --router-prune-target-ratio
+  double router_queue_threshold = 4.0;  ///< --router-queue-threshold
+  uint32_t router_event_threads = 4;    ///< --router-event-threads
+  std::string router_queue_policy = "fcfs"; ///< --router-queue-policy: fcfs | lcfs | wspt
+
+  /// Checks ranges and combinations; errc::config_error names the field.
+  [[nodiscard]] expected<void> validate() const;
+
+  /// Sets one field from its flag: set("--router-temperature", "0.5"). Boolean
+  /// flags take "true"/"false"/"1"/"0" or an empty value (= true);
+  /// "--no-kv-events" and "--no-<flag>" forms clear them.
+  [[nodiscard]] expected<void> set(std::string_view flag, std::string_view value);
+};
+
+struct kv_router_flag {
+  std::string_view name;
+  std::string_view help;
+};
+
+/// Every flag kv_router_config::set accepts, for --help texts.
+[[nodiscard]] std::span<const kv_router_flag> kv_router_flags() noexcept;
+
+/// Per-request overrides (nvext router_config_override / agent hints).
+struct router_config_override {
+  std::optional<double> overlap_score_weight;
+  std::optional<double> router_temperature;
+  std::optional<bool> assume_kv_reuse;
+  std::optional<bool> track_prefill_tokens;
+};
+
+} // namespace dynamo::route

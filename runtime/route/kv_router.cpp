@@ -1,0 +1,152 @@
+#include "runtime/route/kv_router.hpp"
+
+#include "runtime/kv/block_hash.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace dynamo::route {
+
+kv_router::kv_router(kv_router_config config, uint32_t block_size, router_mode mode,
+                     uint64_t seed)
+    : config_(std::move(config)), block_size_(block_size == 0 ? 1 : block_size), mode_(mode),
+      index_(radix_index_options{static_cast<size_t>(config_.router_max_tree_size),
+                                 config_.router_prune_target_ratio}),
+      sequences_(block_size_), kv_selector_(seed), random_(seed ^ 0x5bd1e995u),
+      hash_rng_(seed + 1) {}
+
+void kv_router::cost_candidates(const route_request& r, std::span<const uint64_t> seq_hashes,
+                                uint32_t isl, std::vector<candidate_cost>& out) const {
+  const double weight = r.overrides.overlap_score_weight.value_or(config_.overlap_score_weight);
+  const bool track_prefill =
+      r.overrides.track_prefill_tokens.value_or(config_.router_track_prefill_tokens);
+  const uint64_t request_blocks = (uint64_t{isl} + block_size_ - 1) / block_size_;
+  out.clear();
+  for (const worker_key& w : r.candidates) {
+    candidate_cost c;
+    c.worker = w;
+    c.overlap_blocks = scores_.blocks_of(w);
+    c.tree_size = index_.tree_size(w);
+    if (track_prefill) {
+      uint64_t cached = uint64_t{c.overlap_blocks} * block_size_;
+      uint64_t uncached = isl > cached ? isl - cached : 0;
+      c.prefill_tokens = static_cast<double>(sequences_.active_prefill_tokens(w) + uncached);
+    }
+    if (config_.router_track_active_blocks) {
+      uint64_t shared = sequences_.shared_prefix_blocks(w, seq_hashes);
+      uint64_t fresh = request_blocks > shared ? request_blocks - shared : 0;
+      c.decode_blocks = static_cast<double>(sequences_.active_decode_blocks(w) + fresh);
+    }
+    c.logit = kv_logit(weight, c.prefill_tokens, block_size_, c.decode_blocks);
+    out.push_back(c);
+  }
+}
+
+size_t kv_router::choose(const route_request& r, std::span<const candidate_cost> costs) {
+  if (r.pinned) {
+    for (size_t i = 0; i < costs.size(); ++i)
+      if (costs[i].worker == *r.pinned)
+        return i;
+  }
+  switch (mode_) {
+  case router_mode::round_robin:
+    return round_robin_.select(costs.size());
+  case router_mode::random:
+    return random_.select(costs.size());
+  case router_mode::kv:
+    break;
+  }
+  double temperature = r.overrides.router_temperature.value_or(config_.router_temperature);
+  return kv_selector_.select(costs, temperature);
+}
+
+expected<route_decision> kv_router::route(const route_request& r) {
+  if (r.candidates.empty())
+    return make_error(errc::no_workers, "no candidate workers");
+  if (r.pinned && std::find(r.candidates.begin(), r.candidates.end(), *r.pinned) ==
+                      r.candidates.end())
+    return make_error(errc::no_workers, fmt::format("pinned worker {} is not a candidate",
+                                                    to_string(*r.pinned)));
+  if (!r.tokens.empty())
+    local_ = kv::local_block_hashes(r.tokens, block_size_);
+  else
+    local_.assign(r.local_hashes.begin(), r.local_hashes.end());
+  uint32_t isl = r.isl != 0 ? r.isl : static_cast<uint32_t>(r.tokens.size());
+  if (isl == 0)
+    return make_error(errc::invalid_argument, "empty prompt");
+  if (uint64_t{local_.size()} * block_size_ > isl)
+    return make_error(errc::invalid_argument, "more prompt blocks than prompt tokens");
+  if (r.overrides.assume_kv_reuse.value_or(config_.router_assume_kv_reuse)) {
+    seq_ = kv::sequence_hashes(local_);
+  } else {
+    seq_.resize(local_.size());
+    for (uint64_t& h : seq_)
+      h = hash_rng_(); // no two requests share blocks
+  }
+  index_.find_matches(local_, false, scores_);
+  route_decision d;
+  cost_candidates(r, seq_, isl, d.costs);
+  size_t i = choose(r, d.costs);
+  d.chosen = d.costs[i];
+  d.worker = d.chosen.worker;
+  d.overlap_blocks = d.chosen.overlap_blocks;
+  bool track_prefill =
+      r.overrides.track_prefill_tokens.value_or(config_.router_track_prefill_tokens);
+  if (!sequences_.add_request(r.request_id, d.worker, seq_, isl, d.overlap_blocks,
+                              track_prefill))
+    return make_error(errc::invalid_argument,
+                      fmt::format("request id '{}' is already active", r.request_id));
+  if (!config_.use_kv_events)
+    record_approximate(d.worker, local_, kv::sequence_hashes(local_));
+  return d;
+}
+
+// Approximate mode: assume the chosen worker now caches the whole prompt.
+void kv_router::record_approximate(const worker_key& w, std::span<const uint64_t> local,
+                                   std::span<const uint64_t> seq) {
+  protocol::router_event ev;
+  ev.worker_id = w.worker_id;
+  ev.event.event_id = approx_event_id_++;
+  ev.event.dp_rank = w.dp_rank;
+  ev.event.kind = protocol::kv_event_kind::stored;
+  for (size_t i = 0; i < local.size(); ++i)
+    ev.event.blocks.push_back({seq[i], local[i]});
+  (void)index_.apply(ev);
+}
+
+bool kv_router::mark_prefill_completed(const std::string& request_id) {
+  return sequences_.mark_prefill_completed(request_id);
+}
+
+bool kv_router::free(const std::string& request_id) { return sequences_.free(request_id); }
+
+std::optional<protocol::kv_resync_request>
+kv_router::on_event(const protocol::router_event& event) {
+  sequence_step step = sequencer_.on_event(event);
+  if (step.verdict == sequence_verdict::apply)
+    (void)index_.apply(event); // statuses are counted by the index
+  return step.resync;
+}
+
+std::optional<protocol::kv_resync_request>
+kv_router::on_replay(const protocol::kv_replay& replay) {
+  recovery_step step = sequencer_.on_replay(replay);
+  if (step.replace)
+    (void)index_.replace_worker(worker_key{replay.worker_id, replay.dp_rank}, step.dump);
+  for (const protocol::router_event& ev : step.ready)
+    (void)index_.apply(ev);
+  return step.resync;
+}
+
+protocol::kv_resync_request kv_router::add_worker(const worker_key& worker) {
+  return sequencer_.request_dump(worker);
+}
+
+void kv_router::remove_worker(uint64_t worker_id) {
+  index_.remove_worker(worker_id);
+  sequences_.remove_worker(worker_id);
+  sequencer_.forget(worker_id);
+}
+
+} // namespace dynamo::route

@@ -1,0 +1,100 @@
+// The router's decision core: combines the prefix index (radix_index, fed by
+// KV events through an event_sequencer), the predicted load (active_sequences)
+// and a selector into route() plus the request lifecycle calls. The router
+// actor (and the simulation benchmark) own one; not thread-safe.
+//
+// route(): block-hash the request, find each candidate's cached prefix, cost
+// every candidate (research/dynamo.md 3.6), choose, and book the request on the
+// chosen worker. Call mark_prefill_completed() on its first token and free() at
+// its end. Without KV events (--no-kv-events) the index is fed from the
+// router's own decisions instead (approximate mode; size-bounded, no TTL yet).
+#pragma once
+
+#include "runtime/core/error.hpp"
+#include "runtime/protocol/kv_event.hpp"
+#include "runtime/protocol/kv_recovery.hpp"
+#include "runtime/route/active_sequences.hpp"
+#include "runtime/route/config.hpp"
+#include "runtime/route/event_sequencer.hpp"
+#include "runtime/route/radix_index.hpp"
+#include "runtime/route/selector.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dynamo::route {
+
+struct route_request {
+  std::string request_id;
+  std::span<const uint32_t> tokens;          ///< the prompt, or empty when hashes are given
+  std::span<const uint64_t> local_hashes;    ///< precomputed tokens hashes (used if tokens empty)
+  uint32_t isl = 0;                          ///< prompt tokens; 0 = tokens.size()
+  std::span<const worker_key> candidates;    ///< allowed workers; must not be empty
+  router_config_override overrides;
+  std::optional<worker_key> pinned;          ///< bypasses scoring, still booked
+};
+
+struct route_decision {
+  worker_key worker;
+  uint32_t overlap_blocks = 0;         ///< cached prefix blocks on the chosen worker
+  candidate_cost chosen;               ///< its cost breakdown
+  std::vector<candidate_cost> costs;   ///< every candidate's breakdown
+};
+
+class kv_router {
+public:
+  kv_router(kv_router_config config, uint32_t block_size, router_mode mode, uint64_t seed);
+
+  /// Chooses a worker and books the request on it. errc::no_workers without
+  /// candidates, errc::invalid_argument for a duplicate id or bad input.
+  [[nodiscard]] expected<route_decision> route(const route_request& request);
+
+  bool mark_prefill_completed(const std::string& request_id);
+  bool free(const std::string& request_id);
+
+  /// A KV event from the event plane: applied in order; returns a resync
+  /// request to send to the worker when a gap opened.
+  [[nodiscard]] std::optional<protocol::kv_resync_request>
+  on_event(const protocol::router_event& event);
+  /// The worker's answer to a resync request.
+  [[nodiscard]] std::optional<protocol::kv_resync_request>
+  on_replay(const protocol::kv_replay& replay);
+
+  /// A newly discovered worker: returns the dump request to send it.
+  [[nodiscard]] protocol::kv_resync_request add_worker(const worker_key& worker);
+  /// Discovery expiry: forget its blocks, bookings and event stream.
+  void remove_worker(uint64_t worker_id);
+
+  [[nodiscard]] const radix_index& index() const noexcept { return index_; }
+  [[nodiscard]] const active_sequences& sequences() const noexcept { return sequences_; }
+  [[nodiscard]] const kv_router_config& config() const noexcept { return config_; }
+  [[nodiscard]] router_mode mode() const noexcept { return mode_; }
+  [[nodiscard]] uint32_t block_size() const noexcept { return block_size_; }
+
+private:
+  void cost_candidates(const route_request& r, std::span<const uint64_t> seq_hashes,
+                       uint32_t isl, std::vector<candidate_cost>& out) const;
+  [[nodiscard]] size_t choose(const route_request& r, std::span<const candidate_cost> costs);
+  void record_approximate(const worker_key& w, std::span<const uint64_t> local,
+                          std::span<const uint64_t> seq);
+
+  kv_router_config config_;
+  uint32_t block_size_;
+  router_mode mode_;
+  radix_index index_;
+  event_sequencer sequencer_;
+  active_sequences sequences_;
+  kv_selector kv_selector_;
+  round_robin_selector round_robin_;
+  random_selector random_;
+  std::mt19937_64 hash_rng_; ///< random sequence hashes when assume_kv_reuse is off
+  overlap_scores scores_;
+  std::vector<uint64_t> local_;
+  std::vector<uint64_t> seq_;
+  uint64_t approx_event_id_ = 0;
+};
+
+} // namespace dynamo::route

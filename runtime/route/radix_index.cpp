@@ -1,0 +1,399 @@
+#include "runtime/route/radix_index_impl.hpp"
+
+#include <fmt/format.h>
+
+namespace dynamo::route {
+
+std::string to_string(const worker_key& w) {
+  return fmt::format("{:016x}/{}", w.worker_id, w.dp_rank);
+}
+
+std::string_view to_string(apply_status s) noexcept {
+  switch (s) {
+  case apply_status::ok:
+    return "ok";
+  case apply_status::parent_block_not_found:
+    return "parent_block_not_found";
+  case apply_status::block_not_found:
+    return "block_not_found";
+  case apply_status::invalid_block:
+    return "invalid_block";
+  }
+  return "unknown";
+}
+
+uint32_t overlap_scores::blocks_of(const worker_key& w) const noexcept {
+  for (const entry& e : scores)
+    if (e.worker == w)
+      return e.blocks;
+  return 0;
+}
+
+// ---------------------------------------------------------------------------
+// impl: membership, slots, nodes
+
+radix_index::impl::impl(radix_index_options o) : options(o) {
+  nodes.emplace_back();
+  nodes[root_node].live = true;
+}
+
+void radix_index::impl::add(radix_node& n, uint32_t slot) {
+  if (slot < 64) {
+    n.mask |= uint64_t{1} << slot;
+    return;
+  }
+  if (!n.more)
+    n.more = std::make_unique<std::vector<uint32_t>>();
+  auto it = std::lower_bound(n.more->begin(), n.more->end(), slot);
+  if (it == n.more->end() || *it != slot)
+    n.more->insert(it, slot);
+}
+
+void radix_index::impl::drop(radix_node& n, uint32_t slot) noexcept {
+  if (slot < 64) {
+    n.mask &= ~(uint64_t{1} << slot);
+    return;
+  }
+  if (!n.more)
+    return;
+  auto it = std::lower_bound(n.more->begin(), n.more->end(), slot);
+  if (it != n.more->end() && *it == slot)
+    n.more->erase(it);
+  if (n.more->empty())
+    n.more.reset();
+}
+
+uint32_t radix_index::impl::acquire_slot(const worker_key& w) {
+  if (const uint32_t* s = slot_of.find(w))
+    return *s;
+  // Lowest free slot, so that small fleets stay inside the 64-bit mask.
+  uint32_t slot = 0;
+  while (slot < slots.size() && slots[slot].live)
+    ++slot;
+  if (slot == slots.size())
+    slots.emplace_back();
+  slots[slot].key = w;
+  slots[slot].live = true;
+  slot_of.insert(w, slot);
+  return slot;
+}
+
+void radix_index::impl::release_slot_if_empty(uint32_t slot) {
+  worker_slot& ws = slots[slot];
+  if (!ws.live || !ws.lookup.empty())
+    return;
+  slot_of.erase(ws.key);
+  ws.lookup.clear();
+  ws.alias.clear();
+  ws.live = false;
+}
+
+uint64_t radix_index::impl::ext_of(uint32_t node, uint32_t slot) const noexcept {
+  if (const uint64_t* a = slots[slot].alias.find(node))
+    return *a;
+  return nodes[node].ext_hash;
+}
+
+void radix_index::impl::set_entry(uint32_t node, uint32_t slot, uint64_t ext) {
+  worker_slot& ws = slots[slot];
+  radix_node& n = nodes[node];
+  if (has(n, slot)) {
+    uint64_t old = ext_of(node, slot);
+    if (old == ext)
+      return;
+    ws.lookup.erase(old); // the engine renamed this block
+  } else {
+    add(n, slot);
+    ++entries;
+  }
+  ws.lookup.insert(ext, node);
+  if (ext == n.ext_hash)
+    ws.alias.erase(node);
+  else
+    ws.alias.assign(node, ext);
+}
+
+void radix_index::impl::erase_entry(uint32_t node, uint32_t slot) {
+  worker_slot& ws = slots[slot];
+  ws.lookup.erase(ext_of(node, slot));
+  ws.alias.erase(node);
+  drop(nodes[node], slot);
+  --entries;
+}
+
+uint32_t radix_index::impl::create_child(uint32_t parent, uint64_t tokens_hash, uint64_t ext) {
+  uint32_t id;
+  if (!free_nodes.empty()) {
+    id = free_nodes.back();
+    free_nodes.pop_back();
+  } else {
+    id = static_cast<uint32_t>(nodes.size());
+    nodes.emplace_back();
+  }
+  radix_node& n = nodes[id];
+  radix_node& p = nodes[parent];
+  n.tokens_hash = tokens_hash;
+  n.ext_hash = ext;
+  n.mask = 0;
+  n.more.reset();
+  n.parent = parent;
+  n.first_child = no_node;
+  n.prev_sibling = no_node;
+  n.next_sibling = p.first_child;
+  if (p.first_child != no_node)
+    nodes[p.first_child].prev_sibling = id;
+  p.first_child = id;
+  n.depth = p.depth + 1;
+  n.live = true;
+  children.insert(child_key{tokens_hash, parent}, id);
+  ++live_nodes;
+  return id;
+}
+
+// Frees `top` and its descendants. REQUIRES: none of them holds a worker.
+void radix_index::impl::free_subtree(uint32_t top) {
+  radix_node& t = nodes[top];
+  if (t.prev_sibling != no_node)
+    nodes[t.prev_sibling].next_sibling = t.next_sibling;
+  else
+    nodes[t.parent].first_child = t.next_sibling;
+  if (t.next_sibling != no_node)
+    nodes[t.next_sibling].prev_sibling = t.prev_sibling;
+  stack.clear();
+  stack.push_back(top);
+  while (!stack.empty()) {
+    uint32_t id = stack.back();
+    stack.pop_back();
+    radix_node& n = nodes[id];
+    for (uint32_t c = n.first_child; c != no_node; c = nodes[c].next_sibling)
+      stack.push_back(c);
+    children.erase(child_key{n.tokens_hash, n.parent});
+    n.live = false;
+    n.more.reset();
+    n.first_child = n.next_sibling = n.prev_sibling = no_node;
+    free_nodes.push_back(id);
+    --live_nodes;
+  }
+}
+
+// Removes worker `slot` from `top` and every descendant it holds; frees the
+// nodes left without workers (their whole subtrees are then worker-free).
+void radix_index::impl::remove_from_subtree(uint32_t top, uint32_t slot) {
+  to_free.clear();
+  stack.clear();
+  stack.push_back(top);
+  while (!stack.empty()) {
+    uint32_t id = stack.back();
+    stack.pop_back();
+    erase_entry(id, slot);
+    if (empty(nodes[id]))
+      to_free.push_back(id);
+    for (uint32_t c = nodes[id].first_child; c != no_node; c = nodes[c].next_sibling)
+      if (has(nodes[c], slot))
+        stack.push_back(c);
+  }
+  for (uint32_t id : to_free) // free_subtree reuses `stack`, now empty
+    if (nodes[id].live)
+      free_subtree(id); // pre-order: ancestors are freed first, descendants skipped
+}
+
+// ---------------------------------------------------------------------------
+// impl: events
+
+apply_status radix_index::impl::store(uint32_t slot, const protocol::kv_event& ev) {
+  // A block listed twice, or equal to its parent, would make a cycle.
+  order.clear();
+  for (const auto& b : ev.blocks)
+    order.emplace_back(0, b.block_hash);
+  if (ev.parent_hash)
+    order.emplace_back(0, *ev.parent_hash);
+  std::sort(order.begin(), order.end());
+  if (std::adjacent_find(order.begin(), order.end()) != order.end())
+    return apply_status::invalid_block;
+
+  uint32_t parent = root_node;
+  if (ev.parent_hash) {
+    const uint32_t* p = slots[slot].lookup.find(*ev.parent_hash);
+    if (p == nullptr)
+      return apply_status::parent_block_not_found;
+    parent = *p;
+  }
+  ++clock;
+  for (const auto& b : ev.blocks) {
+    const uint32_t* found = children.find(child_key{b.tokens_hash, parent});
+    uint32_t child = found ? *found : no_node;
+    const uint32_t* existing = slots[slot].lookup.find(b.block_hash);
+    if (existing != nullptr && *existing != child)
+      return apply_status::invalid_block; // the same block hash at two places
+    if (child == no_node)
+      child = create_child(parent, b.tokens_hash, b.block_hash);
+    set_entry(child, slot, b.block_hash);
+    nodes[child].stamp = clock;
+    parent = child;
+  }
+  return apply_status::ok;
+}
+
+apply_status radix_index::impl::remove(uint32_t slot, const protocol::kv_event& ev) {
+  // Deepest first, so a listed descendant is removed before its listed
+  // ancestor's cascade would make it look unknown.
+  order.clear();
+  apply_status status = apply_status::ok;
+  for (uint64_t h : ev.removed_hashes) {
+    const uint32_t* n = slots[slot].lookup.find(h);
+    if (n == nullptr)
+      status = apply_status::block_not_found;
+    else
+      order.emplace_back(nodes[*n].depth, h);
+  }
+  std::sort(order.begin(), order.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (const auto& [depth, h] : order) {
+    const uint32_t* n = slots[slot].lookup.find(h);
+    if (n == nullptr) {
+      status = apply_status::block_not_found; // listed twice
+      continue;
+    }
+    remove_from_subtree(*n, slot);
+  }
+  return status;
+}
+
+// ---------------------------------------------------------------------------
+// radix_index
+
+radix_index::radix_index(radix_index_options options)
+    : impl_(std::make_unique<impl>(options)) {}
+radix_index::~radix_index() = default;
+radix_index::radix_index(radix_index&&) noexcept = default;
+radix_index& radix_index::operator=(radix_index&&) noexcept = default;
+
+apply_status radix_index::apply(const protocol::router_event& event) {
+  impl& m = *impl_;
+  const protocol::kv_event& ev = event.event;
+  worker_key w{event.worker_id, ev.dp_rank};
+  apply_status status = apply_status::ok;
+  switch (ev.kind) {
+  case protocol::kv_event_kind::stored: {
+    uint32_t slot = m.acquire_slot(w);
+    status = m.store(slot, ev);
+    m.release_slot_if_empty(slot);
+    m.prune_if_needed();
+    break;
+  }
+  case protocol::kv_event_kind::removed:
+    if (const uint32_t* slot = m.find_slot(w)) {
+      uint32_t s = *slot;
+      status = m.remove(s, ev);
+      m.release_slot_if_empty(s);
+    } else if (!ev.removed_hashes.empty()) {
+      status = apply_status::block_not_found;
+    }
+    break;
+  case protocol::kv_event_kind::cleared:
+    remove_worker(w);
+    break;
+  }
+  auto kind = static_cast<size_t>(ev.kind);
+  if (kind < m.counters.size())
+    ++m.counters[kind][static_cast<size_t>(status)];
+  return status;
+}
+
+expected<void> radix_index::apply_event(const protocol::router_event& event) {
+  apply_status s = apply(event);
+  if (s == apply_status::ok)
+    return {};
+  auto msg = fmt::format("{}: {} event {} of worker {}", to_string(s),
+                         protocol::to_string(event.event.kind), event.event.event_id,
+                         to_string(worker_key{event.worker_id, event.event.dp_rank}));
+  return make_error(s == apply_status::invalid_block ? errc::invalid_argument : errc::not_found,
+                    std::move(msg));
+}
+
+void radix_index::find_matches(std::span<const uint64_t> local_hashes, bool early_exit,
+                               overlap_scores& out) const {
+  const impl& m = *impl_;
+  out.scores.clear();
+  out.scratch.clear();
+  auto record = [&](uint32_t slot, uint32_t blocks) {
+    const worker_slot& ws = m.slots[slot];
+    out.scores.push_back({ws.key, blocks, ws.lookup.size()});
+  };
+  uint64_t cand = 0;
+  std::vector<uint32_t>& more = out.scratch; // candidates in slots >= 64
+  uint32_t parent = root_node;
+  uint32_t matched = 0;
+  for (uint32_t d = 0; d < local_hashes.size(); ++d) {
+    const uint32_t* c = m.children.find(child_key{local_hashes[d], parent});
+    if (c == nullptr)
+      break;
+    const radix_node& n = m.nodes[*c];
+    if (d == 0) {
+      cand = n.mask;
+      if (n.more)
+        more.assign(n.more->begin(), n.more->end());
+    } else {
+      for (uint64_t gone = cand & ~n.mask; gone != 0; gone &= gone - 1)
+        record(static_cast<uint32_t>(std::countr_zero(gone)), d);
+      cand &= n.mask;
+      if (!more.empty()) {
+        size_t keep = 0;
+        for (uint32_t s : more) {
+          if (impl::has(n, s))
+            more[keep++] = s;
+          else
+            record(s, d);
+        }
+        more.resize(keep);
+      }
+    }
+    if (cand == 0 && more.empty())
+      return;
+    matched = d + 1;
+    parent = *c;
+    if (early_exit && std::popcount(cand) + more.size() == 1)
+      break;
+  }
+  for (uint64_t left = cand; left != 0; left &= left - 1)
+    record(static_cast<uint32_t>(std::countr_zero(left)), matched);
+  for (uint32_t s : more)
+    record(s, matched);
+}
+
+overlap_scores radix_index::find_matches(std::span<const uint64_t> local_hashes,
+                                         bool early_exit) const {
+  overlap_scores out;
+  find_matches(local_hashes, early_exit, out);
+  return out;
+}
+
+size_t radix_index::tree_size(const worker_key& worker) const noexcept {
+  const uint32_t* s = impl_->find_slot(worker);
+  return s ? impl_->slots[*s].lookup.size() : 0;
+}
+
+bool radix_index::holds(const worker_key& worker, uint64_t block_hash) const noexcept {
+  const uint32_t* s = impl_->find_slot(worker);
+  return s && impl_->slots[*s].lookup.contains(block_hash);
+}
+
+size_t radix_index::node_count() const noexcept { return impl_->live_nodes; }
+size_t radix_index::entry_count() const noexcept { return impl_->entries; }
+uint64_t radix_index::pruned_entries() const noexcept { return impl_->pruned; }
+
+uint64_t radix_index::applied(protocol::kv_event_kind kind, apply_status status) const noexcept {
+  auto k = static_cast<size_t>(kind);
+  return k < impl_->counters.size() ? impl_->counters[k][static_cast<size_t>(status)] : 0;
+}
+
+std::vector<worker_key> radix_index::workers() const {
+  std::vector<worker_key> out;
+  for (const worker_slot& ws : impl_->slots)
+    if (ws.live)
+      out.push_back(ws.key);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+} // namespace dynamo::route

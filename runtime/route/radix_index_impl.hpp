@@ -1,0 +1,110 @@
+// Internal to runtime/route/radix_index*.cpp: the node slab, worker slots and the
+// primitive operations both translation units share. Not for other modules.
+// Same thread rules as radix_index.
+#pragma once
+
+#include "runtime/route/radix_index.hpp"
+
+#include <algorithm>
+#include <bit>
+
+namespace dynamo::route {
+
+inline constexpr uint32_t no_node = UINT32_MAX;
+inline constexpr uint32_t root_node = 0;
+
+struct child_key {
+  uint64_t tokens_hash = 0;
+  uint32_t parent = 0;
+  friend bool operator==(const child_key&, const child_key&) = default;
+};
+
+struct child_key_hash {
+  [[nodiscard]] uint64_t operator()(const child_key& k) const noexcept {
+    return mix64(k.tokens_hash ^ (uint64_t{k.parent} * 0x9e3779b97f4a7c15ull));
+  }
+};
+
+/// One cached prefix. Workers in slots 0..63 live in `mask`, others in `more`.
+struct radix_node {
+  uint64_t tokens_hash = 0;
+  uint64_t ext_hash = 0; ///< external hash of the first worker that stored it
+  uint64_t mask = 0;
+  uint64_t stamp = 0;    ///< store clock of the last store touching it
+  std::unique_ptr<std::vector<uint32_t>> more; ///< sorted worker slots >= 64
+  uint32_t parent = no_node;
+  uint32_t first_child = no_node;
+  uint32_t next_sibling = no_node;
+  uint32_t prev_sibling = no_node;
+  uint32_t depth = 0;
+  bool live = false;
+};
+
+struct worker_slot {
+  worker_key key;
+  flat_map<uint64_t, uint32_t> lookup; ///< external block hash -> node
+  flat_map<uint64_t, uint64_t> alias;  ///< node -> external hash, where != node.ext_hash
+  bool live = false;
+};
+
+struct radix_index::impl {
+  explicit impl(radix_index_options o);
+
+  radix_index_options options;
+  std::vector<radix_node> nodes;
+  std::vector<uint32_t> free_nodes;
+  flat_map<child_key, uint32_t, child_key_hash> children;
+  std::vector<worker_slot> slots;
+  flat_map<worker_key, uint32_t, worker_key_hash> slot_of;
+  size_t live_nodes = 0;
+  size_t entries = 0;
+  uint64_t clock = 0;
+  uint64_t pruned = 0;
+  std::array<std::array<uint64_t, 4>, 3> counters{};
+  std::vector<uint32_t> stack;                      ///< scratch for traversals
+  std::vector<uint32_t> to_free;                    ///< scratch for traversals
+  std::vector<std::pair<uint32_t, uint64_t>> order; ///< scratch for removals
+
+  // Worker membership of a node.
+  [[nodiscard]] static bool has(const radix_node& n, uint32_t slot) noexcept {
+    if (slot < 64)
+      return (n.mask >> slot) & 1u;
+    return n.more && std::binary_search(n.more->begin(), n.more->end(), slot);
+  }
+  [[nodiscard]] static bool empty(const radix_node& n) noexcept {
+    return n.mask == 0 && (!n.more || n.more->empty());
+  }
+  static void add(radix_node& n, uint32_t slot);
+  static void drop(radix_node& n, uint32_t slot) noexcept;
+  template <class F>
+  static void for_each_slot(const radix_node& n, F&& f) {
+    for (uint64_t m = n.mask; m != 0; m &= m - 1)
+      f(static_cast<uint32_t>(std::countr_zero(m)));
+    if (n.more)
+      for (uint32_t s : *n.more)
+        f(s);
+  }
+
+  // Worker slots.
+  [[nodiscard]] const uint32_t* find_slot(const worker_key& w) const noexcept {
+    return slot_of.find(w);
+  }
+  uint32_t acquire_slot(const worker_key& w);
+  void release_slot_if_empty(uint32_t slot);
+  [[nodiscard]] uint64_t ext_of(uint32_t node, uint32_t slot) const noexcept;
+  void set_entry(uint32_t node, uint32_t slot, uint64_t ext);
+  void erase_entry(uint32_t node, uint32_t slot);
+
+  // Nodes.
+  uint32_t create_child(uint32_t parent, uint64_t tokens_hash, uint64_t ext);
+  void free_subtree(uint32_t top);
+  void remove_from_subtree(uint32_t top, uint32_t slot);
+  size_t remove_slot(uint32_t slot);
+  void prune_if_needed();
+
+  // Events.
+  apply_status store(uint32_t slot, const protocol::kv_event& ev);
+  apply_status remove(uint32_t slot, const protocol::kv_event& ev);
+};
+
+} // namespace dynamo::route

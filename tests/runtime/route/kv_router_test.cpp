@@ -1,0 +1,169 @@
+#include "runtime/route/kv_router.hpp"
+
+#include "runtime/kv/block_hash.hpp"
+
+#include "test_events.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <numeric>
+
+using namespace dynamo;
+using namespace dynamo::route;
+
+namespace {
+
+constexpr uint32_t bs = 4;
+const std::vector<worker_key> two{{1, 0}, {2, 0}};
+
+std::vector<uint32_t> prompt(uint32_t first, uint32_t n) {
+  std::vector<uint32_t> t(n);
+  std::iota(t.begin(), t.end(), first);
+  return t;
+}
+
+/// The stored event an engine would publish after caching `tokens` (full blocks).
+protocol::router_event cached(uint64_t worker, const std::vector<uint32_t>& tokens, uint64_t id) {
+  auto local = kv::local_block_hashes(tokens, bs);
+  auto seq = kv::sequence_hashes(local);
+  protocol::router_event ev;
+  ev.worker_id = worker;
+  ev.event.event_id = id;
+  ev.event.kind = protocol::kv_event_kind::stored;
+  for (size_t i = 0; i < local.size(); ++i)
+    ev.event.blocks.push_back({seq[i], local[i]});
+  return ev;
+}
+
+route_request request(std::string id, const std::vector<uint32_t>& tokens,
+                      std::span<const worker_key> candidates = two) {
+  route_request r;
+  r.request_id = std::move(id);
+  r.tokens = tokens;
+  r.candidates = candidates;
+  return r;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(kv_router_decisions)
+
+BOOST_AUTO_TEST_CASE(a_request_goes_to_the_worker_caching_its_prefix) {
+  kv_router router(kv_router_config{}, bs, router_mode::kv, 1);
+  auto system = prompt(1, 32);
+  BOOST_TEST(!router.on_event(cached(2, system, 0)));
+  auto p = prompt(1, 40); // the 32 cached tokens plus 8 more
+  auto d = router.route(request("r1", p));
+  BOOST_REQUIRE(d);
+  BOOST_TEST(d->worker.worker_id == 2u);
+  BOOST_TEST(d->overlap_blocks == 8u);
+  BOOST_REQUIRE_EQUAL(d->costs.size(), 2u);
+  // worker 1: prefill 40 tokens = 10 blocks + decode 10 blocks; worker 2: 2 + 10.
+  BOOST_TEST(d->costs[0].logit == 20.0);
+  BOOST_TEST(d->costs[1].logit == 12.0);
+  BOOST_TEST(d->chosen.prefill_tokens == 8.0);
+  BOOST_TEST(router.sequences().active_prefill_tokens(worker_key{2, 0}) == 8u);
+}
+
+BOOST_AUTO_TEST_CASE(booked_load_spreads_requests_without_cache) {
+  kv_router router(kv_router_config{}, bs, router_mode::kv, 1);
+  auto a = prompt(100, 16), b = prompt(200, 16);
+  auto first = router.route(request("a", a));
+  auto second = router.route(request("b", b));
+  BOOST_REQUIRE(first && second);
+  BOOST_TEST(first->worker != second->worker);
+  // Prefill done and freed: the load is gone.
+  BOOST_TEST(router.mark_prefill_completed("a"));
+  BOOST_TEST(router.free("a"));
+  BOOST_TEST(router.sequences().active_decode_blocks(first->worker) == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(active_requests_sharing_a_prefix_add_only_their_new_blocks) {
+  kv_router router(kv_router_config{}, bs, router_mode::kv, 1);
+  std::vector<worker_key> one{{1, 0}};
+  auto a = prompt(1, 16);
+  auto b = prompt(1, 24); // a's 4 blocks + 2 new
+  BOOST_REQUIRE(router.route(request("a", a, one)));
+  auto d = router.route(request("b", b, one));
+  BOOST_REQUIRE(d);
+  BOOST_TEST(d->chosen.decode_blocks == 6.0); // 4 active + 2 fresh, not 4 + 6
+  BOOST_TEST(router.sequences().active_decode_blocks(worker_key{1, 0}) == 6u);
+}
+
+BOOST_AUTO_TEST_CASE(overrides_and_pinning_change_the_decision) {
+  kv_router router(kv_router_config{}, bs, router_mode::kv, 1);
+  BOOST_TEST(!router.on_event(cached(2, prompt(1, 32), 0)));
+  auto p = prompt(1, 32);
+  auto r = request("r", p);
+  r.pinned = worker_key{1, 0};
+  auto d = router.route(r);
+  BOOST_REQUIRE(d);
+  BOOST_TEST(d->worker.worker_id == 1u);
+  BOOST_TEST(router.sequences().active_requests(worker_key{1, 0}) == 1u);
+  auto o = request("o", p);
+  o.overrides.overlap_score_weight = 0.0;
+  o.overrides.track_prefill_tokens = false;
+  auto d2 = router.route(o);
+  BOOST_REQUIRE(d2);
+  BOOST_TEST(d2->costs[0].prefill_tokens == 0.0);
+  BOOST_TEST(d2->costs[1].logit == 8.0); // decode blocks only
+}
+
+BOOST_AUTO_TEST_CASE(bad_requests_are_error_values) {
+  kv_router router(kv_router_config{}, bs, router_mode::kv, 1);
+  auto p = prompt(1, 8);
+  auto none = router.route(request("x", p, {}));
+  BOOST_REQUIRE(!none);
+  BOOST_TEST(code_of(none.error()) == errc::no_workers);
+  BOOST_REQUIRE(router.route(request("x", p)));
+  auto dup = router.route(request("x", p));
+  BOOST_REQUIRE(!dup);
+  BOOST_TEST(code_of(dup.error()) == errc::invalid_argument);
+  std::vector<uint32_t> empty;
+  BOOST_TEST(!router.route(request("e", empty)));
+  auto pinned = request("p", p);
+  pinned.pinned = worker_key{9, 0};
+  BOOST_TEST(!router.route(pinned));
+}
+
+BOOST_AUTO_TEST_CASE(round_robin_mode_ignores_the_cache) {
+  kv_router router(kv_router_config{}, bs, router_mode::round_robin, 1);
+  BOOST_TEST(!router.on_event(cached(2, prompt(1, 32), 0)));
+  auto p = prompt(1, 32);
+  auto a = router.route(request("a", p));
+  auto b = router.route(request("b", p));
+  BOOST_REQUIRE(a && b);
+  BOOST_TEST(a->worker.worker_id == 1u);
+  BOOST_TEST(a->overlap_blocks == 0u);
+  BOOST_TEST(b->worker.worker_id == 2u);
+  BOOST_TEST(b->overlap_blocks == 8u); // still reported, for hit rates
+}
+
+BOOST_AUTO_TEST_CASE(approximate_mode_learns_from_its_own_decisions) {
+  kv_router_config c;
+  c.use_kv_events = false;
+  kv_router router(c, bs, router_mode::kv, 1);
+  auto p = prompt(1, 64);
+  auto a = router.route(request("a", p));
+  BOOST_REQUIRE(a);
+  BOOST_TEST(router.free("a"));
+  auto b = router.route(request("b", p));
+  BOOST_REQUIRE(b);
+  BOOST_TEST(b->worker == a->worker);
+  BOOST_TEST(b->overlap_blocks == 16u);
+}
+
+BOOST_AUTO_TEST_CASE(removing_a_worker_forgets_its_cache_and_load) {
+  kv_router router(kv_router_config{}, bs, router_mode::kv, 1);
+  BOOST_TEST(!router.on_event(cached(2, prompt(1, 32), 0)));
+  auto p = prompt(1, 32);
+  BOOST_REQUIRE(router.route(request("a", p)));
+  router.remove_worker(2);
+  BOOST_TEST(router.index().tree_size(worker_key{2, 0}) == 0u);
+  BOOST_TEST(router.sequences().active_requests(worker_key{2, 0}) == 0u);
+  auto ask = router.add_worker(worker_key{2, 0});
+  BOOST_TEST(ask.from_id == 0u);
+  BOOST_TEST(ask.to_id == UINT64_MAX);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

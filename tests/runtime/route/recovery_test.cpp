@@ -1,0 +1,206 @@
+#include "runtime/route/event_sequencer.hpp"
+#include "runtime/route/kv_router.hpp"
+#include "runtime/route/worker_event_buffer.hpp"
+
+#include "test_events.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+using namespace dynamo;
+using namespace dynamo::route;
+using namespace dynamo::route::test;
+
+namespace {
+
+const worker_key w5{5, 0};
+
+protocol::kv_replay range_replay(uint64_t worker, std::vector<protocol::router_event> evs) {
+  protocol::kv_replay r;
+  r.worker_id = worker;
+  for (auto& e : evs)
+    r.events.push_back(e.event);
+  if (!r.events.empty())
+    r.last_event_id = r.events.back().event_id;
+  return r;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(event_sequencer_gaps)
+
+BOOST_AUTO_TEST_CASE(consecutive_ids_apply_and_repeats_are_duplicates) {
+  event_sequencer seq;
+  BOOST_TEST((seq.on_event(with_id(store(5, {}, {1}), 0)).verdict == sequence_verdict::apply));
+  BOOST_TEST((seq.on_event(with_id(store(5, {1}, {2}), 1)).verdict == sequence_verdict::apply));
+  auto again = seq.on_event(with_id(store(5, {1}, {2}), 1));
+  BOOST_TEST((again.verdict == sequence_verdict::duplicate));
+  BOOST_TEST(!again.resync);
+  BOOST_TEST(*seq.last_event_id(w5) == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_gap_holds_later_events_and_requests_the_missing_range) {
+  event_sequencer seq;
+  (void)seq.on_event(with_id(store(5, {}, {1}), 0));
+  auto step = seq.on_event(with_id(store(5, {}, {9}), 4));
+  BOOST_TEST((step.verdict == sequence_verdict::held));
+  BOOST_REQUIRE(step.resync);
+  BOOST_TEST(step.resync->worker_id == 5u);
+  BOOST_TEST(step.resync->from_id == 1u);
+  BOOST_TEST(step.resync->to_id == 3u);
+  auto next = seq.on_event(with_id(store(5, {}, {10}), 5));
+  BOOST_TEST((next.verdict == sequence_verdict::held));
+  BOOST_TEST(!next.resync); // one request per gap
+  BOOST_TEST(seq.pending(w5) == 2u);
+
+  auto rec = seq.on_replay(range_replay(5, {with_id(store(5, {1}, {2}), 1),
+                                            with_id(store(5, {1, 2}, {3}), 2),
+                                            with_id(store(5, {1, 2, 3}, {4}), 3)}));
+  BOOST_TEST(!rec.replace);
+  BOOST_TEST(!rec.resync);
+  BOOST_REQUIRE_EQUAL(rec.ready.size(), 5u);
+  for (uint64_t i = 0; i < 5; ++i)
+    BOOST_TEST(rec.ready[i].event.event_id == i + 1);
+  BOOST_TEST(!seq.awaiting(w5));
+  BOOST_TEST(*seq.last_event_id(w5) == 5u);
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_first_seen_mid_stream_is_asked_from_zero) {
+  event_sequencer seq;
+  auto step = seq.on_event(with_id(store(5, {}, {1}), 7));
+  BOOST_REQUIRE(step.resync);
+  BOOST_TEST(step.resync->from_id == 0u);
+  BOOST_TEST(step.resync->to_id == 6u);
+}
+
+BOOST_AUTO_TEST_CASE(a_partial_replay_asks_again_for_what_is_still_missing) {
+  event_sequencer seq;
+  (void)seq.on_event(with_id(store(5, {}, {1}), 0));
+  (void)seq.on_event(with_id(store(5, {}, {2}), 4));
+  auto rec = seq.on_replay(range_replay(5, {with_id(store(5, {}, {3}), 1)}));
+  BOOST_TEST(rec.ready.size() == 1u);
+  BOOST_REQUIRE(rec.resync);
+  BOOST_TEST(rec.resync->from_id == 2u);
+  BOOST_TEST(rec.resync->to_id == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(a_dump_replaces_state_then_releases_newer_held_events) {
+  event_sequencer seq;
+  (void)seq.on_event(with_id(store(5, {}, {1}), 0));
+  (void)seq.on_event(with_id(store(5, {}, {2}), 2000));
+  (void)seq.on_event(with_id(store(5, {}, {3}), 2001));
+  protocol::kv_replay dump;
+  dump.worker_id = 5;
+  dump.is_dump = true;
+  dump.last_event_id = 2000;
+  dump.events.push_back(store(5, {}, {2}).event);
+  auto rec = seq.on_replay(dump);
+  BOOST_TEST(rec.replace);
+  BOOST_TEST(rec.dump.size() == 1u);
+  BOOST_REQUIRE_EQUAL(rec.ready.size(), 1u); // 2000 is inside the dump
+  BOOST_TEST(rec.ready[0].event.event_id == 2001u);
+  BOOST_TEST(!seq.awaiting(w5));
+}
+
+BOOST_AUTO_TEST_CASE(too_many_held_events_turn_into_a_full_dump_request) {
+  event_sequencer seq(3);
+  (void)seq.on_event(with_id(store(5, {}, {1}), 0));
+  for (uint64_t id = 10; id < 13; ++id)
+    (void)seq.on_event(with_id(store(5, {}, {id}), id));
+  auto step = seq.on_event(with_id(store(5, {}, {13}), 13));
+  BOOST_REQUIRE(step.resync);
+  BOOST_TEST(step.resync->from_id == 0u);
+  BOOST_TEST(step.resync->to_id == UINT64_MAX);
+  BOOST_TEST(seq.pending(w5) == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_replay_after_the_gap_closed_is_ignored) {
+  event_sequencer seq;
+  protocol::kv_replay dump;
+  dump.worker_id = 5;
+  dump.is_dump = true;
+  auto rec = seq.on_replay(dump);
+  BOOST_TEST(!rec.replace);
+  BOOST_TEST(rec.ready.empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(worker_event_buffer_queries)
+
+BOOST_AUTO_TEST_CASE(a_range_inside_the_ring_returns_exactly_those_events) {
+  worker_event_buffer buf(w5, 4);
+  hashes chain;
+  for (uint64_t id = 0; id < 6; ++id) {
+    BOOST_REQUIRE(buf.record(with_id(store(5, chain, {id + 1}), id).event));
+    chain.push_back(id + 1);
+  }
+  BOOST_TEST(*buf.oldest_buffered_id() == 2u);
+  auto r = buf.query(3, 4);
+  BOOST_TEST(!r.is_dump);
+  BOOST_REQUIRE_EQUAL(r.events.size(), 2u);
+  BOOST_TEST(r.events[0].event_id == 3u);
+  BOOST_TEST(r.events[1].event_id == 4u);
+  BOOST_TEST(*r.last_event_id == 5u);
+  BOOST_TEST(buf.query(4, UINT64_MAX).events.size() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(a_range_older_than_the_ring_returns_a_dump) {
+  worker_event_buffer buf(w5, 4);
+  hashes chain;
+  for (uint64_t id = 0; id < 6; ++id) {
+    BOOST_REQUIRE(buf.record(with_id(store(5, chain, {id + 1}), id).event));
+    chain.push_back(id + 1);
+  }
+  BOOST_REQUIRE(buf.record(with_id(remove(5, {1, 2, 3, 4, 5}, {6}), 6).event));
+  auto r = buf.query(1, 6);
+  BOOST_TEST(r.is_dump);
+  BOOST_TEST(*r.last_event_id == 6u);
+  BOOST_REQUIRE_EQUAL(r.events.size(), 1u);
+  BOOST_TEST(r.events[0].blocks.size() == 5u);
+}
+
+BOOST_AUTO_TEST_CASE(non_consecutive_ids_are_refused) {
+  worker_event_buffer buf(w5);
+  BOOST_REQUIRE(buf.record(with_id(store(5, {}, {1}), 10).event));
+  auto r = buf.record(with_id(store(5, {}, {2}), 12).event);
+  BOOST_REQUIRE(!r);
+  BOOST_TEST(code_of(r.error()) == errc::invalid_argument);
+  BOOST_TEST(buf.buffered() == 1u);
+}
+
+// The router misses events older than the worker's ring: it asks, receives a
+// dump, and ends with exactly the worker's blocks.
+BOOST_AUTO_TEST_CASE(a_router_that_missed_events_converges_to_the_worker_state) {
+  worker_event_buffer worker(w5, 4);
+  kv_router router(kv_router_config{}, 16, router_mode::kv, 1);
+  std::vector<protocol::router_event> published;
+  hashes chain;
+  for (uint64_t id = 0; id < 10; ++id) {
+    auto ev = id == 7 ? with_id(remove(5, {1, 2, 3, 4}, {5}), id)
+                      : with_id(store(5, chain, {id + 1}), id);
+    if (id == 7)
+      chain.resize(4);
+    else
+      chain.push_back(id + 1);
+    BOOST_REQUIRE(worker.record(ev.event));
+    published.push_back(ev);
+  }
+  BOOST_TEST(!router.on_event(published[0]));
+  BOOST_TEST(!router.on_event(published[1]));
+  auto ask = router.on_event(published[9]); // 2..8 lost
+  BOOST_REQUIRE(ask);
+  BOOST_TEST(ask->from_id == 2u);
+  BOOST_TEST(ask->to_id == 8u);
+  auto answer = worker.query(*ask);
+  BOOST_TEST(answer.is_dump); // 2 fell out of the 4-event ring
+  BOOST_TEST(!router.on_replay(answer));
+  const radix_index& idx = router.index();
+  BOOST_TEST(idx.tree_size(w5) == worker.blocks().tree_size(w5));
+  for (const hashes& q : {hashes{1, 2, 3, 4, 5}, hashes{1, 2, 3, 4, 9, 10}})
+    BOOST_TEST(idx.find_matches(q).blocks_of(w5) ==
+               worker.blocks().find_matches(q).blocks_of(w5));
+  BOOST_TEST(idx.find_matches(hashes{1, 2, 3, 4, 5}).blocks_of(w5) == 4u);
+  BOOST_TEST(idx.find_matches(hashes{1, 2, 3, 4, 9, 10}).blocks_of(w5) == 6u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
