@@ -59,6 +59,8 @@ void deliver(worker_ptr self, engine::step_result& r) {
     if (it == st.sinks.end())
       continue;
     bool last = out.output.finish != protocol::finish_reason::none;
+    if (!st.healthy && out.output.finish == protocol::finish_reason::error && out.output.error_code == 0)
+      out.output.error_code = static_cast<uint8_t>(errc::device_error); // failed with the executor
     if (!it->second->send(out.output) && !last)
       (void) st.engine->abort(out.request_id);
     if (last)
@@ -97,10 +99,11 @@ void run_step(worker_ptr self) {
   after_step(self);
 }
 
-void reject(const generate_job& job, std::string why) {
+void reject(const generate_job& job, errc code, std::string why) {
   protocol::engine_output out;
   out.finish = protocol::finish_reason::error;
   out.error = std::move(why);
+  out.error_code = static_cast<uint8_t>(code);
   (void) job.sink->send(out);
 }
 
@@ -134,12 +137,12 @@ caf::actor spawn_worker(caf::actor_system& sys, worker_config cfg, engine_factor
       [self](generate_atom, generate_job_ptr& job) {
         auto& st = self->state;
         if (!st.healthy)
-          return reject(*job, "worker " + st.cfg.name + " is unhealthy");
+          return reject(*job, errc::device_error, "worker " + st.cfg.name + " is unhealthy");
         if (st.draining)
-          return reject(*job, "worker " + st.cfg.name + " is draining");
+          return reject(*job, errc::closed, "worker " + st.cfg.name + " is draining");
         auto id = job->request.request_id;
         if (auto ok = st.engine->add_request(std::move(job->request)); !ok)
-          return reject(*job, describe(ok.error()));
+          return reject(*job, code_of(ok.error()), describe(ok.error()));
         st.sinks[id] = std::move(job->sink);
         schedule_step(self);
       },

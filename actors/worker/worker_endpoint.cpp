@@ -17,7 +17,7 @@ public:
 
   ~stream_sink() override {
     if (!done_)
-      stream_->fail(make_error(errc::disconnected, "worker stopped with the request in flight"));
+      stream_->fail(make_error(errc::closed, "worker actor stopped with the request in flight"));
   }
 
   bool send(const protocol::engine_output& chunk) override {
@@ -48,7 +48,7 @@ expected<void> serve_worker(planes::request_server& server, const std::string& e
     }
     auto actor = worker->get();
     if (!actor) {
-      stream->fail(make_error(errc::disconnected, "worker is restarting"));
+      stream->fail(make_error(errc::closed, "worker is restarting"));
       return;
     }
     std::string id = req->request_id;

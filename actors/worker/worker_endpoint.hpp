@@ -1,9 +1,9 @@
 // Serves a worker actor on the request plane: decodes each call into a
 // preprocessed_request, hands it to the current worker actor (whose handle
 // changes when a supervisor restarts it) and streams engine_output chunks back.
-// A client cancel aborts the request; a worker that dies with requests in
-// flight fails their streams with errc::disconnected, which the frontend treats
-// as migratable. Thread-safe; handlers run on the request plane's I/O thread.
+// A client cancel aborts the request; a worker actor that dies with requests in
+// flight fails their streams with errc::closed, which the frontend treats as
+// migratable (a dead *process* shows up as errc::disconnected instead). Thread-safe; handlers run on the request plane's I/O thread.
 #pragma once
 
 #include "planes/request/request_plane.hpp"

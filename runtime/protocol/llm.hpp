@@ -59,7 +59,8 @@ struct engine_output {
   uint32_t cached_tokens = 0;      ///< prompt tokens served from the prefix cache (first chunk)
   std::string error;               ///< set when finish == error
   std::vector<uint8_t> disagg;     ///< prefill result for a decode worker (disaggregation)
-  MSGPACK_DEFINE_MAP(token_ids, finish, cached_tokens, error, disagg);
+  uint8_t error_code = 0;          ///< dynamo::errc value when finish == error (0: unknown)
+  MSGPACK_DEFINE_MAP(token_ids, finish, cached_tokens, error, disagg, error_code);
 };
 
 } // namespace dynamo::protocol

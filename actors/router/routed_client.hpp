@@ -1,0 +1,49 @@
+// The frontend's llm_client for a model served by remote workers: each
+// generate() becomes a route job for the router actor. Request migration lives
+// here (Dynamo's Migration operator): when a worker dies mid-stream (the
+// request plane reports disconnected, or the worker answers with a migratable
+// error), the request is re-routed to another worker with prompt + tokens
+// generated so far and max_tokens reduced, up to `migration_limit` times, so
+// the caller sees one uninterrupted stream. Thread-safe.
+#pragma once
+
+#include "runtime/engine/llm_client.hpp"
+
+#include <caf/actor.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+namespace dynamo::actors {
+
+struct routed_client_stats {
+  std::atomic<uint64_t> migrations_new{0};      ///< re-routed before any token arrived
+  std::atomic<uint64_t> migrations_ongoing{0};  ///< re-routed mid-stream
+  std::atomic<uint64_t> migration_exhausted{0}; ///< failed after the limit
+};
+
+struct routed_client_config {
+  uint32_t migration_limit = 3;         ///< re-routes per request (Dynamo default 0: off)
+  uint32_t migration_max_seq_len = 0;   ///< 0: unlimited; else no migration past this length
+};
+
+class routed_client final : public engine::llm_client {
+public:
+  routed_client(caf::actor router, routed_client_config cfg = {});
+
+  [[nodiscard]] std::shared_ptr<engine::generation> generate(protocol::preprocessed_request req,
+                                                             engine::chunk_callback on_chunk) override;
+
+  [[nodiscard]] const routed_client_stats& stats() const noexcept { return *stats_; }
+
+private:
+  caf::actor router_;
+  routed_client_config cfg_;
+  std::shared_ptr<routed_client_stats> stats_;
+};
+
+/// True for failures another worker can recover from.
+[[nodiscard]] bool is_migratable(errc code) noexcept;
+
+} // namespace dynamo::actors

@@ -1,0 +1,226 @@
+#include "actors/router/router_actor.hpp"
+
+#include "runtime/protocol/codec.hpp"
+#include "runtime/route/kv_router.hpp"
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <random>
+#include <unordered_map>
+
+namespace dynamo::actors {
+
+void route_job::cancel() {
+  planes::call_handle h;
+  {
+    std::lock_guard lk{mtx};
+    cancelled = true;
+    h = call;
+  }
+  h.cancel();
+}
+
+namespace {
+
+using first_token_atom = caf::atom_constant<caf::atom("firsttok")>;
+using finished_atom = caf::atom_constant<caf::atom("finished")>;
+using instance_down_atom = caf::atom_constant<caf::atom("instdown")>;
+using retry_atom = caf::atom_constant<caf::atom("retry")>;
+using clock = std::chrono::steady_clock;
+
+struct instance_entry {
+  worker_info info;
+  clock::time_point down_until{};
+};
+
+struct router_state {
+  router_actor_config cfg;
+  std::shared_ptr<planes::request_client> client;
+  std::unique_ptr<route::kv_router> router;
+  std::unordered_map<uint64_t, instance_entry> instances;
+  std::vector<route::worker_key> candidates; ///< scratch
+  /// Jobs waiting for a worker, with their deadlines.
+  std::vector<std::pair<route_job_ptr, clock::time_point>> parked;
+  bool retry_scheduled = false;
+  static inline const char* name = "dynamo.router";
+};
+
+using router_ptr = caf::stateful_actor<router_state>*;
+
+void fail_job(const route_job_ptr& job, caf::error err) {
+  if (job->callbacks.on_end)
+    job->callbacks.on_end(err);
+}
+
+// Starts the request-plane call for a routed job; chunks go straight to the
+// job's callbacks on the plane's I/O thread.
+void start_call(router_ptr self, const route_job_ptr& job, const instance_entry& inst) {
+  auto router = caf::actor_cast<caf::actor>(self);
+  auto id = job->request.request_id;
+  auto instance = inst.info.instance_id;
+  auto first = std::make_shared<bool>(true);
+  auto finished = std::make_shared<bool>(false);
+  auto on_item = [job, router, id, first, finished](planes::bytes item) {
+    auto chunk = protocol::decode<protocol::engine_output>(item);
+    if (!chunk)
+      return; // counted by the codec; the stream's end reports the failure
+    if (*first && (!chunk->token_ids.empty() || chunk->finish != protocol::finish_reason::none)) {
+      *first = false;
+      caf::anon_send(router, first_token_atom::value, id);
+    }
+    if (chunk->finish != protocol::finish_reason::none)
+      *finished = true;
+    job->callbacks.on_chunk(std::move(*chunk));
+  };
+  auto on_end = [job, router, id, instance, finished](const caf::error& err) {
+    caf::anon_send(router, finished_atom::value, id);
+    if (err && code_of(err) == errc::disconnected)
+      caf::anon_send(router, instance_down_atom::value, instance);
+    if (!err && !*finished)
+      return fail_job(job, make_error(errc::disconnected, "stream ended without a final chunk"));
+    fail_job(job, err);
+  };
+  if (job->callbacks.on_routed)
+    job->callbacks.on_routed(instance);
+  std::lock_guard lk{job->mtx};
+  if (job->cancelled) {
+    caf::anon_send(router, finished_atom::value, id);
+    return fail_job(job, make_error(errc::cancelled, "cancelled before routing"));
+  }
+  job->call = self->state.client->call(inst.info.address, inst.info.endpoint_path,
+                                       protocol::encode(job->request), std::move(on_item),
+                                       std::move(on_end));
+}
+
+// Healthy, reachable instances; those the job failed on only when nothing else is left.
+void collect_candidates(router_ptr self, const route_job& job) {
+  auto& st = self->state;
+  auto now = clock::now();
+  st.candidates.clear();
+  for (int pass = 0; pass < 2 && st.candidates.empty(); ++pass) {
+    for (auto& [id, inst] : st.instances) {
+      bool excluded = std::find(job.exclude.begin(), job.exclude.end(), id) != job.exclude.end();
+      if (inst.info.healthy && inst.down_until <= now && (pass == 1 || !excluded))
+        st.candidates.push_back({id, 0});
+    }
+  }
+  std::sort(st.candidates.begin(), st.candidates.end()); // deterministic round-robin order
+}
+
+void schedule_retry(router_ptr self) {
+  if (!self->state.retry_scheduled) {
+    self->state.retry_scheduled = true;
+    self->delayed_send(self, std::chrono::milliseconds(20), retry_atom::value);
+  }
+}
+
+// Routes `job`, or parks it until a worker is available; false when parked.
+bool route(router_ptr self, const route_job_ptr& job, clock::time_point deadline) {
+  auto& st = self->state;
+  collect_candidates(self, *job);
+  if (st.candidates.empty()) {
+    if (clock::now() < deadline) {
+      st.parked.emplace_back(job, deadline);
+      schedule_retry(self);
+      return false;
+    }
+    fail_job(job, make_error(errc::no_workers, "no healthy worker serves this model"));
+    return true;
+  }
+  route::route_request rr;
+  rr.request_id = job->request.request_id;
+  rr.tokens = job->request.token_ids;
+  rr.candidates = st.candidates;
+  if (job->request.backend_instance_id)
+    rr.pinned = route::worker_key{*job->request.backend_instance_id, 0};
+  auto decision = st.router->route(rr);
+  if (!decision) {
+    fail_job(job, decision.error());
+    return true;
+  }
+  auto it = st.instances.find(decision->worker.worker_id);
+  spdlog::debug("{}: {} -> {:016x} (overlap {} blocks)", st.cfg.name, rr.request_id,
+                decision->worker.worker_id, decision->overlap_blocks);
+  start_call(self, job, it->second);
+  return true;
+}
+
+void retry_parked(router_ptr self) {
+  auto& st = self->state;
+  st.retry_scheduled = false;
+  auto parked = std::move(st.parked);
+  st.parked.clear();
+  for (auto& [job, deadline] : parked) {
+    bool cancelled;
+    {
+      std::lock_guard lk{job->mtx};
+      cancelled = job->cancelled;
+    }
+    if (cancelled)
+      fail_job(job, make_error(errc::cancelled, "cancelled while waiting for a worker"));
+    else
+      (void) route(self, job, deadline);
+  }
+}
+
+} // namespace
+
+caf::actor spawn_router(caf::actor_system& sys, router_actor_config cfg,
+                        std::shared_ptr<planes::request_client> client) {
+  return sys.spawn([cfg, client](router_ptr self) -> caf::behavior {
+    auto& st = self->state;
+    st.cfg = cfg;
+    st.client = client;
+    uint64_t seed = cfg.seed != 0 ? cfg.seed : std::random_device{}();
+    st.router = std::make_unique<route::kv_router>(cfg.kv, cfg.block_size, cfg.mode, seed);
+    return {
+      [self](add_worker_atom, const worker_info& w) {
+        auto& st = self->state;
+        bool fresh = !st.instances.count(w.instance_id);
+        auto& e = st.instances[w.instance_id];
+        e.info = w;
+        e.down_until = {};
+        if (fresh) {
+          (void) st.router->add_worker({w.instance_id, 0});
+          spdlog::info("{}: worker {:016x} at {} joined", st.cfg.name, w.instance_id, w.address);
+        }
+      },
+      [self](remove_worker_atom, uint64_t id) {
+        auto& st = self->state;
+        if (st.instances.erase(id)) {
+          st.router->remove_worker(id);
+          spdlog::info("{}: worker {:016x} left", st.cfg.name, id);
+        }
+      },
+      [self](instance_down_atom, uint64_t id) {
+        auto& st = self->state;
+        if (auto it = st.instances.find(id); it != st.instances.end()) {
+          it->second.down_until = clock::now() + st.cfg.quarantine;
+          spdlog::warn("{}: worker {:016x} unreachable; skipped for {} ms", st.cfg.name, id,
+                       st.cfg.quarantine.count());
+        }
+      },
+      [self](kv_event_atom, const protocol::router_event& ev) {
+        (void) self->state.router->on_event(ev);
+      },
+      [self](route_atom, route_job_ptr& job) {
+        (void) route(self, job, clock::now() + self->state.cfg.no_worker_wait);
+      },
+      [self](retry_atom) { retry_parked(self); },
+      [self](first_token_atom, const std::string& id) {
+        (void) self->state.router->mark_prefill_completed(id);
+      },
+      [self](finished_atom, const std::string& id) { (void) self->state.router->free(id); },
+      [self](workers_atom) {
+        std::vector<worker_info> out;
+        for (auto& [id, e] : self->state.instances)
+          out.push_back(e.info);
+        return out;
+      },
+    };
+  });
+}
+
+} // namespace dynamo::actors

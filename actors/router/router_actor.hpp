@@ -1,0 +1,93 @@
+// The router actor: owns a route::kv_router (prefix index, predicted load,
+// selector for kv / round-robin / random) and the table of worker instances
+// serving one model, fed by discovery and the event plane. It answers route
+// jobs by picking an instance and starting the request-plane call itself;
+// chunks then flow from the request plane's I/O thread straight to the job's
+// callbacks, and only lifecycle notes (first token, end) come back here.
+// Interaction by message only; see routed_client for the llm_client face.
+#pragma once
+
+#include "planes/request/request_plane.hpp"
+#include "runtime/protocol/kv_event.hpp"
+#include "runtime/protocol/llm.hpp"
+#include "runtime/route/config.hpp"
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/atom.hpp>
+#include <caf/meta/type_name.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dynamo::actors {
+
+using add_worker_atom = caf::atom_constant<caf::atom("addworker")>;
+using remove_worker_atom = caf::atom_constant<caf::atom("rmworker")>;
+using kv_event_atom = caf::atom_constant<caf::atom("kvevent")>;
+using route_atom = caf::atom_constant<caf::atom("route")>;
+using workers_atom = caf::atom_constant<caf::atom("workers")>;
+
+/// One worker instance as discovery describes it.
+struct worker_info {
+  uint64_t instance_id = 0;
+  std::string address;       ///< request-plane address
+  std::string endpoint_path; ///< e.g. "dynamo/backend/generate"
+  bool healthy = true;       ///< unhealthy or draining instances get no new requests
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_info& x) {
+  return f(caf::meta::type_name("worker_info"), x.instance_id, x.address, x.endpoint_path, x.healthy);
+}
+
+/// What a routed call reports back to whoever asked for it. Called on the
+/// request plane's I/O thread (or inside the router for immediate failures).
+struct route_callbacks {
+  /// The chosen instance, before the call starts.
+  std::function<void(uint64_t instance_id)> on_routed;
+  std::function<void(protocol::engine_output)> on_chunk;
+  /// Exactly once: empty error when the stream ended with a final chunk.
+  std::function<void(const caf::error&)> on_end;
+};
+
+/// Shared between a routed call and its owner, so cancel() reaches the call.
+struct route_job {
+  protocol::preprocessed_request request;
+  route_callbacks callbacks;
+  std::vector<uint64_t> exclude;          ///< instances to avoid (failed before) when others exist
+  std::mutex mtx;
+  planes::call_handle call;               ///< set once the call started
+  bool cancelled = false;
+
+  /// Cancels the call if it started; otherwise the router drops the job.
+  void cancel();
+};
+using route_job_ptr = std::shared_ptr<route_job>;
+
+struct router_actor_config {
+  std::string name = "router";
+  route::router_mode mode = route::router_mode::round_robin;
+  route::kv_router_config kv;
+  uint32_t block_size = 16;
+  uint64_t seed = 0;                         ///< 0: random
+  std::chrono::milliseconds quarantine{2000}; ///< how long an unreachable instance is skipped
+  /// How long a job waits for a worker when none is available (restarts,
+  /// joins) before failing with errc::no_workers; 0 fails at once.
+  std::chrono::milliseconds no_worker_wait{3000};
+};
+
+[[nodiscard]] caf::actor spawn_router(caf::actor_system& sys, router_actor_config cfg,
+                                      std::shared_ptr<planes::request_client> client);
+
+} // namespace dynamo::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynamo::actors::route_job_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynamo::protocol::router_event)

@@ -1,0 +1,202 @@
+#include "actors/core/supervisor.hpp"
+#include "actors/core/system.hpp"
+#include "actors/router/routed_client.hpp"
+#include "actors/router/router_actor.hpp"
+#include "actors/worker/worker_actor.hpp"
+#include "actors/worker/worker_endpoint.hpp"
+#include "planes/request/inproc_request_plane.hpp"
+#include "runtime/mocker/mock_executor.hpp"
+#include "runtime/mocker/token_stream.hpp"
+
+#include <caf/all.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <condition_variable>
+#include <mutex>
+
+using namespace dynamo;
+using namespace dynamo::actors;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string endpoint = "dynamo/backend/generate";
+
+struct stream_result {
+  std::mutex mtx;
+  std::condition_variable cv;
+  std::vector<uint32_t> tokens;
+  protocol::finish_reason finish = protocol::finish_reason::none;
+  caf::error error;
+  bool ended = false;
+  size_t chunks = 0;
+
+  engine::chunk_callback callback() {
+    return [this](expected<protocol::engine_output> c) {
+      std::lock_guard lk{mtx};
+      if (!c) {
+        error = c.error();
+        ended = true;
+      } else {
+        ++chunks;
+        tokens.insert(tokens.end(), c->token_ids.begin(), c->token_ids.end());
+        if (c->finish != protocol::finish_reason::none) {
+          finish = c->finish;
+          ended = true;
+        }
+      }
+      cv.notify_all();
+    };
+  }
+  bool wait(std::chrono::milliseconds t = 10s) {
+    std::unique_lock lk{mtx};
+    return cv.wait_for(lk, t, [&] { return ended; });
+  }
+  bool wait_tokens(size_t n) {
+    std::unique_lock lk{mtx};
+    return cv.wait_for(lk, 10s, [&] { return tokens.size() >= n || ended; });
+  }
+};
+
+struct worker_slot {
+  std::unique_ptr<planes::request_server> server;
+  std::shared_ptr<worker_handle> handle = std::make_shared<worker_handle>();
+  caf::actor sup;
+  uint64_t id = 0;
+};
+
+struct cluster {
+  actor_runtime rt = make_actor_system(2);
+  std::shared_ptr<planes::inproc_request_network> net = planes::make_inproc_request_network();
+  std::shared_ptr<planes::request_client> client = planes::make_inproc_request_client(net);
+  std::vector<worker_slot> workers;
+  caf::actor router;
+
+  cluster(size_t n, double speedup, route::router_mode mode = route::router_mode::round_robin,
+          std::chrono::milliseconds no_worker_wait = 3s) {
+    router_actor_config rc;
+    rc.no_worker_wait = no_worker_wait;
+    rc.mode = mode;
+    rc.block_size = 4;
+    rc.seed = 7;
+    router = spawn_router(*rt.system, rc, client);
+    for (size_t i = 0; i < n; ++i) {
+      worker_slot w;
+      w.id = 0x100 + i;
+      w.server = planes::make_inproc_request_server(net);
+      mocker::mocker_config mc;
+      mc.block_size = 4;
+      mc.num_blocks = 256;
+      mc.speedup_ratio = speedup;
+      child_spec spec;
+      spec.name = "worker";
+      spec.spawn = [mc, id = w.id](caf::actor_system& sys) {
+        return spawn_worker(sys, {id, "worker"}, [mc] { return mocker::make_engine(mc); }, {});
+      };
+      spec.on_spawn = [h = w.handle](const caf::actor& a) { h->set(a); };
+      supervisor_config sc;
+      sc.initial_backoff = 1ms;
+      w.sup = spawn_supervisor(*rt.system, sc, {spec});
+      BOOST_REQUIRE(serve_worker(*w.server, endpoint, w.handle));
+      for (int k = 0; k < 1000 && !w.handle->get(); ++k)
+        std::this_thread::sleep_for(1ms);
+      caf::anon_send(router, add_worker_atom::value, worker_info{w.id, w.server->address(), endpoint, true});
+      workers.push_back(std::move(w));
+    }
+  }
+  ~cluster() {
+    for (auto& w : workers)
+      caf::anon_send_exit(w.sup, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(router, caf::exit_reason::user_shutdown);
+  }
+};
+
+protocol::preprocessed_request make_request(const std::string& id, uint32_t max_tokens) {
+  protocol::preprocessed_request r;
+  r.request_id = id;
+  r.token_ids = {10, 20, 30, 40, 50, 60, 70, 80, 90};
+  r.prompt_tokens = 9;
+  r.stop.max_tokens = max_tokens;
+  return r;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(routed_client_suite)
+
+BOOST_AUTO_TEST_CASE(streams_through_the_router) {
+  cluster c(2, 0);
+  routed_client client(c.router);
+  stream_result r;
+  auto req = make_request("a", 12);
+  auto gen = client.generate(req, r.callback());
+  BOOST_REQUIRE(r.wait());
+  BOOST_TEST(!r.error);
+  BOOST_TEST(r.tokens == mocker::continuation(req.token_ids, 12));
+  BOOST_TEST(static_cast<int>(r.finish) == static_cast<int>(protocol::finish_reason::length));
+}
+
+BOOST_AUTO_TEST_CASE(no_workers_is_an_error_after_the_wait) {
+  cluster c(0, 0, route::router_mode::round_robin, 50ms);
+  routed_client client(c.router);
+  stream_result r;
+  auto gen = client.generate(make_request("b", 4), r.callback());
+  BOOST_REQUIRE(r.wait());
+  BOOST_TEST(static_cast<int>(code_of(r.error)) == static_cast<int>(errc::no_workers));
+}
+
+BOOST_AUTO_TEST_CASE(migrates_mid_stream_without_losing_or_duplicating_tokens) {
+  cluster c(2, 0.5);
+  routed_client client(c.router);
+  stream_result r;
+  auto req = make_request("m", 40);
+  auto gen = client.generate(req, r.callback());
+  BOOST_REQUIRE(r.wait_tokens(3));
+  // Crash whichever worker serves it (both, to be sure: the second crash hits
+  // an idle worker, which its supervisor restarts).
+  for (auto& w : c.workers)
+    if (auto a = w.handle->get())
+      caf::anon_send(a, crash_atom::value);
+  // Both restart within milliseconds; the request continues on one of them.
+  BOOST_REQUIRE(r.wait());
+  BOOST_TEST(!r.error);
+  BOOST_TEST(r.tokens == mocker::continuation(req.token_ids, 40));
+  BOOST_TEST(client.stats().migrations_ongoing.load() >= 1u);
+}
+
+BOOST_AUTO_TEST_CASE(waits_for_a_worker_that_joins_late) {
+  cluster c(0, 0);
+  routed_client client(c.router);
+  stream_result r;
+  auto req = make_request("late", 5);
+  auto gen = client.generate(req, r.callback());
+  // A worker joins after the request was parked.
+  auto server = planes::make_inproc_request_server(c.net);
+  auto handle = std::make_shared<worker_handle>();
+  mocker::mocker_config mc;
+  mc.block_size = 4;
+  mc.num_blocks = 64;
+  mc.speedup_ratio = 0;
+  auto worker = spawn_worker(*c.rt.system, {0x200, "late"}, [mc] { return mocker::make_engine(mc); }, {});
+  handle->set(worker);
+  BOOST_REQUIRE(serve_worker(*server, endpoint, handle));
+  caf::anon_send(c.router, add_worker_atom::value, worker_info{0x200, server->address(), endpoint, true});
+  BOOST_REQUIRE(r.wait());
+  BOOST_TEST(!r.error);
+  BOOST_TEST(r.tokens == mocker::continuation(req.token_ids, 5));
+  caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
+}
+
+BOOST_AUTO_TEST_CASE(cancel_stops_the_stream) {
+  cluster c(1, 0.5);
+  routed_client client(c.router);
+  stream_result r;
+  auto gen = client.generate(make_request("c", 5000), r.callback());
+  BOOST_REQUIRE(r.wait_tokens(2));
+  gen->cancel();
+  BOOST_REQUIRE(r.wait());
+  BOOST_TEST(static_cast<int>(code_of(r.error)) == static_cast<int>(errc::cancelled));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
