@@ -1,0 +1,364 @@
+#include "runtime/config/cluster_config.hpp"
+
+#include "runtime/core/ids.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <utility>
+
+namespace dynamo::config {
+
+std::string_view to_string(worker_role r) noexcept {
+  switch (r) {
+    case worker_role::aggregated: return "aggregated";
+    case worker_role::prefill: return "prefill";
+    case worker_role::decode: return "decode";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(engine_kind e) noexcept {
+  switch (e) {
+    case engine_kind::mocker: return "mocker";
+    case engine_kind::cpu: return "cpu";
+    case engine_kind::cuda: return "cuda";
+  }
+  return "unknown";
+}
+
+expected<worker_role> parse_worker_role(std::string_view t) {
+  if (t == "aggregated" || t == "agg")
+    return worker_role::aggregated;
+  if (t == "prefill")
+    return worker_role::prefill;
+  if (t == "decode")
+    return worker_role::decode;
+  return make_error(errc::config_error,
+                    fmt::format("'{}' is not one of aggregated|prefill|decode", t));
+}
+
+expected<engine_kind> parse_engine_kind(std::string_view t) {
+  if (t == "mocker")
+    return engine_kind::mocker;
+  if (t == "cpu")
+    return engine_kind::cpu;
+  if (t == "cuda")
+    return engine_kind::cuda;
+  return make_error(errc::config_error, fmt::format("'{}' is not one of mocker|cpu|cuda", t));
+}
+
+const pool_config* cluster_config::find_pool(std::string_view name) const noexcept {
+  for (const auto& p : pools)
+    if (p.name == name)
+      return &p;
+  return nullptr;
+}
+
+namespace {
+
+// A YAML mapping with its path, that reads typed fields and rejects unknown keys.
+class section {
+public:
+  /// An absent section (invalid or null node) reads as an empty mapping.
+  section(const YAML::Node& node, std::string path)
+    : node_(node.IsDefined() && !node.IsNull() ? node : YAML::Node(YAML::NodeType::Map)),
+      path_(std::move(path)) {}
+
+  [[nodiscard]] std::string field(const std::string& key) const {
+    return path_.empty() ? key : path_ + "." + key;
+  }
+
+  [[nodiscard]] caf::error fail(const std::string& key, const std::string& why) const {
+    return make_error(errc::config_error, fmt::format("{}: {}", field(key), why));
+  }
+
+  template <class T>
+  [[nodiscard]] caf::error read(const std::string& key, T& out) {
+    known_.insert(key);
+    // const lookups: yaml-cpp's non-const operator[] inserts zombie keys.
+    YAML::Node v = std::as_const(node_)[key];
+    if (!v)
+      return {};
+    if (!v.IsScalar())
+      return fail(key, "expected a value, got a " + std::string{v.IsMap() ? "mapping" : "list"});
+    try {
+      out = v.as<T>();
+    } catch (const YAML::Exception&) {
+      return fail(key, fmt::format("'{}' is not a valid {}", v.Scalar(), type_name<T>()));
+    }
+    return {};
+  }
+
+  [[nodiscard]] YAML::Node child(const std::string& key) {
+    known_.insert(key);
+    return std::as_const(node_)[key];
+  }
+
+  /// errc::config_error for the first key that no read() asked for.
+  [[nodiscard]] caf::error check_unknown() const {
+    for (auto it = node_.begin(); it != node_.end(); ++it) {
+      auto key = it->first.as<std::string>();
+      if (!known_.count(key))
+        return make_error(errc::config_error, fmt::format("{}: unknown key", field(key)));
+    }
+    return {};
+  }
+
+private:
+  template <class T>
+  static std::string type_name() {
+    if constexpr (std::is_same_v<T, bool>)
+      return "boolean";
+    else if constexpr (std::is_floating_point_v<T>)
+      return "number";
+    else if constexpr (std::is_integral_v<T>)
+      return "non-negative integer";
+    else
+      return "string";
+  }
+
+  YAML::Node node_;
+  std::string path_;
+  std::set<std::string> known_;
+};
+
+#define DYN_TRY(expr)                                                                              \
+  do {                                                                                             \
+    if (auto err_ = (expr))                                                                        \
+      return err_;                                                                                 \
+  } while (false)
+
+caf::error require_map(const YAML::Node& n, const std::string& path) {
+  if (n.IsDefined() && !n.IsNull() && !n.IsMap())
+    return make_error(errc::config_error, fmt::format("{}: expected a mapping", path));
+  return {};
+}
+
+caf::error parse_engine_opts(YAML::Node n, const std::string& path, engine_options& e) {
+  DYN_TRY(require_map(n, path));
+  section s(n, path);
+  DYN_TRY(s.read("block_size", e.block_size));
+  DYN_TRY(s.read("kv_blocks", e.kv_blocks));
+  DYN_TRY(s.read("max_num_seqs", e.max_num_seqs));
+  DYN_TRY(s.read("max_num_batched_tokens", e.max_num_batched_tokens));
+  DYN_TRY(s.read("prefix_caching", e.prefix_caching));
+  DYN_TRY(s.read("threads", e.threads));
+  DYN_TRY(s.read("context_length", e.context_length));
+  if (e.block_size == 0)
+    return s.fail("block_size", "must be > 0");
+  if (e.max_num_seqs == 0)
+    return s.fail("max_num_seqs", "must be > 0");
+  return s.check_unknown();
+}
+
+caf::error parse_mocker(YAML::Node n, const std::string& path, mocker_options& m) {
+  DYN_TRY(require_map(n, path));
+  section s(n, path);
+  DYN_TRY(s.read("speedup_ratio", m.speedup_ratio));
+  DYN_TRY(s.read("decode_speedup_ratio", m.decode_speedup_ratio));
+  DYN_TRY(s.read("num_blocks", m.num_blocks));
+  if (m.speedup_ratio < 0)
+    return s.fail("speedup_ratio", "must be >= 0");
+  if (m.decode_speedup_ratio <= 0)
+    return s.fail("decode_speedup_ratio", "must be > 0");
+  return s.check_unknown();
+}
+
+caf::error parse_pool(YAML::Node n, const std::string& path, pool_config& p) {
+  if (!n.IsMap())
+    return make_error(errc::config_error, fmt::format("{}: expected a mapping", path));
+  section s(n, path);
+  std::string role = "aggregated", engine = "mocker";
+  DYN_TRY(s.read("name", p.name));
+  DYN_TRY(s.read("role", role));
+  DYN_TRY(s.read("engine", engine));
+  DYN_TRY(s.read("model", p.model));
+  DYN_TRY(s.read("model_path", p.model_path));
+  DYN_TRY(s.read("replicas", p.replicas));
+  DYN_TRY(s.read("workers_per_process", p.workers_per_process));
+  DYN_TRY(parse_engine_opts(s.child("engine_args"), s.field("engine_args"), p.engine_opts));
+  DYN_TRY(parse_mocker(s.child("mocker"), s.field("mocker"), p.mocker));
+  if (!is_valid_name(p.name))
+    return s.fail("name", fmt::format("'{}' must match [a-z0-9_-]+", p.name));
+  auto r = parse_worker_role(role);
+  if (!r)
+    return s.fail("role", message_of(r.error()));
+  p.role = *r;
+  auto e = parse_engine_kind(engine);
+  if (!e)
+    return s.fail("engine", message_of(e.error()));
+  p.engine = *e;
+  if (p.model.empty())
+    return s.fail("model", "is required");
+  if (p.engine != engine_kind::mocker && p.model_path.empty())
+    return s.fail("model_path", fmt::format("is required for engine {}", engine));
+  if (p.workers_per_process == 0)
+    return s.fail("workers_per_process", "must be > 0");
+  return s.check_unknown();
+}
+
+caf::error parse_router(YAML::Node n, router_config& r) {
+  DYN_TRY(require_map(n, "router"));
+  if (!n.IsDefined() || n.IsNull())
+    return {};
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    auto key = it->first.as<std::string>();
+    auto field = "router." + key;
+    if (!it->second.IsScalar())
+      return make_error(errc::config_error, field + ": expected a value");
+    auto value = it->second.Scalar();
+    if (key == "mode") {
+      auto m = route::parse_router_mode(value);
+      if (!m)
+        return make_error(errc::config_error, field + ": " + message_of(m.error()));
+      r.mode = *m;
+      continue;
+    }
+    try {
+      if (key == "migration_limit") {
+        r.migration_limit = it->second.as<uint32_t>();
+        continue;
+      }
+      if (key == "migration_max_seq_len") {
+        r.migration_max_seq_len = it->second.as<uint32_t>();
+        continue;
+      }
+    } catch (const YAML::Exception&) {
+      return make_error(errc::config_error, fmt::format("{}: '{}' is not a valid non-negative integer", field, value));
+    }
+    // Every KV router flag, spelled with underscores: kv_overlap_score_weight: 1.0
+    std::string flag = "--" + key;
+    for (auto& c : flag)
+      if (c == '_')
+        c = '-';
+    if (auto ok = r.kv.set(flag, value); !ok)
+      return make_error(errc::config_error, field + ": " + message_of(ok.error()));
+  }
+  if (auto ok = r.kv.validate(); !ok)
+    return make_error(errc::config_error, "router: " + message_of(ok.error()));
+  return {};
+}
+
+caf::error parse_sections(YAML::Node root, cluster_config& c) {
+  section s(root, "");
+  DYN_TRY(s.read("namespace", c.namespace_name));
+  DYN_TRY(s.read("plane_host", c.plane_host));
+  if (!is_valid_name(c.namespace_name))
+    return s.fail("namespace", fmt::format("'{}' must match [a-z0-9_-]+", c.namespace_name));
+  {
+    auto n = s.child("discovery");
+    DYN_TRY(require_map(n, "discovery"));
+    section d(n, "discovery");
+    DYN_TRY(d.read("backend", c.discovery.backend));
+    DYN_TRY(d.read("root", c.discovery.root));
+    DYN_TRY(d.read("lease_ttl_ms", c.discovery.lease_ttl_ms));
+    if (c.discovery.backend != "file" && c.discovery.backend != "memory")
+      return d.fail("backend", fmt::format("'{}' is not one of file|memory", c.discovery.backend));
+    if (c.discovery.lease_ttl_ms < 100)
+      return d.fail("lease_ttl_ms", "must be >= 100");
+    DYN_TRY(d.check_unknown());
+  }
+  {
+    auto n = s.child("frontend");
+    DYN_TRY(require_map(n, "frontend"));
+    section f(n, "frontend");
+    DYN_TRY(f.read("host", c.frontend.host));
+    DYN_TRY(f.read("port", c.frontend.port));
+    DYN_TRY(f.read("io_threads", c.frontend.io_threads));
+    DYN_TRY(f.check_unknown());
+  }
+  {
+    auto n = s.child("admin");
+    DYN_TRY(require_map(n, "admin"));
+    section a(n, "admin");
+    DYN_TRY(a.read("enabled", c.admin.enabled));
+    DYN_TRY(a.read("host", c.admin.host));
+    DYN_TRY(a.read("port", c.admin.port));
+    DYN_TRY(a.read("token", c.admin.token));
+    bool loopback = c.admin.host == "127.0.0.1" || c.admin.host == "localhost" || c.admin.host == "::1";
+    if (c.admin.enabled && !loopback && c.admin.token.empty())
+      return a.fail("token", "is required when the admin API listens on a public interface");
+    DYN_TRY(a.check_unknown());
+  }
+  DYN_TRY(parse_router(s.child("router"), c.router));
+  {
+    auto n = s.child("disagg");
+    DYN_TRY(require_map(n, "disagg"));
+    section d(n, "disagg");
+    DYN_TRY(d.read("max_local_prefill_length", c.disagg.max_local_prefill_length));
+    DYN_TRY(d.read("transfer", c.disagg.transfer));
+    static const std::set<std::string> transfers{"auto", "ucx", "tcp", "cuda-ipc"};
+    if (!transfers.count(c.disagg.transfer))
+      return d.fail("transfer", fmt::format("'{}' is not one of auto|ucx|tcp|cuda-ipc", c.disagg.transfer));
+    DYN_TRY(d.check_unknown());
+  }
+  {
+    auto n = s.child("planner");
+    DYN_TRY(require_map(n, "planner"));
+    section p(n, "planner");
+    DYN_TRY(p.read("enabled", c.planner.enabled));
+    DYN_TRY(p.read("interval_ms", c.planner.interval_ms));
+    DYN_TRY(p.read("min_replicas", c.planner.min_replicas));
+    DYN_TRY(p.read("max_replicas", c.planner.max_replicas));
+    DYN_TRY(p.read("scale_up_kv_usage", c.planner.scale_up_kv_usage));
+    DYN_TRY(p.read("scale_down_kv_usage", c.planner.scale_down_kv_usage));
+    if (c.planner.min_replicas > c.planner.max_replicas)
+      return p.fail("min_replicas", "must not exceed max_replicas");
+    DYN_TRY(p.check_unknown());
+  }
+  auto pools = s.child("pools");
+  if (!pools.IsDefined() || !pools.IsSequence() || pools.size() == 0)
+    return make_error(errc::config_error, "pools: expected a non-empty list of worker pools");
+  std::set<std::string> names;
+  for (size_t i = 0; i < pools.size(); ++i) {
+    pool_config p;
+    auto path = fmt::format("pools[{}]", i);
+    DYN_TRY(parse_pool(pools[i], path, p));
+    if (!names.insert(p.name).second)
+      return make_error(errc::config_error, fmt::format("{}.name: '{}' is used twice", path, p.name));
+    c.pools.push_back(std::move(p));
+  }
+  return s.check_unknown();
+}
+
+} // namespace
+
+expected<cluster_config> parse_cluster_config(std::string_view yaml_text) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string{yaml_text});
+  } catch (const YAML::ParserException& e) {
+    return make_error(errc::config_error, fmt::format("YAML syntax error at line {}, column {}: {}",
+                                                      e.mark.line + 1, e.mark.column + 1, e.msg));
+  } catch (const YAML::Exception& e) {
+    return make_error(errc::config_error, std::string{"YAML error: "} + e.what());
+  }
+  if (!root || !root.IsMap())
+    return make_error(errc::config_error, "the cluster config must be a YAML mapping");
+  cluster_config c;
+  try {
+    if (auto err = parse_sections(root, c))
+      return err;
+  } catch (const YAML::Exception& e) {
+    return make_error(errc::config_error, std::string{"YAML error: "} + e.what());
+  }
+  return c;
+}
+
+expected<cluster_config> load_cluster_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in)
+    return make_error(errc::io_error, "cannot read cluster config " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto c = parse_cluster_config(ss.str());
+  if (!c)
+    return make_error(errc::config_error, path + ": " + message_of(c.error()));
+  return c;
+}
+
+} // namespace dynamo::config

@@ -1,0 +1,116 @@
+// The cluster configuration file (YAML): namespace, discovery, plane hosts,
+// frontend, admin API, router and worker pools with their roles and engines.
+// Every binary of a multi-process deployment starts from the same file
+// (docs/CLUSTER.md). Parsing is strict: unknown keys and bad values are
+// errors naming the field ("pools[1].engine: ..."). Pure values.
+#pragma once
+
+#include "runtime/core/error.hpp"
+#include "runtime/route/config.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dynamo::config {
+
+enum class worker_role : uint8_t { aggregated, prefill, decode };
+enum class engine_kind : uint8_t { mocker, cpu, cuda };
+
+[[nodiscard]] std::string_view to_string(worker_role r) noexcept;
+[[nodiscard]] std::string_view to_string(engine_kind e) noexcept;
+[[nodiscard]] expected<worker_role> parse_worker_role(std::string_view text);
+[[nodiscard]] expected<engine_kind> parse_engine_kind(std::string_view text);
+
+struct mocker_options {
+  double speedup_ratio = 1.0;        ///< 0: no simulated delay
+  double decode_speedup_ratio = 1.0;
+  uint32_t num_blocks = 16384;
+};
+
+struct engine_options {
+  uint32_t block_size = 16;             ///< tokens per KV block (router hashes with it)
+  uint32_t kv_blocks = 0;               ///< 0: sized from memory (cpu/cuda) or mocker.num_blocks
+  uint32_t max_num_seqs = 256;
+  uint32_t max_num_batched_tokens = 8192;
+  bool prefix_caching = true;
+  uint32_t threads = 0;                 ///< cpu engine threads; 0: all cores
+  uint32_t context_length = 0;          ///< 0: the model's
+};
+
+struct pool_config {
+  std::string name;                     ///< component name, [a-z0-9_-]+
+  worker_role role = worker_role::aggregated;
+  engine_kind engine = engine_kind::mocker;
+  std::string model;                    ///< served model name (OpenAI "model")
+  std::string model_path;               ///< GGUF path (cpu/cuda); "" for the mocker
+  uint32_t replicas = 1;                ///< worker processes the launcher starts
+  uint32_t workers_per_process = 1;     ///< engines per worker process
+  engine_options engine_opts;
+  mocker_options mocker;
+};
+
+struct discovery_config {
+  std::string backend = "file";         ///< file | memory (memory: single process only)
+  std::string root;                     ///< file backend directory; "" = $DYNAMO_DISCOVERY_DIR or /tmp/dynamo_discovery
+  uint32_t lease_ttl_ms = 1000;
+};
+
+struct frontend_config {
+  std::string host = "0.0.0.0";
+  uint16_t port = 8000;
+  uint32_t io_threads = 2;
+};
+
+struct admin_config {
+  bool enabled = false;                 ///< off by default
+  std::string host = "127.0.0.1";       ///< a public host requires a token
+  uint16_t port = 0;                    ///< 0: ephemeral (logged)
+  std::string token;                    ///< bearer token; may be "env:NAME"
+};
+
+struct router_config {
+  route::router_mode mode = route::router_mode::round_robin;
+  route::kv_router_config kv;
+  uint32_t migration_limit = 3;
+  uint32_t migration_max_seq_len = 0;
+};
+
+struct disagg_config {
+  /// Prompts with fewer uncached tokens are prefilled on the decode worker.
+  uint32_t max_local_prefill_length = 512;
+  std::string transfer = "auto";        ///< auto | ucx | tcp | cuda-ipc
+};
+
+struct planner_config {
+  bool enabled = false;
+  uint32_t interval_ms = 5000;
+  uint32_t min_replicas = 1;
+  uint32_t max_replicas = 8;
+  double scale_up_kv_usage = 0.8;       ///< scale up when mean KV usage exceeds this
+  double scale_down_kv_usage = 0.3;
+};
+
+struct cluster_config {
+  std::string namespace_name = "dynamo";
+  std::string plane_host = "127.0.0.1"; ///< where request/event plane sockets bind
+  discovery_config discovery;
+  frontend_config frontend;
+  admin_config admin;
+  router_config router;
+  disagg_config disagg;
+  planner_config planner;
+  std::vector<pool_config> pools;
+
+  /// The pool named `name`, or nullptr.
+  [[nodiscard]] const pool_config* find_pool(std::string_view name) const noexcept;
+};
+
+/// Parses YAML text. Errors are errc::config_error naming the field.
+[[nodiscard]] expected<cluster_config> parse_cluster_config(std::string_view yaml_text);
+
+/// Reads and parses a file (errc::io_error when it cannot be read).
+[[nodiscard]] expected<cluster_config> load_cluster_config(const std::string& path);
+
+} // namespace dynamo::config

@@ -1,0 +1,99 @@
+#include "runtime/config/cluster_config.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+using namespace dynamo;
+using namespace dynamo::config;
+
+namespace {
+
+std::string error_of(std::string_view yaml) {
+  auto c = parse_cluster_config(yaml);
+  if (c)
+    return "";
+  BOOST_TEST(static_cast<int>(code_of(c.error())) == static_cast<int>(errc::config_error));
+  return message_of(c.error());
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(cluster_config_suite)
+
+BOOST_AUTO_TEST_CASE(full_config_parses) {
+  auto c = parse_cluster_config(R"(
+namespace: prod
+plane_host: 127.0.0.1
+discovery: {backend: file, root: /tmp/d, lease_ttl_ms: 800}
+frontend: {host: 127.0.0.1, port: 8080}
+admin: {enabled: true, port: 9100}
+router:
+  mode: kv
+  kv_overlap_score_weight: 2.0
+  router_temperature: 0.5
+  migration_limit: 2
+pools:
+  - name: prefill
+    role: prefill
+    engine: cpu
+    model: smollm2
+    model_path: /models/x.gguf
+    replicas: 2
+    engine_args: {block_size: 32, max_num_seqs: 8}
+  - name: backend
+    engine: mocker
+    model: mock
+    mocker: {speedup_ratio: 0}
+)");
+  if (!c)
+    BOOST_FAIL(describe(c.error()));
+  BOOST_TEST(c->namespace_name == "prod");
+  BOOST_TEST(c->discovery.lease_ttl_ms == 800u);
+  BOOST_TEST(c->frontend.port == 8080);
+  BOOST_TEST(c->admin.enabled);
+  BOOST_TEST(static_cast<int>(c->router.mode) == static_cast<int>(route::router_mode::kv));
+  BOOST_TEST(c->router.kv.overlap_score_weight == 2.0);
+  BOOST_TEST(c->router.kv.router_temperature == 0.5);
+  BOOST_TEST(c->router.migration_limit == 2u);
+  BOOST_REQUIRE_EQUAL(c->pools.size(), 2u);
+  BOOST_TEST(static_cast<int>(c->pools[0].role) == static_cast<int>(worker_role::prefill));
+  BOOST_TEST(c->pools[0].engine_opts.block_size == 32u);
+  BOOST_TEST(c->pools[0].replicas == 2u);
+  BOOST_TEST(c->pools[1].mocker.speedup_ratio == 0.0);
+  BOOST_TEST(c->find_pool("backend") != nullptr);
+  BOOST_TEST(c->find_pool("nope") == nullptr);
+}
+
+BOOST_AUTO_TEST_CASE(defaults_fill_in) {
+  auto c = parse_cluster_config("pools: [{name: backend, model: m}]");
+  BOOST_REQUIRE(c);
+  BOOST_TEST(c->namespace_name == "dynamo");
+  BOOST_TEST(c->frontend.port == 8000);
+  BOOST_TEST(!c->admin.enabled);
+  BOOST_TEST(static_cast<int>(c->pools[0].engine) == static_cast<int>(engine_kind::mocker));
+}
+
+BOOST_AUTO_TEST_CASE(errors_name_the_field) {
+  BOOST_TEST(error_of("pools: [{name: b, model: m, engine: gpu}]") ==
+             "pools[0].engine: 'gpu' is not one of mocker|cpu|cuda");
+  BOOST_TEST(error_of("pools: [{name: b, model: m, replica: 2}]") == "pools[0].replica: unknown key");
+  BOOST_TEST(error_of("pools: [{name: b, model: m, replicas: -1}]") ==
+             "pools[0].replicas: '-1' is not a valid non-negative integer");
+  BOOST_TEST(error_of("pools: [{name: B, model: m}]") == "pools[0].name: 'B' must match [a-z0-9_-]+");
+  BOOST_TEST(error_of("pools: [{name: b, model: m, engine: cpu}]") ==
+             "pools[0].model_path: is required for engine cpu");
+  BOOST_TEST(error_of("pools: [{name: b}]") == "pools[0].model: is required");
+  BOOST_TEST(error_of("pools: []") == "pools: expected a non-empty list of worker pools");
+  BOOST_TEST(error_of("pools: [{name: b, model: m}, {name: b, model: m}]") ==
+             "pools[1].name: 'b' is used twice");
+  BOOST_TEST(error_of("router: {mode: fastest}\npools: [{name: b, model: m}]").find("router.mode") == 0);
+  BOOST_TEST(error_of("router: {router_temperature: hot}\npools: [{name: b, model: m}]").find("router.router_temperature") == 0);
+  BOOST_TEST(error_of("admin: {enabled: true, host: 0.0.0.0}\npools: [{name: b, model: m}]") ==
+             "admin.token: is required when the admin API listens on a public interface");
+  BOOST_TEST(error_of("frontend: {port: 99999}\npools: [{name: b, model: m}]") ==
+             "frontend.port: '99999' is not a valid non-negative integer");
+  BOOST_TEST(error_of("colour: blue\npools: [{name: b, model: m}]") == "colour: unknown key");
+  BOOST_TEST(error_of("pools: [{name: b, model: m}\n").find("YAML syntax error at line") == 0);
+  BOOST_TEST(error_of("- a\n- b") == "the cluster config must be a YAML mapping");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
