@@ -23,7 +23,7 @@ namespace dynamo::engine {
 struct engine_config {
   uint32_t max_num_seqs = 256;            ///< running requests at most
   uint32_t max_num_batched_tokens = 8192; ///< tokens per step (vLLM's OpenAI server default)
-  uint32_t max_num_partial_prefills = 1;  ///< requests mid-way through a chunked prefill
+  uint32_t max_num_partial_prefills = 1;  ///< see scheduler_config (concurrent chunked prefills)
   bool enable_prefix_caching = true;
   bool emit_kv_events = true;
   uint32_t num_blocks = 0;    ///< 0: every block of the executor; else at most that many
