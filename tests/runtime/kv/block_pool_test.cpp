@@ -18,12 +18,14 @@ using ids = std::vector<uint32_t>;
 
 namespace {
 
-// Registers `blocks` as the chain h[0..n) with local hashes 100+h.
-void cache_chain(block_pool& pool, const ids& blocks, std::vector<uint64_t> hashes,
-                 std::optional<uint64_t> parent = std::nullopt) {
+// Registers `blocks` as the chain h[0..n) with local hashes 100+h; returns
+// the table after duplicates were merged.
+ids cache_chain(block_pool& pool, ids blocks, std::vector<uint64_t> hashes,
+                std::optional<uint64_t> parent = std::nullopt) {
   std::vector<uint64_t> local(hashes.size());
   std::transform(hashes.begin(), hashes.end(), local.begin(), [](uint64_t h) { return h + 100; });
   pool.cache_full_blocks(blocks, hashes, local, parent);
+  return blocks;
 }
 
 } // namespace
@@ -56,7 +58,7 @@ BOOST_AUTO_TEST_CASE(freed_uncached_blocks_are_reused_first) {
   block_pool pool(6);
   auto a = pool.allocate(2); // 0 1
   auto b = pool.allocate(2); // 2 3
-  cache_chain(pool, *b, {7, 8});
+  (void)cache_chain(pool, *b, {7, 8});
   pool.free(*b);
   pool.free(*a);
   // Uncached 0 1 at the head, then the untouched 4 5, then cached 3 2 (tail-first).
@@ -67,12 +69,12 @@ BOOST_AUTO_TEST_CASE(freed_uncached_blocks_are_reused_first) {
 BOOST_AUTO_TEST_CASE(free_is_tail_first_so_suffixes_evict_before_shared_prefixes) {
   block_pool pool(10);
   auto a = pool.allocate(4); // 0 1 2 3: prefix 10 11, suffix 12 13
-  cache_chain(pool, *a, {10, 11, 12, 13});
+  (void)cache_chain(pool, *a, {10, 11, 12, 13});
   // A second sequence shares blocks 0 1 and adds 4 5.
   pool.acquire(ids{0, 1});
   auto b = pool.allocate(2);
   BOOST_TEST(*b == (ids{4, 5}), boost::test_tools::per_element());
-  cache_chain(pool, *b, {21, 22}, 11);
+  (void)cache_chain(pool, *b, {21, 22}, 11);
   BOOST_TEST(pool.info(0).ref_count == 2u);
 
   pool.free(*a); // 3 2 freed; 1 0 still used by b
@@ -86,7 +88,7 @@ BOOST_AUTO_TEST_CASE(free_is_tail_first_so_suffixes_evict_before_shared_prefixes
 BOOST_AUTO_TEST_CASE(allocation_evicts_least_recently_freed_cached_blocks) {
   block_pool pool(4);
   auto a = pool.allocate(4);
-  cache_chain(pool, *a, {1, 2, 3, 4});
+  (void)cache_chain(pool, *a, {1, 2, 3, 4});
   (void)pool.drain_events();
   pool.free(*a); // queue: 3 2 1 0
   auto b = pool.allocate(2);
@@ -107,7 +109,7 @@ BOOST_AUTO_TEST_CASE(allocation_evicts_least_recently_freed_cached_blocks) {
 BOOST_AUTO_TEST_CASE(lookup_prefix_stops_at_first_miss_and_changes_nothing) {
   block_pool pool(8);
   auto a = pool.allocate(3);
-  cache_chain(pool, *a, {5, 6, 7});
+  (void)cache_chain(pool, *a, {5, 6, 7});
   pool.free(*a);
   const auto before = pool.free_queue();
   BOOST_TEST(pool.lookup_prefix(std::vector<uint64_t>{5, 6, 9, 7}) == (ids{0, 1}),
@@ -119,7 +121,7 @@ BOOST_AUTO_TEST_CASE(lookup_prefix_stops_at_first_miss_and_changes_nothing) {
 BOOST_AUTO_TEST_CASE(acquire_takes_free_cached_blocks_out_of_the_queue_keeping_content) {
   block_pool pool(4);
   auto a = pool.allocate(2);
-  cache_chain(pool, *a, {5, 6});
+  (void)cache_chain(pool, *a, {5, 6});
   pool.free(*a);
   const ids hit = pool.lookup_prefix(std::vector<uint64_t>{5, 6});
   BOOST_TEST(pool.count_free(hit) == 2u);
@@ -137,8 +139,8 @@ BOOST_AUTO_TEST_CASE(acquire_takes_free_cached_blocks_out_of_the_queue_keeping_c
 BOOST_AUTO_TEST_CASE(stored_events_carry_parent_hash_and_block_hashes_in_order) {
   block_pool pool(8);
   auto a = pool.allocate(3);
-  cache_chain(pool, ids{(*a)[0]}, {10});
-  cache_chain(pool, ids{(*a)[1], (*a)[2]}, {11, 12}, 10);
+  (void)cache_chain(pool, ids{(*a)[0]}, {10});
+  (void)cache_chain(pool, ids{(*a)[1], (*a)[2]}, {11, 12}, 10);
   auto ev = pool.drain_events();
   BOOST_REQUIRE_EQUAL(ev.size(), 2u);
   BOOST_TEST(ev[0].event_id == 0u);
@@ -154,31 +156,35 @@ BOOST_AUTO_TEST_CASE(stored_events_carry_parent_hash_and_block_hashes_in_order) 
   BOOST_TEST(pool.drain_events().empty());
 }
 
-BOOST_AUTO_TEST_CASE(duplicate_hash_stays_uncached_and_splits_the_stored_run) {
+BOOST_AUTO_TEST_CASE(a_duplicate_is_merged_into_the_cached_block_and_splits_the_stored_run) {
   block_pool pool(8);
-  auto a = pool.allocate(2);
-  cache_chain(pool, *a, {1, 2});
+  auto a = pool.allocate(2); // 0 1
+  (void)cache_chain(pool, *a, {1, 2});
   (void)pool.drain_events();
   // Another sequence computed the same first block into block 2 (not shared).
-  auto b = pool.allocate(3);
-  cache_chain(pool, *b, {1, 3, 4});
-  BOOST_TEST(!pool.info((*b)[0]).cached);
-  BOOST_TEST(pool.lookup_prefix(std::vector<uint64_t>{1}) == (ids{0}), boost::test_tools::per_element());
+  auto b = pool.allocate(3); // 2 3 4
+  const ids merged = cache_chain(pool, *b, {1, 3, 4});
+  BOOST_TEST(merged == (ids{0, 3, 4}), boost::test_tools::per_element());
+  BOOST_TEST(pool.info(0).ref_count == 2u);
+  BOOST_TEST(pool.info(2).ref_count == 0u);
+  BOOST_TEST(!pool.info(2).cached);
+  BOOST_TEST(pool.free_queue() == (ids{2, 5, 6, 7}), boost::test_tools::per_element());
   auto ev = pool.drain_events();
   BOOST_REQUIRE_EQUAL(ev.size(), 1u);
   BOOST_TEST((ev[0].parent_hash == std::optional<uint64_t>{1}));
   BOOST_REQUIRE_EQUAL(ev[0].blocks.size(), 2u);
   BOOST_TEST(ev[0].blocks[0].block_hash == 3u);
-  // Freed, the duplicate goes to the head: it holds nothing worth keeping.
-  pool.free(*b);
-  BOOST_TEST(pool.free_queue().front() == (*b)[0]);
+  BOOST_TEST(ev[0].blocks[1].block_hash == 4u);
+  pool.free(merged);
+  pool.free(*a);
+  BOOST_TEST(pool.num_used_blocks() == 0u);
   BOOST_TEST(pool.invariant_violation() == "");
 }
 
 BOOST_AUTO_TEST_CASE(reset_is_refused_while_blocks_are_in_use_then_clears) {
   block_pool pool(4);
   auto a = pool.allocate(2);
-  cache_chain(pool, *a, {1, 2});
+  (void)cache_chain(pool, *a, {1, 2});
   (void)pool.drain_events();
   BOOST_TEST(!pool.reset_prefix_cache());
   BOOST_TEST(pool.drain_events().empty());
@@ -199,7 +205,7 @@ BOOST_AUTO_TEST_CASE(reset_is_refused_while_blocks_are_in_use_then_clears) {
 BOOST_AUTO_TEST_CASE(events_can_be_switched_off) {
   block_pool pool(4, false);
   auto a = pool.allocate(2);
-  cache_chain(pool, *a, {1, 2});
+  (void)cache_chain(pool, *a, {1, 2});
   pool.free(*a);
   BOOST_REQUIRE(pool.allocate(4));
   BOOST_TEST(pool.num_pending_events() == 0u);

@@ -155,6 +155,34 @@ BOOST_AUTO_TEST_CASE(prefix_caching_off_finds_nothing_and_emits_nothing) {
   BOOST_TEST(m.pool().num_cached_blocks() == 0u);
 }
 
+BOOST_AUTO_TEST_CASE(a_duplicate_block_is_replaced_by_the_cached_one_so_parents_stay_cached) {
+  kv_cache_manager m(6, 4);
+  token_blocks a(4, iota_tokens(9, 1));
+  token_blocks b(4, iota_tokens(9, 1));
+  // Both computed the same two blocks in the same step, before either was registered.
+  BOOST_REQUIRE(m.allocate_slots(1, 9)); // 0 1 2
+  BOOST_REQUIRE(m.allocate_slots(2, 9)); // 3 4 5
+  m.cache_blocks(1, a, 8);
+  m.cache_blocks(2, b, 8);
+  BOOST_TEST(table(m, 2) == (ids{0, 1, 5}), boost::test_tools::per_element());
+  BOOST_TEST(m.pool().info(0).ref_count == 2u);
+  BOOST_TEST(m.pool().free_queue() == (ids{4, 3}), boost::test_tools::per_element());
+  (void)m.drain_events();
+  // a finishes and its blocks are reused: b's prefix must survive.
+  m.free(1);
+  BOOST_REQUIRE(m.allocate_slots(3, 12));
+  for (uint32_t t = 10; t <= 12; ++t)
+    b.append(t);
+  BOOST_REQUIRE(m.allocate_slots(2, 12));
+  m.cache_blocks(2, b, 12);
+  auto ev = m.drain_events();
+  BOOST_REQUIRE_EQUAL(ev.size(), 1u);
+  BOOST_TEST((ev[0].kind == protocol::kv_event_kind::stored));
+  BOOST_REQUIRE(ev[0].parent_hash.has_value());
+  BOOST_TEST(m.pool().lookup_prefix(b.sequence_hashes()).size() == 3u);
+  BOOST_TEST(m.pool().invariant_violation() == "");
+}
+
 // Random allocate / register / free / prefix-hit sequences over a tiny pool:
 // after every operation the pool's own invariants hold and every block's
 // ref_count equals the number of live block tables that hold it.
