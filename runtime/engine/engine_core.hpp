@@ -1,8 +1,7 @@
-// The engine of one worker: a scheduler driving an executor one step at a
-// time, turning requests into response chunks and KV events. Owned and driven
-// by one thread (the worker actor's step loop, or a simulation): not
-// thread-safe. Loop: add_request()/abort() as messages arrive, step() while
-// has_work(), publish step_result::kv_events, send each output to its stream.
+// The engine of one worker: a scheduler driving an executor step by step,
+// turning requests into response chunks and KV events. Called by the worker
+// actor (or a simulation): add_request()/abort() as messages arrive, step()
+// while has_work(). One thread owns and drives it: not thread-safe.
 #pragma once
 
 #include "runtime/core/error.hpp"
