@@ -1,8 +1,7 @@
-// The engine of one worker: a scheduler driving an executor one step at a
-// time, turning requests into response chunks and KV events. Owned and driven
-// by one thread (the worker actor's step loop, or a simulation): not
-// thread-safe. Loop: add_request()/abort() as messages arrive, step() while
-// has_work(), publish step_result::kv_events, send each output to its stream.
+// The engine of one worker: a scheduler driving an executor step by step,
+// turning requests into response chunks and KV events. Called by the worker
+// actor (or a simulation): add_request()/abort() as messages arrive, step()
+// while has_work(). One thread owns and drives it: not thread-safe.
 #pragma once
 
 #include "runtime/core/error.hpp"
@@ -23,7 +22,7 @@ namespace dynamo::engine {
 struct engine_config {
   uint32_t max_num_seqs = 256;            ///< running requests at most
   uint32_t max_num_batched_tokens = 8192; ///< tokens per step (vLLM's OpenAI server default)
-  uint32_t max_num_partial_prefills = 1;  ///< requests mid-way through a chunked prefill
+  uint32_t max_num_partial_prefills = 1;  ///< see scheduler_config (concurrent chunked prefills)
   bool enable_prefix_caching = true;
   bool emit_kv_events = true;
   uint32_t num_blocks = 0;    ///< 0: every block of the executor; else at most that many

@@ -98,7 +98,7 @@ uint32_t scheduler::schedule_prefills(uint32_t& budget, std::vector<batch_entry>
     sequence& s = seq(running_[i]);
     if (s.remaining() <= 1 || s.scheduled_step == step_)
       continue;
-    uint32_t n = std::min(s.remaining(), budget);
+    uint32_t n = chunk_size(s.remaining(), budget);
     while (n > 0 && kv_.blocks_missing(s.id, s.num_computed + n) > 0) {
       sequence* victim = newest_unscheduled(static_cast<std::ptrdiff_t>(i));
       if (victim == nullptr)
@@ -125,7 +125,7 @@ void scheduler::admit_waiting(uint32_t& budget, uint32_t num_partial, std::vecto
     sequence& s = seq(waiting_.front());
     const kv::computed_blocks prefix = kv_.find_computed_blocks(s.tokens);
     const uint32_t remaining = s.tokens.size() - prefix.num_tokens;
-    const uint32_t n = std::min(remaining, budget);
+    const uint32_t n = chunk_size(remaining, budget);
     const bool partial = n < remaining;
     if (partial && num_partial >= cfg_.max_num_partial_prefills)
       break;
@@ -142,6 +142,13 @@ void scheduler::admit_waiting(uint32_t& budget, uint32_t num_partial, std::vecto
     budget -= n;
     num_partial += partial ? 1 : 0;
   }
+}
+
+uint32_t scheduler::chunk_size(uint32_t remaining, uint32_t budget) const noexcept {
+  if (remaining <= budget)
+    return remaining;
+  const uint32_t cap = std::max(1u, cfg_.max_num_batched_tokens / cfg_.max_num_partial_prefills);
+  return std::min(budget, cap);
 }
 
 batch_entry scheduler::make_entry(sequence& s, uint32_t num_new) {

@@ -25,7 +25,10 @@ struct scheduler_config {
   uint32_t max_model_len = 8192;          ///< prompt + output limit; finish "length" there
   uint32_t max_num_seqs = 256;            ///< running requests at most
   uint32_t max_num_batched_tokens = 8192; ///< tokens per step at most
-  uint32_t max_num_partial_prefills = 1;  ///< requests mid-way through a chunked prefill
+  /// Requests mid-way through a chunked prefill at most; a chunk that leaves its
+  /// request mid-prefill takes at most max_num_batched_tokens / this, so that
+  /// several long prompts advance together (vLLM's concurrent partial prefills).
+  uint32_t max_num_partial_prefills = 1;
   bool enable_prefix_caching = true;
   bool emit_kv_events = true;             ///< queue kv events (needs prefix caching)
 };
@@ -44,9 +47,9 @@ struct request_output {
 ///      out, the most recently admitted request not yet scheduled in this step
 ///      is preempted (blocks freed, back to the front of the waiting queue, to
 ///      be recomputed later, mostly from the prefix cache);
-///   2. running partial prefills, in admission order, each a chunk of
-///      min(remaining, budget) tokens, preempting newer unscheduled requests or
-///      shrinking the chunk when blocks run out;
+///   2. running partial prefills, in admission order, each a chunk of its
+///      remaining tokens (capped, see chunk_size()), preempting newer
+///      unscheduled requests or shrinking the chunk when blocks run out;
 ///   3. waiting requests, first come first served, while the token budget,
 ///      max_num_seqs, max_num_partial_prefills and free blocks allow. A request
 ///      starts after its cached prefix (always recomputing at least its last
@@ -89,6 +92,9 @@ public:
 private:
   [[nodiscard]] sequence& seq(uint64_t id) { return seqs_.at(id); }
   [[nodiscard]] batch_entry make_entry(sequence& s, uint32_t num_new);
+  /// Tokens of a prefill chunk: all `remaining` when they fit in `budget`, else
+  /// at most max_num_batched_tokens / max_num_partial_prefills.
+  [[nodiscard]] uint32_t chunk_size(uint32_t remaining, uint32_t budget) const noexcept;
   void schedule_decodes(uint32_t& budget, std::vector<batch_entry>& out);
   /// Returns how many running requests stay mid-prefill after this step.
   [[nodiscard]] uint32_t schedule_prefills(uint32_t& budget, std::vector<batch_entry>& out);

@@ -79,25 +79,31 @@ void block_pool::free(std::span<const uint32_t> block_table) {
   }
 }
 
-void block_pool::cache_full_blocks(std::span<const uint32_t> ids,
-                                   std::span<const uint64_t> sequence_hashes,
+void block_pool::cache_full_blocks(std::span<uint32_t> ids, std::span<const uint64_t> sequence_hashes,
                                    std::span<const uint64_t> local_hashes,
                                    std::optional<uint64_t> parent) {
   assert(ids.size() == sequence_hashes.size() && ids.size() == local_hashes.size());
   protocol::kv_event* run = nullptr; // the stored event of the current run
   for (size_t i = 0; i < ids.size(); ++i) {
-    node& b = blocks_[ids[i]];
-    assert(b.info.ref_count > 0);
     const uint64_t h = sequence_hashes[i];
     const std::optional<uint64_t> parent_of_i = i == 0 ? parent : std::optional{sequence_hashes[i - 1]};
-    if (b.info.cached || !cached_.emplace(h, ids[i]).second) {
-      run = nullptr; // already registered (here or under another block): the run breaks
+    auto [it, inserted] = cached_.emplace(h, ids[i]);
+    if (!inserted) {
+      if (it->second != ids[i]) { // merge the duplicate into the cached block
+        const uint32_t dup = ids[i];
+        ids[i] = it->second;
+        acquire(std::span<const uint32_t>{&ids[i], 1});
+        free(std::span<const uint32_t>{&dup, 1});
+      }
+      run = nullptr; // nothing new to store: the run breaks
       continue;
     }
-    b.info.cached = true;
-    b.info.sequence_hash = h;
-    b.info.tokens_hash = local_hashes[i];
-    b.info.parent_hash = parent_of_i;
+    block_info& info = blocks_[ids[i]].info;
+    assert(info.ref_count > 0 && !info.cached);
+    info.cached = true;
+    info.sequence_hash = h;
+    info.tokens_hash = local_hashes[i];
+    info.parent_hash = parent_of_i;
     if (!emit_events_)
       continue;
     if (run == nullptr) {

@@ -29,7 +29,7 @@ struct block_info {
 /// Invariants (checked by invariant_violation()):
 ///  - a block is in the free queue iff its ref_count is 0;
 ///  - every cached block is the one block registered under its sequence hash,
-///    so a hash maps to at most one block;
+///    so a hash maps to at most one block (duplicates are merged on registration);
 ///  - num_free_blocks() is the length of the free queue.
 ///
 /// Free queue (eviction order, head = next to be reused):
@@ -84,12 +84,16 @@ public:
   /// order, walking it backwards (tail-first). REQUIRES: each ref_count > 0.
   void free(std::span<const uint32_t> block_table);
 
-  /// Registers consecutive full blocks: ids[i] holds the block whose sequence
-  /// hash is sequence_hashes[i] and local hash local_hashes[i]; `parent` is the
-  /// sequence hash before ids[0] (nullopt at the root). A hash already cached
-  /// under another block leaves that block uncached. Emits one `stored` event
-  /// per run of newly registered blocks. REQUIRES: equal lengths; blocks in use.
-  void cache_full_blocks(std::span<const uint32_t> ids, std::span<const uint64_t> sequence_hashes,
+  /// Registers consecutive full blocks of one block table: ids[i] holds the
+  /// block whose sequence hash is sequence_hashes[i] and local hash
+  /// local_hashes[i]; `parent` is the sequence hash before ids[0] (nullopt at
+  /// the root). When a hash is already cached under another block X (the same
+  /// tokens computed twice, e.g. two equal prompts admitted in one step), ids[i]
+  /// is replaced by X (X gains a reference; the duplicate is freed): one block
+  /// per hash, and the parent of every stored block stays cached while its
+  /// child's sequence holds it. Emits one `stored` event per run of newly
+  /// registered blocks. REQUIRES: equal lengths; blocks in use and uncached.
+  void cache_full_blocks(std::span<uint32_t> ids, std::span<const uint64_t> sequence_hashes,
                          std::span<const uint64_t> local_hashes, std::optional<uint64_t> parent);
 
   /// Forgets every cached hash and emits `cleared`. Refused (false) while any

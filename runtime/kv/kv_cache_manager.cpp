@@ -74,7 +74,7 @@ void kv_cache_manager::cache_blocks(uint64_t seq_id, const token_blocks& seq, ui
   const auto seq_hashes = seq.sequence_hashes();
   const std::optional<uint64_t> parent =
       first == 0 ? std::nullopt : std::optional{seq_hashes[first - 1]};
-  pool_.cache_full_blocks(std::span<const uint32_t>{t.blocks}.subspan(first, count),
+  pool_.cache_full_blocks(std::span<uint32_t>{t.blocks}.subspan(first, count),
                           seq_hashes.subspan(first, count), seq.local_hashes().subspan(first, count),
                           parent);
   t.num_registered = full;

@@ -56,8 +56,10 @@ public:
                                         const computed_blocks& prefix = {}) const;
 
   /// Registers the full blocks among `seq`'s first `num_computed` tokens that
-  /// are not registered yet (emitting `stored` events). No-op without prefix
-  /// caching. REQUIRES: the table covers num_computed positions.
+  /// are not registered yet (emitting `stored` events). A block whose tokens
+  /// are already cached elsewhere is swapped for the cached block in the table
+  /// (same KV content). No-op without prefix caching. REQUIRES: the table
+  /// covers num_computed positions.
   void cache_blocks(uint64_t seq_id, const token_blocks& seq, uint32_t num_computed);
 
   /// Returns every block of `seq_id` to the pool (tail-first) and forgets it.

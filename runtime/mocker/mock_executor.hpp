@@ -1,8 +1,7 @@
-// The mocker: an engine::executor that computes nothing. It checks each batch
-// against the layout contract, emits mocker::next_token for every sampling
-// entry and reports the step time of Dynamo's mocker timing model, so routing,
-// planning and fault tolerance can be exercised at fleet scale without a GPU.
-// Driven by one engine_core thread: not thread-safe.
+// The mocker: an engine::executor that computes nothing; it checks each batch,
+// emits mocker::next_token per sampling entry and reports Dynamo's mocker step
+// time, so routing, planning and fault tolerance run at fleet scale without a
+// GPU. Called by engine_core from its one thread: not thread-safe.
 #pragma once
 
 #include "runtime/core/error.hpp"

@@ -1,8 +1,7 @@
-// The mocker's "model": the next token is a pure function of the previous
-// token and the position it takes, always printable ASCII (32..126), so text
-// reads through tok::byte_tokenizer and a request resumed anywhere (after
-// preemption, or migrated to another worker with prompt + output so far)
-// continues with exactly the same tokens. Pure functions; safe from any thread.
+// The mocker's "model": the next token is a pure function of (previous token,
+// position), printable ASCII (32..126) for tok::byte_tokenizer, so a request
+// resumed anywhere (preempted, or migrated with prompt + output so far) goes on
+// with the same tokens. Used by mock_executor and tests; pure, thread-safe.
 #pragma once
 
 #include <cstdint>

@@ -79,11 +79,11 @@ BOOST_AUTO_TEST_CASE(killed_server_process_fails_its_calls_as_disconnected) {
 
 BOOST_AUTO_TEST_CASE(killed_client_process_gets_its_streams_cancelled) {
   auto timing = test_timing();
-  auto server = make_zmq_request_server({"tcp://127.0.0.1:0", timing});
-  BOOST_REQUIRE(server);
-  std::atomic<int> opened{0}, cancelled{0};
+  std::atomic<int> opened{0}, cancelled{0}; // declared before the server: it outlives them
   std::mutex mutex;
   std::vector<response_stream_ptr> held;
+  auto server = make_zmq_request_server({"tcp://127.0.0.1:0", timing});
+  BOOST_REQUIRE(server);
   BOOST_REQUIRE((*server)->serve("dyn/worker/generate", [&](bytes, response_stream_ptr s) {
     s->on_cancel([&] { ++cancelled; });
     ++opened;
@@ -98,7 +98,6 @@ BOOST_AUTO_TEST_CASE(killed_client_process_gets_its_streams_cancelled) {
   peer->kill_hard();
   BOOST_REQUIRE(wait_until([&] { return cancelled.load() == 1; }));
   BOOST_TEST((*server)->open_streams() == 0u);
-  server->reset(); // before `held` and the counters go away
 }
 
 BOOST_AUTO_TEST_CASE(hostile_frames_to_the_server_are_counted_and_ignored) {
@@ -188,13 +187,13 @@ BOOST_AUTO_TEST_CASE(a_stream_the_server_reports_unknown_fails_as_disconnected) 
 }
 
 BOOST_AUTO_TEST_CASE(server_cancels_streams_a_ping_no_longer_lists) {
+  std::atomic<int> cancelled{0}; // declared before the server: it outlives them
+  std::vector<response_stream_ptr> held;
   auto server = make_zmq_request_server({"tcp://127.0.0.1:0", test_timing()});
   BOOST_REQUIRE(server);
-  std::atomic<int> cancelled{0};
-  std::vector<response_stream_ptr> held;
   BOOST_REQUIRE((*server)->serve("dyn/worker/generate", [&](bytes, response_stream_ptr s) {
     s->on_cancel([&] { ++cancelled; });
-    held.push_back(std::move(s)); // I/O thread only: no lock needed until the server dies
+    held.push_back(std::move(s)); // I/O thread only
   }));
   raw_socket raw{zmq::socket_type::dealer};
   raw.sock.connect((*server)->address());
@@ -208,7 +207,6 @@ BOOST_AUTO_TEST_CASE(server_cancels_streams_a_ping_no_longer_lists) {
   raw.send({header(rw::kind::ping, 0), rw::encode_ids(std::vector<uint64_t>{})});
   (void)raw.recv();
   BOOST_TEST(cancelled.load() == 1); // stream 9 was orphaned (its cancel "lost")
-  server->reset();
 }
 
 BOOST_AUTO_TEST_CASE(binding_an_address_in_use_is_an_io_error) {

@@ -4,6 +4,7 @@
 //   serve-request <bind> <path> <heartbeat_ms> <peer_timeout_ms>  -> "ADDR <address>"
 //   call-request <address> <path> <heartbeat_ms> <peer_timeout_ms> -> "CALLED"
 //   register <root> <ns/component/endpoint> <ttl_ms> <keep_alive_ms> -> "REGISTERED <hex>"
+#include "planes/discovery/file_discovery.hpp"
 #include "planes/request/zmq_request_plane.hpp"
 
 #include <chrono>
@@ -66,6 +67,28 @@ int call_request(char** argv) {
   idle_forever();
 }
 
+int register_instance(char** argv) {
+  discovery_options opts;
+  opts.lease_ttl = std::chrono::milliseconds{std::stoi(argv[4])};
+  opts.keep_alive_interval = std::chrono::milliseconds{std::stoi(argv[5])};
+  auto plane = make_file_discovery(argv[2], opts);
+  auto ep = endpoint_id::parse(argv[3]);
+  if (!plane || !ep) {
+    say("ERROR bad arguments");
+    return 1;
+  }
+  instance_record rec;
+  rec.endpoint = *ep;
+  rec.request_address = "tcp://127.0.0.1:1";
+  auto reg = (*plane)->register_instance(rec);
+  if (!reg) {
+    say("ERROR " + describe(reg.error()));
+    return 1;
+  }
+  say("REGISTERED " + to_hex((*reg)->record().instance));
+  idle_forever();
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -74,6 +97,8 @@ int main(int argc, char** argv) {
     return serve_request(argv);
   if (mode == "call-request" && argc == 6)
     return call_request(argv);
+  if (mode == "register" && argc == 6)
+    return register_instance(argv);
   std::fputs("usage: planes_test_peer serve-request|call-request|register ...\n", stderr);
   return 2;
 }

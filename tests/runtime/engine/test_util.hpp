@@ -3,6 +3,7 @@
 #pragma once
 
 #include "runtime/engine/engine_core.hpp"
+#include "runtime/protocol/kv_event.hpp"
 #include "runtime/protocol/llm.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -13,9 +14,16 @@
 #include <string>
 #include <vector>
 
+namespace dynamo {
+inline std::ostream& boost_test_print_type(std::ostream& os, errc e) { return os << to_string(e); }
+} // namespace dynamo
+
 namespace dynamo::protocol {
 inline std::ostream& boost_test_print_type(std::ostream& os, finish_reason r) {
   return os << to_string(r);
+}
+inline std::ostream& boost_test_print_type(std::ostream& os, kv_event_kind k) {
+  return os << to_string(k);
 }
 } // namespace dynamo::protocol
 

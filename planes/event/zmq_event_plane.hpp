@@ -1,0 +1,36 @@
+// Factories of the ZeroMQ event plane: a PUB socket that binds (HWM 100000 as
+// Dynamo; a full queue drops, which subscribers see as gaps) and a SUB socket
+// that connects to any number of publishers. Multipart [topic, envelope].
+// Called by apps/actors that wire a process; this header does not include zmq.hpp.
+#pragma once
+
+#include "planes/event/event_plane.hpp"
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace dynamo::planes {
+
+struct zmq_event_publisher_options {
+  std::string bind_address = "tcp://127.0.0.1:0"; ///< port 0 (or *) picks a free one
+  uint64_t publisher_id = 0;                      ///< 0: a random id
+  int send_hwm = 100000; ///< messages queued per subscriber; 0 (unbounded) risks memory
+  size_t max_message_bytes = default_max_message_bytes;
+};
+
+struct zmq_event_subscriber_options {
+  event_subscriber_callbacks callbacks;
+  int receive_hwm = 100000;
+  size_t max_message_bytes = default_max_message_bytes;
+  std::chrono::milliseconds tick{100};
+};
+
+/// errc::io_error when the bind fails; errc::invalid_argument for send_hwm < 0.
+[[nodiscard]] expected<std::unique_ptr<event_publisher>>
+make_zmq_event_publisher(zmq_event_publisher_options options = {});
+
+[[nodiscard]] std::unique_ptr<event_subscriber>
+make_zmq_event_subscriber(zmq_event_subscriber_options options);
+
+} // namespace dynamo::planes

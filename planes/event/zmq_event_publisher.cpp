@@ -1,0 +1,88 @@
+// The ZeroMQ event publisher. PUB sends never block, so publish() sends from
+// the caller's thread under a mutex (which also orders the sequence numbers);
+// no I/O thread is needed.
+#include "planes/codec/zmq_io_loop.hpp"
+#include "planes/event/envelope.hpp"
+#include "planes/event/zmq_event_plane.hpp"
+#include "runtime/core/ids.hpp"
+
+#include <fmt/format.h>
+
+#include <mutex>
+#include <unordered_map>
+
+namespace dynamo::planes {
+namespace {
+
+class zmq_publisher final : public event_publisher {
+public:
+  explicit zmq_publisher(zmq_event_publisher_options opts)
+      : opts_(std::move(opts)), ctx_(shared_zmq_context()),
+        id_(opts_.publisher_id != 0 ? opts_.publisher_id : new_instance_id()) {}
+  ~zmq_publisher() override {
+    std::lock_guard lock{mutex_};
+    pub_.close();
+  }
+
+  [[nodiscard]] expected<void> start() {
+    if (opts_.send_hwm < 0)
+      return make_error(errc::invalid_argument, "send_hwm must be >= 0");
+    try {
+      pub_ = zmq::socket_t{*ctx_, zmq::socket_type::pub};
+      pub_.set(zmq::sockopt::linger, 0);
+      pub_.set(zmq::sockopt::sndhwm, opts_.send_hwm);
+      pub_.bind(opts_.bind_address);
+      address_ = pub_.get(zmq::sockopt::last_endpoint);
+    } catch (const zmq::error_t& e) {
+      return make_error(errc::io_error,
+                        fmt::format("event publisher bind {}: {}", opts_.bind_address, e.what()));
+    }
+    return {};
+  }
+
+  [[nodiscard]] expected<void> publish(std::string_view topic, bytes payload) override {
+    if (topic.empty() || topic.size() > max_topic_bytes)
+      return make_error(errc::invalid_argument, "topic must be 1..256 bytes");
+    std::lock_guard lock{mutex_};
+    auto& seq = sequences_[std::string{topic}];
+    event_envelope env{id_, seq + 1, std::string{topic}, wall_clock_ms(), std::move(payload)};
+    auto encoded = encode_envelope(env);
+    if (encoded.size() > opts_.max_message_bytes)
+      return make_error(errc::invalid_argument,
+                        fmt::format("event of {} bytes exceeds the {} byte limit", encoded.size(),
+                                    opts_.max_message_bytes));
+    ++seq;
+    std::array<zmq::const_buffer, 2> parts{view(env.topic), view(encoded)};
+    (void)send_parts(pub_, parts); // PUB drops above the HWM; subscribers see a gap
+    return {};
+  }
+
+  [[nodiscard]] std::string address() const override { return address_; }
+  [[nodiscard]] uint64_t publisher_id() const override { return id_; }
+
+  void skip_sequences(std::string_view topic, uint64_t count) override {
+    std::lock_guard lock{mutex_};
+    sequences_[std::string{topic}] += count;
+  }
+
+private:
+  zmq_event_publisher_options opts_;
+  std::shared_ptr<zmq::context_t> ctx_;
+  uint64_t id_;
+  std::string address_;
+  std::mutex mutex_; // guards pub_ and sequences_
+  zmq::socket_t pub_;
+  std::unordered_map<std::string, uint64_t> sequences_;
+};
+
+} // namespace
+
+expected<std::unique_ptr<event_publisher>>
+make_zmq_event_publisher(zmq_event_publisher_options options) {
+  auto pub = std::make_unique<zmq_publisher>(std::move(options));
+  if (auto started = pub->start(); !started)
+    return std::move(started.error());
+  return std::unique_ptr<event_publisher>{std::move(pub)};
+}
+
+} // namespace dynamo::planes
