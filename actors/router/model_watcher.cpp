@@ -1,0 +1,190 @@
+#include "actors/router/model_watcher.hpp"
+
+#include "planes/event/zmq_event_plane.hpp"
+#include "planes/request/zmq_request_plane.hpp"
+#include "runtime/protocol/codec.hpp"
+#include "runtime/protocol/kv_event.hpp"
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include <set>
+
+namespace dynamo::actors {
+
+model_assets mocker_assets() {
+  return {std::make_shared<tok::byte_tokenizer>(), std::make_shared<tok::simple_chat_template>()};
+}
+
+struct model_watcher::impl {
+  caf::actor_system* sys = nullptr;
+  model_watcher_config cfg;
+  model_assets_loader loader;
+  mutable std::mutex mtx;
+  std::map<std::string, served_model> models;
+  std::map<std::string, std::set<uint64_t>> instances_by_model;
+  std::map<uint64_t, std::pair<std::string, std::string>> instance_model_addr; ///< id -> (model, event addr)
+  std::map<uint64_t, caf::actor> router_of; ///< instance -> its model's router (event routing)
+  std::unique_ptr<planes::event_subscriber> subscriber;
+  std::unique_ptr<planes::discovery_watch> watch;
+
+  void on_kv_event(const planes::event_envelope& env) {
+    auto ev = protocol::decode<protocol::router_event>(env.payload);
+    if (!ev)
+      return;
+    caf::actor router;
+    {
+      std::lock_guard lk{mtx};
+      auto it = router_of.find(ev->worker_id);
+      if (it == router_of.end())
+        return;
+      router = it->second;
+    }
+    caf::anon_send(router, kv_event_atom::value, std::move(*ev));
+  }
+
+  served_model* ensure_model(const protocol::model_card& card) {
+    if (auto it = models.find(card.name); it != models.end())
+      return &it->second;
+    auto assets = loader(card);
+    if (!assets) {
+      spdlog::error("model {}: cannot load tokenizer/template from '{}': {}", card.name,
+                    card.source, describe(assets.error()));
+      return nullptr;
+    }
+    served_model m;
+    m.card = card;
+    m.tokenizer = assets->tokenizer;
+    m.chat_template = assets->chat_template;
+    auto rc = cfg.router;
+    rc.name = "router[" + card.name + "]";
+    rc.block_size = card.kv_block_size;
+    m.router = spawn_router(*sys, rc, shared_client());
+    m.client = std::make_shared<routed_client>(m.router, cfg.client);
+    auto [it, _] = models.emplace(card.name, std::move(m));
+    spdlog::info("model {} available (source {}, block size {})", card.name, card.source,
+                 card.kv_block_size);
+    if (cfg.on_model_added)
+      cfg.on_model_added(it->second);
+    return &it->second;
+  }
+
+  void on_added_or_updated(const planes::instance_record& rec) {
+    auto card = protocol::decode<protocol::model_card>(rec.payload);
+    if (!card) {
+      spdlog::warn("instance {}: unreadable model card: {}", rec.key(), describe(card.error()));
+      return;
+    }
+    worker_info info{rec.instance, rec.request_address, rec.endpoint.path(),
+                     rec.health == planes::health_state::ready};
+    bool connect = false;
+    caf::actor router;
+    {
+      std::lock_guard lk{mtx};
+      auto* m = ensure_model(*card);
+      if (!m)
+        return;
+      router = m->router;
+      connect = instances_by_model[card->name].insert(rec.instance).second;
+      instance_model_addr[rec.instance] = {card->name, rec.event_address};
+      router_of[rec.instance] = router;
+    }
+    if (connect && !rec.event_address.empty())
+      if (auto ok = subscriber->connect(rec.event_address); !ok)
+        spdlog::warn("cannot subscribe to {}: {}", rec.event_address, describe(ok.error()));
+    caf::anon_send(router, add_worker_atom::value, info);
+  }
+
+  void on_removed(const planes::instance_record& rec) {
+    std::string event_addr, model_name;
+    caf::actor router;
+    bool last = false;
+    {
+      std::lock_guard lk{mtx};
+      auto it = instance_model_addr.find(rec.instance);
+      if (it == instance_model_addr.end())
+        return;
+      std::tie(model_name, event_addr) = it->second;
+      instance_model_addr.erase(it);
+      router_of.erase(rec.instance);
+      auto& set = instances_by_model[model_name];
+      set.erase(rec.instance);
+      router = models[model_name].router;
+      last = set.empty();
+    }
+    if (!event_addr.empty())
+      (void) subscriber->disconnect(event_addr);
+    caf::anon_send(router, remove_worker_atom::value, rec.instance);
+    if (last) {
+      spdlog::warn("model {}: last instance gone", model_name);
+      if (cfg.on_model_removed)
+        cfg.on_model_removed(model_name);
+      std::lock_guard lk{mtx};
+      if (instances_by_model[model_name].empty()) {
+        caf::anon_send_exit(models[model_name].router, caf::exit_reason::user_shutdown);
+        models.erase(model_name);
+        instances_by_model.erase(model_name);
+      }
+    }
+  }
+
+  std::shared_ptr<planes::request_client> shared_client() {
+    if (!client)
+      client = planes::make_zmq_request_client();
+    return client;
+  }
+  std::shared_ptr<planes::request_client> client;
+};
+
+expected<std::unique_ptr<model_watcher>>
+model_watcher::start(caf::actor_system& sys, planes::discovery_plane& discovery,
+                     model_watcher_config cfg, model_assets_loader loader) {
+  std::unique_ptr<model_watcher> w(new model_watcher());
+  w->impl_ = std::make_shared<impl>();
+  auto* p = w->impl_.get();
+  p->sys = &sys;
+  p->cfg = std::move(cfg);
+  p->loader = std::move(loader);
+  planes::zmq_event_subscriber_options so;
+  so.callbacks.on_event = [p](const planes::event_envelope& env) { p->on_kv_event(env); };
+  so.callbacks.on_gap = [](const planes::event_gap& gap) {
+    spdlog::warn("kv events from {:016x} lost: expected #{}, got #{} (index may be stale)",
+                 gap.publisher_id, gap.expected, gap.got);
+  };
+  p->subscriber = planes::make_zmq_event_subscriber(so);
+  if (auto ok = p->subscriber->subscribe(std::string{"kv-events"}); !ok)
+    return ok.error();
+  auto endpoint = p->cfg.endpoint;
+  auto watch = discovery.watch(p->cfg.namespace_name, [p, endpoint](const planes::discovery_event& ev) {
+    if (ev.record.endpoint.endpoint_name != endpoint)
+      return;
+    if (ev.kind == planes::discovery_event_kind::removed)
+      p->on_removed(ev.record);
+    else
+      p->on_added_or_updated(ev.record);
+  });
+  if (!watch)
+    return watch.error();
+  p->watch = std::move(*watch);
+  return w;
+}
+
+model_watcher::~model_watcher() {
+  impl_->watch.reset(); // no more callbacks
+  std::lock_guard lk{impl_->mtx};
+  for (auto& [name, m] : impl_->models)
+    caf::anon_send_exit(m.router, caf::exit_reason::user_shutdown);
+}
+
+std::map<std::string, served_model> model_watcher::models() const {
+  std::lock_guard lk{impl_->mtx};
+  return impl_->models;
+}
+
+size_t model_watcher::instance_count(const std::string& model) const {
+  std::lock_guard lk{impl_->mtx};
+  auto it = impl_->instances_by_model.find(model);
+  return it == impl_->instances_by_model.end() ? 0 : it->second.size();
+}
+
+} // namespace dynamo::actors

@@ -1,0 +1,150 @@
+#include "actors/worker/worker_service.hpp"
+
+#include "actors/core/supervisor.hpp"
+#include "actors/worker/worker_endpoint.hpp"
+#include "planes/event/zmq_event_plane.hpp"
+#include "planes/request/zmq_request_plane.hpp"
+#include "runtime/core/ids.hpp"
+#include "runtime/protocol/codec.hpp"
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+namespace dynamo::actors {
+
+struct worker_service::slot {
+  uint64_t id = 0;
+  std::unique_ptr<planes::request_server> server;
+  std::shared_ptr<planes::event_publisher> publisher;
+  std::shared_ptr<planes::registration> reg;
+  std::shared_ptr<worker_handle> handle = std::make_shared<worker_handle>();
+  caf::actor sup;
+};
+
+namespace {
+
+worker_hooks make_hooks(uint64_t id, std::shared_ptr<planes::event_publisher> pub,
+                        std::shared_ptr<planes::registration> reg, std::string name) {
+  worker_hooks h;
+  h.on_kv_events = [id, pub](std::vector<protocol::kv_event> events) {
+    for (auto& ev : events) {
+      protocol::router_event re{id, std::move(ev)};
+      if (auto ok = pub->publish(kv_events_topic, protocol::encode(re)); !ok)
+        spdlog::warn("worker {:016x}: kv event not published: {}", id, describe(ok.error()));
+    }
+  };
+  h.on_load = [pub](const protocol::load_metrics& m) {
+    (void) pub->publish(load_metrics_topic, protocol::encode(m));
+  };
+  h.on_health = [reg, name](bool healthy, const std::string& why) {
+    auto state = healthy ? planes::health_state::ready : planes::health_state::unhealthy;
+    if (auto ok = reg->set_health(state); !ok)
+      spdlog::error("{}: cannot publish health: {}", name, describe(ok.error()));
+    else if (!healthy)
+      spdlog::error("{}: marked unhealthy in discovery: {}", name, why);
+  };
+  return h;
+}
+
+expected<std::unique_ptr<worker_service::slot>>
+start_slot(caf::actor_system& sys, planes::discovery_plane& discovery,
+           const worker_service_config& cfg, uint32_t index, engine_factory factory) {
+  auto s = std::make_unique<worker_service::slot>();
+  s->id = new_instance_id();
+  planes::zmq_request_server_options ro;
+  ro.bind_address = "tcp://" + cfg.plane_host + ":0";
+  auto server = planes::make_zmq_request_server(ro);
+  if (!server)
+    return server.error();
+  s->server = std::move(*server);
+  planes::zmq_event_publisher_options po;
+  po.bind_address = "tcp://" + cfg.plane_host + ":0";
+  po.publisher_id = s->id;
+  auto pub = planes::make_zmq_event_publisher(po);
+  if (!pub)
+    return pub.error();
+  s->publisher = std::move(*pub);
+  endpoint_id ep{cfg.namespace_name, cfg.component, cfg.endpoint};
+  if (auto ok = serve_worker(*s->server, ep.path(), s->handle); !ok)
+    return ok.error();
+
+  planes::instance_record rec;
+  rec.endpoint = ep;
+  rec.instance = s->id;
+  rec.request_address = s->server->address();
+  rec.event_address = s->publisher->address();
+  rec.metadata = {{"role", cfg.role}, {"model", cfg.card.name}, {"index", std::to_string(index)}};
+  rec.payload = protocol::encode(cfg.card);
+  auto reg = discovery.register_instance(rec);
+  if (!reg)
+    return reg.error();
+  s->reg = std::move(*reg);
+
+  auto name = fmt::format("{}-{}", cfg.component, index);
+  worker_config wc{s->id, name, std::chrono::milliseconds(100), cfg.detached};
+  auto hooks = make_hooks(s->id, s->publisher, s->reg, name);
+  child_spec spec;
+  spec.name = name;
+  spec.spawn = [wc, factory, hooks](caf::actor_system& sys2) {
+    return spawn_worker(sys2, wc, factory, hooks);
+  };
+  spec.on_spawn = [h = s->handle](const caf::actor& a) { h->set(a); };
+  supervisor_config sc;
+  sc.name = name + "-supervisor";
+  s->sup = spawn_supervisor(sys, sc, {spec});
+  spdlog::info("{}: instance {:016x} serving {} at {} (events {})", name, s->id, ep.path(),
+               rec.request_address, rec.event_address);
+  return s;
+}
+
+} // namespace
+
+expected<std::unique_ptr<worker_service>>
+worker_service::start(caf::actor_system& sys, planes::discovery_plane& discovery,
+                      worker_service_config cfg, engine_factory_maker make_factory) {
+  std::unique_ptr<worker_service> svc(new worker_service());
+  for (uint32_t i = 0; i < cfg.num_workers; ++i) {
+    auto s = start_slot(sys, discovery, cfg, i, make_factory(i));
+    if (!s)
+      return s.error();
+    svc->slots_.push_back(std::move(*s));
+  }
+  return svc;
+}
+
+worker_service::~worker_service() {
+  for (auto& s : slots_) {
+    (void) s->reg->deregister();
+    caf::anon_send_exit(s->sup, caf::exit_reason::user_shutdown);
+  }
+}
+
+std::vector<uint64_t> worker_service::instance_ids() const {
+  std::vector<uint64_t> out;
+  for (auto& s : slots_)
+    out.push_back(s->id);
+  return out;
+}
+
+caf::actor worker_service::supervisor(uint32_t index) const {
+  return index < slots_.size() ? slots_[index]->sup : caf::actor{};
+}
+
+caf::actor worker_service::worker(uint32_t index) const {
+  return index < slots_.size() ? slots_[index]->handle->get() : caf::actor{};
+}
+
+void worker_service::set_draining(uint32_t index, bool draining) {
+  if (index >= slots_.size())
+    return;
+  auto& s = *slots_[index];
+  if (auto a = s.handle->get())
+    caf::anon_send(a, drain_atom::value, draining);
+  (void) s.reg->set_health(draining ? planes::health_state::draining : planes::health_state::ready);
+}
+
+uint32_t worker_service::size() const noexcept {
+  return static_cast<uint32_t>(slots_.size());
+}
+
+} // namespace dynamo::actors

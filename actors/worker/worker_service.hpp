@@ -1,0 +1,68 @@
+// Hosts the workers of one pool inside a process: per worker an engine (from
+// a factory), a supervised worker actor, a request-plane server, an event-plane
+// publisher (topics "kv-events" and "kv_metrics") and a discovery registration
+// carrying the model card, so frontends and routers find it. Health changes of
+// a worker (executor errors, drain) are written to its discovery record.
+// Create and destroy from one thread (main); the pieces it wires are thread-safe.
+#pragma once
+
+#include "actors/worker/worker_actor.hpp"
+#include "planes/discovery/discovery_plane.hpp"
+#include "runtime/protocol/model_card.hpp"
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dynamo::actors {
+
+inline constexpr std::string_view kv_events_topic = "kv-events";
+inline constexpr std::string_view load_metrics_topic = "kv_metrics";
+
+struct worker_service_config {
+  std::string namespace_name = "dynamo";
+  std::string component = "backend";   ///< pool name
+  std::string endpoint = "generate";
+  std::string role = "aggregated";     ///< published as metadata "role"
+  protocol::model_card card;           ///< published as the record's payload
+  std::string plane_host = "127.0.0.1";
+  uint32_t num_workers = 1;
+  bool detached = false;               ///< one thread per worker (real executors)
+};
+
+/// Makes the engine factory of worker `index` (0-based).
+using engine_factory_maker = std::function<engine_factory(uint32_t index)>;
+
+class worker_service {
+public:
+  [[nodiscard]] static expected<std::unique_ptr<worker_service>>
+  start(caf::actor_system& sys, planes::discovery_plane& discovery, worker_service_config cfg,
+        engine_factory_maker make_factory);
+
+  ~worker_service();
+  worker_service(const worker_service&) = delete;
+  worker_service& operator=(const worker_service&) = delete;
+
+  /// Instance ids of the workers, in index order.
+  [[nodiscard]] std::vector<uint64_t> instance_ids() const;
+  /// The supervisor of worker `index` (admin API, tests).
+  [[nodiscard]] caf::actor supervisor(uint32_t index) const;
+  /// The current worker actor of `index` (changes after a restart).
+  [[nodiscard]] caf::actor worker(uint32_t index) const;
+  /// Drain (true) stops new requests and marks the record draining; false undoes it.
+  void set_draining(uint32_t index, bool draining);
+  [[nodiscard]] uint32_t size() const noexcept;
+
+  struct slot; ///< internal
+
+private:
+  worker_service() = default;
+  std::vector<std::unique_ptr<slot>> slots_;
+};
+
+} // namespace dynamo::actors

@@ -1,0 +1,183 @@
+// A real (single-process) cluster: mocker workers behind ZeroMQ request and
+// event planes, file-based discovery in a temp directory, a model watcher with
+// a router per model. Checks the full path a dynamo-run request takes below HTTP.
+#include "actors/core/system.hpp"
+#include "actors/router/model_watcher.hpp"
+#include "actors/worker/worker_service.hpp"
+#include "planes/discovery/file_discovery.hpp"
+#include "runtime/mocker/mock_executor.hpp"
+#include "runtime/mocker/token_stream.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+using namespace dynamo;
+using namespace dynamo::actors;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct temp_dir {
+  std::filesystem::path path;
+  temp_dir() {
+    path = std::filesystem::temp_directory_path() /
+           ("dynamo-cluster-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
+    std::filesystem::create_directories(path);
+  }
+  ~temp_dir() { std::filesystem::remove_all(path); }
+  static int& counter() {
+    static int c = 0;
+    return c;
+  }
+};
+
+struct result {
+  std::mutex mtx;
+  std::condition_variable cv;
+  std::vector<uint32_t> tokens;
+  uint32_t cached = 0;
+  bool first = true, ended = false;
+  caf::error error;
+  engine::chunk_callback cb() {
+    return [this](expected<protocol::engine_output> c) {
+      std::lock_guard lk{mtx};
+      if (!c) {
+        error = c.error();
+        ended = true;
+      } else {
+        if (first)
+          cached = c->cached_tokens;
+        first = false;
+        tokens.insert(tokens.end(), c->token_ids.begin(), c->token_ids.end());
+        ended = c->finish != protocol::finish_reason::none;
+      }
+      cv.notify_all();
+    };
+  }
+  bool wait() {
+    std::unique_lock lk{mtx};
+    return cv.wait_for(lk, 10s, [&] { return ended; });
+  }
+};
+
+template <class Pred>
+bool eventually(Pred p, std::chrono::milliseconds limit = 5s) {
+  auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (p())
+      return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return p();
+}
+
+struct cluster {
+  temp_dir dir;
+  actor_runtime rt = make_actor_system(2);
+  std::unique_ptr<planes::discovery_plane> discovery;
+  std::unique_ptr<worker_service> workers;
+  std::unique_ptr<model_watcher> watcher;
+  std::mutex mtx;
+  std::vector<std::string> added, removed;
+
+  explicit cluster(route::router_mode mode, uint32_t n = 2) {
+    auto d = planes::make_file_discovery(dir.path.string());
+    BOOST_REQUIRE(d);
+    discovery = std::move(*d);
+    worker_service_config wc;
+    wc.card = {"mock", "mocker", 8192, 4, 1024, 64, 8192};
+    wc.num_workers = n;
+    mocker::mocker_config mc;
+    mc.block_size = 4;
+    mc.num_blocks = 1024;
+    mc.speedup_ratio = 0;
+    auto w = worker_service::start(*rt.system, *discovery, wc, [mc](uint32_t) -> engine_factory {
+      return [mc] { return mocker::make_engine(mc); };
+    });
+    BOOST_REQUIRE(w);
+    workers = std::move(*w);
+    model_watcher_config mwc;
+    mwc.router.mode = mode;
+    mwc.router.seed = 3;
+    mwc.on_model_added = [this](const served_model& m) {
+      std::lock_guard lk{mtx};
+      added.push_back(m.card.name);
+    };
+    mwc.on_model_removed = [this](const std::string& m) {
+      std::lock_guard lk{mtx};
+      removed.push_back(m);
+    };
+    auto mw = model_watcher::start(*rt.system, *discovery, mwc,
+                                   [](const protocol::model_card&) -> expected<model_assets> {
+                                     return mocker_assets();
+                                   });
+    BOOST_REQUIRE(mw);
+    watcher = std::move(*mw);
+    BOOST_REQUIRE(eventually([&] { return watcher->instance_count("mock") == n; }));
+  }
+};
+
+protocol::preprocessed_request make_request(std::string id, std::vector<uint32_t> prompt, uint32_t n) {
+  protocol::preprocessed_request r;
+  r.request_id = std::move(id);
+  r.model = "mock";
+  r.token_ids = std::move(prompt);
+  r.prompt_tokens = static_cast<uint32_t>(r.token_ids.size());
+  r.stop.max_tokens = n;
+  return r;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(cluster_suite)
+
+BOOST_AUTO_TEST_CASE(discovers_workers_and_streams_through_zmq) {
+  cluster c(route::router_mode::round_robin);
+  auto models = c.watcher->models();
+  BOOST_REQUIRE_EQUAL(models.count("mock"), 1u);
+  for (int i = 0; i < 4; ++i) {
+    result r;
+    auto req = make_request("rr-" + std::to_string(i), {65, 66, 67, 68, 69, 70}, 7);
+    auto g = models["mock"].client->generate(req, r.cb());
+    BOOST_REQUIRE(r.wait());
+    BOOST_TEST(!r.error);
+    BOOST_TEST(r.tokens == mocker::continuation(req.token_ids, 7));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(kv_routing_sends_a_repeated_prefix_to_the_worker_that_cached_it) {
+  cluster c(route::router_mode::kv, 4);
+  auto client = c.watcher->models()["mock"].client;
+  std::vector<uint32_t> prompt(64);
+  for (uint32_t i = 0; i < 64; ++i)
+    prompt[i] = 40 + (i * 7) % 80;
+  result first;
+  auto g1 = client->generate(make_request("kv-1", prompt, 4), first.cb());
+  BOOST_REQUIRE(first.wait());
+  BOOST_TEST(first.cached == 0u);
+  // Once the stored events reached the router, the same prompt lands on the
+  // worker holding its blocks (any of the 4 otherwise) and hits its cache.
+  bool hit = eventually([&] {
+    static int n = 0;
+    result again;
+    auto g = client->generate(make_request("kv-again-" + std::to_string(n++), prompt, 4), again.cb());
+    return again.wait() && again.cached >= 60;
+  });
+  BOOST_TEST(hit);
+}
+
+BOOST_AUTO_TEST_CASE(model_disappears_when_its_workers_deregister) {
+  cluster c(route::router_mode::round_robin, 1);
+  c.workers.reset();
+  BOOST_TEST(eventually([&] {
+    std::lock_guard lk{c.mtx};
+    return c.removed.size() == 1;
+  }));
+  BOOST_TEST(c.watcher->models().empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
