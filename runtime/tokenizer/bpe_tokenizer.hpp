@@ -88,12 +88,39 @@ private:
     bool control; ///< only matched with parse_special
   };
 
+  // One symbol of a piece being merged: a token over a byte span, linked to
+  // its live neighbours.
+  struct merge_symbol {
+    uint32_t id;
+    uint32_t prev;
+    uint32_t next;
+    bool alive;
+  };
+  // A candidate merge of `left` and `left.next`, valid while both still carry
+  // the ids it was made from. Lowest rank first, then leftmost (as HF does).
+  struct merge_candidate {
+    uint32_t rank;
+    uint32_t left;
+    uint32_t right;
+    uint32_t left_id;
+    uint32_t right_id;
+    uint32_t merged_id;
+    bool operator>(const merge_candidate& o) const noexcept {
+      return rank != o.rank ? rank > o.rank : left > o.left;
+    }
+  };
+  // Buffers reused across the pieces of one encode() call.
+  struct merge_scratch {
+    std::vector<merge_symbol> symbols;
+    std::vector<merge_candidate> queue;
+  };
+
   bpe_tokenizer() = default;
   [[nodiscard]] expected<void> build_merges(const std::vector<std::string>& merges);
   void build_specials();
   void build_eog(const bpe_vocab& v);
-  void encode_text(std::string_view text, std::vector<uint32_t>& out) const;
-  void encode_piece(std::string_view piece, std::vector<uint32_t>& out) const;
+  void encode_text(std::string_view text, merge_scratch& scratch, std::vector<uint32_t>& out) const;
+  void encode_piece(std::string_view piece, merge_scratch& scratch, std::vector<uint32_t>& out) const;
 
   std::vector<std::string> tokens_;
   std::vector<token_type> types_;
