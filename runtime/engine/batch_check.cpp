@@ -1,0 +1,48 @@
+#include "runtime/engine/batch_check.hpp"
+
+#include <string>
+#include <unordered_set>
+
+namespace dynamo::engine {
+namespace {
+
+[[nodiscard]] caf::error broken(size_t entry, const std::string& what) {
+  return make_error(errc::internal, "batch entry " + std::to_string(entry) + ": " + what);
+}
+
+[[nodiscard]] expected<void> check_entry(size_t i, const batch_entry& e, const kv_geometry& g) {
+  if (e.tokens.empty())
+    return broken(i, "no tokens");
+  const uint64_t end = uint64_t{e.start_pos} + e.tokens.size();
+  if (uint64_t{e.block_table.size()} * g.block_size < end)
+    return broken(i, "block table of " + std::to_string(e.block_table.size()) +
+                         " blocks does not cover position " + std::to_string(end - 1));
+  for (uint32_t id : e.block_table)
+    if (id >= g.num_blocks)
+      return broken(i, "block id " + std::to_string(id) + " out of range");
+  if (e.sample && e.sample_position != end)
+    return broken(i, "sample_position " + std::to_string(e.sample_position) + " != " +
+                         std::to_string(end));
+  return {};
+}
+
+} // namespace
+
+expected<void> check_batch(const batch& b, const kv_geometry& g) {
+  uint64_t total = 0;
+  std::unordered_set<uint64_t> seen;
+  for (size_t i = 0; i < b.entries.size(); ++i) {
+    const batch_entry& e = b.entries[i];
+    if (auto ok = check_entry(i, e, g); !ok)
+      return ok;
+    if (!seen.insert(e.seq_id).second)
+      return broken(i, "seq_id " + std::to_string(e.seq_id) + " appears twice");
+    total += e.tokens.size();
+  }
+  if (total != b.num_tokens)
+    return make_error(errc::internal, "batch num_tokens " + std::to_string(b.num_tokens) +
+                                          " != sum of entries " + std::to_string(total));
+  return {};
+}
+
+} // namespace dynamo::engine

@@ -1,0 +1,126 @@
+#include "runtime/engine/engine_core.hpp"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+namespace dynamo::engine {
+
+expected<std::unique_ptr<engine_core>> engine_core::create(std::unique_ptr<executor> exec,
+                                                           engine_config cfg) {
+  if (exec == nullptr)
+    return make_error(errc::config_error, "engine_core needs an executor");
+  const kv_geometry g = exec->geometry();
+  if (cfg.num_blocks > g.num_blocks)
+    return make_error(errc::config_error,
+                      "num_blocks " + std::to_string(cfg.num_blocks) + " exceeds the executor's " +
+                          std::to_string(g.num_blocks));
+  scheduler_config sc;
+  sc.block_size = g.block_size;
+  sc.num_blocks = cfg.num_blocks == 0 ? g.num_blocks : cfg.num_blocks;
+  // A lone sequence must always fit in the cache, or it could never finish.
+  const uint64_t kv_tokens = uint64_t{sc.num_blocks} * sc.block_size;
+  const uint32_t ctx = cfg.max_model_len == 0 ? exec->context_length()
+                                              : std::min(cfg.max_model_len, exec->context_length());
+  sc.max_model_len = static_cast<uint32_t>(std::min<uint64_t>(ctx, kv_tokens));
+  sc.max_num_seqs = cfg.max_num_seqs;
+  sc.max_num_batched_tokens = cfg.max_num_batched_tokens;
+  sc.max_num_partial_prefills = cfg.max_num_partial_prefills;
+  sc.enable_prefix_caching = cfg.enable_prefix_caching;
+  sc.emit_kv_events = cfg.emit_kv_events;
+  if (auto ok = validate(sc); !ok)
+    return ok.error();
+  return std::unique_ptr<engine_core>(new engine_core(std::move(exec), sc));
+}
+
+engine_core::engine_core(std::unique_ptr<executor> exec, const scheduler_config& cfg)
+    : exec_(std::move(exec)), sched_(cfg) {}
+
+std::string engine_core::rejection(const protocol::preprocessed_request& req) const {
+  const uint32_t limit = max_model_len();
+  if (req.token_ids.empty())
+    return "the prompt is empty";
+  if (req.token_ids.size() >= limit)
+    return "the prompt has " + std::to_string(req.token_ids.size()) +
+           " tokens; this model's context length is " + std::to_string(limit) +
+           " (prompt + output), so at most " + std::to_string(limit - 1) + " prompt tokens fit";
+  if (req.stop.max_tokens == 0)
+    return "max_tokens must be at least 1";
+  return {};
+}
+
+expected<void> engine_core::add_request(protocol::preprocessed_request req) {
+  std::string why = rejection(req);
+  if (why.empty()) {
+    std::string id = req.request_id;
+    if (!sched_.add_request(std::move(req)))
+      return make_error(errc::invalid_argument, "request " + id + " is already in flight");
+    return {};
+  }
+  protocol::engine_output out;
+  out.finish = protocol::finish_reason::error;
+  out.error = std::move(why);
+  pending_.push_back(request_output{std::move(req.request_id), std::move(out)});
+  return {};
+}
+
+bool engine_core::abort(std::string_view request_id) {
+  if (!sched_.abort(request_id))
+    return false;
+  protocol::engine_output out;
+  out.finish = protocol::finish_reason::cancelled;
+  pending_.push_back(request_output{std::string{request_id}, std::move(out)});
+  return true;
+}
+
+expected<step_result> engine_core::step() {
+  step_result res;
+  res.outputs.swap(pending_);
+  batch b = sched_.schedule();
+  if (!b.entries.empty()) {
+    expected<batch_result> r = exec_->execute(b);
+    if (r && r->sampled.size() != b.entries.size())
+      r = make_error(errc::internal, exec_->name() + " executor returned " +
+                                         std::to_string(r->sampled.size()) + " samples for " +
+                                         std::to_string(b.entries.size()) + " entries");
+    if (!r) {
+      pending_ = std::move(res.outputs); // delivered with the error chunks next step
+      fail_all(exec_->name() + " executor failed: " + describe(r.error()));
+      return r.error();
+    }
+    res.duration = r->simulated;
+    res.num_tokens = b.num_tokens;
+    res.num_seqs = static_cast<uint32_t>(b.entries.size());
+    auto outs = sched_.update(b, *r);
+    std::move(outs.begin(), outs.end(), std::back_inserter(res.outputs));
+  }
+  res.kv_events = sched_.kv().drain_events();
+  return res;
+}
+
+void engine_core::fail_all(const std::string& message) {
+  for (std::string& id : sched_.abort_all()) {
+    protocol::engine_output out;
+    out.finish = protocol::finish_reason::error;
+    out.error = message;
+    pending_.push_back(request_output{std::move(id), std::move(out)});
+  }
+}
+
+bool engine_core::has_work() const noexcept {
+  return sched_.has_requests() || !pending_.empty();
+}
+
+protocol::load_metrics engine_core::load_metrics() const noexcept {
+  const kv::block_pool& pool = sched_.kv().pool();
+  protocol::load_metrics m;
+  m.active_decode_blocks = pool.num_used_blocks();
+  m.total_blocks = pool.num_blocks();
+  m.active_prefill_tokens = sched_.num_pending_prefill_tokens();
+  m.num_running = sched_.num_running();
+  m.num_waiting = sched_.num_waiting();
+  m.kv_usage = pool.usage();
+  return m;
+}
+
+} // namespace dynamo::engine

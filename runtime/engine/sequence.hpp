@@ -1,0 +1,32 @@
+// One request as the scheduler tracks it: its tokens (prompt, then output),
+// how many have KV computed, its stop rules and reporting flags. Owned by the
+// scheduler; touched only from the engine's step thread.
+#pragma once
+
+#include "runtime/kv/token_blocks.hpp"
+#include "runtime/protocol/llm.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace dynamo::engine {
+
+struct sequence {
+  uint64_t id = 0;           ///< batch_entry::seq_id; unique for the scheduler's life
+  std::string request_id;
+  kv::token_blocks tokens;   ///< prompt (as received) followed by the tokens generated here
+  uint32_t num_prompt = 0;   ///< tokens received with the request
+  uint32_t num_computed = 0; ///< leading tokens whose KV is in the cache
+  uint32_t num_output = 0;   ///< tokens generated here
+  protocol::sampling_options sampling;
+  protocol::stop_conditions stop;
+  uint32_t cached_tokens = 0;     ///< prefix-cache hit at first admission
+  bool admitted_before = false;   ///< has run at least once (cached_tokens is final)
+  bool first_chunk_sent = false;  ///< cached_tokens has been reported
+  uint64_t scheduled_step = 0;    ///< last step that scheduled it (0 = never)
+
+  /// Tokens still to compute; 1 for a decode, more for a (re)prefill.
+  [[nodiscard]] uint32_t remaining() const noexcept { return tokens.size() - num_computed; }
+};
+
+} // namespace dynamo::engine

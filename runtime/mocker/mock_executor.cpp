@@ -1,0 +1,55 @@
+#include "runtime/mocker/mock_executor.hpp"
+
+#include "runtime/engine/batch_check.hpp"
+
+namespace dynamo::mocker {
+
+expected<void> validate(const mocker_config& cfg) {
+  auto bad = [](const char* field, const char* why) {
+    return make_error(errc::config_error, std::string{"mocker "} + field + " " + why);
+  };
+  if (cfg.block_size == 0)
+    return bad("block_size", "must be > 0");
+  if (cfg.num_blocks == 0)
+    return bad("num_blocks", "must be > 0");
+  if (cfg.context_length < 2)
+    return bad("context_length", "must be >= 2");
+  if (!(cfg.speedup_ratio >= 0.0))
+    return bad("speedup_ratio", "must be >= 0");
+  if (!(cfg.decode_speedup_ratio > 0.0))
+    return bad("decode_speedup_ratio", "must be > 0");
+  return {};
+}
+
+mock_executor::mock_executor(const mocker_config& cfg)
+    : geometry_{cfg.block_size, cfg.num_blocks}, context_length_(cfg.context_length),
+      timing_{cfg.speedup_ratio, cfg.decode_speedup_ratio} {}
+
+expected<engine::batch_result> mock_executor::execute(const engine::batch& b) {
+  ++num_steps_;
+  if (auto ok = engine::check_batch(b, geometry_); !ok)
+    return ok.error();
+  engine::batch_result r;
+  r.sampled.reserve(b.entries.size());
+  for (const engine::batch_entry& e : b.entries) {
+    if (e.sample)
+      r.sampled.emplace_back(next_token(e.tokens.back(), e.sample_position));
+    else
+      r.sampled.emplace_back(std::nullopt);
+  }
+  r.simulated = step_time(b, geometry_, timing_);
+  return r;
+}
+
+expected<std::unique_ptr<engine::engine_core>> make_engine(const mocker_config& cfg) {
+  if (auto ok = validate(cfg); !ok)
+    return ok.error();
+  engine::engine_config ec;
+  ec.max_num_seqs = cfg.max_num_seqs;
+  ec.max_num_batched_tokens = cfg.max_num_batched_tokens;
+  ec.max_num_partial_prefills = cfg.max_num_partial_prefills;
+  ec.enable_prefix_caching = cfg.enable_prefix_caching;
+  return engine::engine_core::create(std::make_unique<mock_executor>(cfg), ec);
+}
+
+} // namespace dynamo::mocker

@@ -1,0 +1,83 @@
+// Helpers shared by the engine and mocker tests: request builders, a run loop
+// that collects each request's stream, and Boost.Test printers.
+#pragma once
+
+#include "runtime/engine/engine_core.hpp"
+#include "runtime/protocol/kv_event.hpp"
+#include "runtime/protocol/llm.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <map>
+#include <numeric>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace dynamo {
+inline std::ostream& boost_test_print_type(std::ostream& os, errc e) { return os << to_string(e); }
+} // namespace dynamo
+
+namespace dynamo::protocol {
+inline std::ostream& boost_test_print_type(std::ostream& os, finish_reason r) {
+  return os << to_string(r);
+}
+inline std::ostream& boost_test_print_type(std::ostream& os, kv_event_kind k) {
+  return os << to_string(k);
+}
+} // namespace dynamo::protocol
+
+namespace dynamo::test {
+
+/// Tokens first, first+1, ..., first+n-1.
+inline std::vector<uint32_t> iota_tokens(uint32_t n, uint32_t first) {
+  std::vector<uint32_t> t(n);
+  std::iota(t.begin(), t.end(), first);
+  return t;
+}
+
+inline protocol::preprocessed_request request(std::string id, std::vector<uint32_t> prompt,
+                                              uint32_t max_tokens) {
+  protocol::preprocessed_request r;
+  r.request_id = std::move(id);
+  r.token_ids = std::move(prompt);
+  r.prompt_tokens = static_cast<uint32_t>(r.token_ids.size());
+  r.stop.max_tokens = max_tokens;
+  return r;
+}
+
+/// One request's stream folded together.
+struct stream {
+  std::vector<uint32_t> tokens;
+  protocol::finish_reason finish = protocol::finish_reason::none;
+  uint32_t cached_tokens = 0;
+  uint32_t chunks = 0;
+  std::string error;
+};
+
+/// Steps `core` until it has no work (at most `max_steps`), checking that no
+/// chunk follows a final one. Also collects the kv events.
+inline std::map<std::string, stream> run(engine::engine_core& core,
+                                         std::vector<protocol::kv_event>* events = nullptr,
+                                         int max_steps = 10000) {
+  std::map<std::string, stream> all;
+  for (int i = 0; i < max_steps && core.has_work(); ++i) {
+    auto r = core.step();
+    BOOST_REQUIRE(r);
+    for (auto& o : r->outputs) {
+      stream& s = all[o.request_id];
+      BOOST_REQUIRE(s.finish == protocol::finish_reason::none);
+      if (s.chunks++ == 0)
+        s.cached_tokens = o.output.cached_tokens;
+      s.tokens.insert(s.tokens.end(), o.output.token_ids.begin(), o.output.token_ids.end());
+      s.finish = o.output.finish;
+      s.error = o.output.error;
+    }
+    if (events)
+      events->insert(events->end(), r->kv_events.begin(), r->kv_events.end());
+  }
+  BOOST_REQUIRE(!core.has_work());
+  return all;
+}
+
+} // namespace dynamo::test
