@@ -1,8 +1,7 @@
-// The thread that owns a plane object's ZeroMQ sockets (ZMQ sockets are not
-// thread-safe): other threads hand it work with post(), which queues a task and
-// wakes the loop through an inproc PAIR socket. Used by the ZMQ request plane
-// and event subscriber. Configure (watch/set_tick/set_on_stop) before start();
-// afterwards watch/unwatch only from the loop thread. post/call/stop: any thread.
+// The thread that owns a plane object's ZeroMQ sockets (they are not thread-safe):
+// post() queues a task and wakes the loop through an inproc PAIR socket. Used by
+// the ZMQ request plane and event subscriber. watch/set_* before start(), later
+// only on the loop thread; post/call/stop from any thread.
 #pragma once
 
 #include "runtime/core/error.hpp"

@@ -1,10 +1,7 @@
-// The discovery plane's contract: who serves which endpoint, where, and how
-// healthy. Instances register a record under a lease that a background thread
-// keeps alive; readers list or watch a path prefix and ignore expired records,
-// so a killed process disappears one TTL later. Implementations: files
-// (file_discovery.hpp, Dynamo's `file` backend) and in-memory (inproc_discovery.hpp).
-// Thread rules: every method is thread-safe; watch callbacks run on the
-// plane's watch thread and must not block.
+// The discovery plane's contract: who serves which endpoint, where, how healthy.
+// Records live under a lease kept alive by a background thread; readers skip
+// expired ones. Backends: files (file_discovery.hpp), memory (inproc_discovery.hpp).
+// Every method is thread-safe; watch callbacks run on the watch thread, must not block.
 #pragma once
 
 #include "planes/codec/wire.hpp"

@@ -1,10 +1,7 @@
-// The event plane's contract: topic-based pub/sub of msgpack envelopes (KV
-// events, load metrics). A publisher numbers its events 1, 2, 3... per topic; a
-// subscriber tracks the last number per (publisher, topic) and reports gaps so
-// consumers (the KV router) can re-sync. Implementations: ZeroMQ PUB/SUB
-// (zmq_event_plane.hpp) and an in-process fake (inproc_event_plane.hpp).
-// Thread rules: every method is thread-safe; subscriber callbacks run on the
-// subscriber's I/O thread and must not block.
+// The event plane's contract: topic pub/sub of msgpack envelopes numbered per
+// (publisher, topic), with gap reports so consumers (the KV router) can re-sync.
+// ZeroMQ (zmq_event_plane.hpp) and in-process (inproc_event_plane.hpp) versions.
+// Every method is thread-safe; subscriber callbacks run on its I/O thread, must not block.
 #pragma once
 
 #include "planes/codec/wire.hpp"

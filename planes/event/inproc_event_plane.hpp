@@ -1,8 +1,7 @@
-// The in-process fake of the event plane: same contract as the ZeroMQ one
-// (event_plane.hpp), no sockets. Publishers get an "inproc-fake://event/N"
-// address on a shared bus; subscribers connect by address and receive on their
-// own executor thread. Unlike ZeroMQ, a connect/subscribe is in effect as soon
-// as it returns and nothing is dropped (gaps appear only via skip_sequences).
+// The in-process fake of the event plane (same contract, no sockets): publishers
+// get an "inproc-fake://event/N" address on a shared bus; each subscriber has its
+// own executor thread. Unlike ZeroMQ, connect/subscribe act as they return and
+// nothing is dropped (gaps come only from skip_sequences). Thread-safe.
 #pragma once
 
 #include "planes/event/event_plane.hpp"

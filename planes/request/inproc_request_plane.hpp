@@ -1,8 +1,7 @@
-// The in-process fake of the request plane: same contract as the ZeroMQ one
-// (request_plane.hpp), no sockets. Servers register an "inproc-fake://request/N"
-// address in a shared network object; each server and client runs its callbacks
-// on its own executor thread. Destroying a server fails its open calls with
-// errc::disconnected; destroying a client cancels its server streams. Thread-safe.
+// The in-process fake of the request plane (same contract, no sockets): servers
+// get an "inproc-fake://request/N" address in a shared network; servers and
+// clients run callbacks on their own executor threads. Destroying a server fails
+// its calls with errc::disconnected; destroying a client cancels its streams. Thread-safe.
 #pragma once
 
 #include "planes/request/request_plane.hpp"

@@ -1,9 +1,7 @@
-// The request plane's contract: RPC with streamed responses, from frontend to
-// router to worker. A request_server serves endpoint paths; a request_client
-// calls (address, path) and receives items then exactly one end. Implementations:
-// ZeroMQ (zmq_request_plane.hpp) and an in-process fake (inproc_request_plane.hpp).
-// Thread rules: every method is thread-safe; callbacks (handlers, on_item, on_end,
-// on_cancel) run on the implementation's I/O thread and must not block.
+// The request plane's contract: RPC with streamed responses (frontend -> router
+// -> worker); ZeroMQ (zmq_request_plane.hpp) and in-process (inproc_request_plane.hpp)
+// implementations. Every method is thread-safe; callbacks (handlers, on_item,
+// on_end, on_cancel) run on the implementation's I/O thread and must not block.
 #pragma once
 
 #include "planes/codec/wire.hpp"

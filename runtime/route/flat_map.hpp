@@ -69,6 +69,12 @@ public:
 
   [[nodiscard]] bool contains(const Key& key) const noexcept { return find(key) != nullptr; }
 
+  /// Hints the CPU to fetch the slot where `key` would start probing.
+  void prefetch(const Key& key) const noexcept {
+    if (!slots_.empty())
+      __builtin_prefetch(&slots_[home(key)]);
+  }
+
   /// Inserts `key -> value` unless `key` is present. Returns the stored value
   /// and whether it was inserted.
   std::pair<Value*, bool> insert(const Key& key, const Value& value) {

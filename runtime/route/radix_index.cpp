@@ -34,7 +34,6 @@ uint32_t overlap_scores::blocks_of(const worker_key& w) const noexcept {
 
 radix_index::impl::impl(radix_index_options o) : options(o) {
   nodes.emplace_back();
-  nodes[root_node].live = true;
 }
 
 void radix_index::impl::add(radix_node& n, uint32_t slot) {
@@ -94,23 +93,23 @@ uint64_t radix_index::impl::ext_of(uint32_t node, uint32_t slot) const noexcept 
   return nodes[node].ext_hash;
 }
 
-void radix_index::impl::set_entry(uint32_t node, uint32_t slot, uint64_t ext) {
+bool radix_index::impl::set_entry(uint32_t node, uint32_t slot, uint64_t ext) {
   worker_slot& ws = slots[slot];
+  auto [mapped, inserted] = ws.lookup.insert(ext, node);
+  if (!inserted)
+    return *mapped == node; // already recorded, or `ext` names another block
   radix_node& n = nodes[node];
   if (has(n, slot)) {
-    uint64_t old = ext_of(node, slot);
-    if (old == ext)
-      return;
-    ws.lookup.erase(old); // the engine renamed this block
+    ws.lookup.erase(ext_of(node, slot)); // the engine renamed this block
   } else {
     add(n, slot);
     ++entries;
   }
-  ws.lookup.insert(ext, node);
   if (ext == n.ext_hash)
     ws.alias.erase(node);
   else
     ws.alias.assign(node, ext);
+  return true;
 }
 
 void radix_index::impl::erase_entry(uint32_t node, uint32_t slot) {
@@ -138,39 +137,60 @@ uint32_t radix_index::impl::create_child(uint32_t parent, uint64_t tokens_hash, 
   n.more.reset();
   n.parent = parent;
   n.first_child = no_node;
+  n.child_count = 0;
   n.prev_sibling = no_node;
   n.next_sibling = p.first_child;
   if (p.first_child != no_node)
     nodes[p.first_child].prev_sibling = id;
   p.first_child = id;
   n.depth = p.depth + 1;
-  n.live = true;
-  children.insert(child_key{tokens_hash, parent}, id);
+  ++p.child_count;
+  if (p.child_count == sibling_walk_limit + 1) {
+    for (uint32_t c = p.first_child; c != no_node; c = nodes[c].next_sibling)
+      children.insert(child_key{nodes[c].tokens_hash, parent}, c);
+  } else if (p.child_count > sibling_walk_limit + 1) {
+    children.insert(child_key{tokens_hash, parent}, id);
+  }
   ++live_nodes;
   return id;
 }
 
-// Frees `top` and its descendants. REQUIRES: none of them holds a worker.
-void radix_index::impl::free_subtree(uint32_t top) {
-  radix_node& t = nodes[top];
+// Detaches `id` from its parent's child list (and the children map).
+void radix_index::impl::unlink(uint32_t id) {
+  radix_node& t = nodes[id];
+  radix_node& p = nodes[t.parent];
+  if (p.child_count > sibling_walk_limit)
+    children.erase(child_key{t.tokens_hash, t.parent});
   if (t.prev_sibling != no_node)
     nodes[t.prev_sibling].next_sibling = t.next_sibling;
   else
-    nodes[t.parent].first_child = t.next_sibling;
+    p.first_child = t.next_sibling;
   if (t.next_sibling != no_node)
     nodes[t.next_sibling].prev_sibling = t.prev_sibling;
+  if (--p.child_count == sibling_walk_limit)
+    for (uint32_t c = p.first_child; c != no_node; c = nodes[c].next_sibling)
+      children.erase(child_key{nodes[c].tokens_hash, t.parent});
+}
+
+// Frees `top` and its descendants. REQUIRES: none of them holds a worker.
+void radix_index::impl::free_subtree(uint32_t top) {
+  unlink(top);
   stack.clear();
   stack.push_back(top);
   while (!stack.empty()) {
     uint32_t id = stack.back();
     stack.pop_back();
     radix_node& n = nodes[id];
-    for (uint32_t c = n.first_child; c != no_node; c = nodes[c].next_sibling)
+    bool mapped = n.child_count > sibling_walk_limit;
+    for (uint32_t c = n.first_child; c != no_node; c = nodes[c].next_sibling) {
       stack.push_back(c);
-    children.erase(child_key{n.tokens_hash, n.parent});
-    n.live = false;
+      if (mapped)
+        children.erase(child_key{nodes[c].tokens_hash, id});
+    }
+    n.parent = no_node;
     n.more.reset();
     n.first_child = n.next_sibling = n.prev_sibling = no_node;
+    n.child_count = 0;
     free_nodes.push_back(id);
     --live_nodes;
   }
@@ -193,7 +213,7 @@ void radix_index::impl::remove_from_subtree(uint32_t top, uint32_t slot) {
         stack.push_back(c);
   }
   for (uint32_t id : to_free) // free_subtree reuses `stack`, now empty
-    if (nodes[id].live)
+    if (alive(id))
       free_subtree(id); // pre-order: ancestors are freed first, descendants skipped
 }
 
@@ -203,8 +223,11 @@ void radix_index::impl::remove_from_subtree(uint32_t top, uint32_t slot) {
 apply_status radix_index::impl::store(uint32_t slot, const protocol::kv_event& ev) {
   // A block listed twice, or equal to its parent, would make a cycle.
   order.clear();
-  for (const auto& b : ev.blocks)
+  worker_slot& ws = slots[slot];
+  for (const auto& b : ev.blocks) {
     order.emplace_back(0, b.block_hash);
+    ws.lookup.prefetch(b.block_hash); // overlap the cache misses of the loop below
+  }
   if (ev.parent_hash)
     order.emplace_back(0, *ev.parent_hash);
   std::sort(order.begin(), order.end());
@@ -213,21 +236,22 @@ apply_status radix_index::impl::store(uint32_t slot, const protocol::kv_event& e
 
   uint32_t parent = root_node;
   if (ev.parent_hash) {
-    const uint32_t* p = slots[slot].lookup.find(*ev.parent_hash);
+    const uint32_t* p = ws.lookup.find(*ev.parent_hash);
     if (p == nullptr)
       return apply_status::parent_block_not_found;
     parent = *p;
   }
   ++clock;
   for (const auto& b : ev.blocks) {
-    const uint32_t* found = children.find(child_key{b.tokens_hash, parent});
-    uint32_t child = found ? *found : no_node;
-    const uint32_t* existing = slots[slot].lookup.find(b.block_hash);
-    if (existing != nullptr && *existing != child)
-      return apply_status::invalid_block; // the same block hash at two places
-    if (child == no_node)
+    uint32_t child = find_child(parent, b.tokens_hash);
+    bool created = child == no_node;
+    if (created)
       child = create_child(parent, b.tokens_hash, b.block_hash);
-    set_entry(child, slot, b.block_hash);
+    if (!set_entry(child, slot, b.block_hash)) { // the same block hash at two places
+      if (created)
+        free_subtree(child);
+      return apply_status::invalid_block;
+    }
     nodes[child].stamp = clock;
     parent = child;
   }
@@ -238,23 +262,24 @@ apply_status radix_index::impl::remove(uint32_t slot, const protocol::kv_event& 
   // Deepest first, so a listed descendant is removed before its listed
   // ancestor's cascade would make it look unknown.
   order.clear();
+  worker_slot& ws = slots[slot];
+  for (uint64_t h : ev.removed_hashes)
+    ws.lookup.prefetch(h);
   apply_status status = apply_status::ok;
   for (uint64_t h : ev.removed_hashes) {
-    const uint32_t* n = slots[slot].lookup.find(h);
+    const uint32_t* n = ws.lookup.find(h);
     if (n == nullptr)
       status = apply_status::block_not_found;
     else
-      order.emplace_back(nodes[*n].depth, h);
+      order.emplace_back(nodes[*n].depth, *n);
   }
-  std::sort(order.begin(), order.end(),
-            [](const auto& a, const auto& b) { return a.first > b.first; });
-  for (const auto& [depth, h] : order) {
-    const uint32_t* n = slots[slot].lookup.find(h);
-    if (n == nullptr) {
+  std::sort(order.begin(), order.end(), std::greater<>{});
+  for (const auto& [depth, node] : order) {
+    if (!alive(static_cast<uint32_t>(node)) || !has(nodes[node], slot)) {
       status = apply_status::block_not_found; // listed twice
       continue;
     }
-    remove_from_subtree(*n, slot);
+    remove_from_subtree(static_cast<uint32_t>(node), slot);
   }
   return status;
 }
@@ -325,10 +350,10 @@ void radix_index::find_matches(std::span<const uint64_t> local_hashes, bool earl
   uint32_t parent = root_node;
   uint32_t matched = 0;
   for (uint32_t d = 0; d < local_hashes.size(); ++d) {
-    const uint32_t* c = m.children.find(child_key{local_hashes[d], parent});
-    if (c == nullptr)
+    uint32_t c = m.find_child(parent, local_hashes[d]);
+    if (c == no_node)
       break;
-    const radix_node& n = m.nodes[*c];
+    const radix_node& n = m.nodes[c];
     if (d == 0) {
       cand = n.mask;
       if (n.more)
@@ -351,7 +376,7 @@ void radix_index::find_matches(std::span<const uint64_t> local_hashes, bool earl
     if (cand == 0 && more.empty())
       return;
     matched = d + 1;
-    parent = *c;
+    parent = c;
     if (early_exit && std::popcount(cand) + more.size() == 1)
       break;
   }

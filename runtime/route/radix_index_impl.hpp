@@ -25,8 +25,14 @@ struct child_key_hash {
   }
 };
 
-/// One cached prefix. Workers in slots 0..63 live in `mask`, others in `more`.
-struct radix_node {
+/// Parents with more children than this also index them in the children map;
+/// smaller families are found by walking the sibling list (no hash probe).
+inline constexpr uint32_t sibling_walk_limit = 8;
+
+/// One cached prefix, one cache line. Workers in slots 0..63 live in `mask`,
+/// others in `more`. A free node has parent == no_node (only the root is live
+/// without a parent).
+struct alignas(64) radix_node {
   uint64_t tokens_hash = 0;
   uint64_t ext_hash = 0; ///< external hash of the first worker that stored it
   uint64_t mask = 0;
@@ -37,8 +43,9 @@ struct radix_node {
   uint32_t next_sibling = no_node;
   uint32_t prev_sibling = no_node;
   uint32_t depth = 0;
-  bool live = false;
+  uint32_t child_count = 0;
 };
+static_assert(sizeof(radix_node) == 64);
 
 struct worker_slot {
   worker_key key;
@@ -53,7 +60,7 @@ struct radix_index::impl {
   radix_index_options options;
   std::vector<radix_node> nodes;
   std::vector<uint32_t> free_nodes;
-  flat_map<child_key, uint32_t, child_key_hash> children;
+  flat_map<child_key, uint32_t, child_key_hash> children; ///< of parents past the walk limit
   std::vector<worker_slot> slots;
   flat_map<worker_key, uint32_t, worker_key_hash> slot_of;
   size_t live_nodes = 0;
@@ -92,10 +99,27 @@ struct radix_index::impl {
   uint32_t acquire_slot(const worker_key& w);
   void release_slot_if_empty(uint32_t slot);
   [[nodiscard]] uint64_t ext_of(uint32_t node, uint32_t slot) const noexcept;
-  void set_entry(uint32_t node, uint32_t slot, uint64_t ext);
+  /// Records that worker `slot` holds `node` under `ext`. False (nothing
+  /// changed) when the worker uses `ext` for another node.
+  [[nodiscard]] bool set_entry(uint32_t node, uint32_t slot, uint64_t ext);
   void erase_entry(uint32_t node, uint32_t slot);
 
   // Nodes.
+  [[nodiscard]] bool alive(uint32_t id) const noexcept {
+    return id == root_node || nodes[id].parent != no_node;
+  }
+  [[nodiscard]] uint32_t find_child(uint32_t parent, uint64_t tokens_hash) const noexcept {
+    const radix_node& p = nodes[parent];
+    if (p.child_count > sibling_walk_limit) {
+      const uint32_t* c = children.find(child_key{tokens_hash, parent});
+      return c ? *c : no_node;
+    }
+    for (uint32_t c = p.first_child; c != no_node; c = nodes[c].next_sibling)
+      if (nodes[c].tokens_hash == tokens_hash)
+        return c;
+    return no_node;
+  }
+  void unlink(uint32_t id);
   uint32_t create_child(uint32_t parent, uint64_t tokens_hash, uint64_t ext);
   void free_subtree(uint32_t top);
   void remove_from_subtree(uint32_t top, uint32_t slot);

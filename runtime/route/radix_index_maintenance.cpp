@@ -22,7 +22,7 @@ size_t radix_index::impl::remove_slot(uint32_t slot) {
   // parent); free each from its top, the node whose parent still has workers.
   for (uint32_t id : to_free) {
     const radix_node& n = nodes[id];
-    if (!n.live)
+    if (!alive(id))
       continue;
     if (n.parent == root_node || !empty(nodes[n.parent]))
       free_subtree(id);
@@ -49,7 +49,7 @@ void radix_index::impl::prune_if_needed() {
   };
   std::vector<leaf> heap;
   for (uint32_t id = 1; id < nodes.size(); ++id)
-    if (nodes[id].live && nodes[id].first_child == no_node)
+    if (alive(id) && nodes[id].first_child == no_node)
       heap.push_back({nodes[id].stamp, nodes[id].depth, id});
   std::priority_queue<leaf, std::vector<leaf>, decltype(later)> queue(later, std::move(heap));
   std::vector<uint32_t> holders;
@@ -57,7 +57,7 @@ void radix_index::impl::prune_if_needed() {
     uint32_t id = queue.top().id;
     queue.pop();
     radix_node& n = nodes[id];
-    if (!n.live || n.first_child != no_node)
+    if (!alive(id) || n.first_child != no_node)
       continue;
     uint32_t parent = n.parent;
     holders.clear();

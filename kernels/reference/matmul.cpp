@@ -1,0 +1,140 @@
+#include "kernels/reference/matmul.hpp"
+
+#include "kernels/reference/dequantize.hpp"
+#include "kernels/reference/simd_kernels.hpp"
+
+#include <algorithm>
+#include <array>
+
+namespace dynamo::kernels::ref {
+namespace {
+
+using detail::block_q8_act;
+using detail::kernel_table;
+using detail::max_dot_tokens;
+
+/// Tokens processed together per pass over a row chunk, so that their
+/// quantized activations stay in L1 while the chunk's rows are streamed.
+constexpr uint32_t token_tile = 16;
+
+[[nodiscard]] bool integer_path(weight_type t) noexcept {
+  return t == weight_type::q4_0 || t == weight_type::q4_1 || t == weight_type::q8_0;
+}
+
+/// Everything a task needs; lives on the stack of matmul().
+struct plan {
+  const matmul_args* a;
+  const kernel_table* kt;
+  uint32_t k;
+  uint32_t nb;                    ///< 32-value blocks per activation row
+  const block_q8_act* xq;         ///< [n_tokens, nb] or null
+  std::array<uint32_t, 9> first;  ///< first global row of each weight (+ end)
+  uint32_t rows;                  ///< total rows over all weights
+  uint32_t chunk;                 ///< rows per task
+};
+
+void rows_integer(const plan& p, const weight_matrix& w, uint32_t r0, uint32_t r1, uint32_t col0) {
+  const matmul_args& a = *p.a;
+  const detail::dot_q_fn dot = w.type == weight_type::q4_0   ? p.kt->dot_q4_0
+                               : w.type == weight_type::q4_1 ? p.kt->dot_q4_1
+                                                             : p.kt->dot_q8_0;
+  const block_q8_act* xs[max_dot_tokens];
+  float out[max_dot_tokens];
+  for (uint32_t t0 = 0; t0 < a.n_tokens; t0 += token_tile) {
+    const uint32_t t1 = std::min(a.n_tokens, t0 + token_tile);
+    for (uint32_t r = r0; r < r1; ++r) {
+      const void* row = w.row(r);
+      for (uint32_t t = t0; t < t1; t += max_dot_tokens) {
+        const uint32_t nt = std::min(max_dot_tokens, t1 - t);
+        for (uint32_t i = 0; i < nt; ++i) xs[i] = p.xq + static_cast<size_t>(t + i) * p.nb;
+        dot(row, xs, nt, p.nb, out);
+        for (uint32_t i = 0; i < nt; ++i) a.y[(t + i) * a.y_stride + col0 + r] = out[i];
+      }
+    }
+  }
+}
+
+void rows_float(const plan& p, const weight_matrix& w, uint32_t r0, uint32_t r1, uint32_t col0) {
+  const matmul_args& a = *p.a;
+  thread_local std::vector<float> buf;
+  if (buf.size() < p.k) buf.resize(p.k);
+  for (uint32_t r = r0; r < r1; ++r) {
+    const float* row = static_cast<const float*>(w.row(r));
+    if (w.type != weight_type::f32) {
+      dequantize_row(w.type, w.row(r), buf.data(), p.k);
+      row = buf.data();
+    }
+    for (uint32_t t = 0; t < a.n_tokens; ++t) {
+      a.y[t * a.y_stride + col0 + r] = p.kt->dot_f32(row, a.x + t * a.x_stride, p.k);
+    }
+  }
+}
+
+void run_task(const plan& p, uint32_t task) {
+  uint32_t g0 = task * p.chunk;
+  const uint32_t g1 = std::min(p.rows, g0 + p.chunk);
+  for (size_t j = 0; j < p.a->weights.size() && g0 < g1; ++j) {
+    if (g0 >= p.first[j + 1]) continue;
+    const uint32_t end = std::min(g1, p.first[j + 1]);
+    const weight_matrix& w = p.a->weights[j];
+    const uint32_t r0 = g0 - p.first[j], r1 = end - p.first[j];
+    if (integer_path(w.type)) {
+      rows_integer(p, w, r0, r1, p.first[j]);
+    } else {
+      rows_float(p, w, r0, r1, p.first[j]);
+    }
+    g0 = end;
+  }
+}
+
+void quantize_activations(const matmul_args& a, const kernel_table& kt, uint32_t nb,
+                          block_q8_act* xq) {
+  auto one = [&](uint32_t t) { kt.quantize_act(a.x + t * a.x_stride, xq + static_cast<size_t>(t) * nb, nb); };
+  if (a.pool != nullptr && a.n_tokens >= 8) {
+    a.pool->parallel_for(a.n_tokens, one);
+  } else {
+    for (uint32_t t = 0; t < a.n_tokens; ++t) one(t);
+  }
+}
+
+} // namespace
+
+void matmul(const matmul_args& a) {
+  if (a.n_tokens == 0 || a.weights.empty()) return;
+  plan p{};
+  p.a = &a;
+  p.kt = &detail::active_kernels();
+  p.k = a.weights[0].k;
+  p.nb = p.k / 32;
+  // More weights than this in one call is a caller bug; the model passes <= 3.
+  const size_t n_weights = std::min<size_t>(a.weights.size(), p.first.size() - 1);
+  bool any_integer = false;
+  p.first[0] = 0;
+  for (size_t j = 0; j < n_weights; ++j) {
+    p.first[j + 1] = p.first[j] + a.weights[j].n;
+    any_integer = any_integer || integer_path(a.weights[j].type);
+  }
+  p.rows = p.first[n_weights];
+
+  matmul_workspace local;
+  matmul_workspace& ws = a.workspace != nullptr ? *a.workspace : local;
+  if (any_integer) {
+    const size_t bytes = static_cast<size_t>(a.n_tokens) * p.nb * sizeof(block_q8_act);
+    if (ws.q8.size() < bytes) ws.q8.resize(bytes);
+    auto* xq = reinterpret_cast<block_q8_act*>(ws.q8.data());
+    quantize_activations(a, *p.kt, p.nb, xq);
+    p.xq = xq;
+  }
+
+  const uint32_t threads = a.pool != nullptr ? a.pool->size() : 1;
+  p.chunk = std::clamp<uint32_t>((p.rows + threads * 8 - 1) / (threads * 8), 4, 512);
+  const uint32_t n_tasks = (p.rows + p.chunk - 1) / p.chunk;
+  auto task = [&p](uint32_t t) { run_task(p, t); };
+  if (a.pool != nullptr) {
+    a.pool->parallel_for(n_tasks, task);
+  } else {
+    for (uint32_t t = 0; t < n_tasks; ++t) task(t);
+  }
+}
+
+} // namespace dynamo::kernels::ref

@@ -1,0 +1,43 @@
+// Matmul of fp32 activations by GGUF weight matrices in their stored types:
+// y[t, r] = sum_i x[t, i] * W[r, i]. The CPU engine's hot path; also the CPU
+// reference for the CUDA GEMM/GEMV kernels. Runs on the caller's thread pool;
+// the arguments' buffers must not be touched by others during the call.
+//
+// Q4_0, Q4_1 and Q8_0 take the integer path: activations are quantized once
+// per call to 32-value int8 blocks, then each weight block is dotted with
+// integer multiply-adds (AVX2 or VNNI when present, scalar otherwise). F32,
+// F16, BF16, Q4_K and Q6_K dot dequantized fp32 rows against fp32 activations.
+// For a given token, results do not depend on the other tokens in the call.
+#pragma once
+
+#include "kernels/reference/thread_pool.hpp"
+#include "kernels/reference/weight_types.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace dynamo::kernels::ref {
+
+/// Scratch reused across calls (quantized activations); one per calling thread.
+struct matmul_workspace {
+  std::vector<std::byte> q8;
+};
+
+struct matmul_args {
+  const float* x = nullptr;  ///< [n_tokens, k] fp32; token t at x + t * x_stride
+  size_t x_stride = 0;       ///< floats between token rows, >= k
+  uint32_t n_tokens = 0;
+  /// Weights sharing the same k (e.g. Q, K and V): their outputs are laid
+  /// side by side, weights[0] first; at most 8. Each needs k % block_elems(type) == 0.
+  std::span<const weight_matrix> weights;
+  float* y = nullptr;        ///< [n_tokens, sum of weights[j].n]; token t at y + t * y_stride
+  size_t y_stride = 0;       ///< floats between token rows
+  thread_pool* pool = nullptr;               ///< null: run on the caller only
+  matmul_workspace* workspace = nullptr;     ///< null: allocate per call
+};
+
+void matmul(const matmul_args& args);
+
+} // namespace dynamo::kernels::ref

@@ -1,0 +1,55 @@
+// Internal to kernels/reference: the instruction-set-specific inner loops
+// (integer block dots, float dots, fp16 KV helpers, activation quantization)
+// behind one table per path, picked by cpu_features at call time. The public
+// ops (matmul, paged_attention) call through active_kernels(). Pure functions.
+#pragma once
+
+#include <cstdint>
+
+namespace dynamo::kernels::ref::detail {
+
+/// An activation block quantized for integer dots: 32 int8 values with scale
+/// `d` and `s = d * sum(qs)` (the latter folds in Q4_0/Q4_1 offsets).
+struct block_q8_act {
+  float d;
+  float s;
+  int8_t qs[32];
+};
+static_assert(sizeof(block_q8_act) == 40);
+
+/// Most tokens one weight row is dotted with per call (the weight block is
+/// unpacked once and reused).
+inline constexpr uint32_t max_dot_tokens = 4;
+
+/// out[t] = dot(weight row `w` of `nb` blocks, x[t][0..nb)), t < nt <= 4.
+/// For a fixed token, the arithmetic does not depend on nt (batch-invariant).
+using dot_q_fn = void (*)(const void* w, const block_q8_act* const* x, uint32_t nt, uint32_t nb,
+                          float* out);
+
+struct kernel_table {
+  dot_q_fn dot_q4_0;
+  dot_q_fn dot_q4_1;
+  dot_q_fn dot_q8_0;
+  /// Quantizes nb*32 floats into nb activation blocks.
+  void (*quantize_act)(const float* x, block_q8_act* y, uint32_t nb);
+  /// sum a[i]*b[i], i < n.
+  float (*dot_f32)(const float* a, const float* b, uint32_t n);
+  /// sum a[i]*fp16(b[i]), i < n.
+  float (*dot_f16)(const float* a, const uint16_t* b, uint32_t n);
+  /// y[i] += a * x[i].
+  void (*axpy_f32)(float a, const float* x, float* y, uint32_t n);
+  /// y[i] += a * fp16(x[i]).
+  void (*axpy_f16)(float a, const uint16_t* x, float* y, uint32_t n);
+  /// y[i] = fp16(x[i]), round to nearest even.
+  void (*store_f16)(const float* x, uint16_t* y, uint32_t n);
+};
+
+[[nodiscard]] const kernel_table& scalar_kernels() noexcept;
+/// Null when the library was built for a non-x86 target.
+[[nodiscard]] const kernel_table* avx2_kernels() noexcept;
+[[nodiscard]] const kernel_table* avx2_vnni_kernels() noexcept;
+
+/// The table for cpu_features' active_isa().
+[[nodiscard]] const kernel_table& active_kernels() noexcept;
+
+} // namespace dynamo::kernels::ref::detail

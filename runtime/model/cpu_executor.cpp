@@ -1,0 +1,53 @@
+#include "runtime/model/cpu_executor.hpp"
+
+#include <random>
+
+namespace dynamo::model {
+
+cpu_executor::cpu_executor(std::shared_ptr<const llama_model> model, std::unique_ptr<kernels::ref::thread_pool> pool,
+                           std::unique_ptr<kv_cache> cache, uint64_t process_seed)
+    : pool_(std::move(pool)), cache_(std::move(cache)), forward_(std::move(model), *pool_), sampler_(process_seed) {}
+
+expected<std::unique_ptr<cpu_executor>> cpu_executor::create(const cpu_executor_config& config) {
+  auto model = llama_model::load(config.model_path);
+  if (!model) return model.error();
+  return create(std::move(*model), config);
+}
+
+expected<std::unique_ptr<cpu_executor>> cpu_executor::create(std::shared_ptr<const llama_model> model,
+                                                             const cpu_executor_config& config) {
+  if (model == nullptr) return make_error(errc::invalid_argument, "cpu_executor: null model");
+  if (config.block_size == 0) return make_error(errc::config_error, "cpu_executor: block_size must be positive");
+  kv_cache_shape shape = kv_shape_for_budget(model->config(), config.block_size, config.kv_type, config.kv_cache_bytes);
+  if (config.num_blocks > 0) shape.num_blocks = config.num_blocks;
+  if (shape.num_blocks == 0) {
+    return make_error(errc::config_error, "cpu_executor: kv_cache_bytes " + std::to_string(config.kv_cache_bytes) +
+                                              " holds no block of " + std::to_string(shape.block_bytes()) + " bytes");
+  }
+  auto cache = kv_cache::create(shape);
+  if (!cache) return cache.error();
+  const uint64_t seed = config.process_seed ? *config.process_seed : (uint64_t(std::random_device{}()) << 32) ^
+                                                                          std::random_device{}();
+  auto pool = std::make_unique<kernels::ref::thread_pool>(config.threads);
+  return std::unique_ptr<cpu_executor>(new cpu_executor(std::move(model), std::move(pool), std::move(*cache), seed));
+}
+
+expected<engine::batch_result> cpu_executor::execute(const engine::batch& b) {
+  auto logits = forward_.run(b, *cache_);
+  if (!logits) return logits.error();
+  engine::batch_result r;
+  r.sampled.resize(b.entries.size());
+  for (size_t i = 0; i < logits->entry.size(); ++i) {
+    const engine::batch_entry& e = b.entries[logits->entry[i]];
+    r.sampled[logits->entry[i]] = sampler_.sample(logits->row(i), e.sampling, e.seq_id, e.sample_position);
+  }
+  return r;
+}
+
+engine::kv_geometry cpu_executor::geometry() const noexcept {
+  return {cache_->shape().block_size, cache_->shape().num_blocks};
+}
+
+uint32_t cpu_executor::context_length() const noexcept { return forward_.model().config().context_length; }
+
+} // namespace dynamo::model

@@ -1,0 +1,83 @@
+// The Llama forward pass on CPU over a paged KV cache: runs one
+// engine::batch (decodes and prefill chunks together as one ragged batch),
+// writes the K/V of every new token into its blocks, attends causally over
+// positions [0, start_pos + i], and returns logits only for entries with
+// sample = true. Owned by one executor and driven by its step thread; the
+// kernels fan out over the given thread pool.
+#pragma once
+
+#include "runtime/core/error.hpp"
+#include "runtime/engine/executor.hpp"
+#include "runtime/model/kv_cache.hpp"
+#include "runtime/model/llama_model.hpp"
+
+#include "kernels/reference/matmul.hpp"
+#include "kernels/reference/paged_attention.hpp"
+#include "kernels/reference/rope.hpp"
+#include "kernels/reference/thread_pool.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace dynamo::model {
+
+/// Logits of the sampled entries of one batch; views into the forward pass's
+/// buffers, valid until its next run().
+struct forward_logits {
+  std::span<const float> data;     ///< [rows, n_vocab]
+  std::span<const uint32_t> entry; ///< [rows]: index into batch::entries
+  uint32_t n_vocab = 0;
+
+  [[nodiscard]] std::span<const float> row(size_t i) const noexcept { return data.subspan(i * n_vocab, n_vocab); }
+};
+
+class llama_forward {
+public:
+  llama_forward(std::shared_ptr<const llama_model> model, kernels::ref::thread_pool& pool);
+
+  /// Checks a batch against the model and a cache shape without touching
+  /// memory: token ids < n_vocab, positions within the context length, block
+  /// tables long enough and block ids inside the pool, num_tokens consistent.
+  /// Errors are errc::invalid_argument naming the sequence.
+  [[nodiscard]] expected<void> check(const engine::batch& b, const kv_cache_shape& kv) const;
+
+  /// check(), then the forward pass. `cache` must have the model's shape.
+  [[nodiscard]] expected<forward_logits> run(const engine::batch& b, kv_cache& cache);
+
+  [[nodiscard]] const llama_model& model() const noexcept { return *model_; }
+
+private:
+  void prepare(const engine::batch& b, uint32_t block_size);
+  void run_layer(uint32_t layer, kv_cache& cache);
+  void run_head();
+  /// Splits [0, n_tokens) into chunks over the pool for the cheap per-token ops.
+  template <class Fn>
+  void for_token_chunks(Fn&& fn);
+
+  std::shared_ptr<const llama_model> model_;
+  kernels::ref::thread_pool& pool_;
+  kernels::ref::rope_table rope_;
+  kernels::ref::matmul_workspace workspace_;
+
+  // Per-step state, sized by prepare(); kept across steps to avoid allocation.
+  uint32_t n_tokens_ = 0;
+  std::vector<uint32_t> ids_;       ///< [n_tokens] token ids, entries in order
+  std::vector<uint32_t> positions_; ///< [n_tokens]
+  std::vector<uint32_t> slots_;     ///< [n_tokens] block_id * block_size + offset
+  std::vector<kernels::ref::attention_sequence> seqs_; ///< one per entry
+  std::vector<uint32_t> sample_tokens_;  ///< token index of each sampled row
+  std::vector<uint32_t> sample_entries_; ///< entry index of each sampled row
+  std::vector<float> x_;      ///< [n_tokens, n_embd] residual stream
+  std::vector<float> h_;      ///< [n_tokens, n_embd] normalised input of a sub-block
+  std::vector<float> qkv_;    ///< [n_tokens, (n_head + 2 n_kv_head) head_dim]
+  std::vector<float> attn_;   ///< [n_tokens, n_head head_dim]
+  std::vector<float> tmp_;    ///< [n_tokens, n_embd] sub-block output, added to x_ lazily
+  std::vector<float> gu_;     ///< [n_tokens, 2 n_ff] gate | up
+  std::vector<float> act_;    ///< [n_tokens, n_ff]
+  std::vector<float> hs_;     ///< [rows, n_embd] final-norm rows to sample
+  std::vector<float> logits_; ///< [rows, n_vocab]
+};
+
+} // namespace dynamo::model

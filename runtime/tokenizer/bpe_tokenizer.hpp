@@ -1,0 +1,145 @@
+// Byte-level BPE (GGUF tokenizer.ggml.model = "gpt2"): the tokenizer of
+// SmolLM2, Llama 3, Qwen2 and GPT-2-style models. Built once from a vocabulary
+// (see gguf_tokenizer.hpp for loading one from a GGUF file), then immutable:
+// encode/decode are safe to call from any number of threads.
+#pragma once
+
+#include "runtime/core/error.hpp"
+#include "runtime/tokenizer/pre_tokenizer.hpp"
+#include "runtime/tokenizer/tokenizer.hpp"
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace dynamo::tok {
+
+/// GGUF tokenizer.ggml.token_type values.
+enum class token_type : int32_t {
+  undefined = 0,
+  normal = 1,
+  unknown = 2,
+  control = 3,      ///< special tokens such as <|im_start|>: matched whole only with parse_special
+  user_defined = 4, ///< added tokens: always matched whole, decoded as plain text
+  unused = 5,
+  byte = 6,
+};
+
+/// Everything a byte-level BPE model needs, as GGUF stores it.
+struct bpe_vocab {
+  std::vector<std::string> tokens;      ///< id -> text; normal tokens in GPT-2's byte->unicode form
+  std::vector<int32_t> token_types;     ///< id -> token_type; empty means all normal
+  std::vector<std::string> merges;      ///< "left right", highest priority first
+  pre_tokenizer pre = pre_tokenizer::gpt2;
+  std::optional<uint32_t> bos_id;
+  std::optional<uint32_t> eos_id;
+  std::optional<uint32_t> eot_id;       ///< end of turn, when the model names one
+  std::optional<uint32_t> eom_id;       ///< end of message (Llama 3.1 tool calls)
+  std::optional<uint32_t> unk_id;       ///< validated only: byte-level BPE never emits it
+  bool add_bos = false;                 ///< prepend BOS to prompts (tokenizer.ggml.add_bos_token)
+};
+
+class bpe_tokenizer final : public tokenizer {
+public:
+  /// Validates `vocab` (ids in range, merges of known tokens) and builds the
+  /// lookup tables. Errors: errc::invalid_argument naming the problem.
+  [[nodiscard]] static expected<std::shared_ptr<bpe_tokenizer>> create(bpe_vocab vocab);
+
+  // tokenizer contract
+  /// Bytes whose single-byte token is missing from the vocabulary (and that
+  /// no merge covers) are dropped, as HF tokenizers does.
+  [[nodiscard]] std::vector<uint32_t> encode(std::string_view text, bool parse_special) const override;
+  [[nodiscard]] std::string token_bytes(uint32_t id, bool include_special) const override;
+  [[nodiscard]] uint32_t vocab_size() const noexcept override { return static_cast<uint32_t>(tokens_.size()); }
+  /// EOG ids: EOS, EOT, EOM and control tokens whose text ends turns or text
+  /// (<|endoftext|>, <|im_end|>, <|eot_id|>, <|end_of_text|>, ...), sorted.
+  [[nodiscard]] std::vector<uint32_t> stop_token_ids() const override { return eog_; }
+  /// BOS when the model asks for it (add_bos), else -1.
+  [[nodiscard]] int64_t bos_token_id() const noexcept override;
+
+  /// Exact vocabulary lookup of a token's stored text.
+  [[nodiscard]] std::optional<uint32_t> token_id(std::string_view text) const;
+  /// The token's text as stored (REQUIRES: id < vocab_size()).
+  [[nodiscard]] const std::string& token_text(uint32_t id) const { return tokens_[id]; }
+  [[nodiscard]] token_type type_of(uint32_t id) const noexcept;
+  [[nodiscard]] bool is_eog(uint32_t id) const noexcept;
+  [[nodiscard]] std::optional<uint32_t> bos_id() const noexcept { return bos_id_; }
+  [[nodiscard]] std::optional<uint32_t> eos_id() const noexcept { return eos_id_; }
+  [[nodiscard]] bool add_bos() const noexcept { return add_bos_; }
+  [[nodiscard]] pre_tokenizer pre() const noexcept { return pre_; }
+
+private:
+  struct string_hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  struct merge_info {
+    uint32_t rank;
+    uint32_t id; ///< the merged token
+  };
+  struct special {
+    std::string_view text;
+    uint32_t id;
+    bool control; ///< only matched with parse_special
+  };
+
+  // One symbol of a piece being merged: a token over a byte span, linked to
+  // its live neighbours.
+  struct merge_symbol {
+    uint32_t id;
+    uint32_t prev;
+    uint32_t next;
+    bool alive;
+  };
+  // A candidate merge of `left` and `left.next`, valid while both still carry
+  // the ids it was made from. Lowest rank first, then leftmost (as HF does).
+  struct merge_candidate {
+    uint32_t rank;
+    uint32_t left;
+    uint32_t right;
+    uint32_t left_id;
+    uint32_t right_id;
+    uint32_t merged_id;
+    bool operator>(const merge_candidate& o) const noexcept {
+      return rank != o.rank ? rank > o.rank : left > o.left;
+    }
+  };
+  // Buffers reused across the pieces of one encode() call.
+  struct merge_scratch {
+    std::vector<merge_symbol> symbols;
+    std::vector<merge_candidate> queue;
+  };
+
+  bpe_tokenizer() = default;
+  [[nodiscard]] expected<void> build_merges(const std::vector<std::string>& merges);
+  void build_specials();
+  void build_eog(const bpe_vocab& v);
+  void encode_text(std::string_view text, merge_scratch& scratch, std::vector<uint32_t>& out) const;
+  void encode_piece(std::string_view piece, merge_scratch& scratch, std::vector<uint32_t>& out) const;
+
+  std::vector<std::string> tokens_;
+  std::vector<token_type> types_;
+  std::vector<std::string> bytes_; ///< id -> the raw bytes it decodes to
+  std::unordered_map<std::string, uint32_t, string_hash, std::equal_to<>> ids_;
+  std::unordered_map<uint64_t, merge_info> merges_; ///< (left << 32 | right) -> merge
+  std::array<uint32_t, 256> byte_ids_{};            ///< token of each single byte (UINT32_MAX: none, dropped)
+  std::vector<special> specials_;                   ///< longest first
+  std::array<bool, 256> special_first_{};           ///< bytes that start some special token
+  std::vector<uint32_t> eog_;
+  pre_tokenizer pre_ = pre_tokenizer::gpt2;
+  std::optional<uint32_t> bos_id_, eos_id_;
+  bool add_bos_ = false;
+  bool ignore_merges_ = false; ///< Llama 3: a piece that is a whole token skips merging
+};
+
+/// GPT-2's reversible byte -> code point map (printable bytes map to
+/// themselves; the rest to U+0100 and up), and its inverse (-1: not a byte).
+[[nodiscard]] char32_t byte_to_codepoint(uint8_t b) noexcept;
+[[nodiscard]] int codepoint_to_byte(char32_t cp) noexcept;
+
+} // namespace dynamo::tok

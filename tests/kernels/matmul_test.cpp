@@ -1,0 +1,161 @@
+#include "kernels/reference/matmul.hpp"
+#include "kernels/reference/simd_kernels.hpp"
+#include "tests/kernels/test_util.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <cstring>
+
+using namespace dynamo::kernels::ref;
+namespace test = dynamo::kernels::ref::test;
+
+namespace {
+
+struct shape {
+  uint32_t n_tokens, k, n;
+};
+
+/// y = x * W^T in double from the dequantized weights, and for each output
+/// the error bound of quantizing x to int8 blocks: sum_i |w_i| * d_x / 2.
+void naive(const std::vector<float>& x, const test::owned_weight& w, uint32_t n_tokens,
+           std::vector<double>& y, std::vector<double>& bound) {
+  const uint32_t k = w.view.k, n = w.view.n;
+  y.assign(static_cast<size_t>(n_tokens) * n, 0.0);
+  bound.assign(y.size(), 0.0);
+  for (uint32_t t = 0; t < n_tokens; ++t) {
+    for (uint32_t r = 0; r < n; ++r) {
+      double acc = 0.0, err = 0.0, mag = 0.0;
+      for (uint32_t i = 0; i < k; ++i) {
+        const double wi = w.dequantized[static_cast<size_t>(r) * k + i];
+        const double xi = x[static_cast<size_t>(t) * k + i];
+        acc += wi * xi;
+        mag += std::fabs(wi * xi);
+        if (i % 32 == 0) {
+          float amax = 0.0f;
+          for (uint32_t j = i; j < i + 32 && j < k; ++j) amax = std::max(amax, std::fabs(x[t * k + j]));
+          double wsum = 0.0;
+          for (uint32_t j = i; j < i + 32 && j < k; ++j) wsum += std::fabs(w.dequantized[static_cast<size_t>(r) * k + j]);
+          err += wsum * (amax / 127.0) * 0.5;
+        }
+      }
+      y[t * n + r] = acc;
+      // float accumulation slack on top of the quantization bound
+      bound[t * n + r] = err + 1e-5 * mag + 1e-6;
+    }
+  }
+}
+
+bool integer_path(weight_type t) {
+  return t == weight_type::q4_0 || t == weight_type::q4_1 || t == weight_type::q8_0;
+}
+
+const weight_type all_types[] = {weight_type::f32,  weight_type::f16,  weight_type::bf16,
+                                 weight_type::q4_0, weight_type::q4_1, weight_type::q8_0,
+                                 weight_type::q4_k, weight_type::q6_k};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(matmul_op)
+
+BOOST_AUTO_TEST_CASE(every_type_and_path_matches_dequantize_then_float_matmul) {
+  const shape shapes[] = {{1, 256, 1}, {3, 256, 7}, {5, 512, 33}, {17, 768, 20}, {2, 32, 5}, {9, 96, 3}};
+  thread_pool pool(3);
+  for (const cpu_isa isa : test::runnable_isas()) {
+    test::isa_guard guard(isa);
+    for (const weight_type t : all_types) {
+      for (const shape& s : shapes) {
+        if (s.k % block_elems(t) != 0) continue;
+        BOOST_TEST_CONTEXT("isa " << to_string(isa) << " type " << to_string(t) << " shape "
+                                  << s.n_tokens << "x" << s.k << "x" << s.n) {
+          const test::owned_weight w(t, s.k, s.n, s.k + s.n);
+          const auto x = test::random_floats(static_cast<size_t>(s.n_tokens) * s.k, s.n_tokens);
+          std::vector<double> want, bound;
+          naive(x, w, s.n_tokens, want, bound);
+          std::vector<float> y(static_cast<size_t>(s.n_tokens) * s.n, NAN);
+          matmul_workspace ws;
+          matmul({x.data(), s.k, s.n_tokens, {&w.view, 1}, y.data(), s.n, &pool, &ws});
+          for (size_t i = 0; i < y.size(); ++i) {
+            // Float paths see exact activations: only accumulation slack.
+            const double tol = integer_path(t) ? bound[i] : 1e-5 * std::fabs(want[i]) + 1e-4;
+            BOOST_TEST_REQUIRE(std::fabs(y[i] - want[i]) <= tol, "out " << i << ": " << y[i] << " vs " << want[i] << " tol " << tol);
+          }
+        }
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_token_result_does_not_depend_on_the_rest_of_the_batch) {
+  thread_pool pool(2);
+  const uint32_t k = 256, n = 40, n_tokens = 7;
+  for (const weight_type t : all_types) {
+    const test::owned_weight w(t, k, n, 99);
+    const auto x = test::random_floats(static_cast<size_t>(n_tokens) * k, 5);
+    std::vector<float> all(static_cast<size_t>(n_tokens) * n);
+    matmul({x.data(), k, n_tokens, {&w.view, 1}, all.data(), n, &pool, nullptr});
+    for (uint32_t tok = 0; tok < n_tokens; ++tok) {
+      std::vector<float> one(n);
+      matmul({x.data() + tok * k, k, 1, {&w.view, 1}, one.data(), n, nullptr, nullptr});
+      BOOST_TEST_CONTEXT("type " << to_string(t) << " token " << tok) {
+        BOOST_TEST(std::memcmp(one.data(), all.data() + tok * n, n * sizeof(float)) == 0);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(several_weights_write_side_by_side_like_separate_calls) {
+  thread_pool pool(2);
+  const uint32_t k = 64, n_tokens = 3;
+  const test::owned_weight a(weight_type::q4_1, k, 9, 1), b(weight_type::q8_0, k, 3, 2),
+      c(weight_type::f16, k, 5, 3);
+  const weight_matrix ws[] = {a.view, b.view, c.view};
+  const auto x = test::random_floats(n_tokens * k, 11);
+  const uint32_t stride = 9 + 3 + 5 + 2; // padded output rows
+  std::vector<float> fused(n_tokens * stride, -7.0f);
+  matmul({x.data(), k, n_tokens, ws, fused.data(), stride, &pool, nullptr});
+  uint32_t col = 0;
+  for (const auto& w : ws) {
+    std::vector<float> sep(n_tokens * w.n);
+    matmul({x.data(), k, n_tokens, {&w, 1}, sep.data(), w.n, nullptr, nullptr});
+    for (uint32_t t = 0; t < n_tokens; ++t) {
+      for (uint32_t r = 0; r < w.n; ++r) BOOST_TEST(fused[t * stride + col + r] == sep[t * w.n + r]);
+    }
+    col += w.n;
+  }
+  for (uint32_t t = 0; t < n_tokens; ++t) BOOST_TEST(fused[t * stride + 17] == -7.0f); // padding untouched
+}
+
+BOOST_AUTO_TEST_CASE(vector_paths_quantize_activations_bit_identically_to_scalar) {
+  using namespace dynamo::kernels::ref::detail;
+  const auto x = test::random_floats(32 * 6, 3, -4.0f, 4.0f);
+  std::vector<block_q8_act> want(6), got(6);
+  scalar_kernels().quantize_act(x.data(), want.data(), 6);
+  for (const auto* kt : {avx2_kernels(), avx2_vnni_kernels()}) {
+    if (kt == nullptr || detected_isa() == cpu_isa::scalar) continue;
+    if (kt == avx2_vnni_kernels() && detected_isa() != cpu_isa::avx2_vnni) continue;
+    kt->quantize_act(x.data(), got.data(), 6);
+    BOOST_TEST(std::memcmp(want.data(), got.data(), 6 * sizeof(block_q8_act)) == 0);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(vnni_path_equals_avx2_path_bit_for_bit) {
+  if (detected_isa() != cpu_isa::avx2_vnni) {
+    BOOST_TEST_MESSAGE("skipped: this CPU has no AVX512-VNNI");
+    return;
+  }
+  const uint32_t k = 576, n = 50, n_tokens = 5;
+  for (const weight_type t : {weight_type::q4_0, weight_type::q4_1, weight_type::q8_0}) {
+    const test::owned_weight w(t, k, n, 4);
+    const auto x = test::random_floats(n_tokens * k, 6);
+    std::vector<float> a(n_tokens * n), b(n_tokens * n);
+    {
+      test::isa_guard g(cpu_isa::avx2);
+      matmul({x.data(), k, n_tokens, {&w.view, 1}, a.data(), n, nullptr, nullptr});
+    }
+    matmul({x.data(), k, n_tokens, {&w.view, 1}, b.data(), n, nullptr, nullptr});
+    BOOST_TEST(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
