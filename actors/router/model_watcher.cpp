@@ -4,6 +4,9 @@
 #include "planes/request/zmq_request_plane.hpp"
 #include "runtime/protocol/codec.hpp"
 #include "runtime/protocol/kv_event.hpp"
+#include "runtime/gguf/gguf_file.hpp"
+#include "runtime/tokenizer/gguf_tokenizer.hpp"
+#include "runtime/tokenizer/jinja_chat_template.hpp"
 
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
@@ -14,6 +17,21 @@ namespace dynamo::actors {
 
 model_assets mocker_assets() {
   return {std::make_shared<tok::byte_tokenizer>(), std::make_shared<tok::simple_chat_template>()};
+}
+
+expected<model_assets> load_model_assets(const protocol::model_card& card) {
+  if (card.source == "mocker")
+    return mocker_assets();
+  auto file = gguf::file::open(card.source);
+  if (!file)
+    return file.error();
+  auto tk = tok::load_tokenizer(**file);
+  if (!tk)
+    return tk.error();
+  auto tmpl = tok::load_chat_template(**file);
+  if (tmpl.fallback)
+    spdlog::warn("model {}: using the built-in ChatML template ({})", card.name, tmpl.reason);
+  return model_assets{*tk, tmpl.tmpl};
 }
 
 struct model_watcher::impl {

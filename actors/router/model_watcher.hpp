@@ -47,6 +47,10 @@ using model_assets_loader = std::function<expected<model_assets>(const protocol:
 /// The mocker's assets (byte tokenizer, "role: content" template).
 [[nodiscard]] model_assets mocker_assets();
 
+/// Mocker assets for "mocker", else tokenizer and chat template from the GGUF
+/// file the card's source names (it must be readable by this process).
+[[nodiscard]] expected<model_assets> load_model_assets(const protocol::model_card& card);
+
 struct model_watcher_config {
   std::string namespace_name = "dynamo";
   std::string endpoint = "generate";

@@ -84,6 +84,11 @@ cli& cli::option(std::string name, bool* target, std::string help) {
               }});
 }
 
+cli& cli::custom(std::string name, bool is_switch,
+                 std::function<expected<void>(const std::string&)> set, std::string help) {
+  return add({std::move(name), std::move(help), "", is_switch, false, std::move(set)});
+}
+
 cli& cli::pseudo(std::string key, std::string* target, std::string help) {
   return add({key, std::move(help), *target, false, true,
               [target](const std::string& v) -> expected<void> {

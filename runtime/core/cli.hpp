@@ -23,6 +23,9 @@ public:
   cli& option(std::string name, double* target, std::string help);
   /// A switch: `--name` sets true; `--name=false` / `--no-name` sets false.
   cli& option(std::string name, bool* target, std::string help);
+  /// An option with its own setter (value "" for a switch given without one).
+  cli& custom(std::string name, bool is_switch, std::function<expected<void>(const std::string&)> set,
+              std::string help);
   /// A `key=value` pseudo-argument (no dashes), e.g. in=http.
   cli& pseudo(std::string key, std::string* target, std::string help);
   /// Trailing free text for the help page (examples, environment variables).

@@ -1,0 +1,101 @@
+#include "actors/worker/engine_factory.hpp"
+
+#include "runtime/mocker/mock_executor.hpp"
+#include "runtime/model/cpu_executor.hpp"
+#include "runtime/model/llama_model.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+namespace dynamo::actors {
+
+namespace {
+
+engine::engine_config engine_limits(const config::engine_options& o) {
+  engine::engine_config ec;
+  ec.max_num_seqs = o.max_num_seqs;
+  ec.max_num_batched_tokens = o.max_num_batched_tokens;
+  ec.enable_prefix_caching = o.prefix_caching;
+  ec.max_model_len = o.context_length;
+  ec.num_blocks = o.kv_blocks;
+  return ec;
+}
+
+expected<engine_setup> prepare_mocker(const config::pool_config& pool) {
+  mocker::mocker_config mc;
+  mc.block_size = pool.engine_opts.block_size;
+  mc.num_blocks = pool.engine_opts.kv_blocks ? pool.engine_opts.kv_blocks : pool.mocker.num_blocks;
+  mc.speedup_ratio = pool.mocker.speedup_ratio;
+  mc.decode_speedup_ratio = pool.mocker.decode_speedup_ratio;
+  mc.max_num_seqs = pool.engine_opts.max_num_seqs;
+  mc.max_num_batched_tokens = pool.engine_opts.max_num_batched_tokens;
+  mc.enable_prefix_caching = pool.engine_opts.prefix_caching;
+  if (pool.engine_opts.context_length)
+    mc.context_length = pool.engine_opts.context_length;
+  if (auto ok = mocker::validate(mc); !ok)
+    return ok.error();
+  engine_setup s;
+  s.plan.pool = pool;
+  s.plan.card = {pool.model, "mocker", mc.context_length, mc.block_size, mc.num_blocks,
+                 mc.max_num_seqs, mc.max_num_batched_tokens};
+  s.make_factory = [mc](uint32_t) -> engine_factory { return [mc] { return mocker::make_engine(mc); }; };
+  return s;
+}
+
+expected<engine_setup> prepare_cpu(const config::pool_config& pool, size_t kv_bytes) {
+  auto t0 = std::chrono::steady_clock::now();
+  spdlog::info("loading model {} from {} ...", pool.model, pool.model_path);
+  auto model = model::llama_model::load(pool.model_path);
+  if (!model)
+    return model.error();
+  auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  spdlog::info("model {} loaded in {:.2f} s ({:.1f} MiB of weights, {} layers, context {})", pool.model,
+               secs, (*model)->weight_bytes() / 1048576.0, (*model)->config().n_layer,
+               (*model)->config().context_length);
+  model::cpu_executor_config xc;
+  xc.model_path = pool.model_path;
+  xc.block_size = pool.engine_opts.block_size;
+  xc.kv_cache_bytes = kv_bytes;
+  xc.num_blocks = pool.engine_opts.kv_blocks;
+  xc.threads = pool.engine_opts.threads;
+  // Validate once here so configuration errors surface at start-up, not in an actor.
+  auto probe = model::cpu_executor::create(*model, xc);
+  if (!probe)
+    return probe.error();
+  auto ec = engine_limits(pool.engine_opts);
+  engine_setup s;
+  s.plan.pool = pool;
+  s.plan.kv_cache_bytes = kv_bytes;
+  s.plan.detached = true;
+  uint32_t ctx = (*probe)->context_length();
+  if (ec.max_model_len)
+    ctx = std::min(ctx, ec.max_model_len);
+  s.plan.card = {pool.model, pool.model_path, ctx, xc.block_size, (*probe)->geometry().num_blocks,
+                 ec.max_num_seqs, ec.max_num_batched_tokens};
+  auto shared = *model;
+  s.make_factory = [shared, xc, ec](uint32_t) -> engine_factory {
+    return [shared, xc, ec]() -> expected<std::unique_ptr<engine::engine_core>> {
+      auto exec = model::cpu_executor::create(shared, xc);
+      if (!exec)
+        return exec.error();
+      return engine::engine_core::create(std::move(*exec), ec);
+    };
+  };
+  return s;
+}
+
+} // namespace
+
+expected<engine_setup> prepare_engines(const config::pool_config& pool, size_t kv_cache_bytes) {
+  switch (pool.engine) {
+    case config::engine_kind::mocker: return prepare_mocker(pool);
+    case config::engine_kind::cpu: return prepare_cpu(pool, kv_cache_bytes);
+    case config::engine_kind::cuda:
+      return make_error(errc::unsupported,
+                        "engine cuda: this build has no CUDA backend (configure with -DDYNAMO_WITH_CUDA=ON on a machine with nvcc)");
+  }
+  return make_error(errc::internal, "unknown engine kind");
+}
+
+} // namespace dynamo::actors
