@@ -26,6 +26,8 @@ bool exchange::push(action a) {
       break;
     case phase::ended: return false;
   }
+  if (phase_ == phase::ended)
+    on_disconnect_ = nullptr; // nothing is owed any more: nothing to cancel
   outbox_.push_back(std::move(a));
   if (wake_)
     wake_();
@@ -34,14 +36,15 @@ bool exchange::push(action a) {
 
 void exchange::set_on_disconnect(std::function<void()> cb) {
   std::unique_lock lock{mutex_};
-  if (gone_ || (!attached_ && !complete_)) {
+  if (complete_ || phase_ == phase::ended)
+    return; // the response is already out of the handler's hands
+  if (gone_ || !attached_) {
     lock.unlock();
     if (cb)
       cb();
     return;
   }
-  if (!complete_)
-    on_disconnect_ = std::move(cb);
+  on_disconnect_ = std::move(cb);
 }
 
 bool exchange::gone() const {

@@ -42,9 +42,10 @@ public:
 
   /// `cb` runs once, on an io thread (or on the caller's thread if the client
   /// is already gone, or on the thread stopping the server), when the client
-  /// goes away before the response is complete. Detected by a failed write and
-  /// by watching the socket for EOF while the response is pending. A client
-  /// that half-closes its side after sending counts as gone.
+  /// goes away while the handler still owes (part of) the response, i.e.
+  /// before respond(), finish() or the responder's destruction. Detected by a
+  /// failed write and by watching the socket for EOF while the response is
+  /// pending. A client that half-closes its side after sending counts as gone.
   void on_disconnect(std::function<void()> cb);
 
   /// True once the client is known to be gone.

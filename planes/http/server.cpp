@@ -89,9 +89,12 @@ caf::error open_acceptor(server::impl& srv) {
 
 // -- server::impl -------------------------------------------------------------
 
-void server::impl::track(const std::shared_ptr<detail::exchange>& ex) {
+bool server::impl::track(const std::shared_ptr<detail::exchange>& ex) {
   std::lock_guard lock{live_mutex_};
+  if (detached_all_)
+    return false;
   live_.emplace(ex.get(), ex);
+  return true;
 }
 
 void server::impl::untrack(const detail::exchange* ex) {
@@ -103,6 +106,7 @@ void server::impl::detach_all() {
   std::vector<std::shared_ptr<detail::exchange>> all;
   {
     std::lock_guard lock{live_mutex_};
+    detached_all_ = true;
     for (auto& [_, weak] : live_)
       if (auto ex = weak.lock())
         all.push_back(std::move(ex));

@@ -118,7 +118,10 @@ net::awaitable<bool> session::serve(request req, const handler& h, bool keep_ali
     if (auto s = weak.lock())
       net::post(s->executor(), [s] { s->wake(); });
   });
-  srv_.track(ex);
+  if (!srv_.track(ex)) { // the server is stopping: no new work
+    ex->detach();
+    co_return false;
+  }
   try {
     h(std::move(req), std::make_shared<http_responder>(ex));
   } catch (const std::exception& e) {
@@ -158,20 +161,22 @@ net::awaitable<bool> session::drive(const std::shared_ptr<detail::exchange>& ex,
         if (!next_is_data)
           ok = co_await write_stream_data(std::exchange(batch, {}));
       } else if (auto* r = std::get_if<detail::full_response>(&a)) {
+        // The last write decides: stop watching so a client that reads the
+        // response and leaves at once is not reported as gone.
+        unwatch();
         ok = co_await write_full(*r, keep_alive);
         if (ok) {
           ex->mark_complete();
-          unwatch();
           co_return true;
         }
       } else if (auto* s = std::get_if<detail::stream_start>(&a)) {
         streaming = true;
         ok = co_await write_stream_start(*s, keep_alive);
       } else if (std::holds_alternative<detail::stream_end>(a)) {
+        unwatch();
         ok = co_await write_stream_end();
         if (ok) {
           ex->mark_complete();
-          unwatch();
           co_return version_ >= 11; // HTTP/1.0 streams end by closing
         }
       } else { // abandoned
@@ -197,6 +202,8 @@ net::awaitable<bool> session::drive(const std::shared_ptr<detail::exchange>& ex,
 
 net::awaitable<bool> session::write_full(detail::full_response& r, bool keep_alive) {
   bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(r.status), version_};
+  if (r.status == 499) // not in Beast's table (nginx's "client closed request")
+    res.reason("Client Closed Request");
   res.set(bhttp::field::content_type, r.content_type);
   for (const auto& h : r.headers)
     res.set(h.name, h.value);

@@ -34,8 +34,9 @@ public:
     : opts(std::move(o)), routes(std::move(r)),
       ioc(static_cast<int>(opts.io_threads)), acceptor(ioc) {}
 
-  /// Registers an in-flight exchange so that stop() can detach it.
-  void track(const std::shared_ptr<detail::exchange>& ex);
+  /// Registers an in-flight exchange so that stop() can detach it; false
+  /// once stopping (the caller must then drop the request).
+  [[nodiscard]] bool track(const std::shared_ptr<detail::exchange>& ex);
   void untrack(const detail::exchange* ex);
   /// Detaches every in-flight exchange (fires their disconnect callbacks).
   void detach_all();
@@ -52,6 +53,7 @@ public:
 
 private:
   std::mutex live_mutex_;
+  bool detached_all_ = false; ///< set by detach_all: nothing is tracked afterwards
   std::unordered_map<const detail::exchange*, std::weak_ptr<detail::exchange>> live_;
 };
 
