@@ -45,6 +45,7 @@ expected<std::unique_ptr<frontend_service>> frontend_service::start(caf::actor_s
   if (!m)
     return std::move(m.error());
   ctx->metrics = std::move(*m);
+  ctx->backend_timeout = opts.backend_timeout;
   std::unique_ptr<frontend_service> svc{new frontend_service(sys, std::move(ctx))};
   opts.http.error_body = [](unsigned status, std::string_view message) {
     return openai::status_error_body(status, message);

@@ -13,6 +13,7 @@
 
 #include <caf/fwd.hpp>
 
+#include <chrono>
 #include <memory>
 #include <string_view>
 
@@ -21,6 +22,9 @@ namespace dynamo::frontend {
 struct frontend_options {
   http::server_options http;                 ///< its error_body is replaced by OpenAI's body
   metrics::frontend_metrics_config metrics;  ///< names and buckets of dynamo_frontend_*
+  /// Longest silence from the backend within one request before it fails
+  /// with errc::timeout (504, or an SSE error once streaming). 0: no limit.
+  std::chrono::milliseconds backend_timeout{std::chrono::minutes(10)};
 };
 
 class frontend_service {

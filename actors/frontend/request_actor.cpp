@@ -8,6 +8,7 @@
 #include "runtime/openai/text_stream.hpp"
 
 #include <caf/actor_cast.hpp>
+#include <caf/after.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
@@ -281,6 +282,13 @@ void begin(request_ptr self) {
     fail(self, make_error(errc::internal, "the llm_client returned no generation"));
 }
 
+/// The backend sent nothing for backend_timeout: give up (the state's
+/// destructor cancels the generation).
+void on_silence(request_ptr self) {
+  auto ms = self->state.job.ctx->backend_timeout.count();
+  fail(self, make_error(errc::timeout, "the backend sent nothing for " + std::to_string(ms) + " ms"));
+}
+
 caf::behavior request_actor(request_ptr self, request_job job) {
   self->state.job = std::move(job);
   self->state.chat = self->state.job.kind == endpoint_kind::chat_completions;
@@ -290,14 +298,17 @@ caf::behavior request_actor(request_ptr self, request_job job) {
     begin<openai::completion_request>(self);
   if (self->state.finished)
     return {};
-  return {
-    [self](const protocol::engine_output& out) { on_chunk(self, out); },
-    [self](backend_error_atom, const caf::error& err) {
-      self->state.backend_done = true;
-      fail(self, err);
-    },
-    [self](client_gone_atom) { on_gone(self); },
+  auto on_output = [self](const protocol::engine_output& out) { on_chunk(self, out); };
+  auto on_error = [self](backend_error_atom, const caf::error& err) {
+    self->state.backend_done = true;
+    fail(self, err);
   };
+  auto on_client_gone = [self](client_gone_atom) { on_gone(self); };
+  const auto timeout = self->state.job.ctx->backend_timeout;
+  if (timeout.count() <= 0)
+    return {on_output, on_error, on_client_gone};
+  // CAF restarts this timer whenever a message arrives: it measures silence.
+  return {on_output, on_error, on_client_gone, caf::after(timeout) >> [self] { on_silence(self); }};
 }
 
 } // namespace

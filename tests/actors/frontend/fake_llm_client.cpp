@@ -54,6 +54,11 @@ void fake_llm_client::run(std::shared_ptr<fake_generation> g, protocol::preproce
     out.error = "CUDA error: an illegal memory access was encountered";
     return cb(std::move(out));
   }
+  if (opts_.mode == behaviour::silent) {
+    while (!stopping_ && !g->cancelled())
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return;
+  }
   const auto& reply = opts_.reply;
   uint32_t produced = 0;
   size_t chunks = 0;

@@ -23,6 +23,7 @@ struct fake_options {
     fail_first,  ///< first callback is an error value (errc::no_workers)
     error_chunk, ///< first chunk has finish=error
     fail_mid,    ///< two chunks, then an error value (errc::disconnected)
+    silent,      ///< sends nothing until cancelled (for backend timeouts)
   };
   std::string reply = "Hello from the fake backend.";
   size_t tokens_per_chunk = 2;

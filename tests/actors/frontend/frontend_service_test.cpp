@@ -56,7 +56,8 @@ struct fixture {
   }
   ~fixture() { svc->stop(); }
 
-  void add(const std::string& name, fake_options opts, uint32_t context = 4096) {
+  void add(const std::string& name, fake_options opts, uint32_t context = 4096,
+           frontend_service* target = nullptr) {
     auto fake = std::make_shared<fake_llm_client>(opts);
     fakes[name] = fake;
     model_entry e;
@@ -65,7 +66,7 @@ struct fixture {
     e.tokenizer = std::make_shared<tok::byte_tokenizer>();
     e.chat_template = std::make_shared<tok::simple_chat_template>();
     e.client = fake;
-    BOOST_REQUIRE(svc->add_model(std::move(e)));
+    BOOST_REQUIRE((target ? target : svc.get())->add_model(std::move(e)));
   }
 
   test::http_reply post(const std::string& path, const std::string& body) {
@@ -313,6 +314,23 @@ BOOST_AUTO_TEST_CASE(backend_error_mid_stream_sends_an_error_event_without_done)
   BOOST_TEST(r.body.find("[DONE]") == std::string::npos);
   BOOST_TEST(chat_text(chunks_of(r.body.substr(0, r.body.find("event: error")))) ==
              reply.substr(0, 4));
+}
+
+BOOST_AUTO_TEST_CASE(silent_backend_times_out_with_504_and_is_cancelled) {
+  frontend_options opts;
+  opts.backend_timeout = std::chrono::milliseconds(100);
+  auto quick = frontend_service::start(sys, opts);
+  BOOST_REQUIRE(quick);
+  add("fake-silent", {.mode = behaviour::silent}, 4096, quick->get());
+  http_client c{(*quick)->port()};
+  auto r = c.request("POST", "/v1/chat/completions", chat_body("fake-silent"));
+  check_error(r, 504, "", "");
+  BOOST_TEST(json::parse(r.body)["error"]["type"] == "timeout");
+  BOOST_TEST(fakes["fake-silent"]->wait_for_cancellations(1));
+  auto m = c.request("GET", "/metrics").body;
+  BOOST_TEST(m.find(R"(dynamo_frontend_requests_total{model="fake-silent",)"
+                    R"(endpoint="chat_completions",request_type="unary",status="error",)"
+                    R"(error_type="response_timeout"} 1)") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(metrics_count_requests_after_they_complete) {
