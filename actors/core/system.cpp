@@ -1,5 +1,7 @@
 #include "actors/core/system.hpp"
 
+#include "actors/core/type_ids.hpp"
+
 #include <caf/all.hpp>
 
 #include <algorithm>
@@ -14,6 +16,7 @@ actor_runtime make_actor_system(unsigned threads) {
     threads = std::max(2u, std::thread::hardware_concurrency());
   rt.cfg->set("scheduler.policy", caf::atom("sharing"));
   rt.cfg->set("scheduler.max-threads", static_cast<size_t>(threads));
+  register_types(*rt.cfg);
   rt.system = std::make_unique<caf::actor_system>(*rt.cfg);
   return rt;
 }

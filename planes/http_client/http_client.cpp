@@ -11,6 +11,7 @@
 #include <boost/beast/http.hpp>
 
 #include <atomic>
+#include <limits>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -85,7 +86,8 @@ struct http_client::impl : std::enable_shared_from_this<impl> {
       co_return false;
     beast::flat_buffer buf;
     bhttp::response_parser<bhttp::buffer_body> parser;
-    parser.body_limit(boost::none);
+    // Not boost::none: Beast 1.74 compares content-length > none as true (body_limit error).
+    parser.body_limit(std::numeric_limits<std::uint64_t>::max());
     co_await bhttp::async_read_header(s, buf, parser, asio::redirect_error(asio::use_awaitable, ec));
     if (ec)
       co_return false;

@@ -1,0 +1,63 @@
+// The OpenAI-compatible frontend: owns the HTTP server and the model
+// registry, serves GET /v1/models[/{id}], POST /v1/chat/completions,
+// POST /v1/completions, GET /health, /live, /metrics and /openapi.json, and
+// spawns one request actor per generation request. Thread-safe: models may be
+// added or removed while serving. The actor_system (scheduler.policy=sharing
+// recommended) is created by the app and must outlive the service.
+#pragma once
+
+#include "actors/frontend/frontend_context.hpp"
+#include "actors/frontend/model_registry.hpp"
+#include "planes/http/server.hpp"
+#include "runtime/metrics/frontend_metrics.hpp"
+
+#include <caf/fwd.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string_view>
+
+namespace dynamo::frontend {
+
+struct frontend_options {
+  http::server_options http;                 ///< its error_body is replaced by OpenAI's body
+  metrics::frontend_metrics_config metrics;  ///< names and buckets of dynamo_frontend_*
+  /// Longest silence from the backend within one request before it fails
+  /// with errc::timeout (504, or an SSE error once streaming). 0: no limit.
+  std::chrono::milliseconds backend_timeout{std::chrono::minutes(10)};
+};
+
+class frontend_service {
+public:
+  /// Starts listening. errc::io_error when the port cannot be bound,
+  /// errc::invalid_argument for bad options (e.g. a bad metrics prefix).
+  [[nodiscard]] static expected<std::unique_ptr<frontend_service>>
+  start(caf::actor_system& sys, frontend_options opts = {});
+
+  ~frontend_service();
+  frontend_service(const frontend_service&) = delete;
+  frontend_service& operator=(const frontend_service&) = delete;
+
+  /// Serves `e` under e.card.name (replacing a model of that name).
+  [[nodiscard]] expected<void> add_model(model_entry e);
+  /// Stops serving `name`; requests already running finish normally.
+  bool remove_model(std::string_view name);
+
+  [[nodiscard]] uint16_t port() const noexcept;
+  /// The Prometheus registry behind GET /metrics.
+  [[nodiscard]] const metrics::registry& metrics_registry() const noexcept;
+
+  /// Stops the HTTP server; in-flight requests see their clients disconnect
+  /// (their generations are cancelled). Idempotent.
+  void stop();
+
+private:
+  frontend_service(caf::actor_system& sys, std::shared_ptr<frontend_context> ctx);
+  [[nodiscard]] http::router make_routes();
+
+  caf::actor_system& sys_;
+  std::shared_ptr<frontend_context> ctx_;
+  std::unique_ptr<http::server> server_;
+};
+
+} // namespace dynamo::frontend

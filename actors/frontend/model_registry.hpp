@@ -1,0 +1,48 @@
+// The models a frontend serves: name -> model_entry (card, tokenizer, chat
+// template, llm_client). Thread-safe; entries are immutable and shared, so a
+// request keeps using its model even if it is removed meanwhile.
+#pragma once
+
+#include "runtime/core/error.hpp"
+#include "runtime/engine/llm_client.hpp"
+#include "runtime/protocol/model_card.hpp"
+#include "runtime/tokenizer/chat_template.hpp"
+#include "runtime/tokenizer/tokenizer.hpp"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dynamo::frontend {
+
+struct model_entry {
+  protocol::model_card card; ///< card.name is the OpenAI "model"; context_length > 0
+  std::shared_ptr<const tok::tokenizer> tokenizer;
+  std::shared_ptr<const tok::chat_template> chat_template;
+  std::shared_ptr<engine::llm_client> client;
+  int64_t created = 0; ///< unix seconds for /v1/models; 0: set when added
+};
+
+class model_registry {
+public:
+  /// Adds `e`, replacing a model of the same name. errc::invalid_argument when
+  /// the name is empty, the context length is 0 or a part is missing.
+  [[nodiscard]] expected<void> add(model_entry e);
+  /// False when no model had that name.
+  bool remove(std::string_view name);
+  /// The model, or nullptr.
+  [[nodiscard]] std::shared_ptr<const model_entry> find(std::string_view name) const;
+  /// All models, sorted by name.
+  [[nodiscard]] std::vector<std::shared_ptr<const model_entry>> list() const;
+  [[nodiscard]] size_t size() const;
+
+private:
+  mutable std::shared_mutex mutex_;
+  std::map<std::string, std::shared_ptr<const model_entry>, std::less<>> models_;
+};
+
+} // namespace dynamo::frontend

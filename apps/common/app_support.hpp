@@ -1,0 +1,49 @@
+// Wiring shared by the binaries in apps/: the default model location, the
+// signal wait for graceful shutdown, KV-router flags on a cli, discovery from
+// configuration, and connecting a model watcher to the HTTP frontend.
+// Called from main() threads only.
+#pragma once
+
+#include "actors/router/model_watcher.hpp"
+#include "planes/discovery/discovery_plane.hpp"
+#include "runtime/config/cluster_config.hpp"
+#include "runtime/core/cli.hpp"
+
+#include <caf/actor_system.hpp>
+
+#include <memory>
+#include <string>
+
+namespace dynamo::frontend {
+class frontend_service;
+}
+
+namespace dynamo::apps {
+
+/// $DYNAMO_MODEL_PATH, else ~/.cache/dynamo/models/SmolLM2-135M-Instruct.Q4_1.gguf
+/// (where scripts/setup.sh puts it).
+[[nodiscard]] std::string default_model_path();
+
+/// Blocks SIGINT and SIGTERM in the calling thread (call first in main, so
+/// every thread started later inherits the mask), for wait_for_shutdown().
+void block_shutdown_signals();
+
+/// Waits for SIGINT or SIGTERM; returns the signal number.
+int wait_for_shutdown();
+
+/// Adds every --kv-* / --router-* flag of route::kv_router_config to `c`.
+void add_router_flags(cli& c, route::kv_router_config& kv);
+
+/// The discovery plane `cfg` names (file or memory).
+[[nodiscard]] expected<std::unique_ptr<planes::discovery_plane>>
+make_discovery(const config::discovery_config& cfg);
+
+/// Registers every model the watcher finds with `frontend` (and removes it
+/// when its workers are gone). `frontend` must outlive the watcher.
+[[nodiscard]] actors::model_watcher_config connect_frontend(actors::model_watcher_config cfg,
+                                                    frontend::frontend_service& frontend);
+
+/// Exits the process with a message naming the failure (start-up errors).
+[[noreturn]] void die(std::string_view program, const caf::error& err);
+
+} // namespace dynamo::apps

@@ -1,0 +1,150 @@
+// dynamo-run: the whole system in one process. Workers (the CPU engine over a
+// GGUF model, or the mocker) register on the discovery plane and serve the
+// request plane; the frontend discovers them, routes (round-robin, random or
+// KV-aware) and serves the OpenAI API over HTTP. Wiring only.
+#include "actors/core/system.hpp"
+#include "actors/frontend/frontend_service.hpp"
+#include "actors/worker/engine_factory.hpp"
+#include "apps/common/app_support.hpp"
+#include "runtime/core/log.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+using namespace dynamo;
+
+namespace {
+
+struct run_options {
+  std::string in = "http", out = "engine";
+  std::string model_path, model_name, log_level;
+  std::string http_host = "0.0.0.0";
+  uint32_t http_port = 8000, io_threads = 2, threads = 0;
+  std::string router_mode = "round-robin", discovery = "memory";
+  double kv_cache_mib = 512;
+  config::pool_config pool;
+  config::router_config router;
+};
+
+expected<bool> parse(int argc, char** argv, run_options& o) {
+  o.pool.name = "backend";
+  o.pool.mocker.speedup_ratio = 1.0;
+  cli c("dynamo-run", "serve a model behind an OpenAI-compatible API, all in one process");
+  c.pseudo("in", &o.in, "input: http (OpenAI API server)")
+    .pseudo("out", &o.out, "engine: engine (CPU, GGUF model) | mocker (simulated)")
+    .option("model", &o.model_path, "GGUF model path (default: the SmolLM2 model installed by scripts/setup.sh)")
+    .option("model-name", &o.model_name, "served model name (default: the file name / 'mocker')")
+    .option("http-host", &o.http_host, "HTTP listen address")
+    .option("http-port", &o.http_port, "HTTP port (0: pick a free one)")
+    .option("http-threads", &o.io_threads, "HTTP I/O threads")
+    .option("num-workers", &o.pool.replicas, "workers (engines) to run")
+    .option("threads", &o.pool.engine_opts.threads, "CPU engine compute threads per worker (0: all cores)")
+    .option("block-size", &o.pool.engine_opts.block_size, "KV block size in tokens")
+    .option("kv-blocks", &o.pool.engine_opts.kv_blocks, "KV blocks per worker (0: from --kv-cache-mib / mocker default)")
+    .option("kv-cache-mib", &o.kv_cache_mib, "CPU engine KV cache budget per worker in MiB")
+    .option("max-num-seqs", &o.pool.engine_opts.max_num_seqs, "running sequences per worker")
+    .option("max-num-batched-tokens", &o.pool.engine_opts.max_num_batched_tokens, "tokens per engine step")
+    .option("context-length", &o.pool.engine_opts.context_length, "cap on prompt + output tokens (0: the model's)")
+    .option("enable-prefix-caching", &o.pool.engine_opts.prefix_caching, "reuse cached KV blocks across requests")
+    .option("speedup-ratio", &o.pool.mocker.speedup_ratio, "mocker: divide simulated time by this (0: no delay)")
+    .option("decode-speedup-ratio", &o.pool.mocker.decode_speedup_ratio, "mocker: extra divisor for decode time")
+    .option("router-mode", &o.router_mode, "round-robin | random | kv")
+    .option("migration-limit", &o.router.migration_limit, "re-routes of a request whose worker died")
+    .option("discovery", &o.discovery, "discovery backend: memory | file ($DYNAMO_DISCOVERY_DIR)")
+    .option("log-level", &o.log_level, "trace | debug | info | warn | error (default: $DYNAMO_LOG or info)");
+  apps::add_router_flags(c, o.router.kv);
+  c.epilog("Examples:\n  dynamo-run in=http                       # SmolLM2 on the CPU at :8000\n"
+           "  dynamo-run in=http out=mocker --num-workers 4 --router-mode kv --speedup-ratio 0\n"
+           "Then: curl localhost:8000/v1/chat/completions -d '{\"model\":\"...\",\"messages\":[...]}'");
+  return c.parse(argc, argv);
+}
+
+expected<void> finish_options(run_options& o) {
+  if (o.in != "http")
+    return make_error(errc::invalid_argument, "in=" + o.in + ": only in=http is supported");
+  auto mode = route::parse_router_mode(o.router_mode);
+  if (!mode)
+    return mode.error();
+  o.router.mode = *mode;
+  if (auto ok = o.router.kv.validate(); !ok)
+    return ok.error();
+  if (o.out == "mocker") {
+    o.pool.engine = config::engine_kind::mocker;
+    o.pool.model = o.model_name.empty() ? "mocker" : o.model_name;
+  } else if (o.out == "engine" || o.out == "cpu") {
+    o.pool.engine = config::engine_kind::cpu;
+    o.pool.model_path = o.model_path.empty() ? apps::default_model_path() : o.model_path;
+    if (!std::filesystem::exists(o.pool.model_path))
+      return make_error(errc::not_found, "model file " + o.pool.model_path +
+                                             " not found: run scripts/setup.sh or pass --model PATH");
+    o.pool.model = o.model_name.empty() ? std::filesystem::path(o.pool.model_path).stem().string()
+                                        : o.model_name;
+  } else {
+    return make_error(errc::invalid_argument, "out=" + o.out + ": expected engine or mocker");
+  }
+  if (o.pool.replicas == 0)
+    return make_error(errc::invalid_argument, "--num-workers must be >= 1");
+  return {};
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  apps::block_shutdown_signals();
+  run_options o;
+  auto parsed = parse(argc, argv, o);
+  if (!parsed)
+    apps::die("dynamo-run", parsed.error());
+  if (!*parsed)
+    return 0;
+  init_logging("dynamo-run", o.log_level);
+  if (auto ok = finish_options(o); !ok)
+    apps::die("dynamo-run", ok.error());
+
+  auto rt = actors::make_actor_system();
+  config::discovery_config dc;
+  dc.backend = o.discovery;
+  auto discovery = apps::make_discovery(dc);
+  if (!discovery)
+    apps::die("dynamo-run", discovery.error());
+
+  auto setup = actors::prepare_engines(o.pool, static_cast<size_t>(o.kv_cache_mib * 1048576.0));
+  if (!setup)
+    apps::die("dynamo-run", setup.error());
+  actors::worker_service_config wc;
+  wc.component = o.pool.name;
+  wc.card = setup->plan.card;
+  wc.num_workers = o.pool.replicas;
+  wc.detached = setup->plan.detached;
+  auto workers = actors::worker_service::start(*rt.system, **discovery, wc, setup->make_factory);
+  if (!workers)
+    apps::die("dynamo-run", workers.error());
+
+  frontend::frontend_options fo;
+  fo.http.host = o.http_host;
+  fo.http.port = static_cast<uint16_t>(o.http_port);
+  fo.http.io_threads = o.io_threads;
+  auto fe = frontend::frontend_service::start(*rt.system, fo);
+  if (!fe)
+    apps::die("dynamo-run", fe.error());
+
+  actors::model_watcher_config mw;
+  mw.router.mode = o.router.mode;
+  mw.router.kv = o.router.kv;
+  mw.client.migration_limit = o.router.migration_limit;
+  auto watcher = actors::model_watcher::start(*rt.system, **discovery,
+                                              apps::connect_frontend(mw, **fe), actors::load_model_assets);
+  if (!watcher)
+    apps::die("dynamo-run", watcher.error());
+
+  spdlog::info("dynamo-run: serving '{}' ({} x {}, router {}) at http://{}:{}/v1", o.pool.model,
+               o.pool.replicas, config::to_string(o.pool.engine), route::to_string(o.router.mode),
+               o.http_host, (*fe)->port());
+  int sig = apps::wait_for_shutdown();
+  spdlog::info("dynamo-run: signal {}; shutting down", sig);
+  (*fe)->stop();
+  watcher->reset();
+  workers->reset();
+  return 0;
+}

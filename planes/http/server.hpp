@@ -1,0 +1,66 @@
+// A transport-only HTTP/1.1 server (Boost.Beast + C++20 coroutines, kept out
+// of this header): listens on host:port, reads requests with bounded headers
+// and bodies and with timeouts, keeps connections alive, routes to handlers
+// and writes what their responders say. Malformed HTTP gets 400, an unknown
+// path 404, a wrong method 405, an oversized body 413; nothing crashes it.
+// Thread rules: start/port/stop are thread-safe; handlers run on one of
+// `io_threads` io threads (per connection, one at a time) and must not block.
+#pragma once
+
+#include "planes/http/responder.hpp"
+#include "planes/http/router.hpp"
+#include "runtime/core/error.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace dynamo::http {
+
+struct server_options {
+  std::string host = "127.0.0.1"; ///< address to bind ("0.0.0.0" for all IPv4)
+  uint16_t port = 0;              ///< 0 picks a free port; read it back with server::port()
+  unsigned io_threads = 1;        ///< threads running the io_context (>= 1)
+  /// Largest request body in bytes (413 beyond). 32 MiB holds a ~1M-token
+  /// prompt given as token ids; apps may read DYN_HTTP_BODY_LIMIT_MB into it.
+  size_t body_limit = 32u << 20;
+  size_t header_limit = 64u << 10;           ///< bytes of request line + headers (431 beyond)
+  std::chrono::seconds idle_timeout{60};     ///< wait for the next request on a keep-alive connection
+  std::chrono::seconds read_timeout{30};     ///< read one request body
+  std::chrono::seconds write_timeout{30};    ///< each write to the client
+  size_t backlog = 4096;                     ///< listen() backlog
+  /// Body for errors the transport answers itself (400, 404, 405, 413, 431,
+  /// 500), sent as application/json. Default: {"error":{"message":..}}.
+  std::function<std::string(unsigned status, std::string_view message)> error_body;
+};
+
+class server {
+public:
+  /// Binds, listens and starts the io threads. errc::io_error when the
+  /// address cannot be resolved or bound; errc::invalid_argument for bad options.
+  [[nodiscard]] static expected<std::unique_ptr<server>> start(server_options opts, router routes);
+
+  ~server();
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+
+  /// The bound port (the ephemeral one when options.port was 0).
+  [[nodiscard]] uint16_t port() const noexcept;
+
+  /// Stops accepting, fires on_disconnect for every unfinished response,
+  /// closes all connections and joins the io threads. Idempotent. Must not be
+  /// called from a handler.
+  void stop();
+
+  class impl;
+
+private:
+  explicit server(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace dynamo::http

@@ -1,0 +1,315 @@
+#include "planes/http/session.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace dynamo::http {
+
+namespace {
+
+constexpr size_t max_pipelined_bytes = 1u << 20; // stop watching beyond this
+constexpr size_t drain_limit = 1u << 20;         // bytes read after shutdown, before close
+
+auto awaitable_ec(beast::error_code& ec) { return net::redirect_error(net::use_awaitable, ec); }
+
+request to_request(bhttp::request<bhttp::string_body>& msg, const std::string& remote) {
+  request r;
+  r.method = std::string{msg.method_string()};
+  r.target = std::string{msg.target()};
+  auto q = r.target.find('?');
+  r.path = r.target.substr(0, q);
+  if (q != std::string::npos)
+    r.query = r.target.substr(q + 1);
+  r.body = std::move(msg.body());
+  for (const auto& f : msg)
+    r.headers.push_back({std::string{f.name_string()}, std::string{f.value()}});
+  r.version = msg.version();
+  r.remote = remote;
+  return r;
+}
+
+bool is_parse_error(const beast::error_code& ec) {
+  static const auto& http_category = bhttp::make_error_code(bhttp::error::bad_method).category();
+  return ec.category() == http_category && ec != bhttp::error::end_of_stream &&
+         ec != bhttp::error::partial_message && ec != bhttp::error::need_more;
+}
+
+} // namespace
+
+session::session(tcp::socket socket, server::impl& srv)
+  : stream_(std::move(socket)), signal_(stream_.get_executor()), srv_(srv) {
+  beast::error_code ec;
+  auto ep = stream_.socket().remote_endpoint(ec);
+  if (!ec)
+    remote_ = ep.address().to_string() + ":" + std::to_string(ep.port());
+  // Synchronous reads in on_readable must never block; async operations are unaffected.
+  stream_.socket().non_blocking(true, ec);
+  stream_.socket().set_option(tcp::no_delay(true), ec);
+}
+
+net::awaitable<void> session::run() {
+  for (;;) {
+    bhttp::request_parser<bhttp::string_body> parser;
+    parser.header_limit(static_cast<uint32_t>(srv_.opts.header_limit));
+    parser.body_limit(srv_.opts.body_limit);
+    if (co_await read_request(parser) == read_result::close)
+      break;
+    auto msg = parser.release();
+    const bool keep_alive = msg.keep_alive();
+    version_ = msg.version();
+    auto req = to_request(msg, remote_);
+    auto m = srv_.routes.match(req.method, req.path);
+    bool ok;
+    if (!m.found) {
+      if (m.path_known)
+        ok = co_await write_error(405, "Method " + req.method + " is not allowed for " + req.path,
+                                  keep_alive, m.allow);
+      else
+        ok = co_await write_error(404, "No route for " + req.path, keep_alive);
+    } else {
+      ok = co_await serve(std::move(req), *m.found, keep_alive);
+    }
+    if (!ok || !keep_alive)
+      break;
+  }
+  co_await close();
+}
+
+net::awaitable<session::read_result>
+session::read_request(bhttp::request_parser<bhttp::string_body>& parser) {
+  beast::error_code ec;
+  stream_.expires_after(srv_.opts.idle_timeout);
+  co_await bhttp::async_read_header(stream_, buffer_, parser, awaitable_ec(ec));
+  if (!ec && !parser.is_done()) {
+    auto& hdr = parser.get();
+    if (beast::iequals(hdr[bhttp::field::expect], "100-continue")) {
+      bhttp::response<bhttp::empty_body> cont{bhttp::status::continue_, hdr.version()};
+      stream_.expires_after(srv_.opts.write_timeout);
+      co_await bhttp::async_write(stream_, cont, awaitable_ec(ec));
+    }
+    if (!ec) {
+      stream_.expires_after(srv_.opts.read_timeout);
+      co_await bhttp::async_read(stream_, buffer_, parser, awaitable_ec(ec));
+    }
+  }
+  if (!ec)
+    co_return read_result::ok;
+  if (ec == bhttp::error::body_limit)
+    (void)co_await write_error(413, "The request body exceeds " +
+                                      std::to_string(srv_.opts.body_limit) + " bytes", false);
+  else if (ec == bhttp::error::header_limit)
+    (void)co_await write_error(431, "The request headers are too large", false);
+  else if (is_parse_error(ec))
+    (void)co_await write_error(400, "Malformed HTTP request: " + ec.message(), false);
+  // EOF, reset or timeout: nobody to answer.
+  co_return read_result::close;
+}
+
+net::awaitable<bool> session::write_error(unsigned status, std::string_view message,
+                                          bool keep_alive, std::string_view allow) {
+  detail::full_response r{status, "application/json", srv_.error_body(status, message), {}};
+  if (!allow.empty())
+    r.headers.push_back({"Allow", std::string{allow}});
+  co_return co_await write_full(r, keep_alive);
+}
+
+net::awaitable<bool> session::serve(request req, const handler& h, bool keep_alive) {
+  std::weak_ptr<session> weak = shared_from_this();
+  auto ex = std::make_shared<detail::exchange>([weak] {
+    if (auto s = weak.lock())
+      net::post(s->executor(), [s] { s->wake(); });
+  });
+  if (!srv_.track(ex)) { // the server is stopping: no new work
+    ex->detach();
+    co_return false;
+  }
+  try {
+    h(std::move(req), std::make_shared<http_responder>(ex));
+  } catch (const std::exception& e) {
+    spdlog::error("http: handler threw: {}", e.what());
+  } catch (...) {
+    spdlog::error("http: handler threw a non-exception");
+  }
+  // A responder the handler dropped without answering has queued `abandoned`.
+  bool ok = co_await drive(ex, keep_alive);
+  srv_.untrack(ex.get());
+  co_return ok;
+}
+
+net::awaitable<bool> session::drive(const std::shared_ptr<detail::exchange>& ex, bool keep_alive) {
+  watch(ex);
+  bool streaming = false;
+  for (;;) {
+    auto actions = ex->take();
+    if (actions.empty()) {
+      if (ex->gone())
+        break;
+      signal_.expires_at(net::steady_timer::time_point::max());
+      beast::error_code ec;
+      co_await signal_.async_wait(awaitable_ec(ec));
+      continue;
+    }
+    std::string batch; // consecutive events go out as one chunk
+    for (size_t i = 0; i < actions.size(); ++i) {
+      auto& a = actions[i];
+      if (ex->gone())
+        break;
+      bool ok = true;
+      if (auto* d = std::get_if<detail::stream_data>(&a)) {
+        batch += d->text;
+        bool next_is_data = i + 1 < actions.size() &&
+                            std::holds_alternative<detail::stream_data>(actions[i + 1]);
+        if (!next_is_data)
+          ok = co_await write_stream_data(std::exchange(batch, {}));
+      } else if (auto* r = std::get_if<detail::full_response>(&a)) {
+        // The last write decides: stop watching so a client that reads the
+        // response and leaves at once is not reported as gone.
+        unwatch();
+        ok = co_await write_full(*r, keep_alive);
+        if (ok) {
+          ex->mark_complete();
+          co_return true;
+        }
+      } else if (auto* s = std::get_if<detail::stream_start>(&a)) {
+        streaming = true;
+        ok = co_await write_stream_start(*s, keep_alive);
+      } else if (std::holds_alternative<detail::stream_end>(a)) {
+        unwatch();
+        ok = co_await write_stream_end();
+        if (ok) {
+          ex->mark_complete();
+          co_return version_ >= 11; // HTTP/1.0 streams end by closing
+        }
+      } else { // abandoned
+        ex->mark_complete();
+        unwatch();
+        if (streaming) {
+          spdlog::warn("http: stream to {} abandoned by its handler; closing", remote_);
+          co_return false;
+        }
+        spdlog::error("http: request from {} was never answered by its handler", remote_);
+        co_return co_await write_error(500, "The request was not answered", keep_alive);
+      }
+      if (!ok) {
+        ex->mark_gone();
+        break;
+      }
+    }
+  }
+  unwatch();
+  ex->detach();
+  co_return false;
+}
+
+net::awaitable<bool> session::write_full(detail::full_response& r, bool keep_alive) {
+  bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(r.status), version_};
+  if (r.status == 499) // not in Beast's table (nginx's "client closed request")
+    res.reason("Client Closed Request");
+  res.set(bhttp::field::content_type, r.content_type);
+  for (const auto& h : r.headers)
+    res.set(h.name, h.value);
+  res.keep_alive(keep_alive);
+  res.body() = std::move(r.body);
+  res.prepare_payload();
+  beast::error_code ec;
+  stream_.expires_after(srv_.opts.write_timeout);
+  co_await bhttp::async_write(stream_, res, awaitable_ec(ec));
+  co_return !ec;
+}
+
+net::awaitable<bool> session::write_stream_start(detail::stream_start& s, bool keep_alive) {
+  bhttp::response<bhttp::empty_body> res{bhttp::status::ok, version_};
+  res.set(bhttp::field::content_type, "text/event-stream");
+  res.set(bhttp::field::cache_control, "no-cache");
+  for (const auto& h : s.headers)
+    res.set(h.name, h.value);
+  if (version_ >= 11) {
+    res.keep_alive(keep_alive);
+    res.chunked(true);
+  } else {
+    res.keep_alive(false); // HTTP/1.0 has no chunking: the stream ends with the connection
+  }
+  bhttp::response_serializer<bhttp::empty_body> sr{res};
+  beast::error_code ec;
+  stream_.expires_after(srv_.opts.write_timeout);
+  co_await bhttp::async_write_header(stream_, sr, awaitable_ec(ec));
+  co_return !ec;
+}
+
+net::awaitable<bool> session::write_stream_data(const std::string& text) {
+  beast::error_code ec;
+  stream_.expires_after(srv_.opts.write_timeout);
+  if (version_ >= 11)
+    co_await net::async_write(stream_, bhttp::make_chunk(net::buffer(text)), awaitable_ec(ec));
+  else
+    co_await net::async_write(stream_, net::buffer(text), awaitable_ec(ec));
+  co_return !ec;
+}
+
+net::awaitable<bool> session::write_stream_end() {
+  if (version_ < 11)
+    co_return true;
+  beast::error_code ec;
+  stream_.expires_after(srv_.opts.write_timeout);
+  co_await net::async_write(stream_, bhttp::make_chunk_last(), awaitable_ec(ec));
+  co_return !ec;
+}
+
+net::awaitable<void> session::close() {
+  beast::error_code ec;
+  stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+  // Read what the client still sends, so that closing does not reset the
+  // connection before it has read our last response (e.g. after a 413).
+  stream_.expires_after(std::chrono::seconds(1));
+  std::array<char, 4096> sink;
+  size_t total = 0;
+  while (!ec && total < drain_limit)
+    total += co_await stream_.async_read_some(net::buffer(sink), awaitable_ec(ec));
+  stream_.close();
+}
+
+void session::watch(const std::shared_ptr<detail::exchange>& ex) {
+  watching_ = true;
+  const uint64_t gen = ++watch_gen_;
+  auto self = shared_from_this();
+  stream_.socket().async_wait(
+    tcp::socket::wait_read,
+    net::bind_executor(executor(), [self, ex, gen](beast::error_code ec) {
+      self->on_readable(ex, gen, ec);
+    }));
+}
+
+void session::on_readable(const std::shared_ptr<detail::exchange>& ex, uint64_t gen,
+                          beast::error_code ec) {
+  if (!watching_ || gen != watch_gen_ || ec == net::error::operation_aborted)
+    return;
+  if (!ec) {
+    // Pipelined bytes belong to the next request: keep them in the read buffer.
+    auto space = buffer_.prepare(4096);
+    size_t n = stream_.socket().read_some(space, ec);
+    if (!ec) {
+      buffer_.commit(n);
+      if (buffer_.size() < max_pipelined_bytes)
+        watch(ex);
+      return;
+    }
+    if (ec == net::error::would_block || ec == net::error::try_again) {
+      watch(ex);
+      return;
+    }
+  }
+  // EOF or a socket error while the response is pending: the client is gone.
+  watching_ = false;
+  ex->mark_gone();
+  wake();
+}
+
+void session::unwatch() {
+  if (!watching_)
+    return;
+  watching_ = false;
+  ++watch_gen_;
+  beast::error_code ec;
+  stream_.socket().cancel(ec);
+}
+
+} // namespace dynamo::http

@@ -1,0 +1,185 @@
+#include "runtime/metrics/frontend_metrics.hpp"
+
+namespace dynamo::metrics {
+
+std::string_view to_string(endpoint_label v) noexcept {
+  switch (v) {
+    case endpoint_label::chat_completions: return "chat_completions";
+    case endpoint_label::completions: return "completions";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(request_type v) noexcept {
+  switch (v) {
+    case request_type::unary: return "unary";
+    case request_type::stream: return "stream";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(error_type v) noexcept {
+  switch (v) {
+    case error_type::none: return "";
+    case error_type::validation: return "validation";
+    case error_type::not_found: return "not_found";
+    case error_type::overload: return "overload";
+    case error_type::cancelled: return "cancelled";
+    case error_type::response_timeout: return "response_timeout";
+    case error_type::internal: return "internal";
+    case error_type::not_implemented: return "not_implemented";
+  }
+  return "internal";
+}
+
+error_type error_type_of(errc code) noexcept {
+  switch (code) {
+    case errc::invalid_argument:
+    case errc::malformed_message: return error_type::validation;
+    case errc::unsupported: return error_type::not_implemented;
+    case errc::not_found: return error_type::not_found;
+    case errc::overloaded:
+    case errc::no_workers: return error_type::overload;
+    case errc::cancelled: return error_type::cancelled;
+    case errc::timeout: return error_type::response_timeout;
+    case errc::io_error:
+    case errc::corrupt_file:
+    case errc::closed:
+    case errc::disconnected:
+    case errc::device_error:
+    case errc::config_error:
+    case errc::internal: return error_type::internal;
+  }
+  return error_type::internal;
+}
+
+namespace {
+
+template <class T>
+caf::error take(expected<T*> in, T*& out) {
+  if (!in)
+    return std::move(in.error());
+  out = *in;
+  return {};
+}
+
+} // namespace
+
+expected<std::unique_ptr<frontend_metrics>>
+frontend_metrics::create(registry& reg, const frontend_metrics_config& cfg) {
+  std::unique_ptr<frontend_metrics> m{new frontend_metrics()};
+  auto name = [&](std::string_view suffix) { return cfg.prefix + "_" + std::string{suffix}; };
+  const std::vector<std::string> model{"model"};
+  auto isl = cfg.input_sequence.bounds();
+  caf::error err;
+  auto step = [&](caf::error e) {
+    if (!err && e)
+      err = std::move(e);
+  };
+  step(take(reg.add_counter(name("requests_total"), "Total number of LLM requests processed",
+                            {"model", "endpoint", "request_type", "status", "error_type"}),
+            m->requests_total));
+  step(take(reg.add_gauge(name("inflight_requests"), "Number of inflight requests", model),
+            m->inflight_requests));
+  step(take(reg.add_gauge(name("queued_requests"), "Number of requests in HTTP processing queue",
+                          model),
+            m->queued_requests));
+  step(take(reg.add_gauge(name("disconnected_clients"), "Number of disconnected clients"),
+            m->disconnected_clients));
+  step(take(reg.add_histogram(name("request_duration_seconds"), "Duration of LLM requests", model,
+                              cfg.request_duration.bounds()),
+            m->request_duration));
+  step(take(reg.add_histogram(name("input_sequence_tokens"), "Input sequence length in tokens",
+                              model, isl),
+            m->input_sequence_tokens));
+  step(take(reg.add_histogram(name("output_sequence_tokens"), "Output sequence length in tokens",
+                              model, cfg.output_sequence.bounds()),
+            m->output_sequence_tokens));
+  step(take(reg.add_histogram(name("cached_tokens"),
+                              "Number of cached tokens (prefix cache hits) per request", model, isl),
+            m->cached_tokens));
+  step(take(reg.add_counter(name("output_tokens_total"),
+                            "Total number of output tokens generated (updates in real-time)", model),
+            m->output_tokens_total));
+  step(take(reg.add_histogram(name("time_to_first_token_seconds"), "Time to first token in seconds",
+                              model, cfg.time_to_first_token.bounds()),
+            m->time_to_first_token));
+  step(take(reg.add_histogram(name("inter_token_latency_seconds"), "Inter-token latency in seconds",
+                              model, cfg.inter_token_latency.bounds()),
+            m->inter_token_latency));
+  if (err)
+    return err;
+  return m;
+}
+
+void frontend_metrics::count_request(std::string_view model, endpoint_label ep, request_type rt,
+                                     error_type err) {
+  requests_total
+    ->with({std::string{model}, std::string{to_string(ep)}, std::string{to_string(rt)},
+            err == error_type::none ? "success" : "error", std::string{to_string(err)}})
+    .inc();
+}
+
+// -- request_recorder ---------------------------------------------------------
+
+request_recorder::request_recorder(frontend_metrics& m, std::string model, endpoint_label ep,
+                                   request_type rt, clock::time_point start)
+  : m_(&m), model_(std::move(model)), endpoint_(ep), type_(rt), start_(start) {
+  m_->inflight_requests->with({model_}).inc();
+  m_->queued_requests->with({model_}).inc();
+}
+
+request_recorder::~request_recorder() { finish(clock::now()); }
+
+void request_recorder::observe_prompt(uint32_t prompt_tokens) {
+  if (std::exchange(prompt_observed_, true))
+    return;
+  m_->input_sequence_tokens->with({model_}).observe(prompt_tokens);
+}
+
+void request_recorder::observe_cached(uint32_t cached) {
+  if (std::exchange(cached_observed_, true))
+    return;
+  m_->cached_tokens->with({model_}).observe(cached);
+}
+
+void request_recorder::observe_tokens(uint32_t n, clock::time_point now) {
+  if (n == 0 || finished_)
+    return;
+  output_tokens_ += n;
+  m_->output_tokens_total->with({model_}).inc(n);
+  if (!last_chunk_) {
+    // With several tokens in the first chunk, the whole wait counts as TTFT.
+    std::chrono::duration<double> ttft = now - start_;
+    m_->time_to_first_token->with({model_}).observe(ttft.count());
+    if (std::exchange(queued_, false))
+      m_->queued_requests->with({model_}).dec();
+  } else {
+    std::chrono::duration<double> gap = now - *last_chunk_;
+    const double itl = gap.count() / n;
+    auto& h = m_->inter_token_latency->with({model_});
+    for (uint32_t i = 0; i < n; ++i)
+      h.observe(itl);
+  }
+  last_chunk_ = now;
+}
+
+void request_recorder::mark_disconnected() {
+  m_->disconnected_clients->get().inc();
+  error_ = error_type::cancelled;
+}
+
+void request_recorder::finish(clock::time_point now) {
+  if (std::exchange(finished_, true))
+    return;
+  m_->inflight_requests->with({model_}).dec();
+  if (queued_)
+    m_->queued_requests->with({model_}).dec();
+  m_->count_request(model_, endpoint_, type_, error_);
+  std::chrono::duration<double> took = now - start_;
+  m_->request_duration->with({model_}).observe(took.count());
+  if (output_tokens_ > 0)
+    m_->output_sequence_tokens->with({model_}).observe(output_tokens_);
+}
+
+} // namespace dynamo::metrics

@@ -1,0 +1,227 @@
+#include "runtime/openai/openapi.hpp"
+
+namespace dynamo::openai {
+
+namespace {
+
+// Keep in step with request.cpp (chat_request_fields / completion_request_fields):
+// tests/runtime/openai/openapi_test.cpp compares them.
+constexpr std::string_view document = R"json({
+  "openapi": "3.0.3",
+  "info": {
+    "title": "dynamo-cpp OpenAI-compatible API",
+    "version": "0.1.0",
+    "description": "Chat and text completions, streamed as server-sent events or returned whole. Errors use OpenAI's body {\"error\":{\"message\",\"type\",\"param\",\"code\"}}. Fields marked 'neutral only' are accepted at their neutral value and rejected with 400 unsupported_value otherwise. Unknown top-level fields are ignored."
+  },
+  "paths": {
+    "/v1/chat/completions": {
+      "post": {
+        "summary": "Create a chat completion",
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ChatCompletionRequest"}}}},
+        "responses": {
+          "200": {"description": "A chat.completion object, or with stream=true an event stream of chat.completion.chunk objects ending with 'data: [DONE]'", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ChatCompletion"}}, "text/event-stream": {"schema": {"$ref": "#/components/schemas/ChatCompletionChunk"}}}},
+          "400": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"},
+          "499": {"$ref": "#/components/responses/Error"}, "500": {"$ref": "#/components/responses/Error"},
+          "503": {"$ref": "#/components/responses/Error"}, "504": {"$ref": "#/components/responses/Error"}
+        }
+      }
+    },
+    "/v1/completions": {
+      "post": {
+        "summary": "Create a text completion",
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CompletionRequest"}}}},
+        "responses": {
+          "200": {"description": "A text_completion object, or with stream=true an event stream of text_completion chunks ending with 'data: [DONE]'", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Completion"}}, "text/event-stream": {"schema": {"$ref": "#/components/schemas/Completion"}}}},
+          "400": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"},
+          "499": {"$ref": "#/components/responses/Error"}, "500": {"$ref": "#/components/responses/Error"},
+          "503": {"$ref": "#/components/responses/Error"}, "504": {"$ref": "#/components/responses/Error"}
+        }
+      }
+    },
+    "/v1/models": {
+      "get": {"summary": "List served models", "responses": {"200": {"description": "The model list", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ModelList"}}}}}}
+    },
+    "/v1/models/{model_id}": {
+      "get": {
+        "summary": "One served model (the id may contain slashes)",
+        "parameters": [{"name": "model_id", "in": "path", "required": true, "schema": {"type": "string"}}],
+        "responses": {"200": {"description": "The model", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Model"}}}}, "404": {"$ref": "#/components/responses/Error"}}
+      }
+    },
+    "/health": {
+      "get": {"summary": "Ready to serve: 200 when at least one model is registered, else 503", "responses": {"200": {"description": "{\"status\":\"healthy\",\"models\":[...]}"}, "503": {"description": "{\"status\":\"unhealthy\",\"models\":[]}"}}}
+    },
+    "/live": {
+      "get": {"summary": "The process is alive", "responses": {"200": {"description": "{\"status\":\"live\",\"message\":\"Service is live\"}"}}}
+    },
+    "/metrics": {
+      "get": {"summary": "Prometheus metrics (text format 0.0.4)", "responses": {"200": {"description": "dynamo_frontend_* metrics", "content": {"text/plain": {"schema": {"type": "string"}}}}}}
+    },
+    "/openapi.json": {
+      "get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI 3 document"}}}
+    }
+  },
+  "components": {
+    "responses": {
+      "Error": {"description": "An error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    },
+    "schemas": {
+      "ChatCompletionRequest": {
+        "type": "object",
+        "required": ["model", "messages"],
+        "properties": {
+          "model": {"type": "string", "minLength": 1},
+          "messages": {"type": "array", "minItems": 1, "items": {"$ref": "#/components/schemas/ChatMessage"}},
+          "max_tokens": {"type": "integer", "minimum": 1, "description": "Default: the rest of the context. prompt + max_tokens must fit the context."},
+          "max_completion_tokens": {"type": "integer", "minimum": 1, "description": "Wins over max_tokens."},
+          "min_tokens": {"type": "integer", "minimum": 0},
+          "temperature": {"type": "number", "minimum": 0, "maximum": 2, "default": 1},
+          "top_p": {"type": "number", "minimum": 0, "maximum": 1, "default": 1},
+          "top_k": {"type": "integer", "description": "-1 (off) or >= 1"},
+          "seed": {"type": "integer"},
+          "stop": {"$ref": "#/components/schemas/Stop"},
+          "n": {"type": "integer", "minimum": 1, "maximum": 128, "description": "Only 1 is supported."},
+          "stream": {"type": "boolean", "default": false},
+          "stream_options": {"$ref": "#/components/schemas/StreamOptions"},
+          "ignore_eos": {"type": "boolean", "default": false},
+          "user": {"type": "string", "minLength": 1},
+          "frequency_penalty": {"type": "number", "minimum": -2, "maximum": 2, "description": "Neutral only: 0."},
+          "presence_penalty": {"type": "number", "minimum": -2, "maximum": 2, "description": "Neutral only: 0."},
+          "repetition_penalty": {"type": "number", "minimum": 0, "maximum": 2, "description": "Neutral only: 1."},
+          "min_p": {"type": "number", "minimum": 0, "maximum": 1, "description": "Neutral only: 0."},
+          "logit_bias": {"type": "object", "description": "Neutral only: {}."},
+          "logprobs": {"type": "boolean", "description": "Neutral only: false."},
+          "top_logprobs": {"type": "integer", "minimum": 0, "maximum": 20, "description": "Neutral only: 0."},
+          "tools": {"type": "array", "items": {"type": "object"}, "description": "Neutral only: []."},
+          "tool_choice": {"type": "string", "enum": ["none", "auto"], "description": "Neutral only."},
+          "response_format": {"type": "object", "properties": {"type": {"type": "string", "enum": ["text"]}}, "description": "Neutral only: {\"type\":\"text\"}."},
+          "parallel_tool_calls": {"type": "boolean", "description": "Accepted; no effect without tools."}
+        }
+      },
+      "CompletionRequest": {
+        "type": "object",
+        "required": ["model", "prompt"],
+        "properties": {
+          "model": {"type": "string", "minLength": 1},
+          "prompt": {"description": "One prompt: text, [text], token ids, or [token ids]. Several prompts per request are unsupported.", "oneOf": [
+            {"type": "string", "minLength": 1},
+            {"type": "array", "minItems": 1, "maxItems": 1, "items": {"type": "string", "minLength": 1}},
+            {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 0}},
+            {"type": "array", "minItems": 1, "maxItems": 1, "items": {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 0}}}
+          ]},
+          "max_tokens": {"type": "integer", "minimum": 1, "description": "Default: the rest of the context."},
+          "min_tokens": {"type": "integer", "minimum": 0},
+          "temperature": {"type": "number", "minimum": 0, "maximum": 2, "default": 1},
+          "top_p": {"type": "number", "minimum": 0, "maximum": 1, "default": 1},
+          "top_k": {"type": "integer", "description": "-1 (off) or >= 1"},
+          "seed": {"type": "integer"},
+          "stop": {"$ref": "#/components/schemas/Stop"},
+          "n": {"type": "integer", "minimum": 1, "maximum": 128, "description": "Only 1 is supported."},
+          "stream": {"type": "boolean", "default": false},
+          "stream_options": {"$ref": "#/components/schemas/StreamOptions"},
+          "ignore_eos": {"type": "boolean", "default": false},
+          "user": {"type": "string", "minLength": 1},
+          "frequency_penalty": {"type": "number", "minimum": -2, "maximum": 2, "description": "Neutral only: 0."},
+          "presence_penalty": {"type": "number", "minimum": -2, "maximum": 2, "description": "Neutral only: 0."},
+          "repetition_penalty": {"type": "number", "minimum": 0, "maximum": 2, "description": "Neutral only: 1."},
+          "min_p": {"type": "number", "minimum": 0, "maximum": 1, "description": "Neutral only: 0."},
+          "logit_bias": {"type": "object", "description": "Neutral only: {}."},
+          "logprobs": {"type": "integer", "minimum": 0, "maximum": 5, "description": "Neutral only: 0."},
+          "echo": {"type": "boolean", "description": "Neutral only: false."},
+          "best_of": {"type": "integer", "minimum": 1, "description": "Neutral only: 1."},
+          "suffix": {"type": "string", "description": "Neutral only: empty."}
+        }
+      },
+      "ChatMessage": {
+        "type": "object",
+        "required": ["role"],
+        "properties": {
+          "role": {"type": "string", "enum": ["system", "developer", "user", "assistant", "tool"]},
+          "content": {"description": "Required except for assistant turns; text parts are joined with a newline.", "oneOf": [
+            {"type": "string"},
+            {"type": "array", "items": {"$ref": "#/components/schemas/TextPart"}}
+          ]},
+          "name": {"type": "string"}
+        }
+      },
+      "TextPart": {
+        "type": "object", "required": ["type", "text"],
+        "properties": {"type": {"type": "string", "enum": ["text"]}, "text": {"type": "string"}}
+      },
+      "Stop": {
+        "oneOf": [{"type": "string"}, {"type": "array", "maxItems": 32, "items": {"type": "string"}}]
+      },
+      "StreamOptions": {
+        "type": "object", "description": "Only with stream=true.",
+        "properties": {"include_usage": {"type": "boolean", "default": false}}
+      },
+      "Usage": {
+        "type": "object",
+        "properties": {
+          "prompt_tokens": {"type": "integer"}, "completion_tokens": {"type": "integer"}, "total_tokens": {"type": "integer"},
+          "prompt_tokens_details": {"type": "object", "properties": {"cached_tokens": {"type": "integer"}}}
+        }
+      },
+      "ChatCompletion": {
+        "type": "object",
+        "properties": {
+          "id": {"type": "string"}, "object": {"type": "string", "enum": ["chat.completion"]},
+          "created": {"type": "integer"}, "model": {"type": "string"},
+          "choices": {"type": "array", "items": {"type": "object", "properties": {
+            "index": {"type": "integer"},
+            "message": {"type": "object", "properties": {"role": {"type": "string"}, "content": {"type": "string"}}},
+            "logprobs": {"nullable": true},
+            "finish_reason": {"type": "string", "enum": ["stop", "length"]}}}},
+          "usage": {"$ref": "#/components/schemas/Usage"}
+        }
+      },
+      "ChatCompletionChunk": {
+        "type": "object",
+        "properties": {
+          "id": {"type": "string"}, "object": {"type": "string", "enum": ["chat.completion.chunk"]},
+          "created": {"type": "integer"}, "model": {"type": "string"},
+          "choices": {"type": "array", "items": {"type": "object", "properties": {
+            "index": {"type": "integer"},
+            "delta": {"type": "object", "properties": {"role": {"type": "string"}, "content": {"type": "string"}}},
+            "logprobs": {"nullable": true},
+            "finish_reason": {"type": "string", "nullable": true, "enum": ["stop", "length"]}}}},
+          "usage": {"allOf": [{"$ref": "#/components/schemas/Usage"}], "nullable": true}
+        }
+      },
+      "Completion": {
+        "type": "object",
+        "properties": {
+          "id": {"type": "string"}, "object": {"type": "string", "enum": ["text_completion"]},
+          "created": {"type": "integer"}, "model": {"type": "string"},
+          "choices": {"type": "array", "items": {"type": "object", "properties": {
+            "index": {"type": "integer"}, "text": {"type": "string"},
+            "logprobs": {"nullable": true},
+            "finish_reason": {"type": "string", "nullable": true, "enum": ["stop", "length"]}}}},
+          "usage": {"allOf": [{"$ref": "#/components/schemas/Usage"}], "nullable": true}
+        }
+      },
+      "Model": {
+        "type": "object",
+        "properties": {"id": {"type": "string"}, "object": {"type": "string", "enum": ["model"]}, "created": {"type": "integer"}, "owned_by": {"type": "string"}}
+      },
+      "ModelList": {
+        "type": "object",
+        "properties": {"object": {"type": "string", "enum": ["list"]}, "data": {"type": "array", "items": {"$ref": "#/components/schemas/Model"}}}
+      },
+      "Error": {
+        "type": "object",
+        "properties": {"error": {"type": "object", "properties": {
+          "message": {"type": "string"},
+          "type": {"type": "string", "enum": ["invalid_request_error", "request_cancelled", "server_error", "service_unavailable", "timeout"]},
+          "param": {"type": "string", "nullable": true},
+          "code": {"type": "string", "nullable": true}}}}
+      }
+    }
+  }
+})json";
+
+} // namespace
+
+std::string_view openapi_json() noexcept { return document; }
+
+} // namespace dynamo::openai

@@ -1,0 +1,109 @@
+#include "runtime/openai/preprocess.hpp"
+
+#include "runtime/openai/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace dynamo::openai {
+
+namespace {
+
+std::vector<uint32_t> encode_text(std::string text, const tok::tokenizer& tk, bool parse_special) {
+  std::erase(text, '\0'); // as Dynamo does before tokenization
+  auto ids = tk.encode(text, parse_special);
+  const int64_t bos = tk.bos_token_id();
+  if (bos >= 0 && (ids.empty() || ids.front() != static_cast<uint32_t>(bos)))
+    ids.insert(ids.begin(), static_cast<uint32_t>(bos));
+  return ids;
+}
+
+caf::error check_lengths(size_t prompt_len, const generation_params& p,
+                         const protocol::model_card& card, const char* prompt_param) {
+  const uint32_t ctx = card.context_length;
+  if (prompt_len == 0)
+    return field_error(errc::invalid_argument, prompt_param, codes::invalid_value,
+                       "The prompt is empty after tokenization.");
+  if (prompt_len >= ctx)
+    return field_error(errc::invalid_argument, prompt_param, codes::context_length_exceeded,
+                       fmt::format("This model's maximum context length is {} tokens, but the "
+                                   "prompt has {} tokens. Please shorten the prompt.",
+                                   ctx, prompt_len));
+  if (p.max_tokens && prompt_len + *p.max_tokens > ctx)
+    return field_error(errc::invalid_argument, "max_tokens", codes::context_length_exceeded,
+                       fmt::format("This model's maximum context length is {} tokens. However, "
+                                   "you requested {} tokens ({} in the prompt, {} for the "
+                                   "completion). Please reduce the prompt or max_tokens.",
+                                   ctx, prompt_len + *p.max_tokens, prompt_len, *p.max_tokens));
+  return {};
+}
+
+expected<protocol::preprocessed_request> build(std::vector<uint32_t> ids,
+                                               const generation_params& p,
+                                               const protocol::model_card& card,
+                                               const tok::tokenizer& tk, std::string request_id,
+                                               const char* prompt_param) {
+  if (card.context_length == 0)
+    return make_error(errc::config_error, "model " + card.name + " has no context length");
+  if (auto err = check_lengths(ids.size(), p, card, prompt_param))
+    return err;
+  protocol::preprocessed_request r;
+  r.request_id = std::move(request_id);
+  r.model = card.name;
+  r.prompt_tokens = static_cast<uint32_t>(ids.size());
+  const uint32_t remaining = card.context_length - r.prompt_tokens;
+  r.stop.max_tokens = p.max_tokens.value_or(remaining);
+  r.stop.min_tokens = p.min_tokens.value_or(0);
+  if (r.stop.min_tokens > r.stop.max_tokens)
+    return field_error(errc::invalid_argument, "min_tokens", codes::invalid_value,
+                       fmt::format("Invalid value for 'min_tokens': must not exceed the {} tokens "
+                                   "left in the context.", r.stop.max_tokens));
+  r.stop.ignore_eos = p.ignore_eos;
+  if (!p.ignore_eos)
+    r.stop.stop_token_ids = tk.stop_token_ids();
+  r.sampling.temperature = p.temperature.value_or(1.0f);
+  r.sampling.top_p = p.top_p.value_or(1.0f);
+  r.sampling.top_k = std::max(0, p.top_k.value_or(0)); // -1 (off) -> 0 (off)
+  r.sampling.seed = p.seed;
+  r.token_ids = std::move(ids);
+  return r;
+}
+
+} // namespace
+
+expected<protocol::preprocessed_request>
+preprocess_chat(const chat_request& req, const protocol::model_card& card, const tok::tokenizer& tk,
+                const tok::chat_template& tmpl, std::string request_id) {
+  auto text = tmpl.render(req.messages, /*add_generation_prompt=*/true);
+  if (!text) {
+    if (code_of(text.error()) == errc::invalid_argument)
+      return field_error(errc::invalid_argument, "messages", codes::invalid_value,
+                         message_of(text.error()));
+    return std::move(text.error());
+  }
+  return build(encode_text(std::move(*text), tk, /*parse_special=*/true), req.params, card, tk,
+               std::move(request_id), "messages");
+}
+
+expected<protocol::preprocessed_request>
+preprocess_completion(const completion_request& req, const protocol::model_card& card,
+                      const tok::tokenizer& tk, std::string request_id) {
+  std::vector<uint32_t> ids;
+  if (const auto* text = std::get_if<std::string>(&req.prompt)) {
+    // Special-token text is parsed here too, as HF tokenizers (vLLM) and
+    // llama.cpp do, so a client can send an already templated prompt.
+    ids = encode_text(*text, tk, /*parse_special=*/true);
+  } else {
+    ids = std::get<std::vector<uint32_t>>(req.prompt);
+    const uint32_t vocab = tk.vocab_size();
+    for (size_t i = 0; i < ids.size(); ++i)
+      if (ids[i] >= vocab)
+        return field_error(errc::invalid_argument, "prompt", codes::invalid_value,
+                           fmt::format("Invalid value for 'prompt': token id {} at position {} is "
+                                       "not below the vocabulary size {}.", ids[i], i, vocab));
+  }
+  return build(std::move(ids), req.params, card, tk, std::move(request_id), "prompt");
+}
+
+} // namespace dynamo::openai

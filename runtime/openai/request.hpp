@@ -1,0 +1,80 @@
+// Native request types for POST /v1/chat/completions and /v1/completions, and
+// their parsers: JSON text in, a validated value or a field-precise error out
+// (errc + `param` + OpenAI `code`, see error.hpp). Model-dependent checks
+// (prompt length, token ids < vocab) happen later, in preprocess.hpp.
+// Pure functions; any thread.
+//
+// Field policy (documented in docs and /openapi.json):
+//  - implemented: model, messages / prompt, max_tokens, max_completion_tokens,
+//    min_tokens, temperature, top_p, top_k, seed, stop, n (1 only), stream,
+//    stream_options.include_usage, ignore_eos, user;
+//  - known OpenAI fields we do not implement (penalties, logprobs, logit_bias,
+//    tools, response_format, echo, best_of, suffix, ...) are accepted only at
+//    their neutral value; anything else is 400 `unsupported_value`, so a client
+//    never silently gets different behaviour than it asked for;
+//  - unknown top-level fields are ignored, as OpenAI-compatible servers do
+//    (clients send vendor extensions such as `nvext` through extra_body).
+//  - wrong JSON types are 400 with code `invalid_type` (OpenAI's choice; Dynamo
+//    also rewrites 422 to 400), bad JSON is 400 `invalid_json`.
+#pragma once
+
+#include "runtime/core/error.hpp"
+#include "runtime/tokenizer/chat_template.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace dynamo::openai {
+
+/// Limits from Dynamo's validate.rs.
+inline constexpr size_t max_stop_sequences = 32;
+inline constexpr uint32_t max_n = 128;
+inline constexpr size_t max_json_depth = 64; ///< deeper bodies are rejected before parsing
+
+/// Options shared by both endpoints, after validation.
+struct generation_params {
+  std::optional<uint32_t> max_tokens; ///< >= 1; max_completion_tokens wins over max_tokens
+  std::optional<uint32_t> min_tokens; ///< <= max_tokens when both are set
+  std::optional<float> temperature;   ///< [0, 2]; 0 is greedy
+  std::optional<float> top_p;         ///< [0, 1]
+  std::optional<int32_t> top_k;       ///< -1 (off) or >= 1
+  std::optional<uint64_t> seed;       ///< any JSON integer, two's complement for negatives
+  std::vector<std::string> stop;      ///< at most max_stop_sequences
+  bool stream = false;
+  bool include_usage = false; ///< stream_options.include_usage (stream only)
+  bool ignore_eos = false;
+  std::optional<std::string> user; ///< non-empty when present
+};
+
+struct chat_request {
+  std::string model;
+  std::vector<tok::chat_message> messages; ///< non-empty; text parts joined with "\n"
+  generation_params params;
+};
+
+/// One completion prompt: text, or token ids given by the client.
+using prompt_input = std::variant<std::string, std::vector<uint32_t>>;
+
+struct completion_request {
+  std::string model;
+  prompt_input prompt;
+  generation_params params;
+};
+
+[[nodiscard]] expected<chat_request> parse_chat_request(std::string_view body);
+[[nodiscard]] expected<completion_request> parse_completion_request(std::string_view body);
+
+/// The top-level fields each endpoint understands (implemented or neutral-only);
+/// /openapi.json documents exactly these.
+[[nodiscard]] std::span<const std::string_view> chat_request_fields() noexcept;
+[[nodiscard]] std::span<const std::string_view> completion_request_fields() noexcept;
+
+/// Roles accepted in chat messages.
+[[nodiscard]] std::span<const std::string_view> chat_roles() noexcept;
+
+} // namespace dynamo::openai

@@ -1,0 +1,132 @@
+#include "runtime/metrics/frontend_metrics.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+using namespace dynamo;
+using namespace dynamo::metrics;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct fixture {
+  registry reg;
+  std::unique_ptr<frontend_metrics> m;
+  request_recorder::clock::time_point t0{};
+  fixture() {
+    auto made = frontend_metrics::create(reg);
+    BOOST_REQUIRE(made);
+    m = std::move(*made);
+  }
+  double requests(const std::string& model, const std::string& ep, const std::string& rt,
+                  const std::string& status, const std::string& err) {
+    return m->requests_total->with({model, ep, rt, status, err}).value();
+  }
+};
+
+bool contains(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(frontend_metrics_suite, fixture)
+
+BOOST_AUTO_TEST_CASE(registers_dynamo_names_types_and_buckets) {
+  m->disconnected_clients->get().inc(0); // exists without labels
+  { request_recorder r{*m, "m", endpoint_label::chat_completions, request_type::stream, t0}; }
+  auto text = reg.render();
+  for (auto* line : {"# TYPE dynamo_frontend_requests_total counter",
+                     "# TYPE dynamo_frontend_inflight_requests gauge",
+                     "# TYPE dynamo_frontend_queued_requests gauge",
+                     "# TYPE dynamo_frontend_disconnected_clients gauge",
+                     "# TYPE dynamo_frontend_request_duration_seconds histogram",
+                     "# HELP dynamo_frontend_request_duration_seconds Duration of LLM requests"})
+    BOOST_TEST(contains(text, line), line);
+  BOOST_TEST(contains(text, "dynamo_frontend_request_duration_seconds_bucket{model=\"m\",le=\"510\"}"));
+  BOOST_TEST(m->time_to_first_token->bounds().size() == 18u);
+  BOOST_TEST(m->inter_token_latency->bounds().back() == 2.0);
+  BOOST_TEST(m->cached_tokens->bounds() == m->input_sequence_tokens->bounds());
+}
+
+BOOST_AUTO_TEST_CASE(prefix_is_configurable_and_validated) {
+  registry other;
+  frontend_metrics_config cfg;
+  cfg.prefix = "nv_llm_http_service";
+  auto ok = frontend_metrics::create(other, cfg);
+  BOOST_REQUIRE(ok);
+  BOOST_TEST((*ok)->requests_total->name() == "nv_llm_http_service_requests_total");
+  registry third;
+  cfg.prefix = "bad prefix";
+  BOOST_TEST(!frontend_metrics::create(third, cfg));
+}
+
+BOOST_AUTO_TEST_CASE(successful_stream_records_ttft_itl_and_tokens) {
+  {
+    request_recorder r{*m, "m", endpoint_label::chat_completions, request_type::stream, t0};
+    BOOST_TEST(m->inflight_requests->with({"m"}).value() == 1.0);
+    BOOST_TEST(m->queued_requests->with({"m"}).value() == 1.0);
+    r.observe_prompt(60);
+    r.observe_prompt(999); // only once
+    r.observe_cached(16);
+    r.observe_tokens(0, t0 + 1ms); // empty chunk: nothing
+    r.observe_tokens(1, t0 + 20ms); // TTFT 0.02 s
+    BOOST_TEST(m->queued_requests->with({"m"}).value() == 0.0);
+    r.observe_tokens(4, t0 + 60ms); // 40 ms gap over 4 tokens -> 4 x 0.01 s
+    r.mark_ok();
+    r.finish(t0 + 3s);
+  }
+  BOOST_TEST(m->inflight_requests->with({"m"}).value() == 0.0);
+  BOOST_TEST(requests("m", "chat_completions", "stream", "success", "") == 1.0);
+  BOOST_TEST(m->output_tokens_total->with({"m"}).value() == 5.0);
+
+  auto ttft = m->time_to_first_token->with({"m"}).read();
+  BOOST_TEST(ttft.count == 1u);
+  BOOST_TEST(ttft.sum == 0.02, boost::test_tools::tolerance(1e-12));
+  auto itl = m->inter_token_latency->with({"m"}).read();
+  BOOST_TEST(itl.count == 4u);
+  BOOST_TEST(itl.sum == 0.04, boost::test_tools::tolerance(1e-12));
+  // Bounds 0, 0.0019, 0.0035, 0.0067, 0.013: 0.01 s lands in le=0.013 (index 4).
+  BOOST_TEST(itl.cumulative[3] == 0u);
+  BOOST_TEST(itl.cumulative[4] == 4u);
+  auto isl = m->input_sequence_tokens->with({"m"}).read();
+  BOOST_TEST(isl.count == 1u);
+  BOOST_TEST(isl.sum == 60.0);
+  BOOST_TEST(m->cached_tokens->with({"m"}).read().sum == 16.0);
+  auto osl = m->output_sequence_tokens->with({"m"}).read();
+  BOOST_TEST(osl.count == 1u);
+  BOOST_TEST(osl.sum == 5.0);
+  auto dur = m->request_duration->with({"m"}).read();
+  BOOST_TEST(dur.sum == 3.0);
+}
+
+BOOST_AUTO_TEST_CASE(unmarked_request_counts_as_internal_error_without_output_length) {
+  { request_recorder r{*m, "m", endpoint_label::completions, request_type::unary, t0}; }
+  BOOST_TEST(requests("m", "completions", "unary", "error", "internal") == 1.0);
+  BOOST_TEST(m->queued_requests->with({"m"}).value() == 0.0);
+  BOOST_TEST(m->output_sequence_tokens->with({"m"}).read().count == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(disconnect_counts_client_and_cancelled_error) {
+  {
+    request_recorder r{*m, "m", endpoint_label::completions, request_type::stream, t0};
+    r.mark_disconnected();
+    r.finish(t0 + 1s);
+    r.finish(t0 + 2s); // idempotent
+  }
+  BOOST_TEST(m->disconnected_clients->get().value() == 1.0);
+  BOOST_TEST(requests("m", "completions", "stream", "error", "cancelled") == 1.0);
+  BOOST_TEST(m->request_duration->with({"m"}).read().count == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(error_codes_map_to_dynamo_error_types) {
+  BOOST_TEST(to_string(error_type_of(errc::invalid_argument)) == "validation");
+  BOOST_TEST(to_string(error_type_of(errc::not_found)) == "not_found");
+  BOOST_TEST(to_string(error_type_of(errc::overloaded)) == "overload");
+  BOOST_TEST(to_string(error_type_of(errc::no_workers)) == "overload");
+  BOOST_TEST(to_string(error_type_of(errc::cancelled)) == "cancelled");
+  BOOST_TEST(to_string(error_type_of(errc::timeout)) == "response_timeout");
+  BOOST_TEST(to_string(error_type_of(errc::unsupported)) == "not_implemented");
+  BOOST_TEST(to_string(error_type_of(errc::internal)) == "internal");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,232 @@
+#include "runtime/openai/request.hpp"
+
+#include "tests/runtime/openai/test_util.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+using namespace dynamo;
+using namespace dynamo::openai;
+using dynamo::openai::test::check_error;
+
+namespace {
+
+const std::string msgs = R"("messages":[{"role":"user","content":"hi"}])";
+
+expected<chat_request> chat(const std::string& extra) {
+  return parse_chat_request(R"({"model":"m",)" + msgs + (extra.empty() ? "" : "," + extra) + "}");
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(chat_request_parsing)
+
+BOOST_AUTO_TEST_CASE(minimal_request_gets_defaults) {
+  auto r = chat("");
+  BOOST_REQUIRE(r);
+  BOOST_TEST(r->model == "m");
+  BOOST_REQUIRE_EQUAL(r->messages.size(), 1u);
+  BOOST_TEST(r->messages[0].role == "user");
+  BOOST_TEST(r->messages[0].content == "hi");
+  BOOST_TEST(!r->params.max_tokens);
+  BOOST_TEST(!r->params.temperature);
+  BOOST_TEST(!r->params.stream);
+  BOOST_TEST(!r->params.include_usage);
+  BOOST_TEST(r->params.stop.empty());
+}
+
+BOOST_AUTO_TEST_CASE(reads_every_implemented_field) {
+  auto r = chat(R"("max_tokens":7,"min_tokens":2,"temperature":0.5,"top_p":0.9,"top_k":40,
+                   "seed":-1,"stop":["a","b"],"n":1,"stream":true,
+                   "stream_options":{"include_usage":true},"ignore_eos":true,"user":"u1")");
+  BOOST_REQUIRE(r);
+  const auto& p = r->params;
+  BOOST_TEST(*p.max_tokens == 7u);
+  BOOST_TEST(*p.min_tokens == 2u);
+  BOOST_TEST(*p.temperature == 0.5f);
+  BOOST_TEST(*p.top_p == 0.9f);
+  BOOST_TEST(*p.top_k == 40);
+  BOOST_TEST(*p.seed == UINT64_MAX); // -1 as two's complement
+  BOOST_TEST(p.stop == (std::vector<std::string>{"a", "b"}));
+  BOOST_TEST(p.stream);
+  BOOST_TEST(p.include_usage);
+  BOOST_TEST(p.ignore_eos);
+  BOOST_TEST(*p.user == "u1");
+}
+
+BOOST_AUTO_TEST_CASE(max_completion_tokens_wins_over_max_tokens) {
+  auto r = chat(R"("max_tokens":100,"max_completion_tokens":5)");
+  BOOST_REQUIRE(r);
+  BOOST_TEST(*r->params.max_tokens == 5u);
+}
+
+BOOST_AUTO_TEST_CASE(null_means_not_given_and_unknown_fields_are_ignored) {
+  auto r = chat(R"("temperature":null,"stop":null,"nvext":{"x":1},"metadata":{"a":"b"})");
+  BOOST_REQUIRE(r);
+  BOOST_TEST(!r->params.temperature);
+}
+
+BOOST_AUTO_TEST_CASE(stop_may_be_a_single_string) {
+  auto r = chat(R"("stop":"END")");
+  BOOST_REQUIRE(r);
+  BOOST_TEST(r->params.stop == std::vector<std::string>{"END"});
+}
+
+BOOST_AUTO_TEST_CASE(content_parts_are_joined_with_newlines) {
+  auto r = parse_chat_request(R"({"model":"m","messages":[
+      {"role":"system","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},
+      {"role":"assistant","content":null},{"role":"developer","content":"d"}]})");
+  BOOST_REQUIRE(r);
+  BOOST_TEST(r->messages[0].content == "a\nb");
+  BOOST_TEST(r->messages[1].content == "");
+  BOOST_TEST(r->messages[2].role == "developer");
+}
+
+BOOST_AUTO_TEST_CASE(malformed_json_is_400_invalid_json) {
+  auto r = parse_chat_request("{\"model\": ");
+  check_error(r, 400, "", "invalid_json");
+  BOOST_TEST(test::failure(r).type == "invalid_request_error");
+  check_error(parse_chat_request(""), 400, "", "invalid_json");
+}
+
+BOOST_AUTO_TEST_CASE(deep_nesting_is_rejected_before_parsing) {
+  std::string deep = R"({"model":"m","x":)" + std::string(200, '[') + std::string(200, ']') + "}";
+  check_error(parse_chat_request(deep), 400, "", "invalid_json");
+  // Brackets inside strings do not count.
+  auto ok = chat(R"("user":")" + std::string(200, '[') + "\"");
+  BOOST_TEST(test::ok(ok));
+}
+
+BOOST_AUTO_TEST_CASE(body_must_be_an_object) {
+  check_error(parse_chat_request("[1,2]"), 400, "", "invalid_type");
+}
+
+BOOST_AUTO_TEST_CASE(model_is_required_non_empty_string) {
+  check_error(parse_chat_request("{" + msgs + "}"), 400, "model", "missing_required_parameter");
+  check_error(parse_chat_request(R"({"model":"",)" + msgs + "}"), 400, "model", "invalid_value");
+  check_error(parse_chat_request(R"({"model":5,)" + msgs + "}"), 400, "model", "invalid_type");
+}
+
+BOOST_AUTO_TEST_CASE(messages_must_be_a_non_empty_array_of_valid_messages) {
+  check_error(parse_chat_request(R"({"model":"m"})"), 400, "messages",
+              "missing_required_parameter");
+  check_error(parse_chat_request(R"({"model":"m","messages":[]})"), 400, "messages",
+              "invalid_value");
+  check_error(parse_chat_request(R"({"model":"m","messages":"hi"})"), 400, "messages",
+              "invalid_type");
+  check_error(parse_chat_request(R"({"model":"m","messages":[1]})"), 400, "messages[0]",
+              "invalid_type");
+  check_error(parse_chat_request(R"({"model":"m","messages":[{"content":"x"}]})"), 400,
+              "messages[0].role", "missing_required_parameter");
+  check_error(parse_chat_request(R"({"model":"m","messages":[{"role":"bot","content":"x"}]})"),
+              400, "messages[0].role", "invalid_value");
+  check_error(parse_chat_request(R"({"model":"m","messages":[{"role":"user","content":"x"},
+              {"role":"user"}]})"), 400, "messages[1].content", "missing_required_parameter");
+  check_error(parse_chat_request(R"({"model":"m","messages":[{"role":"user","content":7}]})"),
+              400, "messages[0].content", "invalid_type");
+}
+
+BOOST_AUTO_TEST_CASE(non_text_content_parts_are_unsupported) {
+  auto r = parse_chat_request(R"({"model":"m","messages":[{"role":"user","content":[
+      {"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}}]}]})");
+  check_error(r, 400, "messages[0].content[1].type", "unsupported_value");
+  check_error(parse_chat_request(R"({"model":"m","messages":[{"role":"user","content":[
+      {"type":"text"}]}]})"), 400, "messages[0].content[0].text", "missing_required_parameter");
+  check_error(parse_chat_request(R"({"model":"m","messages":[{"role":"user","content":[
+      {"text":"x"}]}]})"), 400, "messages[0].content[0].type", "missing_required_parameter");
+}
+
+BOOST_AUTO_TEST_CASE(tool_calls_in_messages_are_unsupported) {
+  check_error(parse_chat_request(R"({"model":"m","messages":[{"role":"assistant","content":null,
+      "tool_calls":[{"id":"1"}]}]})"), 400, "messages[0].tool_calls", "unsupported_value");
+}
+
+BOOST_AUTO_TEST_CASE(temperature_is_between_0_and_2) {
+  BOOST_TEST(test::ok(chat(R"("temperature":0)")));
+  BOOST_TEST(test::ok(chat(R"("temperature":2)")));
+  check_error(chat(R"("temperature":2.01)"), 400, "temperature", "invalid_value");
+  check_error(chat(R"("temperature":-0.1)"), 400, "temperature", "invalid_value");
+  check_error(chat(R"("temperature":"hot")"), 400, "temperature", "invalid_type");
+}
+
+BOOST_AUTO_TEST_CASE(top_p_is_between_0_and_1) {
+  BOOST_TEST(test::ok(chat(R"("top_p":1)")));
+  check_error(chat(R"("top_p":1.5)"), 400, "top_p", "invalid_value");
+  check_error(chat(R"("top_p":-1)"), 400, "top_p", "invalid_value");
+}
+
+BOOST_AUTO_TEST_CASE(top_k_is_minus_one_or_at_least_one) {
+  BOOST_TEST(*chat(R"("top_k":-1)")->params.top_k == -1);
+  BOOST_TEST(*chat(R"("top_k":1)")->params.top_k == 1);
+  check_error(chat(R"("top_k":0)"), 400, "top_k", "invalid_value");
+  check_error(chat(R"("top_k":-2)"), 400, "top_k", "invalid_value");
+  check_error(chat(R"("top_k":1.5)"), 400, "top_k", "invalid_type");
+}
+
+BOOST_AUTO_TEST_CASE(max_and_min_tokens_are_checked) {
+  check_error(chat(R"("max_tokens":0)"), 400, "max_tokens", "invalid_value");
+  check_error(chat(R"("max_tokens":-5)"), 400, "max_tokens", "invalid_value");
+  check_error(chat(R"("max_tokens":4294967296)"), 400, "max_tokens", "invalid_value");
+  check_error(chat(R"("max_tokens":18446744073709551615)"), 400, "max_tokens", "invalid_value");
+  check_error(chat(R"("max_tokens":10.0)"), 400, "max_tokens", "invalid_type");
+  check_error(chat(R"("max_completion_tokens":0)"), 400, "max_completion_tokens", "invalid_value");
+  check_error(chat(R"("min_tokens":-1)"), 400, "min_tokens", "invalid_value");
+  check_error(chat(R"("max_tokens":3,"min_tokens":4)"), 400, "min_tokens", "invalid_value");
+  BOOST_TEST(test::ok(chat(R"("max_tokens":4,"min_tokens":4)")));
+}
+
+BOOST_AUTO_TEST_CASE(n_above_one_is_unsupported_and_out_of_range_is_invalid) {
+  BOOST_TEST(test::ok(chat(R"("n":1)")));
+  auto r = chat(R"("n":2)");
+  check_error(r, 400, "n", "unsupported_value");
+  BOOST_TEST(to_string(code_of(r.error())) == "unsupported");
+  check_error(chat(R"("n":0)"), 400, "n", "invalid_value");
+  check_error(chat(R"("n":129)"), 400, "n", "invalid_value");
+}
+
+BOOST_AUTO_TEST_CASE(stop_allows_at_most_32_strings) {
+  std::string ok = "\"stop\":[";
+  for (int i = 0; i < 32; ++i)
+    ok += (i ? ",\"s" : "\"s") + std::to_string(i) + "\"";
+  BOOST_TEST(test::ok(chat(ok + "]")));
+  check_error(chat(ok + ",\"x\"]"), 400, "stop", "invalid_value");
+  check_error(chat(R"("stop":["a",1])"), 400, "stop[1]", "invalid_type");
+  check_error(chat(R"("stop":{"a":1})"), 400, "stop", "invalid_type");
+}
+
+BOOST_AUTO_TEST_CASE(stream_options_need_stream_true) {
+  check_error(chat(R"("stream_options":{"include_usage":true})"), 400, "stream_options",
+              "invalid_value");
+  check_error(chat(R"("stream":true,"stream_options":{"include_usage":1})"), 400,
+              "stream_options.include_usage", "invalid_type");
+  check_error(chat(R"("stream":"yes")"), 400, "stream", "invalid_type");
+  auto r = chat(R"("stream":true,"stream_options":{})");
+  BOOST_REQUIRE(r);
+  BOOST_TEST(!r->params.include_usage);
+}
+
+BOOST_AUTO_TEST_CASE(empty_user_is_rejected) {
+  check_error(chat(R"("user":"")"), 400, "user", "invalid_value");
+  check_error(chat(R"("ignore_eos":"no")"), 400, "ignore_eos", "invalid_type");
+}
+
+BOOST_AUTO_TEST_CASE(unimplemented_fields_are_accepted_only_at_neutral_values) {
+  BOOST_TEST(test::ok(chat(R"("frequency_penalty":0,"presence_penalty":0,"repetition_penalty":1,
+                     "min_p":0,"logit_bias":{},"logprobs":false,"top_logprobs":0,"tools":[],
+                     "tool_choice":"none","response_format":{"type":"text"},
+                     "parallel_tool_calls":true)")));
+  check_error(chat(R"("frequency_penalty":0.5)"), 400, "frequency_penalty", "unsupported_value");
+  check_error(chat(R"("frequency_penalty":3)"), 400, "frequency_penalty", "invalid_value");
+  check_error(chat(R"("presence_penalty":-1)"), 400, "presence_penalty", "unsupported_value");
+  check_error(chat(R"("repetition_penalty":1.1)"), 400, "repetition_penalty", "unsupported_value");
+  check_error(chat(R"("repetition_penalty":2.5)"), 400, "repetition_penalty", "invalid_value");
+  check_error(chat(R"("min_p":0.1)"), 400, "min_p", "unsupported_value");
+  check_error(chat(R"("logit_bias":{"50256":-100})"), 400, "logit_bias", "unsupported_value");
+  check_error(chat(R"("logprobs":true)"), 400, "logprobs", "unsupported_value");
+  check_error(chat(R"("top_logprobs":21)"), 400, "top_logprobs", "invalid_value");
+  check_error(chat(R"("tools":[{"type":"function"}])"), 400, "tools", "unsupported_value");
+  check_error(chat(R"("tool_choice":"required")"), 400, "tool_choice", "unsupported_value");
+  check_error(chat(R"("response_format":{"type":"json_object"})"), 400, "response_format.type",
+              "unsupported_value");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
