@@ -78,7 +78,7 @@ void run_task(const plan& p, uint32_t task) {
     const uint32_t end = std::min(g1, p.first[j + 1]);
     const weight_matrix& w = p.a->weights[j];
     const uint32_t r0 = g0 - p.first[j], r1 = end - p.first[j];
-    if (integer_path(w.type)) {
+    if (integer_path(w.type) && !p.a->fp32_activations) {
       rows_integer(p, w, r0, r1, p.first[j]);
     } else {
       rows_float(p, w, r0, r1, p.first[j]);
@@ -112,7 +112,7 @@ void matmul(const matmul_args& a) {
   p.first[0] = 0;
   for (size_t j = 0; j < n_weights; ++j) {
     p.first[j + 1] = p.first[j] + a.weights[j].n;
-    any_integer = any_integer || integer_path(a.weights[j].type);
+    any_integer = any_integer || (integer_path(a.weights[j].type) && !a.fp32_activations);
   }
   p.rows = p.first[n_weights];
 
