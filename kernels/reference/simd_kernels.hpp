@@ -38,12 +38,8 @@ struct kernel_table {
   void (*quantize_act)(const float* x, block_q8_act* y, uint32_t nb);
   /// sum a[i]*b[i], i < n.
   float (*dot_f32)(const float* a, const float* b, uint32_t n);
-  /// sum a[i]*fp16(b[i]), i < n.
-  float (*dot_f16)(const float* a, const uint16_t* b, uint32_t n);
   /// y[i] += a * x[i].
   void (*axpy_f32)(float a, const float* x, float* y, uint32_t n);
-  /// y[i] += a * fp16(x[i]).
-  void (*axpy_f16)(float a, const uint16_t* x, float* y, uint32_t n);
   /// y[i] = fp16(x[i]), round to nearest even.
   void (*store_f16)(const float* x, uint16_t* y, uint32_t n);
   /// y[i] = float(x[i]) (exact).

@@ -81,18 +81,8 @@ float dot_f32(const float* a, const float* b, uint32_t n) {
   return acc;
 }
 
-float dot_f16(const float* a, const uint16_t* b, uint32_t n) {
-  float acc = 0.0f;
-  for (uint32_t i = 0; i < n; ++i) acc += a[i] * fp16_to_fp32(b[i]);
-  return acc;
-}
-
 void axpy_f32(float a, const float* x, float* y, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i) y[i] += a * x[i];
-}
-
-void axpy_f16(float a, const uint16_t* x, float* y, uint32_t n) {
-  for (uint32_t i = 0; i < n; ++i) y[i] += a * fp16_to_fp32(x[i]);
 }
 
 void store_f16(const float* x, uint16_t* y, uint32_t n) {
@@ -115,7 +105,7 @@ void dot_rows(const void* w, size_t row_bytes, uint32_t n_rows, const block_q8_a
 }
 
 constexpr kernel_table table{dot_rows<dot_q4_0>, dot_rows<dot_q4_1>, dot_rows<dot_q8_0>, quantize_act, dot_f32,
-                             dot_f16,  axpy_f32, axpy_f16, store_f16, load_f16};
+                             axpy_f32, store_f16, load_f16};
 
 } // namespace
 
