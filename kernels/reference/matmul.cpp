@@ -17,6 +17,10 @@ using detail::max_dot_tokens;
 /// quantized activations stay in L1 while the chunk's rows are streamed.
 constexpr uint32_t token_tile = 16;
 
+/// Rows per kernel call: enough to amortise the call, few enough that the
+/// rows stay in L1 while the token groups of a tile pass over them.
+constexpr uint32_t row_run = 8;
+
 [[nodiscard]] bool integer_path(weight_type t) noexcept {
   return t == weight_type::q4_0 || t == weight_type::q4_1 || t == weight_type::q8_0;
 }
@@ -38,17 +42,18 @@ void rows_integer(const plan& p, const weight_matrix& w, uint32_t r0, uint32_t r
   const detail::dot_q_fn dot = w.type == weight_type::q4_0   ? p.kt->dot_q4_0
                                : w.type == weight_type::q4_1 ? p.kt->dot_q4_1
                                                              : p.kt->dot_q8_0;
+  const size_t rb = row_bytes(w.type, w.k);
   const block_q8_act* xs[max_dot_tokens];
-  float out[max_dot_tokens];
   for (uint32_t t0 = 0; t0 < a.n_tokens; t0 += token_tile) {
     const uint32_t t1 = std::min(a.n_tokens, t0 + token_tile);
-    for (uint32_t r = r0; r < r1; ++r) {
-      const void* row = w.row(r);
+    // Within a token tile: rows outer (each row stays in L1 across tokens),
+    // groups of up to 4 tokens inner, one kernel call per (row run, group).
+    for (uint32_t r = r0; r < r1; r += row_run) {
+      const uint32_t nr = std::min(row_run, r1 - r);
       for (uint32_t t = t0; t < t1; t += max_dot_tokens) {
         const uint32_t nt = std::min(max_dot_tokens, t1 - t);
         for (uint32_t i = 0; i < nt; ++i) xs[i] = p.xq + static_cast<size_t>(t + i) * p.nb;
-        dot(row, xs, nt, p.nb, out);
-        for (uint32_t i = 0; i < nt; ++i) a.y[(t + i) * a.y_stride + col0 + r] = out[i];
+        dot(w.row(r), rb, nr, xs, nt, p.nb, a.y + t * a.y_stride + col0 + r, a.y_stride);
       }
     }
   }
@@ -78,7 +83,7 @@ void run_task(const plan& p, uint32_t task) {
     const uint32_t end = std::min(g1, p.first[j + 1]);
     const weight_matrix& w = p.a->weights[j];
     const uint32_t r0 = g0 - p.first[j], r1 = end - p.first[j];
-    if (integer_path(w.type)) {
+    if (integer_path(w.type) && !p.a->fp32_activations) {
       rows_integer(p, w, r0, r1, p.first[j]);
     } else {
       rows_float(p, w, r0, r1, p.first[j]);
@@ -112,7 +117,7 @@ void matmul(const matmul_args& a) {
   p.first[0] = 0;
   for (size_t j = 0; j < n_weights; ++j) {
     p.first[j + 1] = p.first[j] + a.weights[j].n;
-    any_integer = any_integer || integer_path(a.weights[j].type);
+    any_integer = any_integer || (integer_path(a.weights[j].type) && !a.fp32_activations);
   }
   p.rows = p.first[n_weights];
 

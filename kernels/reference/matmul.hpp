@@ -6,7 +6,8 @@
 // Q4_0, Q4_1 and Q8_0 take the integer path: activations are quantized once
 // per call to 32-value int8 blocks, then each weight block is dotted with
 // integer multiply-adds (AVX2 or VNNI when present, scalar otherwise). F32,
-// F16, BF16, Q4_K and Q6_K dot dequantized fp32 rows against fp32 activations.
+// F16, BF16, Q4_K and Q6_K (and every type with fp32_activations) dot
+// dequantized fp32 rows against fp32 activations.
 // For a given token, results do not depend on the other tokens in the call.
 #pragma once
 
@@ -36,6 +37,10 @@ struct matmul_args {
   size_t y_stride = 0;       ///< floats between token rows
   thread_pool* pool = nullptr;               ///< null: run on the caller only
   matmul_workspace* workspace = nullptr;     ///< null: allocate per call
+  /// Reference mode: Q4_0/Q4_1/Q8_0 rows are dequantized and dotted with the
+  /// fp32 activations too (no int8 rounding of activations). Several times
+  /// slower; for golden comparisons against float implementations.
+  bool fp32_activations = false;
 };
 
 void matmul(const matmul_args& args);

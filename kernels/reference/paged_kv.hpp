@@ -1,8 +1,9 @@
 // How one layer's K and V live in a paged KV cache, as the kv_store and
 // paged_attention ops see it. A plain view; the cache (runtime/model/kv_cache)
 // owns the memory. Within one block and layer, K (and V) is
-//   [block_size][n_kv_head][head_dim]   contiguous, row-major,
-// and block b of the layer starts `block_stride` elements after block 0.
+//   [n_kv_head][block_size][head_dim]   contiguous, row-major
+// (one KV head's positions are contiguous: attention streams them), and
+// block b of the layer starts `block_stride` elements after block 0.
 #pragma once
 
 #include <cstddef>
@@ -25,7 +26,7 @@ struct paged_kv_view {
 
   /// Element offset of (block, slot in block, kv head) from k or v.
   [[nodiscard]] size_t offset(uint32_t block, uint32_t slot, uint32_t head) const noexcept {
-    return block * block_stride + (static_cast<size_t>(slot) * n_kv_head + head) * head_dim;
+    return block * block_stride + (static_cast<size_t>(head) * block_size + slot) * head_dim;
   }
 };
 

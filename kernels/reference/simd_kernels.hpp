@@ -4,6 +4,7 @@
 // ops (matmul, paged_attention) call through active_kernels(). Pure functions.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace dynamo::kernels::ref::detail {
@@ -21,10 +22,13 @@ static_assert(sizeof(block_q8_act) == 40);
 /// unpacked once and reused).
 inline constexpr uint32_t max_dot_tokens = 4;
 
-/// out[t] = dot(weight row `w` of `nb` blocks, x[t][0..nb)), t < nt <= 4.
-/// For a fixed token, the arithmetic does not depend on nt (batch-invariant).
-using dot_q_fn = void (*)(const void* w, const block_q8_act* const* x, uint32_t nt, uint32_t nb,
-                          float* out);
+/// For rows r < n_rows of a weight matrix (row r at w + r * row_bytes, nb
+/// blocks each) and tokens t < nt <= 4 (activation blocks x[t][0..nb)):
+///   y[t * y_stride + r] = dot(row r, x[t]).
+/// For a fixed (row, token), the arithmetic does not depend on nt or n_rows
+/// (batch-invariant).
+using dot_q_fn = void (*)(const void* w, size_t row_bytes, uint32_t n_rows, const block_q8_act* const* x,
+                          uint32_t nt, uint32_t nb, float* y, size_t y_stride);
 
 struct kernel_table {
   dot_q_fn dot_q4_0;
@@ -34,14 +38,12 @@ struct kernel_table {
   void (*quantize_act)(const float* x, block_q8_act* y, uint32_t nb);
   /// sum a[i]*b[i], i < n.
   float (*dot_f32)(const float* a, const float* b, uint32_t n);
-  /// sum a[i]*fp16(b[i]), i < n.
-  float (*dot_f16)(const float* a, const uint16_t* b, uint32_t n);
   /// y[i] += a * x[i].
   void (*axpy_f32)(float a, const float* x, float* y, uint32_t n);
-  /// y[i] += a * fp16(x[i]).
-  void (*axpy_f16)(float a, const uint16_t* x, float* y, uint32_t n);
   /// y[i] = fp16(x[i]), round to nearest even.
   void (*store_f16)(const float* x, uint16_t* y, uint32_t n);
+  /// y[i] = float(x[i]) (exact).
+  void (*load_f16)(const uint16_t* x, float* y, uint32_t n);
 };
 
 [[nodiscard]] const kernel_table& scalar_kernels() noexcept;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 
 namespace dynamo::kernels::ref::detail {
 namespace {
@@ -80,26 +81,31 @@ float dot_f32(const float* a, const float* b, uint32_t n) {
   return acc;
 }
 
-float dot_f16(const float* a, const uint16_t* b, uint32_t n) {
-  float acc = 0.0f;
-  for (uint32_t i = 0; i < n; ++i) acc += a[i] * fp16_to_fp32(b[i]);
-  return acc;
-}
-
 void axpy_f32(float a, const float* x, float* y, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i) y[i] += a * x[i];
-}
-
-void axpy_f16(float a, const uint16_t* x, float* y, uint32_t n) {
-  for (uint32_t i = 0; i < n; ++i) y[i] += a * fp16_to_fp32(x[i]);
 }
 
 void store_f16(const float* x, uint16_t* y, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(x[i]);
 }
 
-constexpr kernel_table table{dot_q4_0, dot_q4_1, dot_q8_0, quantize_act, dot_f32,
-                             dot_f16,  axpy_f32, axpy_f16, store_f16};
+void load_f16(const uint16_t* x, float* y, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) y[i] = fp16_to_fp32(x[i]);
+}
+
+/// The row loop around a one-row kernel.
+template <void (*Dot)(const void*, const block_q8_act* const*, uint32_t, uint32_t, float*)>
+void dot_rows(const void* w, size_t row_bytes, uint32_t n_rows, const block_q8_act* const* x, uint32_t nt,
+              uint32_t nb, float* y, size_t y_stride) {
+  float out[max_dot_tokens];
+  for (uint32_t r = 0; r < n_rows; ++r) {
+    Dot(static_cast<const std::byte*>(w) + r * row_bytes, x, nt, nb, out);
+    for (uint32_t t = 0; t < nt; ++t) y[t * y_stride + r] = out[t];
+  }
+}
+
+constexpr kernel_table table{dot_rows<dot_q4_0>, dot_rows<dot_q4_1>, dot_rows<dot_q8_0>, quantize_act, dot_f32,
+                             axpy_f32, store_f16, load_f16};
 
 } // namespace
 

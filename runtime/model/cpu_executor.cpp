@@ -5,8 +5,9 @@
 namespace dynamo::model {
 
 cpu_executor::cpu_executor(std::shared_ptr<const llama_model> model, std::unique_ptr<kernels::ref::thread_pool> pool,
-                           std::unique_ptr<kv_cache> cache, uint64_t process_seed)
-    : pool_(std::move(pool)), cache_(std::move(cache)), forward_(std::move(model), *pool_), sampler_(process_seed) {}
+                           std::unique_ptr<kv_cache> cache, uint64_t process_seed, forward_options options)
+    : pool_(std::move(pool)), cache_(std::move(cache)), forward_(std::move(model), *pool_, options),
+      sampler_(process_seed) {}
 
 expected<std::unique_ptr<cpu_executor>> cpu_executor::create(const cpu_executor_config& config) {
   auto model = llama_model::load(config.model_path);
@@ -29,7 +30,8 @@ expected<std::unique_ptr<cpu_executor>> cpu_executor::create(std::shared_ptr<con
   const uint64_t seed = config.process_seed ? *config.process_seed : (uint64_t(std::random_device{}()) << 32) ^
                                                                           std::random_device{}();
   auto pool = std::make_unique<kernels::ref::thread_pool>(config.threads);
-  return std::unique_ptr<cpu_executor>(new cpu_executor(std::move(model), std::move(pool), std::move(*cache), seed));
+  return std::unique_ptr<cpu_executor>(new cpu_executor(std::move(model), std::move(pool), std::move(*cache), seed,
+                                                          forward_options{config.fp32_activations}));
 }
 
 expected<engine::batch_result> cpu_executor::execute(const engine::batch& b) {

@@ -29,6 +29,7 @@ struct cpu_executor_config {
   kv_dtype kv_type = kv_dtype::f16;     ///< KV storage precision
   unsigned threads = 0;                 ///< compute threads incl. the caller; 0 = hardware threads
   std::optional<uint64_t> process_seed; ///< seed for unseeded requests; random when empty
+  bool fp32_activations = false;        ///< reference mode (see forward_options); slower
 };
 
 class cpu_executor final : public engine::executor {
@@ -52,7 +53,7 @@ public:
 
 private:
   cpu_executor(std::shared_ptr<const llama_model> model, std::unique_ptr<kernels::ref::thread_pool> pool,
-               std::unique_ptr<kv_cache> cache, uint64_t process_seed);
+               std::unique_ptr<kv_cache> cache, uint64_t process_seed, forward_options options);
 
   std::unique_ptr<kernels::ref::thread_pool> pool_;
   std::unique_ptr<kv_cache> cache_;

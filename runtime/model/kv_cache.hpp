@@ -3,7 +3,7 @@
 // decides which block ids a sequence uses; this class only owns the bytes.
 // Layout (one contiguous allocation, row-major):
 //
-//   [num_blocks][n_layer][2 (K, V)][block_size][n_kv_head][head_dim]
+//   [num_blocks][n_layer][2 (K, V)][n_kv_head][block_size][head_dim]
 //
 // so one block of one sequence is a single contiguous span of block_bytes()
 // (what a KV transfer between workers moves). Owned by one executor; not

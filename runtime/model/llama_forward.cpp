@@ -21,8 +21,9 @@ caf::error bad_entry(const engine::batch_entry& e, const std::string& what) {
 
 } // namespace
 
-llama_forward::llama_forward(std::shared_ptr<const llama_model> model, kr::thread_pool& pool)
-    : model_(std::move(model)), pool_(pool) {
+llama_forward::llama_forward(std::shared_ptr<const llama_model> model, kr::thread_pool& pool,
+                             forward_options options)
+    : model_(std::move(model)), pool_(pool), options_(options) {
   const llama_config& c = model_->config();
   rope_ = kr::make_rope_table(c.rot_dim, c.context_length, c.rope_base);
 }
@@ -101,6 +102,11 @@ void llama_forward::prepare(const engine::batch& b, uint32_t block_size) {
   fit(logits_, sample_tokens_.size() * c.n_vocab);
 }
 
+void llama_forward::matmul(const float* x, size_t x_stride, uint32_t n_tokens, std::span<const weight_matrix> w,
+                           float* y, size_t y_stride) {
+  kr::matmul({x, x_stride, n_tokens, w, y, y_stride, &pool_, &workspace_, options_.fp32_activations});
+}
+
 template <class Fn>
 void llama_forward::for_token_chunks(Fn&& fn) {
   constexpr uint32_t chunk = 8;
@@ -119,7 +125,7 @@ void llama_forward::run_layer(uint32_t l, kv_cache& cache) {
   const float* residual = l == 0 ? nullptr : tmp_.data();
   kr::rms_norm({x_.data(), E, residual, E, w.attn_norm.data(), h_.data(), E, T, E, c.rms_eps});
   const weight_matrix qkv_w[] = {w.wq, w.wk, w.wv};
-  kr::matmul({h_.data(), E, T, qkv_w, qkv_.data(), QKV, &pool_, &workspace_});
+  matmul(h_.data(), E, T, qkv_w, qkv_.data(), QKV);
   for_token_chunks([&](uint32_t t0, uint32_t t1) {
     float* q = qkv_.data() + size_t(t0) * QKV;
     kr::rope({q, QKV, t1 - t0, c.n_head, c.head_dim, positions_.data() + t0, &rope_, c.rope});
@@ -128,16 +134,16 @@ void llama_forward::run_layer(uint32_t l, kv_cache& cache) {
   kr::kv_store({qkv_.data() + QD, QKV, qkv_.data() + QD + KVD, QKV, slots_.data(), T, kv});
   kr::paged_attention({qkv_.data(), QKV, attn_.data(), QD, c.n_head, 1.0f / std::sqrt(float(c.head_dim)), seqs_,
                        kv, &pool_});
-  kr::matmul({attn_.data(), QD, T, {&w.wo, 1}, tmp_.data(), E, &pool_, &workspace_});
+  matmul(attn_.data(), QD, T, {&w.wo, 1}, tmp_.data(), E);
 
   kr::rms_norm({x_.data(), E, tmp_.data(), E, w.ffn_norm.data(), h_.data(), E, T, E, c.rms_eps});
   const weight_matrix gate_up[] = {w.w_gate, w.w_up};
-  kr::matmul({h_.data(), E, T, gate_up, gu_.data(), 2 * F, &pool_, &workspace_});
+  matmul(h_.data(), E, T, gate_up, gu_.data(), 2 * F);
   for_token_chunks([&](uint32_t t0, uint32_t t1) {
     const float* g = gu_.data() + size_t(t0) * 2 * F;
     kr::swiglu({g, g + F, 2 * size_t(F), act_.data() + size_t(t0) * F, F, t1 - t0, F});
   });
-  kr::matmul({act_.data(), F, T, {&w.w_down, 1}, tmp_.data(), E, &pool_, &workspace_});
+  matmul(act_.data(), F, T, {&w.w_down, 1}, tmp_.data(), E);
 }
 
 void llama_forward::run_head() {
@@ -151,7 +157,7 @@ void llama_forward::run_head() {
                   c.rms_eps});
   }
   const auto rows = static_cast<uint32_t>(sample_tokens_.size());
-  kr::matmul({hs_.data(), E, rows, {&w.output, 1}, logits_.data(), c.n_vocab, &pool_, &workspace_});
+  matmul(hs_.data(), E, rows, {&w.output, 1}, logits_.data(), c.n_vocab);
 }
 
 expected<forward_logits> llama_forward::run(const engine::batch& b, kv_cache& cache) {

@@ -33,9 +33,16 @@ struct forward_logits {
   [[nodiscard]] std::span<const float> row(size_t i) const noexcept { return data.subspan(i * n_vocab, n_vocab); }
 };
 
+struct forward_options {
+  /// Reference mode: no int8 rounding of activations before quantized
+  /// matmuls (see kernels::ref::matmul_args). Slower; for golden comparisons.
+  bool fp32_activations = false;
+};
+
 class llama_forward {
 public:
-  llama_forward(std::shared_ptr<const llama_model> model, kernels::ref::thread_pool& pool);
+  llama_forward(std::shared_ptr<const llama_model> model, kernels::ref::thread_pool& pool,
+                forward_options options = {});
 
   /// Checks a batch against the model and a cache shape without touching
   /// memory: token ids < n_vocab, positions within the context length, block
@@ -52,12 +59,15 @@ private:
   void prepare(const engine::batch& b, uint32_t block_size);
   void run_layer(uint32_t layer, kv_cache& cache);
   void run_head();
+  void matmul(const float* x, size_t x_stride, uint32_t n_tokens, std::span<const weight_matrix> w, float* y,
+              size_t y_stride);
   /// Splits [0, n_tokens) into chunks over the pool for the cheap per-token ops.
   template <class Fn>
   void for_token_chunks(Fn&& fn);
 
   std::shared_ptr<const llama_model> model_;
   kernels::ref::thread_pool& pool_;
+  forward_options options_;
   kernels::ref::rope_table rope_;
   kernels::ref::matmul_workspace workspace_;
 

@@ -86,6 +86,22 @@ BOOST_AUTO_TEST_CASE(every_type_and_path_matches_dequantize_then_float_matmul) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(fp32_activation_mode_is_exact_for_quantized_types) {
+  thread_pool pool(2);
+  const uint32_t k = 96, n = 11, n_tokens = 6;
+  for (const weight_type t : {weight_type::q4_0, weight_type::q4_1, weight_type::q8_0}) {
+    const test::owned_weight w(t, k, n, 21);
+    const auto x = test::random_floats(n_tokens * k, 22);
+    std::vector<double> want, bound;
+    naive(x, w, n_tokens, want, bound);
+    std::vector<float> y(n_tokens * n);
+    matmul_args a{x.data(), k, n_tokens, {&w.view, 1}, y.data(), n, &pool, nullptr};
+    a.fp32_activations = true;
+    matmul(a);
+    for (size_t i = 0; i < y.size(); ++i) BOOST_TEST_REQUIRE(std::fabs(y[i] - want[i]) <= 1e-5 * std::fabs(want[i]) + 1e-5);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_token_result_does_not_depend_on_the_rest_of_the_batch) {
   thread_pool pool(2);
   const uint32_t k = 256, n = 40, n_tokens = 7;

@@ -11,7 +11,7 @@ namespace test = dynamo::kernels::ref::test;
 
 namespace {
 
-/// A 2-layer paged cache laid out [block][layer][k|v][slot][kv_head][dim];
+/// A 2-layer paged cache laid out [block][layer][k|v][kv_head][slot][dim];
 /// the tests use layer 1 so that block_stride and the v offset matter.
 struct toy_cache {
   uint32_t num_blocks, block_size, n_kv, hd;

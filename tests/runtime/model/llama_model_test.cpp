@@ -137,7 +137,7 @@ BOOST_AUTO_TEST_CASE(layout_is_block_major_with_layers_then_k_and_v) {
   BOOST_TEST(static_cast<std::byte*>(v1.k) - base == std::ptrdiff_t(2 * per_kv));
   BOOST_TEST(v1.block_stride * 2 == s.block_bytes()); // elements of 2 bytes
   BOOST_TEST((*c)->block(2).data() - base == std::ptrdiff_t(2 * s.block_bytes()));
-  BOOST_TEST(v1.offset(2, 3, 1) == 2 * v1.block_stride + (3 * 2 + 1) * 8);
+  BOOST_TEST(v1.offset(2, 3, 1) == 2 * v1.block_stride + (1 * 4 + 3) * 8); // head 1, slot 3
 }
 
 BOOST_AUTO_TEST_CASE(budget_gives_whole_blocks_and_zero_dimensions_are_rejected) {

@@ -56,8 +56,8 @@ struct harness {
   llama_forward fwd;
 
   harness(std::shared_ptr<const llama_model> m, uint32_t num_blocks, uint32_t block_size = 4,
-          kv_dtype dtype = kv_dtype::f32, unsigned threads = 2)
-      : model(m), pool(threads), fwd(m, pool) {
+          kv_dtype dtype = kv_dtype::f32, unsigned threads = 2, forward_options options = {})
+      : model(m), pool(threads), fwd(m, pool, options) {
     const auto& c = m->config();
     auto kc = kv_cache::create({num_blocks, block_size, c.n_layer, c.n_kv_head, c.head_dim, dtype});
     BOOST_REQUIRE(kc);
