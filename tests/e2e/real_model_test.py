@@ -5,7 +5,11 @@ with_server.py (DYNAMO_BASE_URL)."""
 import os
 import sys
 
-from openai import OpenAI
+try:
+    from openai import OpenAI
+except ImportError:
+    print("SKIP: the `openai` Python package is not installed")
+    sys.exit(77)
 
 base_url = os.environ["DYNAMO_BASE_URL"]
 client = OpenAI(base_url=base_url, api_key="not-needed", max_retries=0, timeout=300)

@@ -3,8 +3,11 @@
 command against it with DYNAMO_BASE_URL set, then stops the server with SIGTERM
 and checks it exits cleanly. Used by CTest for end-to-end tests.
 
-usage: with_server.py [--health-timeout S] -- SERVER ARGS... --- TEST ARGS...
-The literal {port} in server arguments is replaced by the chosen port.
+usage: with_server.py [--health-timeout S] [--needs-default-model] -- SERVER ARGS... --- TEST ARGS...
+--needs-default-model skips (exit 77) when the default model file is absent
+($DYNAMO_MODEL_PATH, else ~/.cache/dynamo/models/SmolLM2-135M-Instruct.Q4_1.gguf).
+The literal {port} in server arguments is replaced by the chosen port, and
+{url} in test arguments by http://127.0.0.1:PORT.
 """
 import os
 import signal
@@ -40,16 +43,27 @@ def wait_healthy(port: int, proc: subprocess.Popen, timeout: float) -> bool:
 def main() -> int:
     args = sys.argv[1:]
     timeout = 120.0
-    if args and args[0] == "--health-timeout":
-        timeout = float(args[1])
-        args = args[2:]
+    while args and args[0] != "--":
+        if args[0] == "--health-timeout":
+            timeout = float(args[1])
+            args = args[2:]
+        elif args[0] == "--needs-default-model":
+            path = os.environ.get("DYNAMO_MODEL_PATH") or os.path.expanduser(
+                "~/.cache/dynamo/models/SmolLM2-135M-Instruct.Q4_1.gguf")
+            if not os.path.exists(path):
+                print(f"SKIP: default model not found at {path} (run scripts/setup.sh)")
+                return 77
+            args = args[1:]
+        else:
+            print(__doc__, file=sys.stderr)
+            return 2
     if not args or args[0] != "--" or "---" not in args:
         print(__doc__, file=sys.stderr)
         return 2
     sep = args.index("---")
     port = free_port()
     server = [a.replace("{port}", str(port)) for a in args[1:sep]]
-    test = args[sep + 1:]
+    test = [a.replace("{url}", f"http://127.0.0.1:{port}") for a in args[sep + 1:]]
     print("server:", " ".join(server), flush=True)
     proc = subprocess.Popen(server)
     try:
