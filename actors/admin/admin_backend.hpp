@@ -1,0 +1,49 @@
+// What a process exposes to the admin REST API (actors/admin/admin_service):
+// its supervision tree, the instances it sees on the discovery plane, and the
+// operations drain/undrain a worker and restart an actor. Each binary
+// implements it over its own pieces. Implementations must be thread-safe (the
+// admin HTTP server calls them from its I/O threads) and may block briefly.
+#pragma once
+
+#include "runtime/core/error.hpp"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace dynamo::admin {
+
+/// One supervised actor.
+struct actor_row {
+  std::string supervisor;  ///< the supervisor's name
+  std::string name;        ///< the child's name
+  std::string state;       ///< running | restarting | stopped | failed
+  uint32_t restarts = 0;
+  std::string last_reason; ///< why it last stopped ("" if never)
+};
+
+/// One instance seen on the discovery plane.
+struct instance_row {
+  std::string key;         ///< ns/component/endpoint/instance-hex
+  uint64_t instance_id = 0;
+  std::string address;     ///< request plane
+  std::string health;      ///< ready | unhealthy | draining
+  std::map<std::string, std::string> metadata;
+};
+
+class admin_backend {
+public:
+  virtual ~admin_backend() = default;
+  /// "frontend", "worker", "router", "planner".
+  [[nodiscard]] virtual std::string process_kind() const = 0;
+  [[nodiscard]] virtual std::vector<actor_row> actors() = 0;
+  [[nodiscard]] virtual expected<std::vector<instance_row>> instances() = 0;
+  /// Drains (true) or undrains (false) a worker hosted by this process.
+  /// errc::not_found when this process does not host it.
+  [[nodiscard]] virtual expected<void> drain(uint64_t instance_id, bool on) = 0;
+  /// Restarts the named supervised actor. errc::not_found for an unknown name.
+  [[nodiscard]] virtual expected<void> restart(const std::string& actor_name) = 0;
+};
+
+} // namespace dynamo::admin
