@@ -7,7 +7,9 @@
 #include "runtime/metrics/frontend_metrics.hpp"
 #include "runtime/metrics/registry.hpp"
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 
 namespace dynamo::frontend {
@@ -19,6 +21,11 @@ struct frontend_context {
   /// A request whose backend sends nothing for this long fails with 504 (or
   /// an SSE error) and its generation is cancelled. Zero disables the check.
   std::chrono::milliseconds backend_timeout{0};
+  /// Graceful shutdown: new generation requests get 503 and /live says
+  /// "shutting_down" while requests in flight finish.
+  std::atomic<bool> draining{false};
+  /// Generation requests whose actor is still alive.
+  std::atomic<int64_t> inflight{0};
 };
 
 } // namespace dynamo::frontend

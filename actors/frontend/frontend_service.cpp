@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <thread>
+
 namespace dynamo::frontend {
 
 namespace {
@@ -61,9 +63,14 @@ http::router frontend_service::make_routes() {
   http::router r;
   auto generate = [this](endpoint_kind kind) {
     return [this, kind](http::request req, std::shared_ptr<http::http_responder> res) {
+      if (ctx_->draining.load()) {
+        return respond_error(*res, make_error(errc::closed, "the server is shutting down"));
+      }
+      ctx_->inflight.fetch_add(1);
+      std::shared_ptr<void> guard(nullptr, [ctx = ctx_](void*) { ctx->inflight.fetch_sub(1); });
       // Parsing and tokenizing happen in the request actor, off the io thread.
       spawn_request_actor(sys_, request_job{ctx_, kind, std::move(req.body), std::move(res),
-                                            std::chrono::steady_clock::now()});
+                                            std::chrono::steady_clock::now(), std::move(guard)});
     };
   };
   r.add("POST", "/v1/chat/completions", generate(endpoint_kind::chat_completions));
@@ -89,7 +96,9 @@ http::router frontend_service::make_routes() {
     auto body = health_body(ctx_->models, healthy);
     res->respond(healthy ? 200 : 503, std::string{json_type}, std::move(body));
   });
-  r.add("GET", "/live", [](http::request, std::shared_ptr<http::http_responder> res) {
+  r.add("GET", "/live", [this](http::request, std::shared_ptr<http::http_responder> res) {
+    if (ctx_->draining.load())
+      return (void)res->respond(503, std::string{json_type}, R"({"status":"shutting_down"})");
     res->respond(200, std::string{json_type}, R"({"status":"live","message":"Service is live"})");
   });
   r.add("GET", "/metrics", [this](http::request, std::shared_ptr<http::http_responder> res) {
@@ -114,6 +123,18 @@ const metrics::registry& frontend_service::metrics_registry() const noexcept {
 void frontend_service::stop() {
   if (server_)
     server_->stop();
+}
+
+int64_t frontend_service::inflight() const noexcept { return ctx_->inflight.load(); }
+
+int64_t frontend_service::drain_and_stop(std::chrono::milliseconds grace) {
+  ctx_->draining.store(true);
+  auto deadline = std::chrono::steady_clock::now() + grace;
+  while (ctx_->inflight.load() > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  auto left = ctx_->inflight.load();
+  stop();
+  return left;
 }
 
 } // namespace dynamo::frontend

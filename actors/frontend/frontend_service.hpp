@@ -14,6 +14,7 @@
 #include <caf/fwd.hpp>
 
 #include <chrono>
+#include <chrono>
 #include <memory>
 #include <string_view>
 
@@ -50,6 +51,14 @@ public:
   /// Stops the HTTP server; in-flight requests see their clients disconnect
   /// (their generations are cancelled). Idempotent.
   void stop();
+
+  /// Graceful stop: refuse new generation requests (503, /live reports
+  /// shutting_down), wait up to `grace` for the ones in flight, then stop().
+  /// Returns how many were still running when the grace period ended.
+  int64_t drain_and_stop(std::chrono::milliseconds grace);
+
+  /// Generation requests in flight.
+  [[nodiscard]] int64_t inflight() const noexcept;
 
 private:
   frontend_service(caf::actor_system& sys, std::shared_ptr<frontend_context> ctx);

@@ -26,6 +26,8 @@ struct request_job {
   std::string body; ///< the raw JSON body
   std::shared_ptr<http::http_responder> responder;
   std::chrono::steady_clock::time_point start; ///< handler entry (metrics)
+  /// Released when the request is done (counts frontend_context::inflight).
+  std::shared_ptr<void> inflight_guard;
 };
 
 /// Spawns the request's actor; safe from any thread (e.g. an HTTP io thread).

@@ -11,6 +11,7 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <set>
 
 namespace dynamo::actors {
@@ -173,8 +174,14 @@ model_watcher::start(caf::actor_system& sys, planes::discovery_plane& discovery,
   if (auto ok = p->subscriber->subscribe(std::string{"kv-events"}); !ok)
     return ok.error();
   auto endpoint = p->cfg.endpoint;
-  auto watch = discovery.watch(p->cfg.namespace_name, [p, endpoint](const planes::discovery_event& ev) {
-    if (ev.record.endpoint.endpoint_name != endpoint)
+  auto components = p->cfg.components;
+  auto watch = discovery.watch(p->cfg.namespace_name, [p, endpoint, components](
+                                                          const planes::discovery_event& ev) {
+    const auto& comp = ev.record.endpoint.component_name;
+    bool wanted = components.empty()
+                    ? comp != "router"
+                    : std::find(components.begin(), components.end(), comp) != components.end();
+    if (ev.record.endpoint.endpoint_name != endpoint || !wanted)
       return;
     if (ev.kind == planes::discovery_event_kind::removed)
       p->on_removed(ev.record);

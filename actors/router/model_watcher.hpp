@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace dynamo::planes {
 class event_subscriber;
@@ -54,6 +55,9 @@ using model_assets_loader = std::function<expected<model_assets>(const protocol:
 struct model_watcher_config {
   std::string namespace_name = "dynamo";
   std::string endpoint = "generate";
+  /// Components whose instances serve models. Empty: every component except
+  /// "router" (a frontend behind a standalone router sets {"router"}).
+  std::vector<std::string> components;
   router_actor_config router;      ///< block_size is taken from each model's card
   routed_client_config client;
   std::function<void(const served_model&)> on_model_added;

@@ -156,6 +156,7 @@ caf::actor spawn_worker(caf::actor_system& sys, worker_config cfg, engine_factor
         after_step(self);
       },
       [self](drain_atom, bool on) { self->state.draining = on; },
+      [self](inflight_atom) { return static_cast<uint32_t>(self->state.sinks.size()); },
       [self](crash_atom) { throw std::runtime_error("crash requested (test hook)"); },
     };
   };

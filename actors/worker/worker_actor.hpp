@@ -28,7 +28,8 @@ namespace dynamo::actors {
 
 using generate_atom = caf::atom_constant<caf::atom("generate")>;
 using abort_atom = caf::atom_constant<caf::atom("abort")>;
-using drain_atom = caf::atom_constant<caf::atom("drain")>;
+using drain_atom = caf::atom_constant<caf::atom("drain")>;     ///< (bool on)
+using inflight_atom = caf::atom_constant<caf::atom("inflight")>; ///< -> uint32_t requests in flight
 
 /// Where one request's chunks go (the request-plane bridge, or a test).
 /// Called only from inside the worker actor.

@@ -8,6 +8,10 @@
 #include "runtime/protocol/codec.hpp"
 
 #include <caf/all.hpp>
+#include <fmt/format.h>
+
+#include <thread>
+#include <unistd.h>
 #include <spdlog/spdlog.h>
 
 namespace dynamo::actors {
@@ -73,7 +77,10 @@ start_slot(caf::actor_system& sys, planes::discovery_plane& discovery,
   rec.instance = s->id;
   rec.request_address = s->server->address();
   rec.event_address = s->publisher->address();
-  rec.metadata = {{"role", cfg.role}, {"model", cfg.card.name}, {"index", std::to_string(index)}};
+  rec.metadata = {{"role", cfg.role},
+                  {"model", cfg.card.name},
+                  {"index", std::to_string(index)},
+                  {"pid", std::to_string(::getpid())}};
   rec.payload = protocol::encode(cfg.card);
   auto reg = discovery.register_instance(rec);
   if (!reg)
@@ -103,6 +110,7 @@ expected<std::unique_ptr<worker_service>>
 worker_service::start(caf::actor_system& sys, planes::discovery_plane& discovery,
                       worker_service_config cfg, engine_factory_maker make_factory) {
   std::unique_ptr<worker_service> svc(new worker_service());
+  svc->sys_ = &sys;
   for (uint32_t i = 0; i < cfg.num_workers; ++i) {
     auto s = start_slot(sys, discovery, cfg, i, make_factory(i));
     if (!s)
@@ -141,6 +149,37 @@ void worker_service::set_draining(uint32_t index, bool draining) {
   if (auto a = s.handle->get())
     caf::anon_send(a, drain_atom::value, draining);
   (void) s.reg->set_health(draining ? planes::health_state::draining : planes::health_state::ready);
+}
+
+uint32_t worker_service::inflight(uint32_t index) const {
+  auto a = worker(index);
+  if (!a)
+    return 0;
+  uint32_t n = 0;
+  caf::scoped_actor self{*sys_};
+  self->request(a, std::chrono::seconds(1), inflight_atom::value)
+    .receive([&](uint32_t v) { n = v; }, [](caf::error&) {});
+  return n;
+}
+
+uint32_t worker_service::shutdown(std::chrono::milliseconds grace) {
+  for (uint32_t i = 0; i < size(); ++i)
+    set_draining(i, true);
+  auto deadline = std::chrono::steady_clock::now() + grace;
+  uint32_t left = 0;
+  do {
+    left = 0;
+    for (uint32_t i = 0; i < size(); ++i)
+      left += inflight(i);
+    if (left == 0)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  } while (std::chrono::steady_clock::now() < deadline);
+  for (auto& s : slots_)
+    (void) s->reg->deregister();
+  if (left > 0)
+    spdlog::warn("shutdown: {} request(s) still running after {} ms; they are cut", left, grace.count());
+  return left;
 }
 
 uint32_t worker_service::size() const noexcept {

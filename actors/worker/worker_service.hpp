@@ -13,6 +13,7 @@
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -56,12 +57,18 @@ public:
   [[nodiscard]] caf::actor worker(uint32_t index) const;
   /// Drain (true) stops new requests and marks the record draining; false undoes it.
   void set_draining(uint32_t index, bool draining);
+  /// Requests in flight on worker `index` (0 when it cannot be asked).
+  [[nodiscard]] uint32_t inflight(uint32_t index) const;
+  /// Graceful stop: drains every worker, waits up to `grace` for in-flight
+  /// requests to finish, then deregisters. Returns the requests still running.
+  uint32_t shutdown(std::chrono::milliseconds grace);
   [[nodiscard]] uint32_t size() const noexcept;
 
   struct slot; ///< internal
 
 private:
   worker_service() = default;
+  caf::actor_system* sys_ = nullptr;
   std::vector<std::unique_ptr<slot>> slots_;
 };
 

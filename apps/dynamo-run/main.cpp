@@ -23,6 +23,7 @@ struct run_options {
   uint32_t http_port = 8000, io_threads = 2, threads = 0;
   std::string router_mode = "round-robin", discovery = "memory";
   double kv_cache_mib = 512;
+  uint32_t grace_ms = 5000;
   config::pool_config pool;
   config::router_config router;
 };
@@ -51,6 +52,7 @@ expected<bool> parse(int argc, char** argv, run_options& o) {
     .option("decode-speedup-ratio", &o.pool.mocker.decode_speedup_ratio, "mocker: extra divisor for decode time")
     .option("router-mode", &o.router_mode, "round-robin | random | kv")
     .option("migration-limit", &o.router.migration_limit, "re-routes of a request whose worker died")
+    .option("shutdown-grace-ms", &o.grace_ms, "on SIGTERM/SIGINT, time for in-flight requests to finish")
     .option("discovery", &o.discovery, "discovery backend: memory | file ($DYNAMO_DISCOVERY_DIR)")
     .option("log-level", &o.log_level, "trace | debug | info | warn | error (default: $DYNAMO_LOG or info)");
   apps::add_router_flags(c, o.router.kv);
@@ -142,9 +144,12 @@ int main(int argc, char** argv) {
                o.pool.replicas, config::to_string(o.pool.engine), route::to_string(o.router.mode),
                o.http_host, (*fe)->port());
   int sig = apps::wait_for_shutdown();
-  spdlog::info("dynamo-run: signal {}; shutting down", sig);
-  (*fe)->stop();
+  spdlog::info("dynamo-run: signal {}; draining (grace {} ms)", sig, o.grace_ms);
+  auto grace = std::chrono::milliseconds(o.grace_ms);
+  auto left = (*fe)->drain_and_stop(grace);
+  (*workers)->shutdown(std::chrono::milliseconds(100));
   watcher->reset();
   workers->reset();
+  spdlog::info("dynamo-run: stopped ({} request(s) cut)", left);
   return 0;
 }

@@ -227,8 +227,13 @@ caf::error parse_router(YAML::Node n, router_config& r) {
         r.migration_max_seq_len = it->second.as<uint32_t>();
         continue;
       }
+      if (key == "standalone") {
+        r.standalone = it->second.as<bool>();
+        continue;
+      }
     } catch (const YAML::Exception&) {
-      return make_error(errc::config_error, fmt::format("{}: '{}' is not a valid non-negative integer", field, value));
+      return make_error(errc::config_error, fmt::format("{}: '{}' is not a valid {}", field, value,
+                                                        key == "standalone" ? "boolean" : "non-negative integer"));
     }
     // Every KV router flag, spelled with underscores: kv_overlap_score_weight: 1.0
     std::string flag = "--" + key;
@@ -247,6 +252,7 @@ caf::error parse_sections(YAML::Node root, cluster_config& c) {
   section s(root, "");
   DYN_TRY(s.read("namespace", c.namespace_name));
   DYN_TRY(s.read("plane_host", c.plane_host));
+  DYN_TRY(s.read("shutdown_grace_ms", c.shutdown_grace_ms));
   if (!is_valid_name(c.namespace_name))
     return s.fail("namespace", fmt::format("'{}' must match [a-z0-9_-]+", c.namespace_name));
   {

@@ -72,6 +72,8 @@ struct admin_config {
 
 struct router_config {
   route::router_mode mode = route::router_mode::round_robin;
+  /// true: a dynamo-router process routes; frontends send it every request.
+  bool standalone = false;
   route::kv_router_config kv;
   uint32_t migration_limit = 3;
   uint32_t migration_max_seq_len = 0;
@@ -95,6 +97,7 @@ struct planner_config {
 struct cluster_config {
   std::string namespace_name = "dynamo";
   std::string plane_host = "127.0.0.1"; ///< where request/event plane sockets bind
+  uint32_t shutdown_grace_ms = 5000;    ///< drain time on SIGTERM before in-flight work is cut
   discovery_config discovery;
   frontend_config frontend;
   admin_config admin;

@@ -31,6 +31,8 @@ router:
   kv_overlap_score_weight: 2.0
   router_temperature: 0.5
   migration_limit: 2
+  standalone: true
+shutdown_grace_ms: 1500
 pools:
   - name: prefill
     role: prefill
@@ -54,6 +56,8 @@ pools:
   BOOST_TEST(c->router.kv.overlap_score_weight == 2.0);
   BOOST_TEST(c->router.kv.router_temperature == 0.5);
   BOOST_TEST(c->router.migration_limit == 2u);
+  BOOST_TEST(c->router.standalone);
+  BOOST_TEST(c->shutdown_grace_ms == 1500u);
   BOOST_REQUIRE_EQUAL(c->pools.size(), 2u);
   BOOST_TEST(static_cast<int>(c->pools[0].role) == static_cast<int>(worker_role::prefill));
   BOOST_TEST(c->pools[0].engine_opts.block_size == 32u);

@@ -1,0 +1,43 @@
+// The standalone router (dynamo-router): discovers worker pools like a
+// frontend does, and serves their models on the request plane at
+// ns/router/generate, one discovery record per model, so frontends configured
+// with router.standalone send every request here and the KV index lives in one
+// place. Requests are forwarded through the per-model routed_client (with
+// migration). Thread-safe; create and destroy on one thread.
+#pragma once
+
+#include "actors/router/model_watcher.hpp"
+#include "planes/discovery/discovery_plane.hpp"
+#include "planes/request/request_plane.hpp"
+
+#include <caf/actor_system.hpp>
+
+#include <memory>
+#include <string>
+
+namespace dynamo::actors {
+
+struct router_service_config {
+  std::string namespace_name = "dynamo";
+  std::string plane_host = "127.0.0.1";
+  model_watcher_config watcher; ///< mode, KV settings, migration; callbacks are set here
+};
+
+class router_service {
+public:
+  [[nodiscard]] static expected<std::unique_ptr<router_service>>
+  start(caf::actor_system& sys, planes::discovery_plane& discovery, router_service_config cfg);
+  ~router_service();
+
+  /// The request-plane address frontends call.
+  [[nodiscard]] std::string address() const;
+  /// Models currently offered (registered on discovery).
+  [[nodiscard]] size_t model_count() const;
+
+  struct impl;
+
+private:
+  std::shared_ptr<impl> impl_;
+};
+
+} // namespace dynamo::actors

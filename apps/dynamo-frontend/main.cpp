@@ -1,0 +1,69 @@
+// dynamo-frontend: the OpenAI HTTP frontend of a cluster config, with the
+// router embedded (Dynamo's default) or in front of a standalone dynamo-router
+// (router.standalone: true). Models appear as their workers register on the
+// discovery plane. Drains on SIGTERM. Wiring only.
+#include "actors/core/system.hpp"
+#include "actors/frontend/frontend_service.hpp"
+#include "apps/common/app_support.hpp"
+#include "runtime/core/log.hpp"
+
+#include <spdlog/spdlog.h>
+
+using namespace dynamo;
+
+int main(int argc, char** argv) {
+  apps::block_shutdown_signals();
+  std::string config_path, log_level, host;
+  int64_t port = -1;
+  cli c("dynamo-frontend", "serve the OpenAI API for the models of a cluster config");
+  c.option("config", &config_path, "cluster config file (YAML)")
+    .option("http-host", &host, "override frontend.host")
+    .option("http-port", &port, "override frontend.port (0: pick a free one)")
+    .option("log-level", &log_level, "trace | debug | info | warn | error");
+  auto parsed = c.parse(argc, argv);
+  if (!parsed)
+    apps::die("dynamo-frontend", parsed.error());
+  if (!*parsed)
+    return 0;
+  if (config_path.empty())
+    apps::die("dynamo-frontend", make_error(errc::invalid_argument, "--config is required"));
+  init_logging("dynamo-frontend", log_level);
+  auto cfg = config::load_cluster_config(config_path);
+  if (!cfg)
+    apps::die("dynamo-frontend", cfg.error());
+
+  auto rt = actors::make_actor_system();
+  auto discovery = apps::make_discovery(cfg->discovery);
+  if (!discovery)
+    apps::die("dynamo-frontend", discovery.error());
+  frontend::frontend_options fo;
+  fo.http.host = host.empty() ? cfg->frontend.host : host;
+  fo.http.port = port >= 0 ? static_cast<uint16_t>(port) : cfg->frontend.port;
+  fo.http.io_threads = cfg->frontend.io_threads;
+  auto fe = frontend::frontend_service::start(*rt.system, fo);
+  if (!fe)
+    apps::die("dynamo-frontend", fe.error());
+  actors::model_watcher_config mw;
+  mw.namespace_name = cfg->namespace_name;
+  mw.router.mode = cfg->router.mode;
+  mw.router.kv = cfg->router.kv;
+  mw.client.migration_limit = cfg->router.migration_limit;
+  mw.client.migration_max_seq_len = cfg->router.migration_max_seq_len;
+  if (cfg->router.standalone) {
+    mw.components = {"router"};
+    mw.router.mode = route::router_mode::round_robin; // across router replicas
+  }
+  auto watcher = actors::model_watcher::start(*rt.system, **discovery,
+                                              apps::connect_frontend(mw, **fe), actors::load_model_assets);
+  if (!watcher)
+    apps::die("dynamo-frontend", watcher.error());
+  spdlog::info("dynamo-frontend: listening on http://{}:{} (namespace {}, router {}{})", fo.http.host,
+               (*fe)->port(), cfg->namespace_name, route::to_string(cfg->router.mode),
+               cfg->router.standalone ? ", standalone" : "");
+  int sig = apps::wait_for_shutdown();
+  spdlog::info("dynamo-frontend: signal {}; draining (grace {} ms)", sig, cfg->shutdown_grace_ms);
+  auto left = (*fe)->drain_and_stop(std::chrono::milliseconds(cfg->shutdown_grace_ms));
+  watcher->reset();
+  spdlog::info("dynamo-frontend: stopped ({} request(s) cut)", left);
+  return 0;
+}

@@ -1,0 +1,50 @@
+// dynamo-router: the standalone KV-aware router of a cluster config. Serves
+// the models of the worker pools on the request plane for frontends running
+// with router.standalone: true. Wiring only.
+#include "actors/core/system.hpp"
+#include "actors/router/router_service.hpp"
+#include "apps/common/app_support.hpp"
+#include "runtime/core/log.hpp"
+
+#include <spdlog/spdlog.h>
+
+using namespace dynamo;
+
+int main(int argc, char** argv) {
+  apps::block_shutdown_signals();
+  std::string config_path, log_level;
+  cli c("dynamo-router", "standalone KV-aware router for the pools of a cluster config");
+  c.option("config", &config_path, "cluster config file (YAML)")
+    .option("log-level", &log_level, "trace | debug | info | warn | error");
+  auto parsed = c.parse(argc, argv);
+  if (!parsed)
+    apps::die("dynamo-router", parsed.error());
+  if (!*parsed)
+    return 0;
+  if (config_path.empty())
+    apps::die("dynamo-router", make_error(errc::invalid_argument, "--config is required"));
+  init_logging("dynamo-router", log_level);
+  auto cfg = config::load_cluster_config(config_path);
+  if (!cfg)
+    apps::die("dynamo-router", cfg.error());
+  auto rt = actors::make_actor_system();
+  auto discovery = apps::make_discovery(cfg->discovery);
+  if (!discovery)
+    apps::die("dynamo-router", discovery.error());
+  actors::router_service_config rc;
+  rc.namespace_name = cfg->namespace_name;
+  rc.plane_host = cfg->plane_host;
+  rc.watcher.router.mode = cfg->router.mode;
+  rc.watcher.router.kv = cfg->router.kv;
+  rc.watcher.client.migration_limit = cfg->router.migration_limit;
+  rc.watcher.client.migration_max_seq_len = cfg->router.migration_max_seq_len;
+  auto svc = actors::router_service::start(*rt.system, **discovery, rc);
+  if (!svc)
+    apps::die("dynamo-router", svc.error());
+  spdlog::info("dynamo-router: serving at {} (router {})", (*svc)->address(),
+               route::to_string(cfg->router.mode));
+  int sig = apps::wait_for_shutdown();
+  spdlog::info("dynamo-router: signal {}; stopping", sig);
+  svc->reset();
+  return 0;
+}

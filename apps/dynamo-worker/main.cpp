@@ -1,0 +1,66 @@
+// dynamo-worker: the workers of one pool of the cluster config, in one
+// process. Engines per the pool (mocker, CPU), registered on the discovery
+// plane, serving the request plane; drains on SIGTERM. Wiring only.
+#include "actors/core/system.hpp"
+#include "actors/worker/engine_factory.hpp"
+#include "actors/worker/worker_service.hpp"
+#include "apps/common/app_support.hpp"
+#include "runtime/core/log.hpp"
+
+#include <spdlog/spdlog.h>
+
+using namespace dynamo;
+
+int main(int argc, char** argv) {
+  apps::block_shutdown_signals();
+  std::string config_path, pool_name, log_level;
+  uint32_t workers = 0;
+  double kv_cache_mib = 512;
+  cli c("dynamo-worker", "run the workers of one pool of a cluster config");
+  c.option("config", &config_path, "cluster config file (YAML)")
+    .option("pool", &pool_name, "pool (component) name in the config")
+    .option("workers", &workers, "engines in this process (default: the pool's workers_per_process)")
+    .option("kv-cache-mib", &kv_cache_mib, "CPU engine KV cache budget per worker in MiB")
+    .option("log-level", &log_level, "trace | debug | info | warn | error");
+  auto parsed = c.parse(argc, argv);
+  if (!parsed)
+    apps::die("dynamo-worker", parsed.error());
+  if (!*parsed)
+    return 0;
+  if (config_path.empty() || pool_name.empty())
+    apps::die("dynamo-worker", make_error(errc::invalid_argument, "--config and --pool are required"));
+  init_logging("dynamo-worker:" + pool_name, log_level);
+  auto cfg = config::load_cluster_config(config_path);
+  if (!cfg)
+    apps::die("dynamo-worker", cfg.error());
+  const auto* pool = cfg->find_pool(pool_name);
+  if (!pool)
+    apps::die("dynamo-worker", make_error(errc::config_error, "pools: no pool named '" + pool_name + "'"));
+
+  auto rt = actors::make_actor_system();
+  auto discovery = apps::make_discovery(cfg->discovery);
+  if (!discovery)
+    apps::die("dynamo-worker", discovery.error());
+  auto setup = actors::prepare_engines(*pool, static_cast<size_t>(kv_cache_mib * 1048576.0));
+  if (!setup)
+    apps::die("dynamo-worker", setup.error());
+  actors::worker_service_config wc;
+  wc.namespace_name = cfg->namespace_name;
+  wc.component = pool->name;
+  wc.role = std::string{config::to_string(pool->role)};
+  wc.card = setup->plan.card;
+  wc.plane_host = cfg->plane_host;
+  wc.num_workers = workers ? workers : pool->workers_per_process;
+  wc.detached = setup->plan.detached;
+  auto svc = actors::worker_service::start(*rt.system, **discovery, wc, setup->make_factory);
+  if (!svc)
+    apps::die("dynamo-worker", svc.error());
+  spdlog::info("dynamo-worker: pool {} ({} x {}, model {}) ready", pool->name, wc.num_workers,
+               config::to_string(pool->engine), pool->model);
+  int sig = apps::wait_for_shutdown();
+  spdlog::info("dynamo-worker: signal {}; draining (grace {} ms)", sig, cfg->shutdown_grace_ms);
+  auto left = (*svc)->shutdown(std::chrono::milliseconds(cfg->shutdown_grace_ms));
+  svc->reset();
+  spdlog::info("dynamo-worker: stopped ({} request(s) cut)", left);
+  return 0;
+}
