@@ -178,25 +178,30 @@ cuda_step_pointers pointers_of(const cuda_state& s, const cuda_step_layout& l) {
   return {p(l.ids), p(l.positions), p(l.slots), p(l.token_seq), p(l.lm_rows), p(l.tables), s.metadata.get() + l.params};
 }
 
-/// Replays the graph of `bucket`, capturing it on first use.
+/// Runs a decode step of `bucket` tokens: replays the bucket's graph, or on
+/// first use runs the step eagerly (which also loads every kernel and lets
+/// cuBLAS pick its algorithms) and then captures the graph for later steps.
 cudaError_t run_graph(cuda_state& s, uint32_t bucket, const cuda_step_pointers& m) {
-  auto it = s.graphs.find(bucket);
-  if (it == s.graphs.end()) {
-    DYNAMO_CUDA_TRY(cudaStreamBeginCapture(s.stream, cudaStreamCaptureModeThreadLocal));
-    const cudaError_t encoded = encode_forward(s, m, bucket, bucket, s.split.partition_size > 0);
-    cudaGraph_t graph = nullptr;
-    const cudaError_t ended = cudaStreamEndCapture(s.stream, &graph); // always end the capture
-    DYNAMO_CUDA_TRY(encoded);
-    DYNAMO_CUDA_TRY(ended);
-    cudaGraphExec_t exec = nullptr;
-    const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
-    (void)cudaGraphDestroy(graph);
-    DYNAMO_CUDA_TRY(inst);
-    it = s.graphs.emplace(bucket, exec).first;
-    spdlog::debug("cuda_executor: captured decode graph for batch {}", bucket);
+  const bool split = s.split.partition_size > 0;
+  if (auto it = s.graphs.find(bucket); it != s.graphs.end()) {
+    ++s.graph_replays;
+    return cudaGraphLaunch(it->second, s.stream);
   }
-  ++s.graph_replays;
-  return cudaGraphLaunch(it->second, s.stream);
+  DYNAMO_CUDA_TRY(encode_forward(s, m, bucket, bucket, split));
+  DYNAMO_CUDA_TRY(cudaStreamSynchronize(s.stream));
+  DYNAMO_CUDA_TRY(cudaStreamBeginCapture(s.stream, cudaStreamCaptureModeThreadLocal));
+  const cudaError_t encoded = encode_forward(s, m, bucket, bucket, split);
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(s.stream, &graph); // always end the capture
+  DYNAMO_CUDA_TRY(encoded);
+  DYNAMO_CUDA_TRY(ended);
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
+  (void)cudaGraphDestroy(graph);
+  DYNAMO_CUDA_TRY(inst);
+  s.graphs.emplace(bucket, exec);
+  spdlog::debug("cuda_executor: captured the decode graph for batch {}", bucket);
+  return cudaSuccess;
 }
 
 } // namespace
