@@ -57,6 +57,7 @@ cudaError_t pinned_memory::allocate(size_t bytes) {
 }
 
 cuda_state::~cuda_state() {
+  (void)cudaSetDevice(config.device); // the executor may be destroyed on another thread
   if (stream != nullptr) (void)cudaStreamSynchronize(stream);
   for (auto& [bucket, exec] : graphs) (void)cudaGraphExecDestroy(exec);
   if (cublas != nullptr) (void)cublasDestroy(cublas);
