@@ -110,8 +110,8 @@ expected<void> writer::add_tensor(std::string_view name, std::vector<uint64_t> d
   return add_raw_tensor(name, std::move(dims), type, std::move(*bytes));
 }
 
-expected<void> writer::add_raw_tensor(std::string_view name, std::vector<uint64_t> dims, tensor_type type,
-                                      std::vector<std::byte> data) {
+expected<uint64_t> writer::check_tensor(std::string_view name, const std::vector<uint64_t>& dims,
+                                        tensor_type type) const {
   const std::string who = "tensor '" + std::string(name) + "': ";
   if (dims.empty() || dims.size() > max_dims)
     return make_error(errc::invalid_argument, who + std::to_string(dims.size()) + " dimensions (need 1..4)");
@@ -125,13 +125,31 @@ expected<void> writer::add_raw_tensor(std::string_view name, std::vector<uint64_
   if (!rb)
     return make_error(errc::invalid_argument, who + "ne[0] = " + std::to_string(dims[0]) + " does not fit type " +
                                                   type_name(type));
-  const uint64_t expect = dims[0] == 0 ? 0 : *rb * (n / dims[0]);
-  if (data.size() != expect)
-    return make_error(errc::invalid_argument, who + std::to_string(data.size()) + " bytes, shape needs " +
-                                                  std::to_string(expect));
+  return dims[0] == 0 ? 0 : *rb * (n / dims[0]);
+}
+
+expected<void> writer::add_raw_tensor(std::string_view name, std::vector<uint64_t> dims, tensor_type type,
+                                      std::vector<std::byte> data) {
+  auto expect = check_tensor(name, dims, type);
+  if (!expect)
+    return expect.error();
+  if (data.size() != *expect)
+    return make_error(errc::invalid_argument, "tensor '" + std::string(name) + "': " + std::to_string(data.size()) +
+                                                  " bytes, shape needs " + std::to_string(*expect));
   const uint64_t offset = pad_to(data_size_, alignment_);
   data_size_ = offset + data.size();
-  tensors_.push_back({std::string(name), std::move(dims), type, offset, std::move(data)});
+  const uint64_t size = data.size();
+  tensors_.push_back({std::string(name), std::move(dims), type, offset, std::move(data), size, false});
+  return {};
+}
+
+expected<void> writer::declare_tensor(std::string_view name, std::vector<uint64_t> dims, tensor_type type) {
+  auto size = check_tensor(name, dims, type);
+  if (!size)
+    return size.error();
+  const uint64_t offset = pad_to(data_size_, alignment_);
+  data_size_ = offset + *size;
+  tensors_.push_back({std::string(name), std::move(dims), type, offset, {}, *size, true});
   return {};
 }
 
@@ -163,11 +181,15 @@ std::vector<std::byte> writer::bytes() const {
   const size_t base = out.size();
   out.resize(base + data_size_);
   for (const auto& t : tensors_)
-    std::memcpy(out.data() + base + t.offset, t.data.data(), t.data.size());
+    if (!t.data.empty())
+      std::memcpy(out.data() + base + t.offset, t.data.data(), t.data.size()); // declared tensors stay zero
   return out;
 }
 
 expected<void> writer::write(const std::string& path) const {
+  for (const auto& t : tensors_)
+    if (t.declared)
+      return make_error(errc::invalid_argument, "tensor '" + t.name + "' is declared: use write_streaming");
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> fp(std::fopen(path.c_str(), "wb"), &std::fclose);
   if (!fp)
     return make_error(errc::io_error, "open " + path + ": " + std::strerror(errno));
@@ -182,6 +204,47 @@ expected<void> writer::write(const std::string& path) const {
   }
   if (!ok || std::fflush(fp.get()) != 0)
     return make_error(errc::io_error, "write " + path + ": " + std::strerror(errno));
+  return {};
+}
+
+expected<void> writer::write_streaming(const std::string& path, const tensor_source& source) const {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> fp(std::fopen(path.c_str(), "wb"), &std::fclose);
+  if (!fp)
+    return make_error(errc::io_error, "open " + path + ": " + std::strerror(errno));
+  auto put_bytes = [&](const void* p, size_t n) { return n == 0 || std::fwrite(p, 1, n, fp.get()) == n; };
+  auto io_error = [&] { return make_error(errc::io_error, "write " + path + ": " + std::strerror(errno)); };
+  const auto header = header_bytes();
+  if (!put_bytes(header.data(), header.size()))
+    return io_error();
+  uint64_t at = 0;
+  const std::vector<std::byte> zeros(alignment_);
+  for (const auto& t : tensors_) {
+    if (!put_bytes(zeros.data(), t.offset - at))
+      return io_error();
+    if (t.declared) {
+      uint64_t written = 0;
+      bool io_ok = true;
+      const byte_sink sink = [&](std::span<const std::byte> chunk) {
+        if (written + chunk.size() > t.size)
+          return false;
+        io_ok = put_bytes(chunk.data(), chunk.size());
+        written += chunk.size();
+        return io_ok;
+      };
+      if (auto r = source(t.name, sink); !r)
+        return r.error();
+      if (!io_ok)
+        return io_error();
+      if (written != t.size)
+        return make_error(errc::invalid_argument, "tensor '" + t.name + "': source gave " + std::to_string(written) +
+                                                      " bytes, shape needs " + std::to_string(t.size));
+    } else if (!put_bytes(t.data.data(), t.data.size())) {
+      return io_error();
+    }
+    at = t.offset + t.size;
+  }
+  if (std::fflush(fp.get()) != 0)
+    return io_error();
   return {};
 }
 

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -49,6 +50,22 @@ public:
   [[nodiscard]] expected<void> add_raw_tensor(std::string_view name, std::vector<uint64_t> dims, tensor_type type,
                                               std::vector<std::byte> data);
 
+  /// Declares a tensor whose bytes are produced only while writing
+  /// (write_streaming), for files too large to hold in memory. Same shape
+  /// checks as add_raw_tensor; bytes() gives zeros for it, write() refuses it.
+  [[nodiscard]] expected<void> declare_tensor(std::string_view name, std::vector<uint64_t> dims, tensor_type type);
+
+  /// Appends bytes to the tensor being streamed; false stops the write.
+  using byte_sink = std::function<bool(std::span<const std::byte>)>;
+  /// Produces the bytes of declared tensor `name` (row_bytes * rows of them,
+  /// in order) by calling `sink`; called once per declared tensor, in order.
+  using tensor_source = std::function<expected<void>(std::string_view name, const byte_sink& sink)>;
+
+  /// Writes the file like write(), streaming declared tensors from `source`.
+  /// Errors: io_error, the source's errors, invalid_argument when a source
+  /// delivers the wrong number of bytes.
+  [[nodiscard]] expected<void> write_streaming(const std::string& path, const tensor_source& source) const;
+
   /// The complete file image.
   [[nodiscard]] std::vector<std::byte> bytes() const;
   /// Writes the file image to `path` (errc::io_error on failure).
@@ -66,9 +83,13 @@ private:
     tensor_type type;
     uint64_t offset;
     std::vector<std::byte> data;
+    uint64_t size = 0;     ///< bytes of data (also for a declared tensor)
+    bool declared = false; ///< bytes come from write_streaming's source
   };
 
   void set(std::string_view key, value_type type, std::vector<std::byte> payload);
+  [[nodiscard]] expected<uint64_t> check_tensor(std::string_view name, const std::vector<uint64_t>& dims,
+                                                tensor_type type) const;
   [[nodiscard]] std::vector<std::byte> header_bytes() const;
 
   uint32_t alignment_;

@@ -1,0 +1,209 @@
+#include "runtime/model/cuda/cuda_state.hpp"
+
+#include "kernels/cuda_check.cuh"
+#include "kernels/embedding.cuh"
+#include "kernels/gemm.cuh"
+#include "kernels/kv_store.cuh"
+#include "kernels/paged_attention.cuh"
+#include "kernels/rms_norm.cuh"
+#include "kernels/rope.cuh"
+#include "kernels/swiglu.cuh"
+
+#include <cmath>
+
+namespace dynamo::model {
+
+namespace gpu = kernels::gpu;
+
+device_memory& device_memory::operator=(device_memory&& o) noexcept {
+  if (this != &o) {
+    reset();
+    p_ = o.p_;
+    bytes_ = o.bytes_;
+    o.p_ = nullptr;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+cudaError_t device_memory::allocate(size_t bytes) {
+  reset();
+  const cudaError_t e = cudaMalloc(&p_, bytes == 0 ? 1 : bytes);
+  if (e != cudaSuccess) {
+    p_ = nullptr;
+    return e;
+  }
+  bytes_ = bytes;
+  return cudaSuccess;
+}
+
+void device_memory::reset() noexcept {
+  if (p_ != nullptr) (void)cudaFree(p_);
+  p_ = nullptr;
+  bytes_ = 0;
+}
+
+pinned_memory::~pinned_memory() {
+  if (p_ != nullptr) (void)cudaFreeHost(p_);
+}
+
+cudaError_t pinned_memory::allocate(size_t bytes) {
+  if (p_ != nullptr) (void)cudaFreeHost(p_);
+  p_ = nullptr;
+  bytes_ = 0;
+  DYNAMO_CUDA_TRY(cudaMallocHost(&p_, bytes == 0 ? 1 : bytes));
+  bytes_ = bytes;
+  return cudaSuccess;
+}
+
+cuda_state::~cuda_state() {
+  (void)cudaSetDevice(config.device); // the executor may be destroyed on another thread
+  if (stream != nullptr) (void)cudaStreamSynchronize(stream);
+  for (auto& [bucket, exec] : graphs) (void)cudaGraphExecDestroy(exec);
+  if (cublas != nullptr) (void)cublasDestroy(cublas);
+  if (stream != nullptr) (void)cudaStreamDestroy(stream);
+}
+
+namespace {
+
+using bf16 = __nv_bfloat16;
+
+/// y[m, n] = x[m, k] . w^T for a weight slot.
+cudaError_t gemm(cuda_state& s, const bf16* x, size_t x_stride, const cuda_tensor_slot& w, void* y, size_t y_stride,
+                 uint32_t m, gpu::gemm_out out = gpu::gemm_out::bf16) {
+  gpu::gemm_args a;
+  a.handle = s.cublas;
+  a.x = x;
+  a.x_stride = x_stride;
+  a.w = s.weights.at<bf16>(w.offset);
+  a.w_stride = w.cols;
+  a.y = y;
+  a.y_stride = y_stride;
+  a.y_type = out;
+  a.m = m;
+  a.n = w.rows;
+  a.k = w.cols;
+  return gpu::launch_gemm(a, s.stream);
+}
+
+cudaError_t rms_norm(cuda_state& s, const bf16* residual, const cuda_tensor_slot& weight, bf16* out,
+                     const uint32_t* rows, uint32_t n_rows) {
+  const uint32_t E = s.cfg.n_embd;
+  gpu::rms_norm_args a;
+  a.x = s.activations.at<float>(s.act_layout.x.offset);
+  a.x_stride = E;
+  a.residual = residual;
+  a.residual_stride = E;
+  a.weight = s.weights.at<float>(weight.offset);
+  a.out = out;
+  a.out_stride = E;
+  a.rows = rows;
+  a.n_rows = n_rows;
+  a.n = E;
+  a.eps = s.cfg.rms_eps;
+  return gpu::launch_rms_norm(a, s.stream);
+}
+
+/// Layer `l`'s K/V as the kernels address them (the CPU cache's layout).
+gpu::paged_kv layer_kv(cuda_state& s, uint32_t l) {
+  const llama_config& c = s.cfg;
+  const size_t per_kv = size_t(s.config.block_size) * c.n_kv_head * c.head_dim; // elements of K (or V) per block+layer
+  bf16* base = s.kv.at<bf16>(0) + size_t(l) * 2 * per_kv;
+  return {base, base + per_kv, size_t(c.n_layer) * 2 * per_kv, s.config.block_size, c.n_kv_head, c.head_dim};
+}
+
+cudaError_t encode_layer(cuda_state& s, uint32_t l, const cuda_step_pointers& m, uint32_t T, bool split) {
+  const llama_config& c = s.cfg;
+  const cuda_layer_slots& w = s.weights_layout.layers[l];
+  const cuda_activation_layout& al = s.act_layout;
+  const uint32_t E = c.n_embd, QD = c.n_head * c.head_dim, KVD = c.n_kv_head * c.head_dim;
+  const uint32_t QKV = QD + 2 * KVD, F = c.n_ff;
+  bf16* h = s.activations.at<bf16>(al.h.offset);
+  bf16* qkv = s.activations.at<bf16>(al.qkv.offset);
+  bf16* attn = s.activations.at<bf16>(al.attn.offset);
+  bf16* delta = s.activations.at<bf16>(al.delta.offset);
+  bf16* gu = s.activations.at<bf16>(al.gu.offset);
+  bf16* act = s.activations.at<bf16>(al.act.offset);
+
+  // x += previous sub-block output (none before layer 0); h = norm(x).
+  DYNAMO_CUDA_TRY(rms_norm(s, l == 0 ? nullptr : delta, w.attn_norm, h, nullptr, T));
+  DYNAMO_CUDA_TRY(gemm(s, h, E, w.wqkv, qkv, QKV, T));
+
+  gpu::rope_args r;
+  r.x = qkv; // Q heads then K heads: one launch rotates both
+  r.x_stride = QKV;
+  r.n_tokens = T;
+  r.n_heads = c.n_head + c.n_kv_head;
+  r.head_dim = c.head_dim;
+  r.rot_dim = c.rot_dim;
+  r.positions = m.positions;
+  r.cos = s.rope_cos.at<float>(0);
+  r.sin = s.rope_sin.at<float>(0);
+  r.max_positions = s.max_model_len;
+  r.style = c.rope == kernels::ref::rope_style::norm ? gpu::rope_style::norm : gpu::rope_style::neox;
+  DYNAMO_CUDA_TRY(gpu::launch_rope(r, s.stream));
+
+  const gpu::paged_kv kv = layer_kv(s, l);
+  gpu::kv_store_args st;
+  st.k = qkv + QD;
+  st.k_stride = QKV;
+  st.v = qkv + QD + KVD;
+  st.v_stride = QKV;
+  st.slots = m.slots;
+  st.n_tokens = T;
+  st.kv = kv;
+  DYNAMO_CUDA_TRY(gpu::launch_kv_store(st, s.stream));
+
+  gpu::paged_attention_args at;
+  at.q = qkv;
+  at.q_stride = QKV;
+  at.out = attn;
+  at.out_stride = QD;
+  at.n_tokens = T;
+  at.n_head = c.n_head;
+  at.scale = 1.0f / std::sqrt(float(c.head_dim));
+  at.kv = kv;
+  at.positions = m.positions;
+  at.token_seq = m.token_seq;
+  at.block_tables = m.tables;
+  at.block_table_stride = s.table_stride;
+  if (split) {
+    at.partition_size = s.split.partition_size;
+    at.max_partitions = s.split.max_partitions;
+    at.workspace = s.activations.at<float>(al.attn_ws.offset);
+  }
+  DYNAMO_CUDA_TRY(gpu::launch_paged_attention(at, s.stream));
+  DYNAMO_CUDA_TRY(gemm(s, attn, QD, w.wo, delta, E, T));
+
+  DYNAMO_CUDA_TRY(rms_norm(s, delta, w.ffn_norm, h, nullptr, T));
+  DYNAMO_CUDA_TRY(gemm(s, h, E, w.wgu, gu, 2 * size_t(F), T));
+  DYNAMO_CUDA_TRY(gpu::launch_swiglu({gu, gu + F, 2 * size_t(F), act, F, T, F}, s.stream));
+  return gemm(s, act, F, w.wdown, delta, E, T);
+}
+
+} // namespace
+
+cudaError_t encode_forward(cuda_state& s, const cuda_step_pointers& m, uint32_t T, uint32_t n_lm_rows, bool split) {
+  const llama_config& c = s.cfg;
+  const cuda_activation_layout& al = s.act_layout;
+  const cuda_weight_layout& wl = s.weights_layout;
+  gpu::embedding_args e;
+  e.table = s.weights.at<void>(wl.token_embd.offset);
+  e.dtype = gpu::half_type::bf16;
+  e.n_vocab = wl.token_embd.rows;
+  e.n_embd = c.n_embd;
+  e.ids = m.ids;
+  e.n_tokens = T;
+  e.out = s.activations.at<float>(al.x.offset);
+  e.out_stride = c.n_embd;
+  DYNAMO_CUDA_TRY(gpu::launch_embedding(e, s.stream));
+  for (uint32_t l = 0; l < c.n_layer; ++l) DYNAMO_CUDA_TRY(encode_layer(s, l, m, T, split));
+  if (n_lm_rows == 0) return cudaSuccess;
+  // Only the LM-head rows need the last residual add and the final norm.
+  bf16* hs = s.activations.at<bf16>(al.hs.offset);
+  DYNAMO_CUDA_TRY(rms_norm(s, s.activations.at<bf16>(al.delta.offset), wl.output_norm, hs, m.lm_rows, n_lm_rows));
+  return gemm(s, hs, c.n_embd, wl.output, s.activations.at<float>(al.logits.offset), c.n_vocab, n_lm_rows,
+              gpu::gemm_out::f32);
+}
+
+} // namespace dynamo::model

@@ -1,0 +1,261 @@
+#include "runtime/model/cuda/cuda_plan.hpp"
+
+#include "kernels/counter_rng.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+namespace dynamo::model {
+namespace {
+
+size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+/// Appends tensors to an arena, each aligned.
+struct arena_builder {
+  size_t size = 0;
+  cuda_tensor_slot add(uint32_t rows, uint32_t cols, bool f32 = false) {
+    cuda_tensor_slot s{align_up(size, cuda_tensor_alignment), rows, cols, f32};
+    size = s.offset + s.bytes();
+    return s;
+  }
+};
+
+caf::error bad_entry(const engine::batch_entry& e, const std::string& what) {
+  return make_error(errc::invalid_argument, "batch entry for sequence " + std::to_string(e.seq_id) + ": " + what);
+}
+
+} // namespace
+
+cuda_weight_layout plan_weights(const llama_config& c, bool tied) {
+  const uint32_t qd = c.n_head * c.head_dim, kvd = c.n_kv_head * c.head_dim;
+  arena_builder a;
+  cuda_weight_layout l;
+  l.tied = tied;
+  l.token_embd = a.add(c.n_vocab, c.n_embd);
+  l.output_norm = a.add(1, c.n_embd, true);
+  l.output = tied ? l.token_embd : a.add(c.n_vocab, c.n_embd);
+  l.layers.resize(c.n_layer);
+  for (auto& s : l.layers) {
+    s.attn_norm = a.add(1, c.n_embd, true);
+    s.wqkv = a.add(qd + 2 * kvd, c.n_embd);
+    s.wo = a.add(c.n_embd, qd);
+    s.ffn_norm = a.add(1, c.n_embd, true);
+    s.wgu = a.add(2 * c.n_ff, c.n_embd);
+    s.wdown = a.add(c.n_embd, c.n_ff);
+  }
+  l.total_bytes = align_up(a.size, cuda_tensor_alignment);
+  return l;
+}
+
+std::vector<cuda_upload> plan_uploads(const llama_weights& w, const cuda_weight_layout& l) {
+  std::vector<cuda_upload> out;
+  out.push_back({&w.token_embd, nullptr, l.token_embd, 0});
+  out.push_back({nullptr, &w.output_norm, l.output_norm, 0});
+  if (!l.tied) out.push_back({&w.output, nullptr, l.output, 0});
+  for (size_t i = 0; i < l.layers.size() && i < w.layers.size(); ++i) {
+    const llama_layer_weights& src = w.layers[i];
+    const cuda_layer_slots& dst = l.layers[i];
+    out.push_back({nullptr, &src.attn_norm, dst.attn_norm, 0});
+    out.push_back({&src.wq, nullptr, dst.wqkv, 0});
+    out.push_back({&src.wk, nullptr, dst.wqkv, src.wq.n});
+    out.push_back({&src.wv, nullptr, dst.wqkv, src.wq.n + src.wk.n});
+    out.push_back({&src.wo, nullptr, dst.wo, 0});
+    out.push_back({nullptr, &src.ffn_norm, dst.ffn_norm, 0});
+    out.push_back({&src.w_gate, nullptr, dst.wgu, 0});
+    out.push_back({&src.w_up, nullptr, dst.wgu, src.w_gate.n});
+    out.push_back({&src.w_down, nullptr, dst.wdown, 0});
+  }
+  return out;
+}
+
+cuda_attention_split plan_attention_split(uint32_t max_model_len, uint32_t block_size, uint32_t partition,
+                                          uint32_t cap) noexcept {
+  if (partition == 0 || block_size == 0 || max_model_len == 0 || cap == 0) return {0, 1};
+  uint64_t p = std::max<uint64_t>(partition, (uint64_t(max_model_len) + cap - 1) / cap);
+  p = (p + block_size - 1) / block_size * block_size;
+  const auto n = static_cast<uint32_t>((max_model_len + p - 1) / p);
+  return {static_cast<uint32_t>(p), std::max(1u, n)};
+}
+
+cuda_activation_layout plan_activations(const llama_config& c, uint32_t max_tokens, uint32_t max_seqs,
+                                        const cuda_attention_split& split) {
+  const uint32_t qd = c.n_head * c.head_dim, kvd = c.n_kv_head * c.head_dim, T = max_tokens, R = max_seqs;
+  arena_builder a;
+  cuda_activation_layout l;
+  l.x = a.add(T, c.n_embd, true);
+  l.h = a.add(T, c.n_embd);
+  l.qkv = a.add(T, qd + 2 * kvd);
+  l.attn = a.add(T, qd);
+  l.delta = a.add(T, c.n_embd);
+  l.gu = a.add(T, 2 * c.n_ff);
+  l.act = a.add(T, c.n_ff);
+  l.hs = a.add(R, c.n_embd);
+  l.logits = a.add(R, c.n_vocab, true);
+  l.attn_ws = split.partition_size == 0 ? a.add(0, c.head_dim + 2, true)
+                                        : a.add(R * c.n_head * split.max_partitions, c.head_dim + 2, true);
+  l.sampled = a.add(1, R, true);
+  l.total_bytes = align_up(a.size, cuda_tensor_alignment);
+  return l;
+}
+
+uint32_t kv_blocks_for_memory(const kv_memory_inputs& in) noexcept {
+  if (in.block_bytes == 0 || in.free_bytes > in.total_bytes) return 0;
+  const double allowed = std::clamp(in.fraction, 0.0, 1.0) * static_cast<double>(in.total_bytes);
+  const double used = static_cast<double>(in.total_bytes - in.free_bytes);
+  // Never more than what is actually free now, whatever the fraction says.
+  const double budget = std::min(allowed - used, static_cast<double>(in.free_bytes)) - static_cast<double>(in.reserve_bytes);
+  if (!(budget > 0.0)) return 0;
+  const double blocks = std::floor(budget / static_cast<double>(in.block_bytes));
+  return static_cast<uint32_t>(std::min(blocks, double(UINT32_MAX)));
+}
+
+std::vector<uint32_t> graph_buckets(uint32_t max_batch) {
+  std::vector<uint32_t> out;
+  for (uint64_t b = 1; b <= max_batch; b *= 2) out.push_back(static_cast<uint32_t>(b));
+  if (max_batch > 0 && out.back() != max_batch) out.push_back(max_batch);
+  return out;
+}
+
+std::optional<uint32_t> choose_graph_bucket(std::span<const uint32_t> buckets, uint32_t n) noexcept {
+  if (n == 0) return std::nullopt;
+  for (uint32_t b : buckets) {
+    if (b >= n) return b;
+  }
+  return std::nullopt;
+}
+
+expected<void> check_batch(const engine::batch& b, const cuda_batch_limits& lim) {
+  if (b.entries.size() > lim.max_seqs) {
+    return make_error(errc::invalid_argument, "batch of " + std::to_string(b.entries.size()) +
+                                                  " sequences exceeds the executor's max_num_seqs " +
+                                                  std::to_string(lim.max_seqs));
+  }
+  uint64_t total = 0;
+  for (const auto& e : b.entries) {
+    if (e.tokens.empty()) return bad_entry(e, "no tokens");
+    const uint64_t end = uint64_t(e.start_pos) + e.tokens.size();
+    if (end > lim.max_model_len) {
+      return bad_entry(e, "positions up to " + std::to_string(end) + " exceed the context length " +
+                              std::to_string(lim.max_model_len));
+    }
+    const uint64_t blocks_needed = (end + lim.block_size - 1) / lim.block_size;
+    if (e.block_table.size() < blocks_needed) {
+      return bad_entry(e, "block table has " + std::to_string(e.block_table.size()) + " blocks, " +
+                              std::to_string(blocks_needed) + " needed");
+    }
+    for (uint64_t i = 0; i < blocks_needed; ++i) {
+      if (e.block_table[i] >= lim.num_blocks) {
+        return bad_entry(e, "block id " + std::to_string(e.block_table[i]) + " outside the pool of " +
+                                std::to_string(lim.num_blocks));
+      }
+    }
+    for (uint32_t t : e.tokens) {
+      if (t >= lim.n_vocab) return bad_entry(e, "token id " + std::to_string(t) + " >= vocabulary size");
+    }
+    total += e.tokens.size();
+  }
+  if (total != b.num_tokens) {
+    return make_error(errc::invalid_argument, "batch num_tokens " + std::to_string(b.num_tokens) +
+                                                  " but its entries hold " + std::to_string(total));
+  }
+  if (total > lim.max_tokens) {
+    return make_error(errc::invalid_argument, "batch of " + std::to_string(total) +
+                                                  " tokens exceeds the executor's max_num_tokens " +
+                                                  std::to_string(lim.max_tokens));
+  }
+  return {};
+}
+
+cuda_step_layout make_step_layout(uint32_t token_cap, uint32_t seq_cap, uint32_t row_cap,
+                                  uint32_t table_stride) noexcept {
+  cuda_step_layout l;
+  l.token_cap = token_cap;
+  l.seq_cap = seq_cap;
+  l.row_cap = row_cap;
+  l.table_stride = table_stride;
+  size_t at = 0;
+  auto take = [&](size_t bytes) {
+    const size_t off = at;
+    at = align_up(at + bytes, 16);
+    return off;
+  };
+  l.ids = take(size_t(token_cap) * 4);
+  l.positions = take(size_t(token_cap) * 4);
+  l.slots = take(size_t(token_cap) * 4);
+  l.token_seq = take(size_t(token_cap) * 4);
+  l.lm_rows = take(size_t(row_cap) * 4);
+  l.tables = take(size_t(seq_cap) * table_stride * 4);
+  l.params = take(size_t(row_cap) * sizeof(cuda_sample_row));
+  l.total_bytes = at;
+  return l;
+}
+
+cuda_packed_step pack_step(const engine::batch& b, uint32_t block_size, uint32_t table_stride, uint64_t process_seed,
+                           uint32_t pad_to) {
+  cuda_packed_step p;
+  p.decode_only = !b.entries.empty();
+  for (const auto& e : b.entries) p.decode_only = p.decode_only && e.tokens.size() == 1;
+  const bool graph = pad_to > 0;
+  auto params_of = [&](const engine::batch_entry& e) {
+    const auto& s = e.sampling;
+    return cuda_sample_row{kernels::rng_stream_seed(s.seed.has_value(), s.seed.value_or(0), process_seed, e.seq_id),
+                           e.sample_position, s.temperature, s.top_p, s.top_k};
+  };
+  for (uint32_t i = 0; i < b.entries.size(); ++i) {
+    const auto& e = b.entries[i];
+    const auto first = static_cast<uint32_t>(p.ids.size());
+    for (uint32_t j = 0; j < e.tokens.size(); ++j) {
+      const uint32_t pos = e.start_pos + j;
+      p.ids.push_back(e.tokens[j]);
+      p.positions.push_back(pos);
+      p.slots.push_back(e.block_table[pos / block_size] * block_size + pos % block_size);
+      p.token_seq.push_back(i);
+    }
+    const size_t row0 = p.tables.size();
+    p.tables.resize(row0 + table_stride, 0);
+    std::copy_n(e.block_table.begin(), std::min<size_t>(e.block_table.size(), table_stride), p.tables.begin() + row0);
+    const uint32_t last = first + static_cast<uint32_t>(e.tokens.size()) - 1;
+    if (graph) {
+      // Every token has a logits row; rows of unsampled entries are ignored.
+      p.params.push_back(e.sample ? params_of(e) : cuda_sample_row{});
+      p.row_entry.push_back(e.sample ? int32_t(i) : -1);
+    } else if (e.sample) {
+      p.lm_rows.push_back(last);
+      p.params.push_back(params_of(e));
+      p.row_entry.push_back(int32_t(i));
+    }
+  }
+  if (graph) {
+    for (auto t = static_cast<uint32_t>(p.ids.size()); t < pad_to; ++t) {
+      p.ids.push_back(0);
+      p.positions.push_back(0);
+      p.slots.push_back(cuda_no_slot);
+      p.token_seq.push_back(t);
+      p.tables.resize(p.tables.size() + table_stride, 0);
+    }
+    p.lm_rows.resize(pad_to);
+    for (uint32_t r = 0; r < pad_to; ++r) p.lm_rows[r] = r;
+  }
+  p.n_tokens = static_cast<uint32_t>(p.ids.size());
+  p.n_seqs = static_cast<uint32_t>(p.tables.size() / std::max(1u, table_stride));
+  p.n_lm_rows = static_cast<uint32_t>(p.lm_rows.size());
+  p.n_sample_rows = static_cast<uint32_t>(p.params.size());
+  return p;
+}
+
+void write_step(const cuda_packed_step& p, const cuda_step_layout& l, std::span<std::byte> image) noexcept {
+  auto put = [&](size_t off, const void* src, size_t bytes) {
+    if (bytes > 0) std::memcpy(image.data() + off, src, bytes);
+  };
+  put(l.ids, p.ids.data(), p.ids.size() * 4);
+  put(l.positions, p.positions.data(), p.positions.size() * 4);
+  put(l.slots, p.slots.data(), p.slots.size() * 4);
+  put(l.token_seq, p.token_seq.data(), p.token_seq.size() * 4);
+  put(l.lm_rows, p.lm_rows.data(), p.lm_rows.size() * 4);
+  put(l.tables, p.tables.data(), p.tables.size() * 4);
+  put(l.params, p.params.data(), p.params.size() * sizeof(cuda_sample_row));
+}
+
+} // namespace dynamo::model

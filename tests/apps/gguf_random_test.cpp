@@ -1,0 +1,187 @@
+// dynamo-gguf-random's writer: presets, a tiny file of every type that the
+// GGUF reader, tokenizer, model loader and CPU executor all accept, sane
+// weight statistics, and the streaming writer's size checks.
+#include "apps/dynamo-gguf-random/random_gguf.hpp"
+
+#include "kernels/reference/dequantize.hpp"
+#include "runtime/gguf/gguf_file.hpp"
+#include "runtime/gguf/writer.hpp"
+#include "runtime/model/cpu_executor.hpp"
+#include "runtime/model/llama_model.hpp"
+#include "runtime/tokenizer/gguf_tokenizer.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <unistd.h>
+
+using namespace dynamo;
+
+namespace {
+
+struct temp_path {
+  std::string path;
+  explicit temp_path(const std::string& name)
+      : path((std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()) + ".gguf")).string()) {}
+  ~temp_path() { std::filesystem::remove(path); }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(gguf_random)
+
+BOOST_AUTO_TEST_CASE(presets_have_the_published_shapes) {
+  auto l = apps::random_gguf_preset("llama-3.1-8b");
+  BOOST_REQUIRE(l);
+  BOOST_TEST(l->n_layer == 32u);
+  BOOST_TEST(l->n_embd == 4096u);
+  BOOST_TEST(l->n_head == 32u);
+  BOOST_TEST(l->n_kv_head == 8u);
+  BOOST_TEST(l->n_ff == 14336u);
+  BOOST_TEST(l->n_vocab == 128256u);
+  BOOST_TEST(l->rope_base == 500000.0f);
+  BOOST_TEST(!l->tied_embeddings);
+  BOOST_TEST(apps::parameter_count(*l) == 8030261248ull); // Llama-3.1-8B's 8.03 B
+  auto s = apps::random_gguf_preset("smollm2-135m");
+  BOOST_REQUIRE(s);
+  BOOST_TEST(apps::parameter_count(*s) == 134515008ull); // research/engine.md 2.1
+  BOOST_TEST(!apps::random_gguf_preset("gpt-5"));
+  BOOST_TEST(!apps::parse_weight_type("q4_k"));
+}
+
+BOOST_AUTO_TEST_CASE(bad_shapes_are_rejected_with_the_reason) {
+  auto o = *apps::random_gguf_preset("tiny");
+  o.n_kv_head = 3;
+  BOOST_TEST(!apps::validate(o));
+  o = *apps::random_gguf_preset("tiny");
+  o.n_vocab = 100;
+  BOOST_TEST(!apps::validate(o));
+  o = *apps::random_gguf_preset("tiny");
+  o.n_ff = 100;
+  BOOST_TEST(!apps::validate(o));
+}
+
+BOOST_AUTO_TEST_CASE(vocab_is_byte_level_and_exactly_the_requested_size) {
+  for (const uint32_t n : {259u, 300u, 20000u}) {
+    const auto v = apps::make_byte_vocab(n);
+    BOOST_TEST(v.tokens.size() == n);
+    BOOST_TEST(v.types.size() == n);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(tiny_files_of_every_type_load_tokenize_and_run_a_cpu_step) {
+  for (const char* type : {"f16", "bf16", "q8_0", "q4_1"}) {
+    BOOST_TEST_CONTEXT("type " << type) {
+      auto o = *apps::random_gguf_preset("tiny");
+      o.type = *apps::parse_weight_type(type);
+      o.threads = 2;
+      temp_path tmp(std::string("gguf-random-") + type);
+      auto bytes = apps::write_random_gguf(o, tmp.path);
+      BOOST_REQUIRE_MESSAGE(bytes, (bytes ? "" : describe(bytes.error())));
+      BOOST_TEST(*bytes == std::filesystem::file_size(tmp.path));
+
+      auto f = gguf::file::open(tmp.path);
+      BOOST_REQUIRE_MESSAGE(f, (f ? "" : describe(f.error())));
+      auto tk = tok::load_tokenizer(**f);
+      BOOST_REQUIRE_MESSAGE(tk, (tk ? "" : describe(tk.error())));
+      const std::string text = "Hello, random world! 123";
+      const auto ids = (*tk)->encode(text, true);
+      BOOST_TEST(!ids.empty());
+      BOOST_TEST((*tk)->decode(ids) == text);
+
+      auto m = model::llama_model::load(tmp.path);
+      BOOST_REQUIRE_MESSAGE(m, (m ? "" : describe(m.error())));
+      BOOST_TEST((*m)->config().n_layer == o.n_layer);
+      BOOST_TEST((*m)->config().n_vocab == o.n_vocab);
+      // Weights: finite, zero-mean, the requested spread; norms are ones.
+      const auto& wq = (*m)->weights().layers[1].wq;
+      std::vector<float> row(wq.k);
+      double sum = 0, sq = 0;
+      for (uint32_t r = 0; r < wq.n; ++r) {
+        kernels::ref::dequantize_row(wq.type, wq.row(r), row.data(), wq.k);
+        for (float x : row) {
+          BOOST_TEST_REQUIRE(std::isfinite(x));
+          sum += x;
+          sq += double(x) * x;
+        }
+      }
+      const double n = double(wq.k) * wq.n, mean = sum / n, sd = std::sqrt(sq / n - mean * mean);
+      BOOST_TEST(std::fabs(mean) < 0.002);
+      BOOST_TEST(sd == 0.02, boost::test_tools::tolerance(0.1));
+      BOOST_TEST((*m)->weights().layers[0].attn_norm[5] == 1.0f);
+
+      model::cpu_executor_config xc;
+      xc.block_size = 16;
+      xc.num_blocks = 8;
+      xc.threads = 1;
+      xc.process_seed = 1;
+      auto ex = model::cpu_executor::create(*m, xc);
+      BOOST_REQUIRE_MESSAGE(ex, (ex ? "" : describe(ex.error())));
+      engine::batch b;
+      engine::batch_entry e;
+      e.seq_id = 1;
+      e.tokens = ids;
+      e.block_table = {0, 1};
+      e.sample = true;
+      e.sampling.temperature = 0.0f;
+      e.sample_position = static_cast<uint32_t>(ids.size());
+      b.entries.push_back(e);
+      b.num_tokens = static_cast<uint32_t>(ids.size());
+      auto r = (*ex)->execute(b);
+      BOOST_REQUIRE_MESSAGE(r, (r ? "" : describe(r.error())));
+      BOOST_TEST((r->sampled[0].value() < o.n_vocab));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(same_seed_same_file_other_seed_other_weights) {
+  auto o = *apps::random_gguf_preset("tiny");
+  o.threads = 2;
+  temp_path a("gguf-random-a"), b("gguf-random-b"), c("gguf-random-c");
+  BOOST_REQUIRE(apps::write_random_gguf(o, a.path));
+  o.threads = 1; // the thread count must not matter
+  BOOST_REQUIRE(apps::write_random_gguf(o, b.path));
+  o.seed = 2;
+  BOOST_REQUIRE(apps::write_random_gguf(o, c.path));
+  auto read = [](const std::string& p) {
+    auto f = gguf::file::open(p);
+    BOOST_REQUIRE(f);
+    const auto* t = (*f)->find_tensor("blk.0.ffn_up.weight");
+    BOOST_REQUIRE(t != nullptr);
+    const auto bytes = (*f)->tensor_data(*t);
+    return std::vector<std::byte>(bytes.begin(), bytes.end());
+  };
+  BOOST_TEST((read(a.path) == read(b.path)));
+  BOOST_TEST((read(a.path) != read(c.path)));
+}
+
+BOOST_AUTO_TEST_CASE(streaming_writer_checks_the_bytes_each_tensor_gets) {
+  temp_path tmp("gguf-stream");
+  gguf::writer w;
+  w.set_string("general.architecture", "llama");
+  BOOST_REQUIRE(w.declare_tensor("t", {32, 2}, gguf::tensor_type::q8_0));
+  BOOST_TEST(!w.write(tmp.path)); // declared tensors need write_streaming
+  const std::vector<std::byte> block(34, std::byte{1});
+  auto short_source = [&](std::string_view, const gguf::writer::byte_sink& sink) -> expected<void> {
+    (void)sink(block);
+    return {};
+  };
+  auto r = w.write_streaming(tmp.path, short_source);
+  BOOST_REQUIRE(!r);
+  BOOST_TEST((code_of(r.error()) == errc::invalid_argument));
+  auto full_source = [&](std::string_view, const gguf::writer::byte_sink& sink) -> expected<void> {
+    BOOST_TEST(sink(block));
+    BOOST_TEST(sink(block));
+    BOOST_TEST(!sink(block)); // one block too many is refused
+    return {};
+  };
+  BOOST_REQUIRE(w.write_streaming(tmp.path, full_source));
+  auto f = gguf::file::open(tmp.path);
+  BOOST_REQUIRE_MESSAGE(f, (f ? "" : describe(f.error())));
+  const auto* t = (*f)->find_tensor("t");
+  BOOST_REQUIRE(t != nullptr);
+  BOOST_TEST((*f)->tensor_data(*t).size() == 68u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
