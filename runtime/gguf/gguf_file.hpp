@@ -91,6 +91,8 @@ public:
   [[nodiscard]] std::span<const tensor_info> tensors() const noexcept { return tensors_; }
   [[nodiscard]] const tensor_info* find_tensor(std::string_view name) const noexcept;
   /// The tensor's raw bytes inside the mapping (bounds were checked at open).
+  /// For files opened from disk the data starts at a multiple of alignment()
+  /// from a page-aligned base, so it may be read as block_q4_1[] etc. directly.
   [[nodiscard]] std::span<const std::byte> tensor_data(const tensor_info& t) const noexcept;
   /// Dequantizes row `row` (ne[0] floats) into `out`.
   [[nodiscard]] expected<void> dequantize_row(const tensor_info& t, uint64_t row, std::span<float> out) const;

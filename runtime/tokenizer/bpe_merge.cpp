@@ -4,7 +4,7 @@
 #include "runtime/tokenizer/unicode.hpp"
 
 #include <limits>
-#include <queue>
+#include <algorithm>
 
 namespace dynamo::tok {
 
@@ -13,32 +13,14 @@ namespace {
 constexpr uint32_t no_id = std::numeric_limits<uint32_t>::max();
 constexpr uint32_t none = std::numeric_limits<uint32_t>::max();
 
-// One symbol of the piece being merged: a token over a byte span, linked to
-// its live neighbours.
-struct symbol {
-  uint32_t id;
-  uint32_t prev;
-  uint32_t next;
-  bool alive;
-};
-
-// A candidate merge of symbols `left` and `left.next`, valid while both still
-// carry the ids it was made from. Lowest rank first, then leftmost (as HF does).
-struct candidate {
-  uint32_t rank;
-  uint32_t left;
-  uint32_t right;
-  uint32_t left_id;
-  uint32_t right_id;
-  uint32_t merged_id;
-  bool operator>(const candidate& o) const noexcept {
-    return rank != o.rank ? rank > o.rank : left > o.left;
-  }
-};
-
 } // namespace
 
-void bpe_tokenizer::encode_piece(std::string_view piece, std::vector<uint32_t>& out) const {
+void bpe_tokenizer::encode_piece(std::string_view piece, merge_scratch& scratch, std::vector<uint32_t>& out) const {
+  if (piece.size() == 1) { // most punctuation and digits: no pair to merge
+    if (const uint32_t id = byte_ids_[static_cast<unsigned char>(piece[0])]; id != no_id)
+      out.push_back(id);
+    return;
+  }
   if (ignore_merges_) {
     std::string mapped;
     for (unsigned char b : piece)
@@ -49,11 +31,13 @@ void bpe_tokenizer::encode_piece(std::string_view piece, std::vector<uint32_t>& 
     }
   }
   const auto n = static_cast<uint32_t>(piece.size());
-  std::vector<symbol> syms(n);
+  auto& syms = scratch.symbols;
+  auto& queue = scratch.queue; // a min-heap under std::greater
+  syms.resize(n);
+  queue.clear();
   for (uint32_t i = 0; i < n; ++i)
     syms[i] = {byte_ids_[static_cast<unsigned char>(piece[i])], i == 0 ? none : i - 1, i + 1 == n ? none : i + 1,
                true};
-  std::priority_queue<candidate, std::vector<candidate>, std::greater<>> queue;
   auto consider = [&](uint32_t left) {
     if (left == none || syms[left].next == none)
       return;
@@ -62,18 +46,21 @@ void bpe_tokenizer::encode_piece(std::string_view piece, std::vector<uint32_t>& 
     if (a == no_id || b == no_id)
       return;
     auto it = merges_.find((uint64_t{a} << 32) | b);
-    if (it != merges_.end())
-      queue.push({it->second.rank, left, right, a, b, it->second.id});
+    if (it != merges_.end()) {
+      queue.push_back({it->second.rank, left, right, a, b, it->second.id});
+      std::push_heap(queue.begin(), queue.end(), std::greater<>{});
+    }
   };
   for (uint32_t i = 0; i + 1 < n; ++i)
     consider(i);
   while (!queue.empty()) {
-    const candidate c = queue.top();
-    queue.pop();
-    symbol& l = syms[c.left];
+    std::pop_heap(queue.begin(), queue.end(), std::greater<>{});
+    const merge_candidate c = queue.back();
+    queue.pop_back();
+    merge_symbol& l = syms[c.left];
     if (!l.alive || l.id != c.left_id || l.next != c.right || syms[c.right].id != c.right_id)
       continue; // stale: one side merged since
-    symbol& r = syms[c.right];
+    merge_symbol& r = syms[c.right];
     l.id = c.merged_id;
     l.next = r.next;
     r.alive = false;

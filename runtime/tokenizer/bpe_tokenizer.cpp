@@ -182,6 +182,7 @@ std::string bpe_tokenizer::token_bytes(uint32_t id, bool include_special) const 
 std::vector<uint32_t> bpe_tokenizer::encode(std::string_view text, bool parse_special) const {
   std::vector<uint32_t> out;
   out.reserve(text.size() / 3 + 4);
+  merge_scratch scratch;
   size_t plain_from = 0;
   for (size_t i = 0; i < text.size();) {
     const special* hit = nullptr;
@@ -197,20 +198,20 @@ std::vector<uint32_t> bpe_tokenizer::encode(std::string_view text, bool parse_sp
       ++i;
       continue;
     }
-    encode_text(text.substr(plain_from, i - plain_from), out);
+    encode_text(text.substr(plain_from, i - plain_from), scratch, out);
     out.push_back(hit->id);
     i += hit->text.size();
     plain_from = i;
   }
-  encode_text(text.substr(plain_from), out);
+  encode_text(text.substr(plain_from), scratch, out);
   return out;
 }
 
-void bpe_tokenizer::encode_text(std::string_view text, std::vector<uint32_t>& out) const {
+void bpe_tokenizer::encode_text(std::string_view text, merge_scratch& scratch, std::vector<uint32_t>& out) const {
   if (text.empty())
     return;
   for (auto piece : pre_tokenize(pre_, text))
-    encode_piece(piece, out);
+    encode_piece(piece, scratch, out);
 }
 
 } // namespace dynamo::tok

@@ -56,10 +56,13 @@ public:
   [[nodiscard]] std::vector<uint32_t> encode(std::string_view text, bool parse_special) const override;
   [[nodiscard]] std::string token_bytes(uint32_t id, bool include_special) const override;
   [[nodiscard]] uint32_t vocab_size() const noexcept override { return static_cast<uint32_t>(tokens_.size()); }
-  /// EOG ids: EOS, EOT, EOM and control tokens whose text ends turns or text
-  /// (<|endoftext|>, <|im_end|>, <|eot_id|>, <|end_of_text|>, ...), sorted.
+  /// EOG ids, sorted: EOS, EOT, EOM and control tokens whose text ends turns
+  /// or text (<|endoftext|>, <|im_end|>, <|eot_id|>, <|end_of_text|>, ...) or
+  /// is a FIM repo/pad token, as llama.cpp counts them (SmolLM2: {0, 2, 4}).
   [[nodiscard]] std::vector<uint32_t> stop_token_ids() const override { return eog_; }
-  /// BOS when the model asks for it (add_bos), else -1.
+  /// BOS when the model asks for it (add_bos), else -1. Templates such as
+  /// Llama 3's already write the BOS text; encoding that prompt with
+  /// parse_special yields the BOS id, so do not prepend a second one.
   [[nodiscard]] int64_t bos_token_id() const noexcept override;
 
   /// Exact vocabulary lookup of a token's stored text.
@@ -88,12 +91,39 @@ private:
     bool control; ///< only matched with parse_special
   };
 
+  // One symbol of a piece being merged: a token over a byte span, linked to
+  // its live neighbours.
+  struct merge_symbol {
+    uint32_t id;
+    uint32_t prev;
+    uint32_t next;
+    bool alive;
+  };
+  // A candidate merge of `left` and `left.next`, valid while both still carry
+  // the ids it was made from. Lowest rank first, then leftmost (as HF does).
+  struct merge_candidate {
+    uint32_t rank;
+    uint32_t left;
+    uint32_t right;
+    uint32_t left_id;
+    uint32_t right_id;
+    uint32_t merged_id;
+    bool operator>(const merge_candidate& o) const noexcept {
+      return rank != o.rank ? rank > o.rank : left > o.left;
+    }
+  };
+  // Buffers reused across the pieces of one encode() call.
+  struct merge_scratch {
+    std::vector<merge_symbol> symbols;
+    std::vector<merge_candidate> queue;
+  };
+
   bpe_tokenizer() = default;
   [[nodiscard]] expected<void> build_merges(const std::vector<std::string>& merges);
   void build_specials();
   void build_eog(const bpe_vocab& v);
-  void encode_text(std::string_view text, std::vector<uint32_t>& out) const;
-  void encode_piece(std::string_view piece, std::vector<uint32_t>& out) const;
+  void encode_text(std::string_view text, merge_scratch& scratch, std::vector<uint32_t>& out) const;
+  void encode_piece(std::string_view piece, merge_scratch& scratch, std::vector<uint32_t>& out) const;
 
   std::vector<std::string> tokens_;
   std::vector<token_type> types_;

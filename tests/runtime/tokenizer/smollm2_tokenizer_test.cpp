@@ -2,6 +2,7 @@
 // vectors (data/smollm2_vectors.tsv, made by make_vectors.py with HF
 // `tokenizers`), round-trips random UTF-8, and loader errors are clear.
 #include "runtime/gguf/writer.hpp"
+#include "runtime/tokenizer/detokenizer.hpp"
 #include "runtime/tokenizer/gguf_tokenizer.hpp"
 #include "runtime/tokenizer/unicode.hpp"
 #include "tests/runtime/gguf/test_model.hpp"
@@ -195,6 +196,25 @@ BOOST_AUTO_TEST_CASE(bytes_with_tokens_round_trip_and_the_21_without_are_dropped
   BOOST_TEST(missing == 21); // e.g. 0x04, 0xC0, 0xF1 (checked against gguf-py in make_vectors.py)
   BOOST_TEST(!has_byte_token(*tk, 0xF1));
   BOOST_TEST(tk->decode(tk->encode(all + all, false)) == kept + kept);
+}
+
+BOOST_AUTO_TEST_CASE(streaming_detokenization_never_splits_a_character) {
+  auto tk = smollm2();
+  const std::string text = "Crab 🦀, café, 你好!";
+  const auto ids = tk->encode(text, false);
+  incremental_detokenizer dt(*tk);
+  std::string joined;
+  int empty_pieces = 0;
+  for (auto id : ids) {
+    std::string piece = dt.push(id);
+    std::string check = piece;
+    BOOST_TEST(utf8_complete_prefix(check) == piece.size()); // every piece is whole UTF-8
+    empty_pieces += piece.empty();
+    joined += piece;
+  }
+  joined += dt.flush();
+  BOOST_TEST(joined == text);
+  BOOST_TEST(empty_pieces > 0); // some tokens carry only part of a character
 }
 
 BOOST_AUTO_TEST_SUITE_END()
