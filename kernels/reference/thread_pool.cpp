@@ -48,7 +48,7 @@ void thread_pool::run(uint32_t n_tasks, task_fn fn, void* ctx) {
 
   drain(gen);
   for (unsigned spins = 0; done_.load(std::memory_order_acquire) != n_tasks; ++spins) {
-    if (spins < 4096) {
+    if (spins < 256) {
       DYNAMO_CPU_RELAX();
     } else {
       std::this_thread::yield(); // a worker holding a task was descheduled
@@ -85,11 +85,18 @@ void thread_pool::worker_loop() {
   for (;;) {
     uint32_t gen = generation_.load(std::memory_order_acquire);
     if (gen == seen) {
-      const auto deadline = std::chrono::steady_clock::now() + spin_budget;
+      // Poll with pause for a few microseconds (jobs of one step come back to
+      // back), then with yield (on a shared machine the core goes to whoever
+      // needs it), then sleep.
+      const auto start = std::chrono::steady_clock::now();
       for (unsigned i = 0; gen == seen; ++i) {
-        DYNAMO_CPU_RELAX();
+        if (i < 2048) {
+          DYNAMO_CPU_RELAX();
+        } else {
+          std::this_thread::yield();
+        }
         gen = generation_.load(std::memory_order_acquire);
-        if ((i & 63) == 63 && std::chrono::steady_clock::now() > deadline) break;
+        if ((i & 63) == 63 && std::chrono::steady_clock::now() - start > spin_budget) break;
       }
       if (gen == seen) {
         // Dekker with run(): we publish sleepers_ before re-reading the

@@ -56,10 +56,13 @@ public:
   [[nodiscard]] std::vector<uint32_t> encode(std::string_view text, bool parse_special) const override;
   [[nodiscard]] std::string token_bytes(uint32_t id, bool include_special) const override;
   [[nodiscard]] uint32_t vocab_size() const noexcept override { return static_cast<uint32_t>(tokens_.size()); }
-  /// EOG ids: EOS, EOT, EOM and control tokens whose text ends turns or text
-  /// (<|endoftext|>, <|im_end|>, <|eot_id|>, <|end_of_text|>, ...), sorted.
+  /// EOG ids, sorted: EOS, EOT, EOM and control tokens whose text ends turns
+  /// or text (<|endoftext|>, <|im_end|>, <|eot_id|>, <|end_of_text|>, ...) or
+  /// is a FIM repo/pad token, as llama.cpp counts them (SmolLM2: {0, 2, 4}).
   [[nodiscard]] std::vector<uint32_t> stop_token_ids() const override { return eog_; }
-  /// BOS when the model asks for it (add_bos), else -1.
+  /// BOS when the model asks for it (add_bos), else -1. Templates such as
+  /// Llama 3's already write the BOS text; encoding that prompt with
+  /// parse_special yields the BOS id, so do not prepend a second one.
   [[nodiscard]] int64_t bos_token_id() const noexcept override;
 
   /// Exact vocabulary lookup of a token's stored text.

@@ -10,7 +10,7 @@ namespace dynamo::tok::jinja {
 
 namespace {
 
-constexpr size_t max_repeat = size_t{1} << 24;
+constexpr size_t max_size = size_t{1} << 24; // elements of any string or list a template builds
 
 const int64_t* as_int(const value& v) { return std::get_if<int64_t>(&v.v); }
 
@@ -132,7 +132,7 @@ expected<value> repeat(const value& seq, const value& times, int line) {
     return type_error(line, "*", seq, times);
   n = std::max<int64_t>(n, 0);
   if (auto s = seq.as_string()) {
-    if (s->size() * static_cast<size_t>(n) > max_repeat)
+    if (n > 0 && s->size() > max_size / static_cast<size_t>(n))
       return fail(line, "string repetition too large");
     std::string out;
     for (int64_t i = 0; i < n; ++i)
@@ -140,7 +140,7 @@ expected<value> repeat(const value& seq, const value& times, int line) {
     return value(std::move(out));
   }
   const list& l = *seq.as_list();
-  if (l.size() * static_cast<size_t>(n) > max_repeat)
+  if (n > 0 && l.size() > max_size / static_cast<size_t>(n))
     return fail(line, "list repetition too large");
   list out;
   for (int64_t i = 0; i < n; ++i)
@@ -175,8 +175,13 @@ expected<std::vector<value>> iterate(const value& v, int line) {
 }
 
 expected<value> binary_op(std::string_view op, const value& a, const value& b, int line) {
-  if (op == "~")
-    return value(a.to_output() + b.to_output());
+  if (op == "~") {
+    std::string out = a.to_output();
+    const std::string rhs = b.to_output();
+    if (out.size() + rhs.size() > max_size)
+      return fail(line, "string too large");
+    return value(out + rhs);
+  }
   if (op == "==")
     return value(equals(a, b));
   if (op == "!=")
@@ -188,6 +193,10 @@ expected<value> binary_op(std::string_view op, const value& a, const value& b, i
   if (op == "<" || op == ">" || op == "<=" || op == ">=")
     return compare(op, a, b, line);
   if (op == "+") {
+    const size_t na = a.as_string() ? a.as_string()->size() : a.as_list() ? a.as_list()->size() : 0;
+    const size_t nb = b.as_string() ? b.as_string()->size() : b.as_list() ? b.as_list()->size() : 0;
+    if (na + nb > max_size)
+      return fail(line, "string or list too large");
     if (a.as_string() && b.as_string())
       return value(*a.as_string() + *b.as_string());
     if (a.as_list() && b.as_list()) {

@@ -5,17 +5,21 @@
 #include "runtime/tokenizer/jinja_builtins.hpp"
 
 #include <cmath>
+#include <utility>
 
 namespace dynamo::tok::jinja {
 
 namespace {
 
-constexpr uint64_t max_steps = 10'000'000;          // nodes executed + loop iterations
+constexpr uint64_t max_steps = 1'000'000;           // nodes executed + loop iterations
 constexpr size_t max_output = size_t{64} << 20;     // bytes
 
 class renderer {
 public:
   explicit renderer(const globals& g) { scopes_.push_back(g); }
+  renderer(const renderer&) = delete;
+  renderer& operator=(const renderer&) = delete;
+  ~renderer() { release_namespaces(); }
 
   expected<void> exec(const std::vector<node>& body, std::string& out);
   expected<value> eval(const expr& e);
@@ -29,10 +33,24 @@ private:
   expected<std::vector<value>> eval_args(const expr& e, size_t first, std::vector<std::string>* names);
   [[nodiscard]] value lookup(std::string_view name) const;
   void assign(const std::string& name, value v);
+  void release_namespaces();
 
   std::vector<globals> scopes_;
+  std::vector<std::shared_ptr<dict>> namespaces_; ///< every namespace() made, emptied at the end
   uint64_t steps_ = 0;
 };
+
+// Namespaces are the only mutable values, so only they can form cycles or
+// chains deeper than max_nesting. Emptying them all (contents moved out first)
+// breaks both, so nothing is destroyed recursively or leaked.
+void renderer::release_namespaces() {
+  std::vector<dict> graveyard;
+  graveyard.reserve(namespaces_.size());
+  for (auto& ns : namespaces_)
+    graveyard.push_back(std::exchange(*ns, dict{}));
+  namespaces_.clear();
+  scopes_.clear();
+}
 
 value renderer::lookup(std::string_view name) const {
   for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s)
@@ -166,6 +184,10 @@ expected<void> renderer::exec_set(const node& n) {
   dict* ns = lookup(n.targets[0]).as_dict();
   if (!ns)
     return fail(n.line, "cannot set attribute '" + n.targets[1] + "' of '" + n.targets[0] + "' (not a namespace)");
+  if (holds(*v, ns))
+    return fail(n.line, "cannot store namespace '" + n.targets[0] + "' inside itself");
+  if (nested_deeper_than(*v, max_nesting - 1))
+    return fail(n.line, "values nested more than " + std::to_string(max_nesting) + " deep");
   for (auto& [k, old] : *ns) {
     if (k == n.targets[1]) {
       old = std::move(*v);
@@ -221,6 +243,9 @@ expected<value> renderer::eval(const expr& e) {
       auto items = eval_args(e, 0, nullptr);
       if (!items)
         return std::move(items.error());
+      for (const auto& item : *items)
+        if (nested_deeper_than(item, max_nesting - 1))
+          return fail(e.line, "values nested more than " + std::to_string(max_nesting) + " deep");
       if (e.kind == expr_kind::list)
         return value(std::move(*items));
       dict d;
@@ -290,7 +315,13 @@ expected<value> renderer::eval_call(const expr& e) {
   }
   if (callee.kind != expr_kind::name)
     return fail(e.line, "only named functions and methods can be called");
-  return call_function(callee.name, *args, names, e.line);
+  auto result = call_function(callee.name, *args, names, e.line);
+  if (result && callee.name == "namespace") {
+    if (nested_deeper_than(*result, max_nesting))
+      return fail(e.line, "namespace values nested more than " + std::to_string(max_nesting) + " deep");
+    namespaces_.push_back(std::get<std::shared_ptr<dict>>(result->v));
+  }
+  return result;
 }
 
 } // namespace

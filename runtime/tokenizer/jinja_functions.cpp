@@ -87,27 +87,40 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
-// json.dumps with the default separators (", ", ": ").
-std::string to_json(const value& v) {
-  if (auto s = v.as_string())
-    return json_string(*s);
-  if (v.is_undefined() || v.is_none())
-    return "null";
-  if (auto b = std::get_if<bool>(&v.v))
-    return *b ? "true" : "false";
-  if (auto l = v.as_list()) {
-    std::string out = "[";
-    for (size_t i = 0; i < l->size(); ++i)
-      out += (i ? ", " : "") + to_json((*l)[i]);
-    return out + "]";
+// json.dumps with the default separators (", ", ": "); depth and size capped
+// like value::to_output (cyclic namespaces).
+void to_json(const value& v, int depth, std::string& out) {
+  if (out.size() > max_print_bytes)
+    return;
+  const list* l = v.as_list();
+  const dict* d = v.as_dict();
+  if ((l || d) && depth >= max_print_depth) {
+    out += "null";
+    return;
   }
-  if (auto d = v.as_dict()) {
-    std::string out = "{";
-    for (size_t i = 0; i < d->size(); ++i)
-      out += (i ? ", " : "") + json_string((*d)[i].first) + ": " + to_json((*d)[i].second);
-    return out + "}";
+  if (auto s = v.as_string()) {
+    out += json_string(*s);
+  } else if (v.is_undefined() || v.is_none()) {
+    out += "null";
+  } else if (auto b = std::get_if<bool>(&v.v)) {
+    out += *b ? "true" : "false";
+  } else if (l) {
+    out += '[';
+    for (size_t i = 0; i < l->size() && out.size() <= max_print_bytes; ++i) {
+      out += i ? ", " : "";
+      to_json((*l)[i], depth + 1, out);
+    }
+    out += ']';
+  } else if (d) {
+    out += '{';
+    for (size_t i = 0; i < d->size() && out.size() <= max_print_bytes; ++i) {
+      out += (i ? ", " : "") + json_string((*d)[i].first) + ": ";
+      to_json((*d)[i].second, depth + 1, out);
+    }
+    out += '}';
+  } else {
+    out += v.to_output();
   }
-  return v.to_output();
 }
 
 const std::string* string_arg(const std::vector<value>& args, size_t i) {
@@ -170,6 +183,8 @@ expected<value> dict_method(const dict& d, const value& self, std::string_view n
       return args.size() > 1 ? args[1] : value(none{});
     return v;
   }
+  if (name == "items" && nested_deeper_than(self, max_nesting - 1))
+    return fail(line, "items(): values nested more than " + std::to_string(max_nesting) + " deep");
   if (name == "items" || name == "keys" || name == "values") {
     list out;
     for (const auto& [k, v] : d) {
@@ -206,8 +221,11 @@ expected<value> apply_filter(std::string_view name, const std::vector<value>& ar
   }
   if (name == "string")
     return value(v.to_output());
-  if (name == "tojson")
-    return value(to_json(v));
+  if (name == "tojson") {
+    std::string out;
+    to_json(v, 0, out);
+    return value(std::move(out));
+  }
   if (name == "list") {
     auto items = iterate(v, line);
     if (!items)

@@ -9,7 +9,24 @@ namespace dynamo::tok::jinja {
 
 namespace {
 
-constexpr int max_depth = 64;
+constexpr int max_depth = 64;          // nesting of parentheses, lists, unary operators and blocks
+constexpr size_t max_tag_tokens = 4096; // bounds every expression tree (and its recursive teardown)
+constexpr int max_tree_depth = 256;     // operator chains such as a + b + ... (evaluation recursion)
+
+// Depth of an expression tree, without recursion.
+int tree_depth(const expr& root) {
+  int deepest = 0;
+  std::vector<std::pair<const expr*, int>> stack{{&root, 1}};
+  while (!stack.empty()) {
+    auto [e, d] = stack.back();
+    stack.pop_back();
+    deepest = std::max(deepest, d);
+    for (const auto& child : e->args)
+      if (child)
+        stack.emplace_back(child.get(), d + 1);
+  }
+  return deepest;
+}
 
 constexpr std::string_view known_filters[] = {"trim",  "upper", "lower", "length", "count", "default", "d",
                                               "join",  "string", "first", "last",  "capitalize", "list",
@@ -27,9 +44,9 @@ class expr_parser {
 public:
   expr_parser(std::vector<token> toks, int line) : t_(std::move(toks)), line_(line) {}
 
-  [[nodiscard]] expected<expr_ptr> expression() { return ternary(); }
+  [[nodiscard]] expected<expr_ptr> expression() { return checked(ternary()); }
   /// An expression without a trailing `if ... else` (for-loop iterables, whose `if` filters).
-  [[nodiscard]] expected<expr_ptr> condition_free_expression() { return or_expr(); }
+  [[nodiscard]] expected<expr_ptr> condition_free_expression() { return checked(or_expr()); }
   [[nodiscard]] const token& peek(size_t ahead = 0) const { return t_[std::min(p_ + ahead, t_.size() - 1)]; }
   [[nodiscard]] bool at_end() const { return peek().k == token::kind::end; }
   [[nodiscard]] bool is_op(std::string_view op, size_t ahead = 0) const {
@@ -61,6 +78,12 @@ public:
 
 private:
   using binary_level = expected<expr_ptr> (expr_parser::*)();
+
+  expected<expr_ptr> checked(expected<expr_ptr> e) const {
+    if (e && tree_depth(**e) > max_tree_depth)
+      return error("expression nested too deeply");
+    return e;
+  }
 
   expected<expr_ptr> binary(binary_level operand, std::initializer_list<std::string_view> ops, bool names) {
     auto lhs = (this->*operand)();
@@ -403,6 +426,10 @@ private:
     auto toks = tokenize(segs_[k].content, segs_[k].line);
     if (!toks)
       return std::move(toks.error());
+    if (toks->size() > max_tag_tokens)
+      return make_error(errc::invalid_argument, "chat template line " + std::to_string(segs_[k].line) +
+                                                    ": tag has more than " + std::to_string(max_tag_tokens) +
+                                                    " tokens");
     return expr_parser(std::move(*toks), segs_[k].line);
   }
   // Expects the whole tag consumed.

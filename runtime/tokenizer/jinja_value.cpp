@@ -1,6 +1,8 @@
 #include "runtime/tokenizer/jinja_value.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 namespace dynamo::tok::jinja {
 
@@ -67,34 +69,65 @@ bool value::truthy() const noexcept {
   return std::visit(visitor{}, v);
 }
 
-std::string value::repr() const {
-  if (auto s = as_string())
-    return quote(*s);
-  return to_output();
-}
+namespace {
 
-std::string value::to_output() const {
-  struct visitor {
+// Appends the printed form of `v` to `out`; strings are quoted when `quoted`.
+void print(const value& v, bool quoted, int depth, std::string& out) {
+  if (out.size() > max_print_bytes)
+    return;
+  if (auto s = v.as_string()) {
+    out += quoted ? quote(*s) : *s;
+    return;
+  }
+  const list* l = v.as_list();
+  const dict* d = v.as_dict();
+  if ((l || d) && depth >= max_print_depth) {
+    out += "...";
+    return;
+  }
+  if (l) {
+    out += '[';
+    for (size_t i = 0; i < l->size() && out.size() <= max_print_bytes; ++i) {
+      out += i ? ", " : "";
+      print((*l)[i], true, depth + 1, out);
+    }
+    out += ']';
+    return;
+  }
+  if (d) {
+    out += '{';
+    for (size_t i = 0; i < d->size() && out.size() <= max_print_bytes; ++i) {
+      out += (i ? ", " : "") + quote((*d)[i].first) + ": ";
+      print((*d)[i].second, true, depth + 1, out);
+    }
+    out += '}';
+    return;
+  }
+  struct scalar {
     std::string operator()(undefined) const { return {}; }
     std::string operator()(none) const { return "None"; }
     std::string operator()(bool b) const { return b ? "True" : "False"; }
     std::string operator()(int64_t i) const { return std::to_string(i); }
-    std::string operator()(double d) const { return format_double(d); }
-    std::string operator()(const std::string& s) const { return s; }
-    std::string operator()(const std::shared_ptr<list>& l) const {
-      std::string out = "[";
-      for (size_t i = 0; i < l->size(); ++i)
-        out += (i ? ", " : "") + (*l)[i].repr();
-      return out + "]";
-    }
-    std::string operator()(const std::shared_ptr<dict>& d) const {
-      std::string out = "{";
-      for (size_t i = 0; i < d->size(); ++i)
-        out += (i ? ", " : "") + quote((*d)[i].first) + ": " + (*d)[i].second.repr();
-      return out + "}";
-    }
+    std::string operator()(double x) const { return format_double(x); }
+    std::string operator()(const std::string& x) const { return x; }
+    std::string operator()(const std::shared_ptr<list>&) const { return {}; }
+    std::string operator()(const std::shared_ptr<dict>&) const { return {}; }
   };
-  return std::visit(visitor{}, v);
+  out += std::visit(scalar{}, v.v);
+}
+
+} // namespace
+
+std::string value::repr() const {
+  std::string out;
+  print(*this, true, 0, out);
+  return out;
+}
+
+std::string value::to_output() const {
+  std::string out;
+  print(*this, false, 0, out);
+  return out;
 }
 
 std::string_view value::type_name() const noexcept {
@@ -110,7 +143,12 @@ value value::get(std::string_view key) const {
   return {};
 }
 
-bool equals(const value& a, const value& b) {
+namespace {
+
+bool equals_within(const value& a, const value& b, size_t& budget, int depth) {
+  if (budget == 0 || depth > max_print_depth)
+    return false;
+  --budget;
   auto num = [](const value& x, double& out) {
     if (auto i = std::get_if<int64_t>(&x.v))
       out = static_cast<double>(*i);
@@ -131,23 +169,80 @@ bool equals(const value& a, const value& b) {
     return *s == *b.as_string();
   if (auto l = a.as_list()) {
     const auto* m = b.as_list();
+    if (l == m)
+      return true;
     if (l->size() != m->size())
       return false;
     for (size_t i = 0; i < l->size(); ++i)
-      if (!equals((*l)[i], (*m)[i]))
+      if (!equals_within((*l)[i], (*m)[i], budget, depth + 1))
         return false;
     return true;
   }
   if (auto d = a.as_dict()) {
     const auto* e = b.as_dict();
+    if (d == e)
+      return true;
     if (d->size() != e->size())
       return false;
     for (const auto& [k, val] : *d)
-      if (!equals(val, b.get(k)))
+      if (!equals_within(val, b.get(k), budget, depth + 1))
         return false;
     return true;
   }
   return true; // undefined == undefined, none == none
+}
+
+} // namespace
+
+bool equals(const value& a, const value& b) {
+  size_t budget = 1'000'000;
+  return equals_within(a, b, budget, 0);
+}
+
+namespace {
+
+bool deeper_within(const value& v, int limit, size_t& budget) {
+  const list* l = v.as_list();
+  const dict* d = v.as_dict();
+  if (!l && !d)
+    return false;
+  if (limit <= 0 || budget == 0)
+    return true;
+  --budget;
+  if (l)
+    return std::any_of(l->begin(), l->end(), [&](const value& x) { return deeper_within(x, limit - 1, budget); });
+  return std::any_of(d->begin(), d->end(),
+                     [&](const auto& kv) { return deeper_within(kv.second, limit - 1, budget); });
+}
+
+} // namespace
+
+namespace {
+
+bool holds_within(const value& v, const dict* target, int limit, size_t& budget) {
+  const list* l = v.as_list();
+  const dict* d = v.as_dict();
+  if (d == target && d)
+    return true;
+  if ((!l && !d) || limit <= 0 || budget == 0)
+    return false;
+  --budget;
+  if (l)
+    return std::any_of(l->begin(), l->end(), [&](const value& x) { return holds_within(x, target, limit - 1, budget); });
+  return std::any_of(d->begin(), d->end(),
+                     [&](const auto& kv) { return holds_within(kv.second, target, limit - 1, budget); });
+}
+
+} // namespace
+
+bool holds(const value& v, const dict* target) {
+  size_t budget = 1'000'000;
+  return holds_within(v, target, max_nesting, budget);
+}
+
+bool nested_deeper_than(const value& v, int limit) {
+  size_t budget = 1'000'000; // containers visited; more counts as too deep (shared or cyclic graphs)
+  return deeper_within(v, limit, budget);
 }
 
 } // namespace dynamo::tok::jinja

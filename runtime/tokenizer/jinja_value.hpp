@@ -44,7 +44,9 @@ struct value {
 
   /// Jinja truthiness: undefined, none, false, 0, "", [] and {} are false.
   [[nodiscard]] bool truthy() const noexcept;
-  /// What {{ v }} prints: undefined -> "", none -> "None", True/False, Python reprs for lists/dicts.
+  /// What {{ v }} prints: undefined -> "", none -> "None", True/False, Python
+  /// reprs for lists/dicts. Containers nested deeper than `max_print_depth`
+  /// print as "..." and output stops near `max_print_bytes` (cyclic namespaces).
   [[nodiscard]] std::string to_output() const;
   /// Python repr (strings quoted), used inside list/dict printing.
   [[nodiscard]] std::string repr() const;
@@ -54,7 +56,21 @@ struct value {
   [[nodiscard]] value get(std::string_view key) const;
 };
 
-/// Python == (1 == True, 1 == 1.0; lists and dicts element-wise).
+inline constexpr int max_print_depth = 64;
+inline constexpr size_t max_print_bytes = size_t{1} << 24;
+/// Deepest container nesting a template may build (list/dict literals, items()).
+inline constexpr int max_nesting = 32;
+
+/// Python == (1 == True, 1 == 1.0; lists and dicts element-wise). Comparisons
+/// that would visit more than a million elements (cyclic namespaces) are false.
 [[nodiscard]] bool equals(const value& a, const value& b);
+
+/// True when `v` holds containers nested more than `limit` deep (visits at
+/// most `limit` levels and a million containers, so it ends on cycles).
+[[nodiscard]] bool nested_deeper_than(const value& v, int limit);
+
+/// True when `target` is `v` or is inside it within max_nesting levels
+/// (used to refuse {% set ns.x = ns %} and other cycles).
+[[nodiscard]] bool holds(const value& v, const dict* target);
 
 } // namespace dynamo::tok::jinja

@@ -40,7 +40,8 @@ struct options {
 const char* usage =
     "usage: dynamo-cpu-bench [--model PATH] [--threads N] [--prompt N] [--steps N]\n"
     "                        [--batch 1,8] [--repeat N] [--kv f16|f32] [--no-baseline]\n"
-    "Prints JSON: load time, prefill tok/s, decode tok/s per batch size, threads, peak RSS.\n"
+    "Prints JSON: load time, prefill tok/s, decode tok/s per batch size, threads, peak RSS,\n"
+    "and the 1-minute load average of the machine at the end.\n"
     "Default model: $DYNAMO_MODEL_PATH, else ~/.cache/dynamo/models/SmolLM2-135M-Instruct.Q4_1.gguf\n";
 
 std::string default_model() {
@@ -89,6 +90,15 @@ long peak_rss_kib() {
     if (line.rfind("VmHWM:", 0) == 0) return std::atol(line.c_str() + 6);
   }
   return -1;
+}
+
+/// The 1-minute load average, to read the numbers against (the machine may be
+/// shared with other jobs).
+double load_average() {
+  std::ifstream in("/proc/loadavg");
+  double l = -1.0;
+  in >> l;
+  return l;
 }
 
 double seconds_since(clock_type::time_point t0) {
@@ -197,7 +207,12 @@ std::string json_runs(const std::vector<rate>& v) {
 
 int main(int argc, char** argv) {
   options o;
-  if (!parse(argc, argv, o)) return 2;
+  try {
+    if (!parse(argc, argv, o)) return 2;
+  } catch (const std::exception&) { // std::stoul on a non-number
+    std::fputs(usage, stderr);
+    return 2;
+  }
   if (!std::filesystem::is_regular_file(o.model)) {
     std::fprintf(stderr, "model file not found: %s (use --model or DYNAMO_MODEL_PATH)\n", o.model.c_str());
     return 1;
@@ -245,7 +260,8 @@ int main(int argc, char** argv) {
       std::printf("  \"scalar_decode_batch1_tokens_per_s\": %.2f,\n  \"speedup_vs_scalar_batch1\": %.2f,\n", scalar,
                   decode1_best > 0 && scalar > 0 ? decode1_best / scalar : 0.0);
     }
-    std::printf("  \"peak_rss_mib\": %.1f\n}\n", peak_rss_kib() / 1024.0);
+    std::printf("  \"load_average_1m\": %.2f,\n  \"peak_rss_mib\": %.1f\n}\n", load_average(),
+                peak_rss_kib() / 1024.0);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "benchmark failed: %s\n", e.what());
     return 1;

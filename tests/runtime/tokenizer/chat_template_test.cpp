@@ -9,6 +9,8 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <random>
+
 using namespace dynamo;
 using namespace dynamo::tok;
 
@@ -166,6 +168,66 @@ BOOST_AUTO_TEST_CASE(render_time_type_errors_are_values) {
   auto u = parse("{{ messages[0]['missing'] + 'x' }}")->render({{"user", "x"}}, false);
   BOOST_REQUIRE(!u);
   BOOST_TEST(message_of(u.error()).find("'undefined' and 'string'") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(hostile_templates_fail_or_stay_bounded) {
+  const std::vector<chat_message> m = {{"user", "x"}};
+  auto error_of = [&](const std::string& src) {
+    auto t = jinja_chat_template::parse(src, "", "");
+    BOOST_REQUIRE_MESSAGE(t, error_text(t));
+    auto r = (*t)->render(m, false);
+    return r ? std::string() : message_of(r.error());
+  };
+  BOOST_TEST(error_of("{% set ns = namespace(a=1) %}{% set ns.me = ns %}").find("inside itself") !=
+             std::string::npos);
+  BOOST_TEST(error_of("{% set ns = namespace(a=1) %}{% set ns.me = {'x': [ns]} %}").find("inside itself") !=
+             std::string::npos);
+  BOOST_TEST(error_of("{{ " + std::string(40, '[') + std::string(40, ']') + " }}").find("nested more than 32") !=
+             std::string::npos);
+  BOOST_TEST(error_of("{{ 'x' * 100000000 }}").find("repetition too large") != std::string::npos);
+  BOOST_TEST(error_of("{% set ns = namespace(s='ab') %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}"
+                      "{% endfor %}")
+                 .find("too large") != std::string::npos);
+  BOOST_TEST(error_of("{% for i in range(2000) %}{% for j in range(2000) %}{% endfor %}{% endfor %}")
+                 .find("steps") != std::string::npos);
+  BOOST_TEST(error_of("{{ 1 // 0 }}").find("division by zero") != std::string::npos);
+  // A chain of 5000 namespaces (each link checked shallow) prints with a depth cap and is torn down safely.
+  auto chain = parse("{% set head = namespace(next=none) %}{% set st = namespace(tail=head) %}"
+                     "{% for i in range(5000) %}{% set n = namespace(next=none) %}{% set t = st.tail %}"
+                     "{% set t.next = n %}{% set st.tail = n %}{% endfor %}{{ head }}");
+  const std::string out = render(*chain, m, false);
+  BOOST_TEST(out.size() < 2000u);
+  BOOST_TEST(out.find("...") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(random_mutations_of_real_templates_never_crash) {
+  std::mt19937 rng(77);
+  const std::string alphabet = "{}%#-+|.,:()[]'\" abcefilnorstx0123=!<>~\n";
+  const std::string* sources[] = {&smollm2_template, &llama3_template, &qwen_template, &mistral_template};
+  int parsed = 0, rendered = 0;
+  for (int iter = 0; iter < 1500; ++iter) {
+    std::string src = *sources[iter % 4];
+    for (int k = 1 + static_cast<int>(rng() % 4); k > 0; --k) {
+      const size_t at = rng() % src.size();
+      switch (rng() % 3) {
+        case 0: src[at] = alphabet[rng() % alphabet.size()]; break;
+        case 1: src.erase(at, 1 + rng() % 8); break;
+        default: src.insert(at, 1, alphabet[rng() % alphabet.size()]); break;
+      }
+      if (src.empty())
+        src = "x";
+    }
+    auto t = jinja_chat_template::parse(src, "<s>", "</s>");
+    if (!t) {
+      BOOST_TEST(!message_of(t.error()).empty());
+      continue;
+    }
+    ++parsed;
+    auto r = (*t)->render({{"system", "s"}, {"user", "u"}, {"assistant", "a"}}, true);
+    rendered += static_cast<bool>(r);
+  }
+  BOOST_TEST(parsed > 100);
+  BOOST_TEST(rendered > 50);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
