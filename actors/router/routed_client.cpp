@@ -29,7 +29,10 @@ struct migrating_request : engine::generation, std::enable_shared_from_this<migr
   std::vector<uint32_t> generated; ///< tokens delivered to the caller so far
   std::vector<uint64_t> failed;    ///< instances that failed this request
   uint64_t current = 0;            ///< instance serving the current attempt
-  uint32_t migrations = 0;
+  uint32_t migrations = 0;         ///< attempts that failed after sending tokens
+  uint32_t retries = 0;            ///< attempts that failed before their first token
+  size_t attempt_start = 0;        ///< generated.size() when the current attempt began
+  std::chrono::steady_clock::time_point first_failure{};
   bool cancelled = false;
   bool done = false;
   route_job_ptr job;
@@ -59,6 +62,7 @@ struct migrating_request : engine::generation, std::enable_shared_from_this<migr
       else
         j->request.stop.min_tokens = 0;
       j->exclude = failed;
+      attempt_start = generated.size();
       job = j;
     }
     auto self = shared_from_this();
@@ -94,6 +98,7 @@ struct migrating_request : engine::generation, std::enable_shared_from_this<migr
 
   void end(const caf::error& err) {
     caf::error failure = err;
+    std::chrono::milliseconds delay{0};
     bool retry = false;
     {
       std::lock_guard lk{mtx};
@@ -104,30 +109,55 @@ struct migrating_request : engine::generation, std::enable_shared_from_this<migr
         return;
       if (!failure) // cannot happen: the router turns a missing final chunk into an error
         failure = make_error(errc::internal, "stream ended without a final chunk");
-      auto code = code_of(failure);
-      size_t seq_len = original.token_ids.size() + generated.size();
-      bool room = cfg.migration_max_seq_len == 0 || seq_len <= cfg.migration_max_seq_len;
-      if (!cancelled && is_migratable(code) && migrations < cfg.migration_limit && room &&
-          generated.size() < original.stop.max_tokens) {
-        retry = true;
-        ++migrations;
-        if (current != 0)
-          failed.push_back(current);
-        (generated.empty() ? stats->migrations_new : stats->migrations_ongoing)++;
-        spdlog::warn("request {}: {} on worker {:016x}; migrating with {} tokens generated ({}/{})",
-                     original.request_id, describe(failure), current, generated.size(), migrations,
-                     cfg.migration_limit);
-      } else {
+      retry = decide_retry(failure, delay);
+      if (!retry)
         done = true;
-        if (is_migratable(code) && !cancelled)
-          stats->migration_exhausted++;
-      }
     }
-    // Back off a little more on each attempt: a crashed worker restarts within
-    // milliseconds, a killed process leaves discovery within its lease.
     if (retry)
-      return start_attempt(std::chrono::milliseconds(10) * (1u << std::min(migrations, 6u)));
+      return start_attempt(delay);
     on_chunk(std::move(failure));
+  }
+
+  // Under mtx: whether to try again, and after how long.
+  bool decide_retry(const caf::error& failure, std::chrono::milliseconds& delay) {
+    auto code = code_of(failure);
+    size_t seq_len = original.token_ids.size() + generated.size();
+    bool room = cfg.migration_max_seq_len == 0 || seq_len <= cfg.migration_max_seq_len;
+    if (cancelled || !is_migratable(code) || !room || generated.size() >= original.stop.max_tokens) {
+      if (is_migratable(code) && !cancelled)
+        stats->migration_exhausted++;
+      return false;
+    }
+    if (current != 0)
+      failed.push_back(current);
+    auto now = std::chrono::steady_clock::now();
+    if (generated.size() == attempt_start) {
+      // The worker never answered this attempt: retry within the window.
+      if (retries == 0)
+        first_failure = now;
+      if (now - first_failure > cfg.retry_window) {
+        stats->migration_exhausted++;
+        return false;
+      }
+      ++retries;
+      stats->retries++;
+      delay = std::min(std::chrono::milliseconds(500),
+                       std::chrono::milliseconds(20) * (1u << std::min(retries, 5u)));
+    } else {
+      if (migrations >= cfg.migration_limit) {
+        stats->migration_exhausted++;
+        return false;
+      }
+      ++migrations;
+      retries = 0;
+      delay = std::chrono::milliseconds(10);
+    }
+    (generated.empty() ? stats->migrations_new : stats->migrations_ongoing)++;
+    spdlog::warn("request {}: {} on worker {:016x}; {} with {} tokens generated (migrations {}/{}, retries {})",
+                 original.request_id, describe(failure), current,
+                 generated.size() == attempt_start ? "retrying" : "migrating", generated.size(),
+                 migrations, cfg.migration_limit, retries);
+    return true;
   }
 
   caf::error pending_error;

@@ -12,6 +12,7 @@
 #include <caf/actor.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 
@@ -19,13 +20,20 @@ namespace dynamo::actors {
 
 struct routed_client_stats {
   std::atomic<uint64_t> migrations_new{0};      ///< re-routed before any token arrived
+  std::atomic<uint64_t> retries{0};             ///< attempts that failed before their first token
   std::atomic<uint64_t> migrations_ongoing{0};  ///< re-routed mid-stream
   std::atomic<uint64_t> migration_exhausted{0}; ///< failed after the limit
 };
 
 struct routed_client_config {
-  uint32_t migration_limit = 3;         ///< re-routes per request (Dynamo default 0: off)
+  /// Re-routes of a request whose worker failed *after* sending it tokens
+  /// (Dynamo's --migration-limit; its default 0 is off).
+  uint32_t migration_limit = 3;
   uint32_t migration_max_seq_len = 0;   ///< 0: unlimited; else no migration past this length
+  /// Attempts that fail before their worker sent a token (it was already dead,
+  /// or unreachable) are retried with backoff for this long, without using up
+  /// the migration limit: a cluster whose workers all restart keeps its requests.
+  std::chrono::milliseconds retry_window{10'000};
 };
 
 class routed_client final : public engine::llm_client {

@@ -4,6 +4,10 @@
 #include "runtime/model/cpu_executor.hpp"
 #include "runtime/model/llama_model.hpp"
 
+#if DYNAMO_HAVE_CUDA
+#include "runtime/model/cuda/cuda_executor.hpp"
+#endif
+
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -85,6 +89,49 @@ expected<engine_setup> prepare_cpu(const config::pool_config& pool, size_t kv_by
   return s;
 }
 
+#if DYNAMO_HAVE_CUDA
+expected<engine_setup> prepare_cuda(const config::pool_config& pool) {
+  if (!model::cuda_available())
+    return make_error(errc::device_error, "engine cuda: no usable CUDA device");
+  spdlog::info("loading model {} from {} for the GPU ...", pool.model, pool.model_path);
+  auto model = model::llama_model::load(pool.model_path);
+  if (!model)
+    return model.error();
+  auto ec = engine_limits(pool.engine_opts);
+  model::cuda_executor_config xc;
+  xc.block_size = pool.engine_opts.block_size;
+  xc.num_blocks = pool.engine_opts.kv_blocks;
+  xc.max_num_tokens = ec.max_num_batched_tokens;
+  xc.max_num_seqs = ec.max_num_seqs;
+  xc.max_model_len = ec.max_model_len;
+  auto probe = model::make_cuda_executor(*model, xc);
+  if (!probe)
+    return probe.error();
+  engine_setup s;
+  s.plan.pool = pool;
+  s.plan.detached = true;
+  s.plan.card = {pool.model, pool.model_path, (*probe)->context_length(), xc.block_size,
+                 (*probe)->geometry().num_blocks, ec.max_num_seqs, ec.max_num_batched_tokens};
+  // One GPU, one executor: the probe is handed to the first worker; more
+  // workers per process on one device would each size KV from free memory.
+  auto shared = *model;
+  auto first = std::make_shared<std::unique_ptr<engine::executor>>(std::move(*probe));
+  s.make_factory = [shared, xc, ec, first](uint32_t) -> engine_factory {
+    return [shared, xc, ec, first]() -> expected<std::unique_ptr<engine::engine_core>> {
+      std::unique_ptr<engine::executor> exec = std::move(*first);
+      if (!exec) {
+        auto made = model::make_cuda_executor(shared, xc);
+        if (!made)
+          return made.error();
+        exec = std::move(*made);
+      }
+      return engine::engine_core::create(std::move(exec), ec);
+    };
+  };
+  return s;
+}
+#endif
+
 } // namespace
 
 expected<engine_setup> prepare_engines(const config::pool_config& pool, size_t kv_cache_bytes) {
@@ -92,8 +139,12 @@ expected<engine_setup> prepare_engines(const config::pool_config& pool, size_t k
     case config::engine_kind::mocker: return prepare_mocker(pool);
     case config::engine_kind::cpu: return prepare_cpu(pool, kv_cache_bytes);
     case config::engine_kind::cuda:
+#if DYNAMO_HAVE_CUDA
+      return prepare_cuda(pool);
+#else
       return make_error(errc::unsupported,
                         "engine cuda: this build has no CUDA backend (configure with -DDYNAMO_WITH_CUDA=ON on a machine with nvcc)");
+#endif
   }
   return make_error(errc::internal, "unknown engine kind");
 }

@@ -33,7 +33,7 @@ expected<bool> parse(int argc, char** argv, run_options& o) {
   o.pool.mocker.speedup_ratio = 1.0;
   cli c("dynamo-run", "serve a model behind an OpenAI-compatible API, all in one process");
   c.pseudo("in", &o.in, "input: http (OpenAI API server)")
-    .pseudo("out", &o.out, "engine: engine (CPU, GGUF model) | mocker (simulated)")
+    .pseudo("out", &o.out, "engine: engine (CPU, GGUF model) | cuda (GPU, GGUF model) | mocker (simulated)")
     .option("model", &o.model_path, "GGUF model path (default: the SmolLM2 model installed by scripts/setup.sh)")
     .option("model-name", &o.model_name, "served model name (default: the file name / 'mocker')")
     .option("http-host", &o.http_host, "HTTP listen address")
@@ -74,8 +74,8 @@ expected<void> finish_options(run_options& o) {
   if (o.out == "mocker") {
     o.pool.engine = config::engine_kind::mocker;
     o.pool.model = o.model_name.empty() ? "mocker" : o.model_name;
-  } else if (o.out == "engine" || o.out == "cpu") {
-    o.pool.engine = config::engine_kind::cpu;
+  } else if (o.out == "engine" || o.out == "cpu" || o.out == "cuda") {
+    o.pool.engine = o.out == "cuda" ? config::engine_kind::cuda : config::engine_kind::cpu;
     o.pool.model_path = o.model_path.empty() ? apps::default_model_path() : o.model_path;
     if (!std::filesystem::exists(o.pool.model_path))
       return make_error(errc::not_found, "model file " + o.pool.model_path +
@@ -83,7 +83,7 @@ expected<void> finish_options(run_options& o) {
     o.pool.model = o.model_name.empty() ? std::filesystem::path(o.pool.model_path).stem().string()
                                         : o.model_name;
   } else {
-    return make_error(errc::invalid_argument, "out=" + o.out + ": expected engine or mocker");
+    return make_error(errc::invalid_argument, "out=" + o.out + ": expected engine, cuda or mocker");
   }
   if (o.pool.replicas == 0)
     return make_error(errc::invalid_argument, "--num-workers must be >= 1");

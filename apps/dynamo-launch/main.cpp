@@ -1,0 +1,121 @@
+// dynamo-launch: starts a whole cluster of processes on one machine from a
+// cluster config (frontend, standalone router, planner, and each pool's worker
+// processes), restarts any that dies, applies the planner's replica decisions
+// (published on the discovery plane, Dynamo's VirtualConnector pattern), and
+// on SIGTERM stops the frontend first, then the rest, each draining. Wiring only.
+#include "apps/common/app_support.hpp"
+#include "apps/dynamo-launch/process_set.hpp"
+#include "runtime/core/log.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <filesystem>
+
+using namespace dynamo;
+
+namespace {
+
+std::string self_dir() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string{"."} : p.parent_path().string();
+}
+
+std::string worker_group(const std::string& pool) { return "worker:" + pool; }
+
+void start_worker(apps::process_set& ps, const std::string& bin, const std::string& config,
+                  const std::string& pool, const std::string& log_level) {
+  static uint32_t serial = 0;
+  std::vector<std::string> argv{bin + "/dynamo-worker", "--config", config, "--pool", pool};
+  if (!log_level.empty())
+    argv.insert(argv.end(), {"--log-level", log_level});
+  ps.add({"worker:" + pool + ":" + std::to_string(++serial), worker_group(pool), argv});
+}
+
+// Applies the planner's latest targets (metadata "replicas.<pool>").
+void apply_planner(apps::process_set& ps, planes::discovery_plane& d, const config::cluster_config& cfg,
+                   const std::string& bin, const std::string& config, const std::string& log_level) {
+  auto recs = d.list(cfg.namespace_name + "/planner/decisions");
+  if (!recs || recs->empty())
+    return;
+  for (const auto& pool : cfg.pools) {
+    auto it = recs->front().metadata.find("replicas." + pool.name);
+    if (it == recs->front().metadata.end())
+      continue;
+    size_t want = std::strtoul(it->second.c_str(), nullptr, 10);
+    size_t have = ps.count(worker_group(pool.name));
+    for (; have < want; ++have) {
+      spdlog::info("launch: planner asks {} replicas of {}: starting one", want, pool.name);
+      start_worker(ps, bin, config, pool.name, log_level);
+    }
+    for (; have > want && have > 0; --have) {
+      spdlog::info("launch: planner asks {} replicas of {}: stopping one", want, pool.name);
+      (void) ps.stop_one(worker_group(pool.name));
+    }
+  }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  apps::block_shutdown_signals();
+  std::string config_path, bin_dir = self_dir(), log_level;
+  cli c("dynamo-launch", "start a whole cluster of dynamo processes on this machine from a cluster config");
+  c.option("config", &config_path, "cluster config file (YAML)")
+    .option("bin-dir", &bin_dir, "directory holding dynamo-frontend, dynamo-worker, ... (default: this binary's)")
+    .option("log-level", &log_level, "passed to every process");
+  auto parsed = c.parse(argc, argv);
+  if (!parsed)
+    apps::die("dynamo-launch", parsed.error());
+  if (!*parsed)
+    return 0;
+  if (config_path.empty())
+    apps::die("dynamo-launch", make_error(errc::invalid_argument, "--config is required"));
+  init_logging("dynamo-launch", log_level);
+  auto cfg = config::load_cluster_config(config_path);
+  if (!cfg)
+    apps::die("dynamo-launch", cfg.error());
+  if (cfg->discovery.backend == "memory")
+    apps::die("dynamo-launch", make_error(errc::config_error,
+                                          "discovery.backend: 'memory' cannot span processes; use file"));
+  auto config = std::filesystem::absolute(config_path).string();
+  auto discovery = apps::make_discovery(cfg->discovery);
+  if (!discovery)
+    apps::die("dynamo-launch", discovery.error());
+
+  apps::process_set ps;
+  auto with_log = [&](std::vector<std::string> a) {
+    if (!log_level.empty())
+      a.insert(a.end(), {"--log-level", log_level});
+    return a;
+  };
+  for (const auto& pool : cfg->pools)
+    for (uint32_t i = 0; i < pool.replicas; ++i)
+      start_worker(ps, bin_dir, config, pool.name, log_level);
+  if (cfg->router.standalone)
+    ps.add({"router", "router", with_log({bin_dir + "/dynamo-router", "--config", config})});
+  if (cfg->planner.enabled)
+    ps.add({"planner", "planner", with_log({bin_dir + "/dynamo-planner", "--config", config})});
+  ps.add({"frontend", "frontend", with_log({bin_dir + "/dynamo-frontend", "--config", config})});
+  spdlog::info("dynamo-launch: {} process(es) for namespace {}; frontend on port {}", ps.entries().size(),
+               cfg->namespace_name, cfg->frontend.port);
+
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  timespec tick{0, 100'000'000};
+  int sig = -1;
+  uint32_t n = 0;
+  while ((sig = sigtimedwait(&stop, nullptr, &tick)) < 0) {
+    ps.poll();
+    if (cfg->planner.enabled && ++n % 5 == 0)
+      apply_planner(ps, **discovery, *cfg, bin_dir, config, log_level);
+  }
+  spdlog::info("dynamo-launch: signal {}; stopping the frontend, then the rest", sig);
+  auto grace = std::chrono::milliseconds(cfg->shutdown_grace_ms + 2000);
+  ps.stop_all({"frontend", "router", "planner", "worker"}, grace);
+  spdlog::info("dynamo-launch: all processes stopped");
+  return 0;
+}

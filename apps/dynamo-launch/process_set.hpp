@@ -1,0 +1,51 @@
+// The launcher's process table: starts child processes (fork + exec), restarts
+// those that exit unexpectedly with a backoff, and stops them gracefully
+// (SIGTERM, then SIGKILL after a grace period). Used by dynamo-launch's main
+// thread only; not thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace dynamo::apps {
+
+struct process_spec {
+  std::string name;              ///< unique, e.g. "worker:backend:1"
+  std::string group;             ///< "frontend", "router", "planner", "worker:<pool>"
+  std::vector<std::string> argv; ///< argv[0] is the executable path
+};
+
+struct process_entry {
+  process_spec spec;
+  pid_t pid = -1;
+  uint32_t restarts = 0;
+  bool stopping = false;         ///< asked to stop: do not restart
+  std::chrono::steady_clock::time_point next_start{};
+  std::chrono::steady_clock::time_point started{};
+};
+
+class process_set {
+public:
+  /// Adds and starts a process.
+  void add(process_spec spec);
+  /// Asks the newest process of `group` to stop (SIGTERM); it is removed once
+  /// it exits. False when the group has none.
+  bool stop_one(const std::string& group);
+  /// Processes of `group` not asked to stop.
+  [[nodiscard]] size_t count(const std::string& group) const;
+  /// Reaps exited children and restarts unexpected exits (after a backoff).
+  void poll();
+  /// SIGTERM to every process in the order given by `groups` (a prefix match),
+  /// waits up to `grace` for each wave, then SIGKILLs what is left.
+  void stop_all(const std::vector<std::string>& group_order, std::chrono::milliseconds grace);
+  [[nodiscard]] const std::vector<process_entry>& entries() const noexcept { return entries_; }
+
+private:
+  void start(process_entry& e);
+  std::vector<process_entry> entries_;
+};
+
+} // namespace dynamo::apps
