@@ -195,9 +195,10 @@ plan::step_result planner_service::tick(int64_t now_ms) {
   }
   for (const auto& st : r.pools)
     spdlog::debug("{}: target {} observed {} engines {} load {:.3f} (next {:.3f}) waiting {:.2f} "
-                  "(next {:.2f}): {}",
+                  "(next {:.2f}) throughput floor {}: {}",
                   st.pool, st.target, st.observed, st.engines, st.mean_load, st.predicted_load,
-                  st.mean_waiting, st.predicted_waiting, st.verdict);
+                  st.mean_waiting, st.predicted_waiting,
+                  st.throughput_floor ? std::to_string(*st.throughput_floor) : "-", st.verdict);
   for (const auto& d : r.decisions) {
     spdlog::info("decision {}: {} {} -> {} replicas (observed {}): {}{}", r.decision_id, d.pool,
                  d.current, d.target, d.observed, d.reason, cfg_.dry_run ? " [dry run]" : "");

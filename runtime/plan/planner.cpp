@@ -223,7 +223,7 @@ uint32_t planner::propose(size_t i, const window& w, pool_status& st) const {
   auto th = load_thresholds(cfg_, specs_[i].role);
   uint32_t proposed = ps.target;
   if (ps.pending) {
-    st.verdict = fmt::format("pending: {} of {} replicas up", st.observed, ps.target);
+    st.verdict = fmt::format("pending: observed {} replicas, target {}", st.observed, ps.target);
     return proposed;
   }
   if (w.engines == 0) {
@@ -244,7 +244,7 @@ uint32_t planner::propose(size_t i, const window& w, pool_status& st) const {
   }
   if (st.throughput_floor && proposed < *st.throughput_floor) {
     proposed = *st.throughput_floor;
-    st.verdict += fmt::format("; throughput needs {}", proposed);
+    st.verdict = fmt::format("throughput needs {}; load says {}", proposed, st.verdict);
   }
   if (proposed > cfg_.max_replicas) {
     proposed = cfg_.max_replicas;

@@ -178,7 +178,7 @@ BOOST_AUTO_TEST_CASE(decisions_follow_scripted_load) {
   BOOST_REQUIRE_EQUAL(r2.decisions.size(), 1u);
   BOOST_TEST(r2.decisions[0].pool == "decode");
   BOOST_TEST(r2.decisions[0].target == 1u);
-  BOOST_TEST(r2.pools[0].verdict == "pending: 1 of 2 replicas up");
+  BOOST_TEST(r2.pools[0].verdict == "pending: observed 1 replicas, target 2");
   auto rec2 = c.record();
   BOOST_REQUIRE(rec2);
   BOOST_TEST(rec2->decision_id == 2u);
@@ -231,7 +231,7 @@ BOOST_AUTO_TEST_CASE(throughput_from_scraped_frontend_metrics) {
   BOOST_REQUIRE_EQUAL(r.decisions.size(), 1u);
   BOOST_TEST(r.decisions[0].pool == "decode");
   BOOST_TEST(r.decisions[0].target == 3u);
-  BOOST_TEST(r.decisions[0].reason == "hold: no load metrics in the window; throughput needs 3");
+  BOOST_TEST(r.decisions[0].reason == "throughput needs 3; load says hold: no load metrics in the window");
   auto rec = c.record();
   BOOST_REQUIRE(rec);
   BOOST_TEST(rec->replicas.at("decode") == 3u);

@@ -151,7 +151,7 @@ BOOST_AUTO_TEST_CASE(no_new_action_while_one_is_pending) {
   auto held = tick(p, "dec", {1}, 0.9f, 2000);
   BOOST_TEST(held.decisions.empty());
   BOOST_TEST(held.pools[0].pending);
-  BOOST_TEST(held.pools[0].verdict == "pending: 1 of 2 replicas up");
+  BOOST_TEST(held.pools[0].verdict == "pending: observed 1 replicas, target 2");
   p.set_instances("dec", 2); // the orchestrator applied it
   auto next = tick(p, "dec", {1, 2}, 0.9f, 3000);
   BOOST_REQUIRE_EQUAL(next.decisions.size(), 1u);
@@ -232,7 +232,7 @@ BOOST_AUTO_TEST_CASE(throughput_is_a_lower_bound) {
   auto r = tick(p, "dec", {1}, 0.5f, 1000);
   BOOST_REQUIRE_EQUAL(r.decisions.size(), 1u);
   BOOST_TEST(r.decisions[0].target == 3u);
-  BOOST_TEST(r.decisions[0].reason == "hold: within thresholds; throughput needs 3");
+  BOOST_TEST(r.decisions[0].reason == "throughput needs 3; load says hold: within thresholds");
   BOOST_TEST(*r.pools[0].throughput_floor == 3u);
 }
 
