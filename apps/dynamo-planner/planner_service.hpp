@@ -57,7 +57,7 @@ public:
 
   /// One planning step at `now_ms` (the same clock as cfg.clock): scrape
   /// traffic if configured, decide, publish and report changes.
-  plan::step_result tick(int64_t now_ms);
+  [[nodiscard]] plan::step_result tick(int64_t now_ms);
 
   /// The targets as last published (or decided, in a dry run).
   [[nodiscard]] plan::planner_decisions decisions() const;
