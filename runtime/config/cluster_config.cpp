@@ -115,6 +115,8 @@ private:
       return "boolean";
     else if constexpr (std::is_floating_point_v<T>)
       return "number";
+    else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>)
+      return "integer";
     else if constexpr (std::is_integral_v<T>)
       return "non-negative integer";
     else
@@ -248,6 +250,51 @@ caf::error parse_router(YAML::Node n, router_config& r) {
   return {};
 }
 
+// The planner fields dynamo-planner added (thresholds, predictor, budget, throughput).
+caf::error parse_planner_extras(section& p, planner_config& c) {
+  DYN_TRY(p.read("scale_up_num_waiting", c.scale_up_num_waiting));
+  DYN_TRY(p.read("scale_down_num_waiting", c.scale_down_num_waiting));
+  DYN_TRY(p.read("scale_up_prefill_load", c.scale_up_prefill_load));
+  DYN_TRY(p.read("scale_down_prefill_load", c.scale_down_prefill_load));
+  DYN_TRY(p.read("predictor", c.predictor));
+  DYN_TRY(p.read("predictor_window", c.predictor_window));
+  DYN_TRY(p.read("kalman_q_level", c.kalman_q_level));
+  DYN_TRY(p.read("kalman_q_trend", c.kalman_q_trend));
+  DYN_TRY(p.read("kalman_r", c.kalman_r));
+  DYN_TRY(p.read("kalman_min_points", c.kalman_min_points));
+  DYN_TRY(p.read("pending_timeout_ms", c.pending_timeout_ms));
+  DYN_TRY(p.read("max_gpu_budget", c.max_gpu_budget));
+  DYN_TRY(p.read("gpus_per_worker", c.gpus_per_worker));
+  DYN_TRY(p.read("throughput_scaling", c.throughput_scaling));
+  DYN_TRY(p.read("metrics_url", c.metrics_url));
+  DYN_TRY(p.read("prefill_tokens_per_s", c.prefill_tokens_per_s));
+  DYN_TRY(p.read("decode_tokens_per_s", c.decode_tokens_per_s));
+  if (c.predictor != "constant" && c.predictor != "moving_average" && c.predictor != "kalman")
+    return p.fail("predictor", fmt::format("'{}' is not one of constant|moving_average|kalman", c.predictor));
+  if (c.predictor_window == 0)
+    return p.fail("predictor_window", "must be > 0");
+  if (c.kalman_q_level <= 0 || c.kalman_q_trend <= 0)
+    return p.fail(c.kalman_q_level <= 0 ? "kalman_q_level" : "kalman_q_trend", "must be > 0");
+  if (c.kalman_r <= 0)
+    return p.fail("kalman_r", "must be > 0");
+  if (c.kalman_min_points == 0)
+    return p.fail("kalman_min_points", "must be > 0");
+  if (c.scale_down_num_waiting < 0 || c.scale_down_num_waiting >= c.scale_up_num_waiting)
+    return p.fail("scale_down_num_waiting", "must be >= 0 and below scale_up_num_waiting");
+  if (c.scale_down_prefill_load < 0 || c.scale_down_prefill_load >= c.scale_up_prefill_load)
+    return p.fail("scale_down_prefill_load", "must be >= 0 and below scale_up_prefill_load");
+  if (c.pending_timeout_ms == 0)
+    return p.fail("pending_timeout_ms", "must be > 0");
+  if (c.gpus_per_worker == 0)
+    return p.fail("gpus_per_worker", "must be > 0");
+  if (c.prefill_tokens_per_s < 0 || c.decode_tokens_per_s < 0)
+    return p.fail(c.prefill_tokens_per_s < 0 ? "prefill_tokens_per_s" : "decode_tokens_per_s",
+                  "must be >= 0");
+  if (c.throughput_scaling && c.prefill_tokens_per_s == 0 && c.decode_tokens_per_s == 0)
+    return p.fail("throughput_scaling", "needs prefill_tokens_per_s or decode_tokens_per_s");
+  return {};
+}
+
 caf::error parse_sections(YAML::Node root, cluster_config& c) {
   section s(root, "");
   DYN_TRY(s.read("namespace", c.namespace_name));
@@ -314,6 +361,7 @@ caf::error parse_sections(YAML::Node root, cluster_config& c) {
     DYN_TRY(p.read("scale_down_kv_usage", c.planner.scale_down_kv_usage));
     if (c.planner.min_replicas > c.planner.max_replicas)
       return p.fail("min_replicas", "must not exceed max_replicas");
+    DYN_TRY(parse_planner_extras(p, c.planner));
     DYN_TRY(p.check_unknown());
   }
   auto pools = s.child("pools");

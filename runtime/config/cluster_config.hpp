@@ -85,6 +85,8 @@ struct disagg_config {
   std::string transfer = "auto";        ///< auto | ucx | tcp | cuda-ipc
 };
 
+/// The planner (dynamo-planner, research/dynamo.md 6): load-based scaling of
+/// every pool, optionally bounded below by a throughput (SLA) estimate.
 struct planner_config {
   bool enabled = false;
   uint32_t interval_ms = 5000;
@@ -92,6 +94,28 @@ struct planner_config {
   uint32_t max_replicas = 8;
   double scale_up_kv_usage = 0.8;       ///< scale up when mean KV usage exceeds this
   double scale_down_kv_usage = 0.3;
+  // Queue: mean num_waiting per worker (every role).
+  double scale_up_num_waiting = 5.0;    ///< scale up when the predicted mean queue exceeds this
+  double scale_down_num_waiting = 0.2;  ///< scale down only when every worker's queue is below this
+  // Prefill pools: load = active_prefill_tokens / the pool's max_num_batched_tokens.
+  double scale_up_prefill_load = 1.0;
+  double scale_down_prefill_load = 0.1;
+  std::string predictor = "moving_average"; ///< constant | moving_average | kalman
+  uint32_t predictor_window = 3;        ///< moving_average: points averaged
+  double kalman_q_level = 1.0;          ///< kalman: process noise of the level
+  double kalman_q_trend = 0.1;          ///< kalman: process noise of the trend
+  double kalman_r = 10.0;               ///< kalman: measurement noise
+  uint32_t kalman_min_points = 5;       ///< kalman: fewer points predict the last value
+  /// A decision is pending until the pool's observed replicas reach its target
+  /// or this long has passed; no new action for that pool meanwhile.
+  uint32_t pending_timeout_ms = 120000;
+  int64_t max_gpu_budget = -1;          ///< GPUs across pools (negative: unlimited)
+  uint32_t gpus_per_worker = 1;         ///< a replica costs workers_per_process x this
+  // Throughput (SLA) lower bound from the frontend's traffic (dynamo_frontend_* metrics).
+  bool throughput_scaling = false;
+  std::string metrics_url;              ///< "": http://<frontend host>:<port>/metrics
+  double prefill_tokens_per_s = 0.0;    ///< per worker; 0: unknown
+  double decode_tokens_per_s = 0.0;     ///< per worker; 0: unknown
 };
 
 struct cluster_config {

@@ -100,4 +100,80 @@ BOOST_AUTO_TEST_CASE(errors_name_the_field) {
   BOOST_TEST(error_of("- a\n- b") == "the cluster config must be a YAML mapping");
 }
 
+BOOST_AUTO_TEST_CASE(planner_fields_parse) {
+  auto c = parse_cluster_config(R"(
+planner:
+  enabled: true
+  interval_ms: 1000
+  min_replicas: 1
+  max_replicas: 4
+  scale_up_num_waiting: 3
+  scale_down_num_waiting: 0.5
+  scale_up_prefill_load: 2.0
+  scale_down_prefill_load: 0.2
+  predictor: kalman
+  predictor_window: 4
+  kalman_q_level: 2.0
+  kalman_q_trend: 0.2
+  kalman_r: 5.0
+  kalman_min_points: 3
+  pending_timeout_ms: 9000
+  max_gpu_budget: 6
+  gpus_per_worker: 2
+  throughput_scaling: true
+  metrics_url: http://127.0.0.1:9000/metrics
+  prefill_tokens_per_s: 1000
+  decode_tokens_per_s: 50
+pools: [{name: b, model: m}]
+)");
+  if (!c)
+    BOOST_FAIL(describe(c.error()));
+  const auto& p = c->planner;
+  BOOST_TEST(p.enabled);
+  BOOST_TEST(p.scale_up_num_waiting == 3.0);
+  BOOST_TEST(p.scale_down_num_waiting == 0.5);
+  BOOST_TEST(p.scale_up_prefill_load == 2.0);
+  BOOST_TEST(p.scale_down_prefill_load == 0.2);
+  BOOST_TEST(p.predictor == "kalman");
+  BOOST_TEST(p.predictor_window == 4u);
+  BOOST_TEST(p.kalman_q_level == 2.0);
+  BOOST_TEST(p.kalman_q_trend == 0.2);
+  BOOST_TEST(p.kalman_r == 5.0);
+  BOOST_TEST(p.kalman_min_points == 3u);
+  BOOST_TEST(p.pending_timeout_ms == 9000u);
+  BOOST_TEST(p.max_gpu_budget == 6);
+  BOOST_TEST(p.gpus_per_worker == 2u);
+  BOOST_TEST(p.throughput_scaling);
+  BOOST_TEST(p.metrics_url == "http://127.0.0.1:9000/metrics");
+  BOOST_TEST(p.prefill_tokens_per_s == 1000.0);
+  BOOST_TEST(p.decode_tokens_per_s == 50.0);
+}
+
+BOOST_AUTO_TEST_CASE(planner_defaults) {
+  auto c = parse_cluster_config("pools: [{name: backend, model: m}]");
+  BOOST_REQUIRE(c);
+  BOOST_TEST(c->planner.predictor == "moving_average");
+  BOOST_TEST(c->planner.max_gpu_budget == -1);
+  BOOST_TEST(!c->planner.throughput_scaling);
+}
+
+BOOST_AUTO_TEST_CASE(planner_errors_name_the_field) {
+  auto bad = [](std::string planner) { return error_of("planner: {" + planner + "}\npools: [{name: b, model: m}]"); };
+  BOOST_TEST(bad("predictor: arima") == "planner.predictor: 'arima' is not one of constant|moving_average|kalman");
+  BOOST_TEST(bad("predictor_window: 0") == "planner.predictor_window: must be > 0");
+  BOOST_TEST(bad("kalman_r: 0") == "planner.kalman_r: must be > 0");
+  BOOST_TEST(bad("kalman_q_trend: -1") == "planner.kalman_q_trend: must be > 0");
+  BOOST_TEST(bad("scale_down_num_waiting: 5") ==
+             "planner.scale_down_num_waiting: must be >= 0 and below scale_up_num_waiting");
+  BOOST_TEST(bad("scale_up_prefill_load: 0.05") ==
+             "planner.scale_down_prefill_load: must be >= 0 and below scale_up_prefill_load");
+  BOOST_TEST(bad("pending_timeout_ms: 0") == "planner.pending_timeout_ms: must be > 0");
+  BOOST_TEST(bad("gpus_per_worker: 0") == "planner.gpus_per_worker: must be > 0");
+  BOOST_TEST(bad("max_gpu_budget: lots") == "planner.max_gpu_budget: 'lots' is not a valid integer");
+  BOOST_TEST(bad("throughput_scaling: true") ==
+             "planner.throughput_scaling: needs prefill_tokens_per_s or decode_tokens_per_s");
+  BOOST_TEST(bad("decode_tokens_per_s: -3") == "planner.decode_tokens_per_s: must be >= 0");
+  BOOST_TEST(bad("scale_up: 1") == "planner.scale_up: unknown key");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,153 @@
+// dynamo-planner: scales the worker pools of a cluster config (research/dynamo.md
+// 6). Watches the workers on the discovery plane, reads their load_metrics
+// from the event plane, decides every planner.interval_ms, and publishes the
+// targets as the <ns>/planner/decisions record that the launcher applies; one
+// JSON line per decision on stdout. Wiring only.
+#include "apps/common/app_support.hpp"
+#include "apps/dynamo-planner/planner_service.hpp"
+#include "planes/event/zmq_event_plane.hpp"
+#include "planes/http_client/http_client.hpp"
+#include "runtime/core/log.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+using namespace dynamo;
+
+namespace {
+
+struct planner_options {
+  std::string config_path, log_level;
+  bool dry_run = false;
+};
+
+int64_t wall_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+expected<bool> parse(int argc, char** argv, planner_options& o) {
+  cli c("dynamo-planner", "scale the worker pools of a cluster from their load");
+  c.option("config", &o.config_path, "cluster config file (YAML, docs/CLUSTER.md); required")
+    .option("dry-run", &o.dry_run, "decide and print, but publish no decisions record")
+    .option("log-level", &o.log_level, "trace | debug | info | warn | error (default: $DYNAMO_LOG or info)");
+  c.epilog("Reads the planner: section of the config (interval_ms, min/max_replicas, thresholds,\n"
+           "predictor, max_gpu_budget, throughput_scaling) and its pools.\n"
+           "Publishes <namespace>/planner/decisions with metadata replicas.<pool>=<n> and\n"
+           "decision_id=<k>; prints one JSON line per decision on stdout.\n"
+           "Example:\n  dynamo-planner --config cluster.yaml --log-level debug");
+  return c.parse(argc, argv);
+}
+
+// The frontend's /metrics, for the throughput lower bound.
+expected<std::function<expected<std::string>()>> metrics_fetcher(const config::cluster_config& cfg) {
+  std::string url = cfg.planner.metrics_url;
+  if (url.empty()) {
+    std::string host = cfg.frontend.host == "0.0.0.0" ? "127.0.0.1" : cfg.frontend.host;
+    url = "http://" + host + ":" + std::to_string(cfg.frontend.port) + "/metrics";
+  }
+  auto u = plan::parse_http_url(url);
+  if (!u)
+    return u.error();
+  auto client = std::make_shared<http::http_client>(u->host, u->port);
+  spdlog::info("throughput scaling reads {}", url);
+  return std::function<expected<std::string>()>{[client, target = u->target]() -> expected<std::string> {
+    http::client_request req;
+    req.method = "GET";
+    req.target = target;
+    auto res = client->request(req, std::chrono::seconds(5));
+    if (!res)
+      return res.error();
+    if (res->status != 200)
+      return make_error(errc::io_error, "GET " + target + ": HTTP " + std::to_string(res->status));
+    return std::move(res->body);
+  }};
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  apps::block_shutdown_signals();
+  planner_options o;
+  auto parsed = parse(argc, argv, o);
+  if (!parsed)
+    apps::die("dynamo-planner", parsed.error());
+  if (!*parsed)
+    return 0;
+  init_logging("dynamo-planner", o.log_level);
+  if (o.config_path.empty())
+    apps::die("dynamo-planner", make_error(errc::invalid_argument, "--config is required"));
+  auto cfg = config::load_cluster_config(o.config_path);
+  if (!cfg)
+    apps::die("dynamo-planner", cfg.error());
+  if (cfg->discovery.backend != "file")
+    apps::die("dynamo-planner", make_error(errc::config_error,
+                                           "discovery.backend: '" + cfg->discovery.backend +
+                                               "' is visible to one process only; use file"));
+  if (!cfg->planner.enabled)
+    spdlog::warn("planner.enabled is false in {}: planning anyway, as asked", o.config_path);
+
+  auto discovery = apps::make_discovery(cfg->discovery);
+  if (!discovery)
+    apps::die("dynamo-planner", discovery.error());
+
+  apps::planner_service_config sc;
+  sc.namespace_name = cfg->namespace_name;
+  sc.planner = cfg->planner;
+  sc.pools = plan::pool_specs(*cfg);
+  sc.dry_run = o.dry_run;
+  sc.clock = wall_ms; // one clock for samples, ticks and the JSON lines' at_ms
+  sc.on_decision = [](const std::string& line) {
+    std::fputs((line + "\n").c_str(), stdout);
+    std::fflush(stdout);
+  };
+  if (cfg->planner.throughput_scaling) {
+    auto fetch = metrics_fetcher(*cfg);
+    if (!fetch)
+      apps::die("dynamo-planner", fetch.error());
+    sc.fetch_metrics = std::move(*fetch);
+  }
+  apps::subscriber_factory make_subscriber = [](planes::event_subscriber_callbacks cb) {
+    planes::zmq_event_subscriber_options so;
+    so.callbacks = std::move(cb);
+    return planes::make_zmq_event_subscriber(std::move(so));
+  };
+  auto service = apps::planner_service::start(**discovery, make_subscriber, std::move(sc));
+  if (!service)
+    apps::die("dynamo-planner", service.error());
+  spdlog::info("planning {} pools of namespace {} every {} ms{}", cfg->pools.size(),
+               cfg->namespace_name, cfg->planner.interval_ms, o.dry_run ? " (dry run)" : "");
+
+  std::mutex m;
+  std::condition_variable cv;
+  bool stop = false;
+  std::thread ticker([&] {
+    auto interval = std::chrono::milliseconds(cfg->planner.interval_ms);
+    auto next = std::chrono::steady_clock::now() + interval;
+    std::unique_lock lk{m};
+    while (!cv.wait_until(lk, next, [&] { return stop; })) {
+      lk.unlock();
+      (void) (*service)->tick(wall_ms());
+      lk.lock();
+      next += interval;
+      if (next < std::chrono::steady_clock::now())
+        next = std::chrono::steady_clock::now() + interval; // fell behind: do not burst
+    }
+  });
+
+  int sig = apps::wait_for_shutdown();
+  spdlog::info("signal {}: shutting down", sig);
+  {
+    std::lock_guard lk{m};
+    stop = true;
+  }
+  cv.notify_all();
+  ticker.join();
+  service->reset(); // stops the watch and the subscriber, removes the decisions record
+  return 0;
+}

@@ -1,0 +1,214 @@
+#include "runtime/plan/throughput.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
+namespace dynamo::plan {
+
+namespace {
+
+bool is_name_char(char c, bool first) {
+  bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':';
+  return first ? alpha : alpha || (c >= '0' && c <= '9');
+}
+
+caf::error malformed(size_t line_no, std::string_view why) {
+  return make_error(errc::malformed_message, fmt::format("metrics line {}: {}", line_no, why));
+}
+
+struct sample {
+  std::string_view name;
+  std::string model;
+  double value = 0;
+};
+
+// Reads `{name="value",...}` at `line[i]`, keeping the model label.
+caf::error parse_labels(std::string_view line, size_t& i, size_t line_no, std::string& model) {
+  ++i; // '{'
+  while (true) {
+    while (i < line.size() && line[i] == ' ')
+      ++i;
+    if (i < line.size() && line[i] == '}') {
+      ++i;
+      return {};
+    }
+    size_t start = i;
+    while (i < line.size() && is_name_char(line[i], i == start))
+      ++i;
+    if (i == start || i + 1 >= line.size() || line[i] != '=' || line[i + 1] != '"')
+      return malformed(line_no, "bad label");
+    std::string_view label = line.substr(start, i - start);
+    i += 2;
+    std::string value;
+    while (i < line.size() && line[i] != '"') {
+      char c = line[i++];
+      if (c == '\\') {
+        if (i >= line.size())
+          return malformed(line_no, "bad escape");
+        char e = line[i++];
+        c = e == 'n' ? '\n' : e;
+      }
+      value.push_back(c);
+    }
+    if (i >= line.size())
+      return malformed(line_no, "unterminated label value");
+    ++i; // closing quote
+    if (label == "model")
+      model = std::move(value);
+    if (i < line.size() && line[i] == ',')
+      ++i;
+    else if (i >= line.size() || line[i] != '}')
+      return malformed(line_no, "expected ',' or '}' after a label");
+  }
+}
+
+expected<sample> parse_sample(std::string_view line, size_t line_no) {
+  sample s;
+  size_t i = 0;
+  while (i < line.size() && is_name_char(line[i], i == 0))
+    ++i;
+  if (i == 0)
+    return malformed(line_no, "expected a metric name");
+  s.name = line.substr(0, i);
+  if (i < line.size() && line[i] == '{')
+    if (auto err = parse_labels(line, i, line_no, s.model))
+      return err;
+  if (i >= line.size() || (line[i] != ' ' && line[i] != '\t'))
+    return malformed(line_no, "expected a value after the name");
+  while (i < line.size() && (line[i] == ' ' || line[i] == '\t'))
+    ++i;
+  size_t end = line.find_first_of(" \t", i);
+  std::string value{line.substr(i, end == std::string_view::npos ? std::string_view::npos : end - i)};
+  char* stop = nullptr;
+  s.value = std::strtod(value.c_str(), &stop);
+  if (value.empty() || stop != value.c_str() + value.size())
+    return malformed(line_no, "bad value '" + value + "'");
+  return s;
+}
+
+} // namespace
+
+expected<std::map<std::string, traffic_counters>> parse_frontend_metrics(std::string_view text,
+                                                                         std::string_view prefix) {
+  std::map<std::string, traffic_counters> out;
+  const std::string p{prefix};
+  const std::string requests = p + "_requests_total", isl_sum = p + "_input_sequence_tokens_sum",
+                    isl_count = p + "_input_sequence_tokens_count",
+                    osl_sum = p + "_output_sequence_tokens_sum",
+                    osl_count = p + "_output_sequence_tokens_count",
+                    cached_sum = p + "_cached_tokens_sum";
+  size_t line_no = 0;
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    ++line_no;
+    if (!line.empty() && line.back() == '\r')
+      line.remove_suffix(1);
+    if (line.empty() || line.front() == '#')
+      continue;
+    auto s = parse_sample(line, line_no);
+    if (!s)
+      return s.error();
+    if (!std::isfinite(s->value))
+      continue;
+    double traffic_counters::*field = nullptr;
+    if (s->name == requests)
+      field = &traffic_counters::requests;
+    else if (s->name == isl_sum)
+      field = &traffic_counters::isl_sum;
+    else if (s->name == isl_count)
+      field = &traffic_counters::isl_count;
+    else if (s->name == osl_sum)
+      field = &traffic_counters::osl_sum;
+    else if (s->name == osl_count)
+      field = &traffic_counters::osl_count;
+    else if (s->name == cached_sum)
+      field = &traffic_counters::cached_sum;
+    if (field)
+      out[s->model].*field += s->value;
+  }
+  return out;
+}
+
+std::optional<traffic> traffic_between(const traffic_counters& a, const traffic_counters& b,
+                                       double seconds) {
+  if (!(seconds > 0))
+    return std::nullopt;
+  if (b.requests < a.requests || b.isl_sum < a.isl_sum || b.isl_count < a.isl_count ||
+      b.osl_sum < a.osl_sum || b.osl_count < a.osl_count || b.cached_sum < a.cached_sum)
+    return std::nullopt;
+  traffic t;
+  t.request_rate = (b.requests - a.requests) / seconds;
+  double isl_n = b.isl_count - a.isl_count, osl_n = b.osl_count - a.osl_count;
+  double isl_tokens = b.isl_sum - a.isl_sum;
+  t.isl = isl_n > 0 ? isl_tokens / isl_n : 0.0;
+  t.osl = osl_n > 0 ? (b.osl_sum - a.osl_sum) / osl_n : 0.0;
+  t.kv_hit_rate = isl_tokens > 0 ? std::clamp((b.cached_sum - a.cached_sum) / isl_tokens, 0.0, 1.0) : 0.0;
+  return t;
+}
+
+std::optional<uint32_t> replicas_needed(config::worker_role role, const traffic& t,
+                                        const replica_capacity& cap) {
+  double prefill_tokens = t.request_rate * t.isl * (1.0 - std::clamp(t.kv_hit_rate, 0.0, 1.0));
+  double decode_tokens = t.request_rate * t.osl;
+  double busy = 0; // replicas' worth of work per second
+  switch (role) {
+    case config::worker_role::prefill:
+      if (cap.prefill_tokens_per_s <= 0)
+        return std::nullopt;
+      busy = prefill_tokens / cap.prefill_tokens_per_s;
+      break;
+    case config::worker_role::decode:
+      if (cap.decode_tokens_per_s <= 0)
+        return std::nullopt;
+      busy = decode_tokens / cap.decode_tokens_per_s;
+      break;
+    case config::worker_role::aggregated:
+      if (cap.prefill_tokens_per_s <= 0 || cap.decode_tokens_per_s <= 0)
+        return std::nullopt;
+      busy = prefill_tokens / cap.prefill_tokens_per_s + decode_tokens / cap.decode_tokens_per_s;
+      break;
+  }
+  if (!std::isfinite(busy) || busy <= 0)
+    return 0u;
+  double n = std::ceil(busy - 1e-9);
+  return n >= 4294967295.0 ? UINT32_MAX : static_cast<uint32_t>(n);
+}
+
+expected<http_url> parse_http_url(std::string_view url) {
+  constexpr std::string_view scheme = "http://";
+  auto bad = [&](std::string_view why) {
+    return make_error(errc::invalid_argument, fmt::format("metrics url '{}': {}", url, why));
+  };
+  if (url.substr(0, scheme.size()) != scheme)
+    return bad("expected http://host[:port][/path]");
+  std::string_view rest = url.substr(scheme.size());
+  http_url out;
+  size_t slash = rest.find('/');
+  if (slash != std::string_view::npos) {
+    out.target = std::string{rest.substr(slash)};
+    rest = rest.substr(0, slash);
+  }
+  size_t colon = rest.rfind(':');
+  if (colon != std::string_view::npos) {
+    auto port = rest.substr(colon + 1);
+    unsigned value = 0;
+    auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (port.empty() || ec != std::errc{} || ptr != port.data() + port.size() || value == 0 ||
+        value > 65535)
+      return bad("bad port");
+    out.port = static_cast<uint16_t>(value);
+    rest = rest.substr(0, colon);
+  }
+  if (rest.empty())
+    return bad("no host");
+  out.host = std::string{rest};
+  return out;
+}
+
+} // namespace dynamo::plan

@@ -1,0 +1,73 @@
+// The throughput (SLA) side of the planner, simplified from research/dynamo.md
+// 6.2: traffic (request rate, ISL, OSL, prefix-hit rate) measured from two
+// scrapes of the frontend's Prometheus metrics (dynamo_frontend_*), and the
+// replicas that traffic needs under a per-replica capacity model, which the
+// planner uses as a lower bound. Pure functions; safe from any thread.
+#pragma once
+
+#include "runtime/config/cluster_config.hpp"
+#include "runtime/core/error.hpp"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace dynamo::plan {
+
+/// Cumulative counters of one model, as the frontend exports them.
+struct traffic_counters {
+  double requests = 0;   ///< <prefix>_requests_total, every label set
+  double isl_sum = 0;    ///< <prefix>_input_sequence_tokens_sum
+  double isl_count = 0;  ///< <prefix>_input_sequence_tokens_count
+  double osl_sum = 0;    ///< <prefix>_output_sequence_tokens_sum
+  double osl_count = 0;  ///< <prefix>_output_sequence_tokens_count
+  double cached_sum = 0; ///< <prefix>_cached_tokens_sum
+};
+
+/// Counters per model from a Prometheus text exposition. Series without a
+/// `model` label count under "". errc::malformed_message for a sample line
+/// that does not parse (name, labels, value).
+[[nodiscard]] expected<std::map<std::string, traffic_counters>>
+parse_frontend_metrics(std::string_view text, std::string_view prefix = "dynamo_frontend");
+
+/// Traffic over an interval.
+struct traffic {
+  double request_rate = 0; ///< requests per second
+  double isl = 0;          ///< mean input tokens per request
+  double osl = 0;          ///< mean output tokens per request
+  double kv_hit_rate = 0;  ///< cached / input tokens, in [0, 1]
+};
+
+/// The traffic between two scrapes `seconds` apart. std::nullopt when
+/// seconds <= 0 or a counter went backwards (the frontend restarted).
+/// Means are 0 when no request completed that part in the interval.
+[[nodiscard]] std::optional<traffic> traffic_between(const traffic_counters& before,
+                                                     const traffic_counters& after, double seconds);
+
+/// What one replica sustains.
+struct replica_capacity {
+  double prefill_tokens_per_s = 0; ///< 0: unknown
+  double decode_tokens_per_s = 0;  ///< output tokens per second at the ITL target; 0: unknown
+};
+
+/// Replicas a pool of `role` needs for `t` (before min/max):
+///   prefill:    ceil(rate x isl x (1 - hit) / prefill_tokens_per_s)
+///   decode:     ceil(rate x osl / decode_tokens_per_s)
+///   aggregated: ceil(rate x (isl x (1 - hit) / prefill_tokens_per_s + osl / decode_tokens_per_s))
+/// std::nullopt when a capacity the role needs is unknown (0). A demand within
+/// 1e-9 of an integer rounds to it (float noise must not add a replica).
+[[nodiscard]] std::optional<uint32_t> replicas_needed(config::worker_role role, const traffic& t,
+                                                      const replica_capacity& cap);
+
+/// "http://host:port/path" split for the HTTP client; port defaults to 80,
+/// path to "/metrics". errc::invalid_argument for anything else (https too).
+struct http_url {
+  std::string host;
+  uint16_t port = 80;
+  std::string target = "/metrics";
+};
+[[nodiscard]] expected<http_url> parse_http_url(std::string_view url);
+
+} // namespace dynamo::plan

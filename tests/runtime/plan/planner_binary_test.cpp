@@ -1,0 +1,175 @@
+// The dynamo-planner binary for real: a file discovery root, a fake worker in
+// this process (file registration + ZeroMQ publisher sending kv_metrics), the
+// planner as a child process. Checks the JSON line on its stdout, the
+// decisions record in the file store, and a clean exit on SIGTERM.
+#include "planes/discovery/file_discovery.hpp"
+#include "planes/event/zmq_event_plane.hpp"
+#include "runtime/plan/decisions.hpp"
+#include "runtime/protocol/codec.hpp"
+#include "tests/planes/support/support.hpp"
+
+#include <boost/test/unit_test.hpp>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <csignal>
+#include <fstream>
+#include <thread>
+
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace dynamo;
+using namespace std::chrono_literals;
+using planes::testing::wait_until;
+
+namespace {
+
+// A child with its stdout on a pipe; killed (SIGKILL) if still running at the end.
+class child {
+public:
+  explicit child(std::vector<std::string> argv) {
+    int fds[2];
+    BOOST_REQUIRE(::pipe(fds) == 0);
+    pid_ = ::fork();
+    BOOST_REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      ::dup2(fds[1], STDOUT_FILENO);
+      ::close(fds[0]);
+      ::close(fds[1]);
+      std::vector<char*> args;
+      for (auto& a : argv)
+        args.push_back(a.data());
+      args.push_back(nullptr);
+      ::execv(args[0], args.data());
+      ::_exit(127);
+    }
+    ::close(fds[1]);
+    fd_ = fds[0];
+  }
+  ~child() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    if (fd_ >= 0)
+      ::close(fd_);
+  }
+
+  std::optional<std::string> read_line(std::chrono::milliseconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (true) {
+      if (auto nl = buffer_.find('\n'); nl != std::string::npos) {
+        auto line = buffer_.substr(0, nl);
+        buffer_.erase(0, nl + 1);
+        return line;
+      }
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0)
+        return std::nullopt;
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0)
+        continue;
+      char buf[4096];
+      auto n = ::read(fd_, buf, sizeof buf);
+      if (n <= 0)
+        return std::nullopt;
+      buffer_.append(buf, static_cast<size_t>(n));
+    }
+  }
+
+  /// SIGTERM, then the exit status (-1 if it did not exit in time or died by a signal).
+  int terminate(std::chrono::milliseconds timeout) {
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    bool exited = wait_until([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; }, timeout);
+    if (!exited)
+      return -1;
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+private:
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  std::string buffer_;
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(planner_binary_suite)
+
+BOOST_AUTO_TEST_CASE(scales_a_loaded_pool_and_exits_on_sigterm) {
+  planes::testing::temp_dir dir;
+  auto config_path = dir.path() + "/cluster.yaml";
+  std::ofstream(config_path) << "namespace: plan-e2e\n"
+                                "discovery: {backend: file, root: " << dir.path() << "/discovery}\n"
+                                "planner: {enabled: true, interval_ms: 200, max_replicas: 3, predictor: constant}\n"
+                                "pools:\n"
+                                "  - {name: decode, role: decode, model: m, replicas: 1}\n";
+
+  auto discovery = planes::make_file_discovery(dir.path() + "/discovery");
+  BOOST_REQUIRE(discovery);
+  auto pub = planes::make_zmq_event_publisher();
+  BOOST_REQUIRE(pub);
+  planes::instance_record rec;
+  rec.endpoint = {"plan-e2e", "decode", "generate"};
+  rec.request_address = "tcp://127.0.0.1:1";
+  rec.event_address = (*pub)->address();
+  rec.metadata = {{"role", "decode"}, {"model", "m"}, {"index", "0"}};
+  auto reg = (*discovery)->register_instance(rec);
+  BOOST_REQUIRE(reg);
+  uint64_t worker_id = (*reg)->record().instance;
+
+  // The worker reports a full KV cache every 20 ms (a late subscriber misses the first ones).
+  std::atomic<bool> stop{false};
+  std::thread reporter([&] {
+    protocol::load_metrics m;
+    m.worker_id = worker_id;
+    m.kv_usage = 0.95f;
+    while (!stop) {
+      (void) (*pub)->publish("kv_metrics", protocol::encode(m));
+      std::this_thread::sleep_for(20ms);
+    }
+  });
+
+  child planner({DYNAMO_PLANNER_BIN, "--config", config_path, "--log-level", "warn"});
+  auto line = planner.read_line(20s);
+  stop = true;
+  reporter.join();
+  BOOST_REQUIRE_MESSAGE(line, "no decision line from dynamo-planner");
+  auto j = nlohmann::json::parse(*line);
+  BOOST_TEST(j["event"] == "scaling_decision");
+  BOOST_TEST(j["pool"] == "decode");
+  BOOST_TEST(j["current"] == 1);
+  BOOST_TEST(j["target"] == 2);
+  BOOST_TEST(j["decision_id"] == 1);
+
+  auto read_record = [&]() -> std::optional<plan::planner_decisions> {
+    auto recs = (*discovery)->list("plan-e2e/planner/decisions");
+    if (!recs || recs->size() != 1)
+      return std::nullopt;
+    auto d = plan::from_metadata(recs->front().metadata);
+    return d ? std::optional{*d} : std::nullopt;
+  };
+  BOOST_REQUIRE(wait_until([&] {
+    auto d = read_record();
+    return d && d->decision_id == 1;
+  }));
+  BOOST_TEST(read_record()->replicas.at("decode") == 2u);
+
+  BOOST_TEST(planner.terminate(10s) == 0);
+  BOOST_TEST(!read_record().has_value()); // the record left with the planner
+}
+
+BOOST_AUTO_TEST_CASE(bad_configs_fail_with_a_message) {
+  planes::testing::temp_dir dir;
+  auto config_path = dir.path() + "/cluster.yaml";
+  std::ofstream(config_path) << "discovery: {backend: memory}\npools: [{name: b, model: m}]\n";
+  child planner({DYNAMO_PLANNER_BIN, "--config", config_path});
+  BOOST_TEST(!planner.read_line(10s).has_value()); // nothing on stdout; the error goes to stderr
+  BOOST_TEST(planner.terminate(10s) == 1);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
