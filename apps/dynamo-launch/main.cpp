@@ -5,6 +5,7 @@
 // on SIGTERM stops the frontend first, then the rest, each draining. Wiring only.
 #include "apps/common/app_support.hpp"
 #include "apps/dynamo-launch/process_set.hpp"
+#include "runtime/plan/decisions.hpp"
 #include "runtime/core/log.hpp"
 
 #include <spdlog/spdlog.h>
@@ -33,17 +34,26 @@ void start_worker(apps::process_set& ps, const std::string& bin, const std::stri
   ps.add({"worker:" + pool + ":" + std::to_string(++serial), worker_group(pool), argv});
 }
 
-// Applies the planner's latest targets (metadata "replicas.<pool>").
+// Applies the planner's latest targets (its decisions record). Without a
+// record (no planner yet, or it exited) the last targets simply stay.
 void apply_planner(apps::process_set& ps, planes::discovery_plane& d, const config::cluster_config& cfg,
                    const std::string& bin, const std::string& config, const std::string& log_level) {
-  auto recs = d.list(cfg.namespace_name + "/planner/decisions");
+  auto recs = d.list(cfg.namespace_name + "/" + std::string{plan::decisions_component} + "/" +
+                     std::string{plan::decisions_endpoint});
   if (!recs || recs->empty())
     return;
+  auto decisions = plan::from_metadata(recs->front().metadata);
+  if (!decisions) {
+    spdlog::warn("launch: unreadable planner decisions: {}", describe(decisions.error()));
+    return;
+  }
+  if (decisions->decision_id == 0)
+    return; // the config's replicas: nothing decided yet
   for (const auto& pool : cfg.pools) {
-    auto it = recs->front().metadata.find("replicas." + pool.name);
-    if (it == recs->front().metadata.end())
+    auto it = decisions->replicas.find(pool.name);
+    if (it == decisions->replicas.end())
       continue;
-    size_t want = std::strtoul(it->second.c_str(), nullptr, 10);
+    size_t want = it->second;
     size_t have = ps.count(worker_group(pool.name));
     for (; have < want; ++have) {
       spdlog::info("launch: planner asks {} replicas of {}: starting one", want, pool.name);
