@@ -1,0 +1,285 @@
+#include "actors/admin/admin_service.hpp"
+
+#include "actors/admin/admin_wire.hpp"
+#include "planes/http/server.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <exception>
+#include <optional>
+#include <vector>
+
+namespace dynamo::admin {
+
+namespace {
+
+constexpr std::string_view json_type = "application/json";
+constexpr std::string_view token_field = "admin_options.token";
+/// Every method the catch-all route takes, so that the token is checked
+/// before anything else (others get the transport's 405).
+constexpr std::string_view methods[] = {"GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"};
+
+enum class op { health, actors, instances, drain, undrain, restart };
+
+/// One request after routing: what to do and with which argument.
+struct call {
+  op what = op::health;
+  uint64_t instance = 0;
+  std::string name;
+};
+
+std::string_view code_for_status(unsigned status) noexcept {
+  switch (status) {
+    case 400: return "bad_request";
+    case 401: return "unauthorized";
+    case 404: return "not_found";
+    case 405: return "method_not_allowed";
+    case 413: return "payload_too_large";
+    case 431: return "headers_too_large";
+    case 503: return "overloaded";
+    default: return "internal";
+  }
+}
+
+void respond_error(http::http_responder& res, unsigned status, std::string_view message,
+                   std::vector<http::header_field> headers = {}) {
+  res.respond(status, std::string{json_type},
+              error_json(message, error_type_for(status), code_for_status(status)),
+              std::move(headers));
+}
+
+void respond_error(http::http_responder& res, const caf::error& err) {
+  auto code = code_of(err);
+  auto status = status_for(code);
+  auto message = message_of(err);
+  res.respond(status, std::string{json_type},
+              error_json(message.empty() ? describe(err) : message, error_type_for(status),
+                         to_string(code)));
+}
+
+std::vector<std::string_view> split_path(std::string_view path) {
+  std::vector<std::string_view> out;
+  if (path.empty() || path.front() != '/')
+    return out;
+  path.remove_prefix(1);
+  for (;;) {
+    auto slash = path.find('/');
+    out.push_back(path.substr(0, slash));
+    if (slash == std::string_view::npos)
+      return out;
+    path.remove_prefix(slash + 1);
+  }
+}
+
+/// The route a path names: its one allowed method and the call, or nullopt
+/// (404). The argument is taken as it stands (validated later).
+struct route_match {
+  std::string_view method;
+  call c;
+  std::string_view raw_arg;
+};
+
+std::optional<route_match> match_route(std::string_view path) {
+  auto seg = split_path(path);
+  if (seg.size() < 2 || seg[0] != "admin")
+    return std::nullopt;
+  if (seg.size() == 2) {
+    if (seg[1] == "health")
+      return route_match{"GET", {op::health}, {}};
+    if (seg[1] == "actors")
+      return route_match{"GET", {op::actors}, {}};
+    if (seg[1] == "instances")
+      return route_match{"GET", {op::instances}, {}};
+    return std::nullopt;
+  }
+  if (seg.size() != 4)
+    return std::nullopt;
+  if (seg[1] == "workers" && (seg[3] == "drain" || seg[3] == "undrain"))
+    return route_match{"POST", {seg[3] == "drain" ? op::drain : op::undrain}, seg[2]};
+  if (seg[1] == "actors" && seg[3] == "restart")
+    return route_match{"POST", {op::restart}, seg[2]};
+  return std::nullopt;
+}
+
+/// Runs one call against the backend (on the worker thread) and answers.
+void execute(admin_backend& backend, const call& c, http::http_responder& res) {
+  switch (c.what) {
+    case op::health:
+      res.respond(200, std::string{json_type}, health_json(backend.process_kind()));
+      return;
+    case op::actors:
+      res.respond(200, std::string{json_type}, actors_json(backend.actors()));
+      return;
+    case op::instances: {
+      auto rows = backend.instances();
+      if (!rows)
+        return respond_error(res, rows.error());
+      res.respond(200, std::string{json_type}, instances_json(*rows));
+      return;
+    }
+    case op::drain:
+    case op::undrain: {
+      bool on = c.what == op::drain;
+      if (auto r = backend.drain(c.instance, on); !r)
+        return respond_error(res, r.error());
+      res.respond(200, std::string{json_type}, drain_json(c.instance, on));
+      return;
+    }
+    case op::restart:
+      if (auto r = backend.restart(c.name); !r)
+        return respond_error(res, r.error());
+      res.respond(200, std::string{json_type}, restarted_json(c.name));
+      return;
+  }
+}
+
+} // namespace
+
+/// The HTTP side: authentication, routing and argument checks on the io
+/// thread; backend calls handed to the worker thread.
+class admin_service::routes {
+public:
+  static void handle(admin_service& svc, const http::request& req,
+                     const std::shared_ptr<http::http_responder>& res) {
+    if (!svc.token_.empty()) {
+      auto auth = req.header("authorization");
+      if (!bearer_matches(auth, svc.token_)) {
+        spdlog::debug("admin: rejected {} {} from {} ({} token)", req.method, req.path,
+                      req.remote, auth.empty() ? "no" : "wrong");
+        return respond_error(*res, 401,
+                             auth.empty() ? "This endpoint requires 'Authorization: Bearer <token>'"
+                                          : "Invalid admin token",
+                             {{"WWW-Authenticate", "Bearer realm=\"dynamo-admin\""}});
+      }
+    }
+    auto m = match_route(req.path);
+    if (!m)
+      return respond_error(*res, 404, "No admin route for " + req.path);
+    if (req.method != m->method)
+      return respond_error(*res, 405, "Method " + req.method + " not allowed for " + req.path,
+                           {{"Allow", std::string{m->method}}});
+    call c = std::move(m->c);
+    if (c.what == op::drain || c.what == op::undrain) {
+      auto id = parse_instance_hex(m->raw_arg);
+      if (!id)
+        return respond_error(*res, 400, "Malformed instance id '" + std::string{m->raw_arg} +
+                                          "' (want 1 to 16 hex digits, not zero)");
+      c.instance = *id;
+    } else if (c.what == op::restart) {
+      c.name = http::percent_decode(m->raw_arg);
+      if (c.name.empty())
+        return respond_error(*res, 400, "Empty actor name");
+    }
+    auto backend = svc.backend_;
+    auto run = [backend, c = std::move(c), res] {
+      try {
+        execute(*backend, c, *res);
+      } catch (const std::exception& e) {
+        respond_error(*res, 500, std::string{"admin backend failed: "} + e.what());
+      } catch (...) {
+        respond_error(*res, 500, "admin backend failed");
+      }
+    };
+    if (!svc.post(job{std::move(run), res}))
+      respond_error(*res, 503, "Too many admin requests in flight, or the service is stopping");
+  }
+};
+
+admin_service::admin_service(std::shared_ptr<admin_backend> backend, std::string token,
+                             size_t max_queued)
+  : backend_(std::move(backend)), token_(std::move(token)), max_queued_(max_queued) {
+  worker_ = std::thread([this] { run_jobs(); });
+}
+
+admin_service::~admin_service() { stop(); }
+
+expected<std::unique_ptr<admin_service>> admin_service::start(admin_options opts,
+                                                              std::shared_ptr<admin_backend> backend) {
+  if (!backend)
+    return make_error(errc::invalid_argument, "admin_service: no backend");
+  auto token = resolve_token(opts.token, token_field);
+  if (!token)
+    return std::move(token.error());
+  if (token->empty() && !is_loopback_host(opts.host))
+    return make_error(errc::config_error,
+                      std::string{token_field} + ": required when admin_options.host ('" +
+                        opts.host + "') is not a loopback address");
+  if (opts.max_queued == 0)
+    return make_error(errc::config_error, "admin_options.max_queued: must be at least 1");
+  bool with_token = !token->empty();
+  std::unique_ptr<admin_service> svc{
+    new admin_service(std::move(backend), std::move(*token), opts.max_queued)};
+
+  http::router r;
+  for (auto method : methods)
+    r.add_prefix(std::string{method}, "/",
+                 [s = svc.get()](http::request req, std::shared_ptr<http::http_responder> res) {
+                   routes::handle(*s, req, res);
+                 });
+  http::server_options so;
+  so.host = opts.host;
+  so.port = opts.port;
+  so.io_threads = opts.io_threads;
+  so.body_limit = 1u << 20; // admin requests carry no body worth reading
+  so.error_body = [](unsigned status, std::string_view message) {
+    return error_json(message, error_type_for(status), code_for_status(status));
+  };
+  auto srv = http::server::start(std::move(so), std::move(r));
+  if (!srv)
+    return std::move(srv.error()); // ~admin_service joins the worker
+  svc->server_ = std::move(*srv);
+  svc->port_ = svc->server_->port();
+  spdlog::info("admin: {} API on {}:{} ({})", svc->backend_->process_kind(), opts.host, svc->port_,
+               with_token ? "bearer token required" : "no token");
+  return svc;
+}
+
+uint16_t admin_service::port() const noexcept { return port_; }
+
+bool admin_service::post(job j) {
+  std::lock_guard lock{mutex_};
+  if (stopping_ || jobs_.size() >= max_queued_)
+    return false;
+  jobs_.push_back(std::move(j));
+  cv_.notify_one();
+  return true;
+}
+
+void admin_service::run_jobs() {
+  for (;;) {
+    job next;
+    {
+      std::unique_lock lock{mutex_};
+      cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+      if (stopping_)
+        return;
+      next = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    next.run();
+  }
+}
+
+void admin_service::stop() {
+  std::lock_guard stop_lock{stop_mutex_};
+  // First refuse work (handlers answer 503 from here on), so that nothing
+  // queued reaches the backend once stop() has begun.
+  std::deque<job> dropped;
+  {
+    std::lock_guard lock{mutex_};
+    stopping_ = true;
+    dropped.swap(jobs_);
+    cv_.notify_all();
+  }
+  for (auto& j : dropped)
+    respond_error(*j.res, 503, "The admin service is stopping");
+  dropped.clear();
+  if (server_) {
+    server_->stop();
+    server_.reset(); // destroying it closes the connections it still holds
+  }
+  if (worker_.joinable())
+    worker_.join();
+}
+
+} // namespace dynamo::admin

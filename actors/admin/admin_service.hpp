@@ -1,0 +1,89 @@
+// The admin REST API any process (frontend, worker, router, planner) starts over
+// its admin_backend: health, actors, instances, drain, restart; bearer token optional.
+// Thread rules: start/port/stop are thread-safe; backend calls run one at a
+// time on the service's own worker thread, never on an HTTP io thread.
+#pragma once
+
+#include "actors/admin/admin_backend.hpp"
+#include "runtime/core/error.hpp"
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace dynamo::http {
+class server;
+class http_responder;
+} // namespace dynamo::http
+
+namespace dynamo::admin {
+
+struct admin_options {
+  std::string host = "127.0.0.1"; ///< a non-loopback host requires a token
+  uint16_t port = 0;              ///< 0 picks a free port (read it back with port())
+  /// "" for none, a literal, or "env:NAME" (read from the environment at start).
+  /// When set, every request must carry "Authorization: Bearer <token>".
+  std::string token;
+  unsigned io_threads = 1;
+  size_t max_queued = 64; ///< admin requests waiting for the backend (503 beyond)
+};
+
+/// Routes (JSON in and out; every error is {"error":{"message","type","code"}}):
+///   GET  /admin/health                      {"status":"ok","process":kind}
+///   GET  /admin/actors                      {"actors":[{supervisor,name,state,restarts,last_reason}]}
+///   GET  /admin/instances                   {"instances":[{key,instance_id,address,health,metadata}]}
+///   POST /admin/workers/{hex}/drain|undrain {"instance_id":hex,"draining":bool}; 400 bad id, 404 not here
+///   POST /admin/actors/{name}/restart       {"restarted":name}; 404 unknown
+/// Unknown paths 404, wrong methods 405 (with Allow), a missing or wrong token
+/// 401 (checked before routing, so nothing is revealed without it).
+class admin_service {
+public:
+  /// errc::config_error (naming admin_options.token) when the host is not
+  /// loopback and no token is set, or an "env:NAME" token is unset or empty;
+  /// errc::invalid_argument without a backend; errc::io_error when binding fails.
+  [[nodiscard]] static expected<std::unique_ptr<admin_service>>
+  start(admin_options opts, std::shared_ptr<admin_backend> backend);
+
+  ~admin_service();
+  admin_service(const admin_service&) = delete;
+  admin_service& operator=(const admin_service&) = delete;
+
+  [[nodiscard]] uint16_t port() const noexcept;
+  /// Refuses new requests and answers queued ones with 503, stops the server,
+  /// and joins the worker thread (waiting for a backend call in progress,
+  /// whose answer is then lost). Idempotent.
+  void stop();
+
+  class routes;
+
+private:
+  admin_service(std::shared_ptr<admin_backend> backend, std::string token, size_t max_queued);
+  struct job {
+    std::function<void()> run; ///< calls the backend and answers; never throws
+    std::shared_ptr<http::http_responder> res;
+  };
+  /// Queues a backend job; false when the queue is full or stopping.
+  [[nodiscard]] bool post(job j);
+  void run_jobs();
+
+  std::shared_ptr<admin_backend> backend_;
+  std::string token_;
+  size_t max_queued_;
+  std::unique_ptr<http::server> server_;
+  uint16_t port_ = 0;
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<job> jobs_;
+  bool stopping_ = false;
+  std::thread worker_;
+  std::mutex stop_mutex_;
+};
+
+} // namespace dynamo::admin

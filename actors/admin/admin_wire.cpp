@@ -1,0 +1,174 @@
+#include "actors/admin/admin_wire.hpp"
+
+#include "runtime/core/ids.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+
+namespace dynamo::admin {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::string dump(const json& j) {
+  // `replace`: a non-UTF-8 name never throws out of here.
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+bool equal_ignore_case(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+/// Equality whose running time depends only on the two lengths.
+bool constant_time_equal(std::string_view a, std::string_view b) {
+  volatile unsigned char diff = a.size() != b.size() ? 1 : 0;
+  const size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    auto x = static_cast<unsigned char>(i < a.size() ? a[i] : 0);
+    auto y = static_cast<unsigned char>(i < b.size() ? b[i] : 0);
+    diff = static_cast<unsigned char>(diff | (x ^ y));
+  }
+  return diff == 0;
+}
+
+} // namespace
+
+expected<std::string> resolve_token(std::string_view spec, std::string_view field) {
+  std::string token{spec};
+  if (spec.substr(0, 4) == "env:") {
+    std::string name{spec.substr(4)};
+    const char* value = name.empty() ? nullptr : std::getenv(name.c_str());
+    if (value == nullptr || *value == '\0')
+      return make_error(errc::config_error, std::string{field} + ": environment variable '" + name +
+                                              "' is unset or empty");
+    token = value;
+  }
+  for (char c : token)
+    if (c < 0x21 || c > 0x7e)
+      return make_error(errc::config_error,
+                        std::string{field} + ": the token must be visible ASCII (no spaces)");
+  return token;
+}
+
+bool is_loopback_host(std::string_view host) {
+  if (equal_ignore_case(host, "localhost"))
+    return true;
+  std::string text{host};
+  unsigned char v4[4];
+  if (::inet_pton(AF_INET, text.c_str(), v4) == 1)
+    return v4[0] == 127;
+  unsigned char v6[16];
+  if (::inet_pton(AF_INET6, text.c_str(), v6) != 1)
+    return false;
+  static constexpr unsigned char loopback[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  static constexpr unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  if (std::memcmp(v6, loopback, 16) == 0)
+    return true;
+  return std::memcmp(v6, mapped, 12) == 0 && v6[12] == 127;
+}
+
+bool bearer_matches(std::string_view authorization, std::string_view token) {
+  constexpr std::string_view scheme = "Bearer";
+  if (token.empty() || authorization.size() <= scheme.size() ||
+      !equal_ignore_case(authorization.substr(0, scheme.size()), scheme) ||
+      authorization[scheme.size()] != ' ')
+    return false;
+  auto given = authorization.substr(scheme.size());
+  while (!given.empty() && given.front() == ' ')
+    given.remove_prefix(1);
+  while (!given.empty() && (given.back() == ' ' || given.back() == '\t'))
+    given.remove_suffix(1);
+  return constant_time_equal(given, token);
+}
+
+std::optional<uint64_t> parse_instance_hex(std::string_view text) {
+  if (text.empty() || text.size() > 16)
+    return std::nullopt;
+  for (char c : text)
+    if (!std::isxdigit(static_cast<unsigned char>(c)))
+      return std::nullopt;
+  uint64_t id = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id, 16);
+  if (ec != std::errc{} || end != text.data() + text.size() || id == 0)
+    return std::nullopt;
+  return id;
+}
+
+std::string health_json(std::string_view process_kind) {
+  return dump(json{{"status", "ok"}, {"process", process_kind}});
+}
+
+std::string actors_json(const std::vector<actor_row>& rows) {
+  auto list = json::array();
+  for (const auto& r : rows)
+    list.push_back(json{{"supervisor", r.supervisor},
+                        {"name", r.name},
+                        {"state", r.state},
+                        {"restarts", r.restarts},
+                        {"last_reason", r.last_reason}});
+  return dump(json{{"actors", std::move(list)}});
+}
+
+std::string instances_json(const std::vector<instance_row>& rows) {
+  auto list = json::array();
+  for (const auto& r : rows) {
+    auto metadata = json::object();
+    for (const auto& [k, v] : r.metadata)
+      metadata[k] = v;
+    list.push_back(json{{"key", r.key},
+                        {"instance_id", to_hex(r.instance_id)},
+                        {"address", r.address},
+                        {"health", r.health},
+                        {"metadata", std::move(metadata)}});
+  }
+  return dump(json{{"instances", std::move(list)}});
+}
+
+std::string drain_json(uint64_t instance_id, bool draining) {
+  return dump(json{{"instance_id", to_hex(instance_id)}, {"draining", draining}});
+}
+
+std::string restarted_json(std::string_view name) { return dump(json{{"restarted", name}}); }
+
+std::string error_json(std::string_view message, std::string_view type, std::string_view code) {
+  return dump(json{{"error", {{"message", message}, {"type", type}, {"code", code}}}});
+}
+
+std::string_view error_type_for(unsigned status) noexcept {
+  switch (status) {
+    case 401: return "authentication_error";
+    case 404: return "not_found_error";
+    case 405: return "method_not_allowed";
+    case 503: return "service_unavailable";
+    case 504: return "timeout";
+    default: return status >= 400 && status < 500 ? "invalid_request_error" : "server_error";
+  }
+}
+
+unsigned status_for(errc code) noexcept {
+  switch (code) {
+    case errc::invalid_argument:
+    case errc::malformed_message: return 400;
+    case errc::not_found: return 404;
+    case errc::unsupported: return 501;
+    case errc::timeout: return 504;
+    case errc::overloaded:
+    case errc::closed:
+    case errc::no_workers:
+    case errc::disconnected: return 503;
+    default: return 500;
+  }
+}
+
+} // namespace dynamo::admin

@@ -1,0 +1,52 @@
+// The pure pieces of the admin REST API (actors/admin/admin_service): token
+// resolution and the constant-time bearer check, loopback detection, instance
+// id parsing, and the JSON bodies. Used by admin_service and its tests.
+// Pure functions; safe from any thread.
+#pragma once
+
+#include "actors/admin/admin_backend.hpp"
+#include "runtime/core/error.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dynamo::admin {
+
+/// The token as configured: "" (none), a literal, or "env:NAME" read from the
+/// environment now. errc::config_error (naming `field`) when NAME is unset or
+/// empty, or when the token has characters outside visible ASCII.
+[[nodiscard]] expected<std::string> resolve_token(std::string_view spec, std::string_view field);
+
+/// True for loopback literals (127.0.0.0/8, ::1, ::ffff:127.x) and "localhost".
+[[nodiscard]] bool is_loopback_host(std::string_view host);
+
+/// True when `authorization` is "Bearer <token>" (scheme case-insensitive).
+/// The token comparison takes time that depends only on the lengths.
+[[nodiscard]] bool bearer_matches(std::string_view authorization, std::string_view token);
+
+/// 1 to 16 hex digits (either case) naming a non-zero instance id.
+[[nodiscard]] std::optional<uint64_t> parse_instance_hex(std::string_view text);
+
+// -- bodies (application/json) ---------------------------------------------
+[[nodiscard]] std::string health_json(std::string_view process_kind);
+[[nodiscard]] std::string actors_json(const std::vector<actor_row>& rows);
+[[nodiscard]] std::string instances_json(const std::vector<instance_row>& rows);
+[[nodiscard]] std::string drain_json(uint64_t instance_id, bool draining);
+[[nodiscard]] std::string restarted_json(std::string_view name);
+/// {"error":{"message":..,"type":..,"code":..}}.
+[[nodiscard]] std::string error_json(std::string_view message, std::string_view type,
+                                     std::string_view code);
+
+/// The error `type` for an HTTP status ("invalid_request_error",
+/// "authentication_error", "not_found_error", ...).
+[[nodiscard]] std::string_view error_type_for(unsigned status) noexcept;
+
+/// The HTTP status a backend error maps to: invalid_argument and
+/// malformed_message 400, not_found 404, unsupported 501, timeout 504,
+/// overloaded / closed / no_workers / disconnected 503, everything else 500.
+[[nodiscard]] unsigned status_for(errc code) noexcept;
+
+} // namespace dynamo::admin

@@ -1,0 +1,100 @@
+#include "actors/admin/admin_wire.hpp"
+
+#include "tests/actors/admin/admin_test_util.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <cstdlib>
+
+using namespace dynamo;
+using namespace dynamo::admin;
+
+BOOST_AUTO_TEST_SUITE(admin_wire)
+
+BOOST_AUTO_TEST_CASE(literal_and_empty_tokens_pass_through) {
+  BOOST_TEST(*resolve_token("", "f") == "");
+  BOOST_TEST(*resolve_token("s3cret-Token_1", "f") == "s3cret-Token_1");
+}
+
+BOOST_AUTO_TEST_CASE(env_tokens_are_read_and_must_be_set) {
+  ::setenv("DYNAMO_ADMIN_WIRE_TOKEN", "from-env", 1);
+  BOOST_TEST(*resolve_token("env:DYNAMO_ADMIN_WIRE_TOKEN", "f") == "from-env");
+  ::setenv("DYNAMO_ADMIN_WIRE_TOKEN", "", 1);
+  auto empty = resolve_token("env:DYNAMO_ADMIN_WIRE_TOKEN", "admin_options.token");
+  BOOST_REQUIRE(!empty);
+  BOOST_TEST(code_of(empty.error()) == errc::config_error);
+  BOOST_TEST(message_of(empty.error()).find("admin_options.token") != std::string::npos);
+  BOOST_TEST(message_of(empty.error()).find("DYNAMO_ADMIN_WIRE_TOKEN") != std::string::npos);
+  ::unsetenv("DYNAMO_ADMIN_WIRE_TOKEN");
+  BOOST_TEST(code_of(resolve_token("env:DYNAMO_ADMIN_WIRE_TOKEN", "f").error()) ==
+             errc::config_error);
+  BOOST_TEST(code_of(resolve_token("env:", "f").error()) == errc::config_error);
+}
+
+BOOST_AUTO_TEST_CASE(tokens_with_spaces_or_control_bytes_are_refused) {
+  BOOST_TEST(code_of(resolve_token("two words", "f").error()) == errc::config_error);
+  BOOST_TEST(code_of(resolve_token("tab\t", "f").error()) == errc::config_error);
+  BOOST_TEST(code_of(resolve_token("caf\xc3\xa9", "f").error()) == errc::config_error);
+}
+
+BOOST_AUTO_TEST_CASE(loopback_hosts) {
+  for (auto h : {"127.0.0.1", "127.1.2.3", "::1", "localhost", "LocalHost", "::ffff:127.0.0.1"})
+    BOOST_TEST(is_loopback_host(h), h);
+  for (auto h : {"0.0.0.0", "::", "10.0.0.1", "128.0.0.1", "example.com", "", "[::1]",
+                 "::ffff:10.0.0.1", "127.0.0.1 "})
+    BOOST_TEST(!is_loopback_host(h), h);
+}
+
+BOOST_AUTO_TEST_CASE(bearer_check) {
+  BOOST_TEST(bearer_matches("Bearer abc", "abc"));
+  BOOST_TEST(bearer_matches("bearer abc", "abc"));
+  BOOST_TEST(bearer_matches("BEARER   abc  ", "abc"));
+  BOOST_TEST(!bearer_matches("", "abc"));
+  BOOST_TEST(!bearer_matches("Bearer", "abc"));
+  BOOST_TEST(!bearer_matches("Bearer ", "abc"));
+  BOOST_TEST(!bearer_matches("Bearerabc", "abc"));
+  BOOST_TEST(!bearer_matches("Basic abc", "abc"));
+  BOOST_TEST(!bearer_matches("Bearer ab", "abc"));
+  BOOST_TEST(!bearer_matches("Bearer abcd", "abc"));
+  BOOST_TEST(!bearer_matches("Bearer abC", "abc"));
+  BOOST_TEST(!bearer_matches("Bearer abc", "")); // an empty token never matches
+}
+
+BOOST_AUTO_TEST_CASE(instance_ids_are_1_to_16_hex_digits_not_zero) {
+  BOOST_TEST(*parse_instance_hex("00000000000000ab") == 0xabu);
+  BOOST_TEST(*parse_instance_hex("AB") == 0xabu);
+  BOOST_TEST(*parse_instance_hex("ffffffffffffffff") == 0xffffffffffffffffull);
+  for (auto bad : {"", "0", "0000000000000000", "xyz", "0x1f", "-1", "+1", "1 ",
+                   "10000000000000000", "12345678901234567"})
+    BOOST_TEST(!parse_instance_hex(bad).has_value(), bad);
+}
+
+BOOST_AUTO_TEST_CASE(bodies_are_exact_json) {
+  BOOST_TEST(health_json("worker") == R"({"status":"ok","process":"worker"})");
+  BOOST_TEST(actors_json({{"sup", "a", "running", 2, "boom"}}) ==
+             R"({"actors":[{"supervisor":"sup","name":"a","state":"running","restarts":2,"last_reason":"boom"}]})");
+  BOOST_TEST(actors_json({}) == R"({"actors":[]})");
+  instance_row row{"ns/c/e/00000000000000ab", 0xab, "tcp://127.0.0.1:5555", "draining", {{"m", "v"}}};
+  BOOST_TEST(instances_json({row}) ==
+             R"({"instances":[{"key":"ns/c/e/00000000000000ab","instance_id":"00000000000000ab","address":"tcp://127.0.0.1:5555","health":"draining","metadata":{"m":"v"}}]})");
+  BOOST_TEST(drain_json(0xab, true) == R"({"instance_id":"00000000000000ab","draining":true})");
+  BOOST_TEST(restarted_json("x\"y") == R"({"restarted":"x\"y"})");
+  BOOST_TEST(error_json("m", "t", "c") == R"({"error":{"message":"m","type":"t","code":"c"}})");
+  // Invalid UTF-8 is replaced, never thrown.
+  BOOST_TEST(restarted_json("\xff") == "{\"restarted\":\"\xef\xbf\xbd\"}");
+}
+
+BOOST_AUTO_TEST_CASE(statuses_for_backend_errors) {
+  BOOST_TEST(status_for(errc::invalid_argument) == 400u);
+  BOOST_TEST(status_for(errc::not_found) == 404u);
+  BOOST_TEST(status_for(errc::unsupported) == 501u);
+  BOOST_TEST(status_for(errc::timeout) == 504u);
+  BOOST_TEST(status_for(errc::closed) == 503u);
+  BOOST_TEST(status_for(errc::io_error) == 500u);
+  BOOST_TEST(error_type_for(401) == "authentication_error");
+  BOOST_TEST(error_type_for(404) == "not_found_error");
+  BOOST_TEST(error_type_for(400) == "invalid_request_error");
+  BOOST_TEST(error_type_for(500) == "server_error");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
