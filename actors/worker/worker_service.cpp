@@ -18,6 +18,7 @@ namespace dynamo::actors {
 
 struct worker_service::slot {
   uint64_t id = 0;
+  std::string name;
   std::unique_ptr<planes::request_server> server;
   std::shared_ptr<planes::event_publisher> publisher;
   std::shared_ptr<planes::registration> reg;
@@ -88,6 +89,7 @@ start_slot(caf::actor_system& sys, planes::discovery_plane& discovery,
   s->reg = std::move(*reg);
 
   auto name = fmt::format("{}-{}", cfg.component, index);
+  s->name = name + "-supervisor";
   worker_config wc{s->id, name, std::chrono::milliseconds(100), cfg.detached};
   auto hooks = make_hooks(s->id, s->publisher, s->reg, name);
   child_spec spec;
@@ -149,6 +151,20 @@ void worker_service::set_draining(uint32_t index, bool draining) {
   if (auto a = s.handle->get())
     caf::anon_send(a, drain_atom::value, draining);
   (void) s.reg->set_health(draining ? planes::health_state::draining : planes::health_state::ready);
+}
+
+std::vector<std::pair<std::string, caf::actor>> worker_service::supervisors() const {
+  std::vector<std::pair<std::string, caf::actor>> out;
+  for (auto& s : slots_)
+    out.emplace_back(s->name, s->sup);
+  return out;
+}
+
+std::optional<uint32_t> worker_service::index_of(uint64_t id) const {
+  for (uint32_t i = 0; i < slots_.size(); ++i)
+    if (slots_[i]->id == id)
+      return i;
+  return std::nullopt;
 }
 
 uint32_t worker_service::inflight(uint32_t index) const {

@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -53,6 +55,10 @@ public:
   [[nodiscard]] std::vector<uint64_t> instance_ids() const;
   /// The supervisor of worker `index` (admin API, tests).
   [[nodiscard]] caf::actor supervisor(uint32_t index) const;
+  /// Every worker's supervisor with its name ("<pool>-<index>-supervisor").
+  [[nodiscard]] std::vector<std::pair<std::string, caf::actor>> supervisors() const;
+  /// The index of the worker with instance id `id`, if hosted here.
+  [[nodiscard]] std::optional<uint32_t> index_of(uint64_t id) const;
   /// The current worker actor of `index` (changes after a restart).
   [[nodiscard]] caf::actor worker(uint32_t index) const;
   /// Drain (true) stops new requests and marks the record draining; false undoes it.

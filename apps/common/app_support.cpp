@@ -1,6 +1,10 @@
 #include "apps/common/app_support.hpp"
 
+#include "actors/admin/admin_backend.hpp"
+#include "actors/admin/admin_rows.hpp"
+#include "actors/admin/admin_service.hpp"
 #include "actors/frontend/frontend_service.hpp"
+#include "actors/worker/worker_service.hpp"
 #include "planes/discovery/file_discovery.hpp"
 #include "planes/discovery/inproc_discovery.hpp"
 
@@ -78,6 +82,69 @@ actors::model_watcher_config connect_frontend(actors::model_watcher_config cfg,
       spdlog::warn("model {} removed: no workers left", name);
   };
   return cfg;
+}
+
+namespace {
+
+// The admin view of one process: its workers' supervisors, the namespace's instances.
+class process_admin final : public admin::admin_backend {
+public:
+  process_admin(std::string kind, caf::actor_system& sys, planes::discovery_plane& d, std::string ns,
+                actors::worker_service* w)
+    : kind_(std::move(kind)), sys_(sys), discovery_(d), ns_(std::move(ns)), workers_(w) {}
+
+  std::string process_kind() const override { return kind_; }
+
+  std::vector<admin::actor_row> actors() override {
+    return admin::collect_actor_rows(sys_, supervisors());
+  }
+
+  expected<std::vector<admin::instance_row>> instances() override {
+    return admin::instance_rows(discovery_, ns_);
+  }
+
+  expected<void> drain(uint64_t id, bool on) override {
+    auto index = workers_ ? workers_->index_of(id) : std::nullopt;
+    if (!index)
+      return make_error(errc::not_found, fmt::format("worker {:016x} is not hosted by this process", id));
+    workers_->set_draining(*index, on);
+    return {};
+  }
+
+  expected<void> restart(const std::string& name) override {
+    return admin::restart_actor(sys_, supervisors(), name);
+  }
+
+private:
+  admin::supervisor_list supervisors() const {
+    return workers_ ? workers_->supervisors() : admin::supervisor_list{};
+  }
+
+  std::string kind_;
+  caf::actor_system& sys_;
+  planes::discovery_plane& discovery_;
+  std::string ns_;
+  actors::worker_service* workers_;
+};
+
+} // namespace
+
+expected<std::unique_ptr<admin::admin_service>>
+start_admin(const config::admin_config& cfg, std::string process_kind, caf::actor_system& sys,
+            planes::discovery_plane& discovery, std::string ns, actors::worker_service* workers) {
+  if (!cfg.enabled)
+    return std::unique_ptr<admin::admin_service>{};
+  admin::admin_options o;
+  o.host = cfg.host;
+  o.port = cfg.port;
+  o.token = cfg.token;
+  auto backend = std::make_shared<process_admin>(std::move(process_kind), sys, discovery, std::move(ns), workers);
+  auto svc = admin::admin_service::start(o, backend);
+  if (!svc)
+    return svc.error();
+  spdlog::info("admin API on http://{}:{}/admin ({})", cfg.host, (*svc)->port(),
+               cfg.token.empty() ? "no token" : "bearer token required");
+  return svc;
 }
 
 void die(std::string_view program, const caf::error& err) {

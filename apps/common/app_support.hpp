@@ -4,6 +4,7 @@
 // Called from main() threads only.
 #pragma once
 
+#include "actors/admin/admin_service.hpp"
 #include "actors/router/model_watcher.hpp"
 #include "planes/discovery/discovery_plane.hpp"
 #include "runtime/config/cluster_config.hpp"
@@ -16,6 +17,9 @@
 
 namespace dynamo::frontend {
 class frontend_service;
+}
+namespace dynamo::actors {
+class worker_service;
 }
 
 namespace dynamo::apps {
@@ -42,6 +46,14 @@ make_discovery(const config::discovery_config& cfg);
 /// when its workers are gone). `frontend` must outlive the watcher.
 [[nodiscard]] actors::model_watcher_config connect_frontend(actors::model_watcher_config cfg,
                                                     frontend::frontend_service& frontend);
+
+/// Starts the admin REST API of this process when `cfg.enabled` (nullptr
+/// otherwise): supervisors of `workers` (if any), instances of namespace `ns`,
+/// drain/undrain of hosted workers, restart of supervised actors.
+/// `workers` and `discovery` must outlive the returned service.
+[[nodiscard]] expected<std::unique_ptr<admin::admin_service>>
+start_admin(const config::admin_config& cfg, std::string process_kind, caf::actor_system& sys,
+            planes::discovery_plane& discovery, std::string ns, actors::worker_service* workers);
 
 /// Exits the process with a message naming the failure (start-up errors).
 [[noreturn]] void die(std::string_view program, const caf::error& err);

@@ -57,12 +57,16 @@ int main(int argc, char** argv) {
                                               apps::connect_frontend(mw, **fe), actors::load_model_assets);
   if (!watcher)
     apps::die("dynamo-frontend", watcher.error());
+  auto admin = apps::start_admin(cfg->admin, "frontend", *rt.system, **discovery, cfg->namespace_name, nullptr);
+  if (!admin)
+    apps::die("dynamo-frontend", admin.error());
   spdlog::info("dynamo-frontend: listening on http://{}:{} (namespace {}, router {}{})", fo.http.host,
                (*fe)->port(), cfg->namespace_name, route::to_string(cfg->router.mode),
                cfg->router.standalone ? ", standalone" : "");
   int sig = apps::wait_for_shutdown();
   spdlog::info("dynamo-frontend: signal {}; draining (grace {} ms)", sig, cfg->shutdown_grace_ms);
   auto left = (*fe)->drain_and_stop(std::chrono::milliseconds(cfg->shutdown_grace_ms));
+  admin->reset();
   watcher->reset();
   spdlog::info("dynamo-frontend: stopped ({} request(s) cut)", left);
   return 0;

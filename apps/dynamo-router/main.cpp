@@ -41,10 +41,14 @@ int main(int argc, char** argv) {
   auto svc = actors::router_service::start(*rt.system, **discovery, rc);
   if (!svc)
     apps::die("dynamo-router", svc.error());
+  auto admin = apps::start_admin(cfg->admin, "router", *rt.system, **discovery, cfg->namespace_name, nullptr);
+  if (!admin)
+    apps::die("dynamo-router", admin.error());
   spdlog::info("dynamo-router: serving at {} (router {})", (*svc)->address(),
                route::to_string(cfg->router.mode));
   int sig = apps::wait_for_shutdown();
   spdlog::info("dynamo-router: signal {}; stopping", sig);
+  admin->reset();
   svc->reset();
   return 0;
 }

@@ -26,6 +26,8 @@ struct run_options {
   uint32_t grace_ms = 5000;
   config::pool_config pool;
   config::router_config router;
+  config::admin_config admin;
+  uint32_t admin_port = 0;
 };
 
 expected<bool> parse(int argc, char** argv, run_options& o) {
@@ -53,6 +55,9 @@ expected<bool> parse(int argc, char** argv, run_options& o) {
     .option("router-mode", &o.router_mode, "round-robin | random | kv")
     .option("migration-limit", &o.router.migration_limit, "re-routes of a request whose worker died")
     .option("shutdown-grace-ms", &o.grace_ms, "on SIGTERM/SIGINT, time for in-flight requests to finish")
+    .option("admin-port", &o.admin_port, "serve the admin REST API on this port (0: off)")
+    .option("admin-host", &o.admin.host, "admin API address (a non-loopback address needs --admin-token)")
+    .option("admin-token", &o.admin.token, "bearer token for the admin API (or env:NAME)")
     .option("discovery", &o.discovery, "discovery backend: memory | file ($DYNAMO_DISCOVERY_DIR)")
     .option("log-level", &o.log_level, "trace | debug | info | warn | error (default: $DYNAMO_LOG or info)");
   apps::add_router_flags(c, o.router.kv);
@@ -85,6 +90,8 @@ expected<void> finish_options(run_options& o) {
   } else {
     return make_error(errc::invalid_argument, "out=" + o.out + ": expected engine, cuda or mocker");
   }
+  o.admin.enabled = o.admin_port != 0;
+  o.admin.port = static_cast<uint16_t>(o.admin_port);
   if (o.pool.replicas == 0)
     return make_error(errc::invalid_argument, "--num-workers must be >= 1");
   return {};
@@ -140,6 +147,9 @@ int main(int argc, char** argv) {
   if (!watcher)
     apps::die("dynamo-run", watcher.error());
 
+  auto admin = apps::start_admin(o.admin, "dynamo-run", *rt.system, **discovery, "dynamo", workers->get());
+  if (!admin)
+    apps::die("dynamo-run", admin.error());
   spdlog::info("dynamo-run: serving '{}' ({} x {}, router {}) at http://{}:{}/v1", o.pool.model,
                o.pool.replicas, config::to_string(o.pool.engine), route::to_string(o.router.mode),
                o.http_host, (*fe)->port());
@@ -148,6 +158,7 @@ int main(int argc, char** argv) {
   auto grace = std::chrono::milliseconds(o.grace_ms);
   auto left = (*fe)->drain_and_stop(grace);
   (*workers)->shutdown(std::chrono::milliseconds(100));
+  admin->reset();
   watcher->reset();
   workers->reset();
   spdlog::info("dynamo-run: stopped ({} request(s) cut)", left);

@@ -55,11 +55,15 @@ int main(int argc, char** argv) {
   auto svc = actors::worker_service::start(*rt.system, **discovery, wc, setup->make_factory);
   if (!svc)
     apps::die("dynamo-worker", svc.error());
+  auto admin = apps::start_admin(cfg->admin, "worker", *rt.system, **discovery, cfg->namespace_name, svc->get());
+  if (!admin)
+    apps::die("dynamo-worker", admin.error());
   spdlog::info("dynamo-worker: pool {} ({} x {}, model {}) ready", pool->name, wc.num_workers,
                config::to_string(pool->engine), pool->model);
   int sig = apps::wait_for_shutdown();
   spdlog::info("dynamo-worker: signal {}; draining (grace {} ms)", sig, cfg->shutdown_grace_ms);
   auto left = (*svc)->shutdown(std::chrono::milliseconds(cfg->shutdown_grace_ms));
+  admin->reset();
   svc->reset();
   spdlog::info("dynamo-worker: stopped ({} request(s) cut)", left);
   return 0;
