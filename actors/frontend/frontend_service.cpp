@@ -127,6 +127,12 @@ void frontend_service::stop() {
 
 int64_t frontend_service::inflight() const noexcept { return ctx_->inflight.load(); }
 
+void frontend_service::count_migration(std::string_view model, bool ongoing) {
+  ctx_->metrics->model_migration_total
+    ->with({std::string{model}, ongoing ? "ongoing_request" : "new_request"})
+    .inc();
+}
+
 int64_t frontend_service::drain_and_stop(std::chrono::milliseconds grace) {
   ctx_->draining.store(true);
   auto deadline = std::chrono::steady_clock::now() + grace;

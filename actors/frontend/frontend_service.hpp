@@ -60,6 +60,9 @@ public:
   /// Generation requests in flight.
   [[nodiscard]] int64_t inflight() const noexcept;
 
+  /// Counts a request migration (dynamo_frontend_model_migration_total).
+  void count_migration(std::string_view model, bool ongoing);
+
 private:
   frontend_service(caf::actor_system& sys, std::shared_ptr<frontend_context> ctx);
   [[nodiscard]] http::router make_routes();

@@ -153,6 +153,8 @@ struct migrating_request : engine::generation, std::enable_shared_from_this<migr
       delay = std::chrono::milliseconds(10);
     }
     (generated.empty() ? stats->migrations_new : stats->migrations_ongoing)++;
+    if (cfg.on_migration)
+      cfg.on_migration(original.model, !generated.empty());
     spdlog::warn("request {}: {} on worker {:016x}; {} with {} tokens generated (migrations {}/{}, retries {})",
                  original.request_id, describe(failure), current,
                  generated.size() == attempt_start ? "retrying" : "migrating", generated.size(),

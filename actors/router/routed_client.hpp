@@ -14,6 +14,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <memory>
 
 namespace dynamo::actors {
@@ -34,6 +36,8 @@ struct routed_client_config {
   /// or unreachable) are retried with backoff for this long, without using up
   /// the migration limit: a cluster whose workers all restart keeps its requests.
   std::chrono::milliseconds retry_window{10'000};
+  /// Called for every re-route (ongoing: tokens had been delivered already).
+  std::function<void(const std::string& model, bool ongoing)> on_migration;
 };
 
 class routed_client final : public engine::llm_client {

@@ -197,9 +197,11 @@ caf::actor spawn_router(caf::actor_system& sys, router_actor_config cfg,
       [self](instance_down_atom, uint64_t id) {
         auto& st = self->state;
         if (auto it = st.instances.find(id); it != st.instances.end()) {
+          bool fresh = it->second.down_until <= clock::now();
           it->second.down_until = clock::now() + st.cfg.quarantine;
-          spdlog::warn("{}: worker {:016x} unreachable; skipped for {} ms", st.cfg.name, id,
-                       st.cfg.quarantine.count());
+          if (fresh)
+            spdlog::warn("{}: worker {:016x} unreachable; skipped for {} ms", st.cfg.name, id,
+                         st.cfg.quarantine.count());
         }
       },
       [self](kv_event_atom, const protocol::router_event& ev) {

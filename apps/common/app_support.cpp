@@ -77,6 +77,9 @@ actors::model_watcher_config connect_frontend(actors::model_watcher_config cfg,
     else
       spdlog::info("serving model {}", m.card.name);
   };
+  cfg.client.on_migration = [&fe](const std::string& model, bool ongoing) {
+    fe.count_migration(model, ongoing);
+  };
   cfg.on_model_removed = [&fe](const std::string& name) {
     if (fe.remove_model(name))
       spdlog::warn("model {} removed: no workers left", name);

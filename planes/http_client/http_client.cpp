@@ -97,7 +97,8 @@ struct http_client::impl : std::enable_shared_from_this<impl> {
     while (!parser.is_done()) {
       parser.get().body().data = tmp.data();
       parser.get().body().size = tmp.size();
-      co_await bhttp::async_read(s, buf, parser, asio::redirect_error(asio::use_awaitable, ec));
+      // read_some: return as soon as some body arrived (async_read would wait for a full buffer).
+      co_await bhttp::async_read_some(s, buf, parser, asio::redirect_error(asio::use_awaitable, ec));
       if (ec == bhttp::error::need_buffer)
         ec = {};
       if (ec)

@@ -101,6 +101,10 @@ frontend_metrics::create(registry& reg, const frontend_metrics_config& cfg) {
   step(take(reg.add_counter(name("output_tokens_total"),
                             "Total number of output tokens generated (updates in real-time)", model),
             m->output_tokens_total));
+  step(take(reg.add_counter(name("model_migration_total"),
+                            "Requests re-routed to another worker after theirs failed",
+                            {"model", "migration_type"}),
+            m->model_migration_total));
   step(take(reg.add_histogram(name("time_to_first_token_seconds"), "Time to first token in seconds",
                               model, cfg.time_to_first_token.bounds()),
             m->time_to_first_token));

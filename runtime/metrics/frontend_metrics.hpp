@@ -61,6 +61,7 @@ public:
   counter_family* output_tokens_total = nullptr;   ///< model, real time
   histogram_family* time_to_first_token = nullptr; ///< model, seconds
   histogram_family* inter_token_latency = nullptr; ///< model, seconds
+  counter_family* model_migration_total = nullptr; ///< model, migration_type (new_request|ongoing_request)
 
 private:
   frontend_metrics() = default;
