@@ -53,4 +53,24 @@ expected<frame_header> decode_frame(std::span<const uint8_t> in) {
   return h;
 }
 
+void append_runs(std::vector<uint8_t>& out, std::span<const landing_run> runs) {
+  for (const auto& r : runs) {
+    uint8_t entry[landing_run_bytes];
+    put_le(entry, r.dst_block, 4);
+    put_le(entry + 4, r.blocks, 4);
+    out.insert(out.end(), entry, entry + landing_run_bytes);
+  }
+}
+
+expected<std::vector<landing_run>> decode_runs(std::span<const uint8_t> in, uint64_t count) {
+  if (count > in.size() / landing_run_bytes || in.size() != count * landing_run_bytes)
+    return make_error(errc::malformed_message, "kv frame: run list size does not match its count");
+  std::vector<landing_run> runs(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    runs[i].dst_block = static_cast<uint32_t>(get_le(&in[i * landing_run_bytes], 4));
+    runs[i].blocks = static_cast<uint32_t>(get_le(&in[i * landing_run_bytes + 4], 4));
+  }
+  return runs;
+}
+
 } // namespace dynamo::planes::transfer_detail

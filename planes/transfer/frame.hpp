@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace dynamo::planes::transfer_detail {
 
@@ -36,9 +37,26 @@ struct frame_header {
 
 using frame_bytes = std::array<uint8_t, frame_header_bytes>;
 
+/// A run of destination blocks a batched data message lands in (ucx active messages:
+/// the frame's `block` counts the runs, which follow the header as 8-byte entries
+/// dst_block u32 | blocks u32, little-endian; the payload is their bytes in order).
+struct landing_run {
+  uint32_t dst_block = 0;
+  uint32_t blocks = 0;
+};
+
+inline constexpr size_t landing_run_bytes = 8;
+
 [[nodiscard]] frame_bytes encode_frame(const frame_header& h) noexcept;
 
 /// errc::malformed_message for a wrong size, magic or kind.
 [[nodiscard]] expected<frame_header> decode_frame(std::span<const uint8_t> in);
+
+/// Appends the runs' 8-byte entries to `out`.
+void append_runs(std::vector<uint8_t>& out, std::span<const landing_run> runs);
+
+/// Exactly `count` runs from `in` (errc::malformed_message when the size differs).
+[[nodiscard]] expected<std::vector<landing_run>> decode_runs(std::span<const uint8_t> in,
+                                                             uint64_t count);
 
 } // namespace dynamo::planes::transfer_detail

@@ -41,8 +41,11 @@ struct kv_region {
 /// its receiver reports that transfer through on_received or `stale_after` has passed.
 using kv_status_callback = std::function<void(const protocol::kv_transfer_status&)>;
 
-/// How UCX moves blocks. `am`: one active message per block; on one host UCX moves it
-/// by a rendezvous the receiver completes with a single CMA copy (process_vm_readv).
+/// How UCX moves blocks. `am`: active messages, each carrying up to `batch_runs` runs
+/// of blocks (gathered with an iov, landed with an iov); a single-run message is
+/// contiguous, which UCX 1.13 moves on one host by a rendezvous the receiver completes
+/// with one CMA copy (process_vm_readv), while multi-run messages take its software
+/// rendezvous pipeline over shared memory (fewer round trips, two copies).
 /// `put`: RMA put into the receiver's mapped region, a flush, then a notification.
 /// Debian's UCX 1.13 has no RDMA-capable RMA lane for shared memory or TCP, so `put`
 /// is emulated in software there (research/deps.md 4; measured in the benchmark).
@@ -58,6 +61,13 @@ struct ucx_transport_options {
   ucx_error_mode error_mode = ucx_error_mode::none;
   bool mm_error_handling = true; ///< UCX_MM_ERROR_HANDLING for this context (peer mode)
   std::string tls;               ///< UCX_TLS for this context only; "" = UCX's default
+  /// `am`: most runs in one message (1..256). 1 (the default) keeps every message
+  /// contiguous so one host uses CMA; on this 2-core VM the iov pipeline measured
+  /// slower and far noisier (see dynamo-transfer-bench, path ucx-shm-iov16).
+  uint32_t batch_runs = 1;
+  /// The progress thread keeps polling this long after the last event before it
+  /// sleeps on the worker's event fd (0: sleep at once; lowest CPU, more wake-ups).
+  std::chrono::microseconds progress_spin{0};
 };
 
 struct tcp_transport_options {

@@ -54,7 +54,8 @@ private:
     receive_ledger::key key;
     uint64_t blocks = 0;
     uint64_t bytes = 0;
-    frame_bytes header{}; // acks: must live until the send completes
+    frame_bytes header{};          // acks: must live until the send completes
+    std::vector<ucp_dt_iov_t> iov; // rendezvous receives: where the runs land
   };
 
   explicit ucx_receiver(kv_receiver_config c)
@@ -68,8 +69,10 @@ private:
                                  size_t length, const ucp_am_recv_param_t* param);
   static void on_recv_done(void* request, ucs_status_t status, size_t length, void* user_data);
   static void on_ack_sent(void* request, ucs_status_t status, void* user_data);
-  ucs_status_t handle_data(const frame_header& f, void* data, size_t length,
-                           const ucp_am_recv_param_t* param);
+  ucs_status_t handle_data(const frame_header& f, const std::vector<landing_run>& runs, void* data,
+                           size_t length, const ucp_am_recv_param_t* param);
+  expected<std::vector<ucp_dt_iov_t>> landing_iov(const std::vector<landing_run>& runs,
+                                                  uint64_t length, uint64_t& blocks) const;
   void handle_ctrl(const frame_header& f, const ucp_am_recv_param_t* param);
   void landed(const receive_ledger::key& k, uint64_t blocks, uint64_t bytes);
   void complete(const protocol::kv_transfer_status& s);
@@ -152,13 +155,18 @@ expected<void> ucx_receiver::setup() {
 
 ucs_status_t ucx_receiver::on_data_am(void* arg, const void* header, size_t header_length,
                                       void* data, size_t length, const ucp_am_recv_param_t* param) {
-  auto f = decode_frame({static_cast<const uint8_t*>(header), header_length});
   const bool rndv = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
-  if (!f || f->kind != frame_kind::data || f->length != length) {
+  auto* bytes = static_cast<const uint8_t*>(header);
+  auto f = header_length >= frame_header_bytes ? decode_frame({bytes, frame_header_bytes})
+                                               : expected<frame_header>{make_error(errc::malformed_message, "short header")};
+  expected<std::vector<landing_run>> runs{make_error(errc::malformed_message, "no runs")};
+  if (f && f->kind == frame_kind::data && f->length == length)
+    runs = decode_runs({bytes + frame_header_bytes, header_length - frame_header_bytes}, f->block);
+  if (!runs) {
     spdlog::warn("kv ucx receiver: dropping a malformed data message");
     return rndv ? UCS_ERR_INVALID_PARAM : UCS_OK;
   }
-  return static_cast<ucx_receiver*>(arg)->handle_data(*f, data, length, param);
+  return static_cast<ucx_receiver*>(arg)->handle_data(*f, *runs, data, length, param);
 }
 
 ucs_status_t ucx_receiver::on_ctrl_am(void* arg, const void* header, size_t header_length, void*,
@@ -173,34 +181,71 @@ ucs_status_t ucx_receiver::on_ctrl_am(void* arg, const void* header, size_t head
   return UCS_OK;
 }
 
-ucs_status_t ucx_receiver::handle_data(const frame_header& f, void* data, size_t length,
-                                       const ucp_am_recv_param_t* param) {
+// Where a batch lands: one iov entry per run, every run checked against the region.
+expected<std::vector<ucp_dt_iov_t>> ucx_receiver::landing_iov(const std::vector<landing_run>& runs,
+                                                              uint64_t length, uint64_t& blocks) const {
+  std::vector<ucp_dt_iov_t> iov;
+  const uint64_t bpb = geometry_.layout.bytes_per_block;
+  uint64_t total = 0;
+  blocks = 0;
+  for (const auto& r : runs) {
+    uint64_t bytes = uint64_t{r.blocks} * bpb; // < 2^32 * bytes_per_block: no overflow in practice
+    if (r.blocks != 0 && bytes / r.blocks != bpb)
+      return make_error(errc::malformed_message, "kv data: run size overflows");
+    auto n = check_landing(geometry_, r.dst_block, bytes);
+    if (!n)
+      return n.error();
+    iov.push_back({static_cast<uint8_t*>(config_.region.base) + r.dst_block * geometry_.block_stride,
+                   bytes});
+    blocks += *n;
+    total += bytes;
+  }
+  if (total != length)
+    return make_error(errc::malformed_message, "kv data: runs do not add up to the payload");
+  return iov;
+}
+
+ucs_status_t ucx_receiver::handle_data(const frame_header& f, const std::vector<landing_run>& runs,
+                                       void* data, size_t length, const ucp_am_recv_param_t* param) {
   const bool rndv = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
   receive_ledger::key k{f.source_worker, f.transfer_id};
-  auto blocks = check_landing(geometry_, f.block, f.length);
-  if (!blocks) {
-    complete(ledger_.fail(k, errc::malformed_message, message_of(blocks.error()), clock::now()));
+  uint64_t blocks = 0;
+  auto iov = landing_iov(runs, length, blocks);
+  if (!iov) {
+    complete(ledger_.fail(k, errc::malformed_message, message_of(iov.error()), clock::now()));
     return rndv ? UCS_ERR_INVALID_PARAM : UCS_OK;
   }
   if (ledger_.is_dead(k))
     return rndv ? UCS_ERR_CANCELED : UCS_OK; // abandoned: its bytes never land
-  auto* dst = static_cast<uint8_t*>(config_.region.base) + f.block * geometry_.block_stride;
-  if (!rndv) {
-    std::memcpy(dst, data, length);
-    landed(k, *blocks, length);
+  if (!rndv) { // eager: the payload is here, contiguous
+    auto* src = static_cast<const uint8_t*>(data);
+    for (const auto& v : *iov) {
+      std::memcpy(v.buffer, src, v.length);
+      src += v.length;
+    }
+    landed(k, blocks, length);
     return UCS_OK;
   }
-  auto* o = new op{this, k, *blocks, length, {}};
+  auto* o = new op{this, k, blocks, length, {}, std::move(*iov)};
   ucp_request_param_t rp{};
   rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                    UCP_OP_ATTR_FIELD_MEMH;
+                    UCP_OP_ATTR_FIELD_MEMH | UCP_OP_ATTR_FIELD_DATATYPE;
   rp.cb.recv_am = &on_recv_done;
   rp.user_data = o;
   rp.memh = memh_;
-  auto* req = ucp_am_recv_data_nbx(worker_->worker(), data, dst, length, &rp);
+  void* buffer = o->iov.data();
+  size_t count = o->iov.size();
+  if (count == 1) { // contiguous: lets UCX use CMA
+    buffer = o->iov[0].buffer;
+    count = o->iov[0].length;
+    rp.op_attr_mask &= ~uint32_t{UCP_OP_ATTR_FIELD_DATATYPE};
+  } else {
+    rp.datatype = ucp_dt_make_iov();
+  }
+  auto* req = ucp_am_recv_data_nbx(worker_->worker(), data, buffer, count, &rp);
   if (req == nullptr) {
     delete o;
-    landed(k, *blocks, length);
+    landed(k, blocks, length);
   } else if (UCS_PTR_IS_ERR(req)) {
     delete o;
     complete(ledger_.fail(k, ucx_errc(UCS_PTR_STATUS(req)), "ucp_am_recv_data_nbx failed",
@@ -265,7 +310,7 @@ void ucx_receiver::complete(const protocol::kv_transfer_status& s) {
 }
 
 void ucx_receiver::send_ack(ucp_ep_h ep, const protocol::kv_transfer_status& s) {
-  auto* o = new op{this, {s.source_worker_id, s.transfer_id}, s.blocks, s.bytes, {}};
+  auto* o = new op{this, {s.source_worker_id, s.transfer_id}, s.blocks, s.bytes, {}, {}};
   o->header = encode_frame({frame_kind::ack, s.code, s.transfer_id, s.source_worker_id, s.blocks, s.bytes});
   ucp_request_param_t rp{};
   rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;

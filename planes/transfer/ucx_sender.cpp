@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <unordered_set>
@@ -18,6 +19,13 @@ namespace dynamo::planes {
 namespace {
 
 using namespace transfer_detail;
+
+// Batch limits of the active-message method (header: 40 + 8 bytes per run, well
+// under UCX's 8 KB active-message header limit).
+constexpr size_t max_batch_runs = 256;
+constexpr uint64_t max_batch_bytes = uint64_t{64} << 20;
+// Data messages in flight per transfer.
+constexpr int max_outstanding = 16;
 
 class ucx_sender final : public kv_sender {
 public:
@@ -70,8 +78,10 @@ private:
     peer* to = nullptr;
     uint64_t blocks = 0;
     uint64_t bytes = 0;
-    int pending = 0;
-    bool posted = false;
+    int pending = 0;          // data operations (or the flush) outstanding
+    bool posted = false;      // every run issued
+    std::vector<copy_run> runs;
+    size_t next = 0;          // first run not issued yet
     bool finished = false;
   };
   enum class op_kind : uint8_t { data, flush, ctrl };
@@ -79,7 +89,8 @@ private:
     ucx_sender* self = nullptr;
     std::shared_ptr<transfer> t;
     op_kind kind = op_kind::data;
-    frame_bytes header{};
+    std::vector<uint8_t> header;   // frame (+ landing runs); lives until completion
+    std::vector<ucp_dt_iov_t> iov; // gathered source runs of a batch
   };
 
   explicit ucx_sender(kv_sender_config c) : config_(std::move(c)) {}
@@ -89,6 +100,10 @@ private:
   expected<peer*> get_peer(const protocol::kv_ucx_descriptor& d);
   void post_data(const std::shared_ptr<transfer>& t, const protocol::kv_transfer_request& req,
                  const protocol::kv_ucx_descriptor& d);
+  void pump(const std::shared_ptr<transfer>& t);
+  bool post_put(const std::shared_ptr<transfer>& t);
+  bool post_batch(const std::shared_ptr<transfer>& t);
+  ucp_request_param_t data_param(op* o) const;
   bool issue(const std::shared_ptr<transfer>& t, op_kind kind, ucs_status_ptr_t req, op* o);
   op* new_op(const std::shared_ptr<transfer>& t, op_kind kind);
   void after_data(const std::shared_ptr<transfer>& t);
@@ -214,7 +229,7 @@ expected<ucx_sender::peer*> ucx_sender::get_peer(const protocol::kv_ucx_descript
 }
 
 ucx_sender::op* ucx_sender::new_op(const std::shared_ptr<transfer>& t, op_kind kind) {
-  auto* o = new op{this, t, kind, {}};
+  auto* o = new op{this, t, kind, {}, {}};
   ops_.insert(o);
   return o;
 }
@@ -245,34 +260,87 @@ void ucx_sender::post_data(const std::shared_ptr<transfer>& t,
   const bool put = config_.options.ucx.method == ucx_method::put;
   if (put && !t->to->rkey && !req.source_block_ids.empty())
     return fail(t, errc::malformed_message, "ucx descriptor without an rkey");
-  auto runs = plan_runs(req.source_block_ids, req.destination_block_ids,
-                        config_.region.block_stride, d.geometry.block_stride,
-                        config_.layout.bytes_per_block);
-  auto* base = static_cast<uint8_t*>(config_.region.base);
-  for (const auto& r : runs) {
-    auto* o = new_op(t, op_kind::data);
-    ucp_request_param_t rp{};
-    rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                      UCP_OP_ATTR_FIELD_MEMH;
-    rp.cb.send = &on_send_done;
-    rp.user_data = o;
-    rp.memh = memh_;
-    ucs_status_ptr_t sent;
-    if (put) {
-      sent = ucp_put_nbx(t->to->ep, base + r.src_offset, r.length, t->to->remote_base + r.dst_offset,
-                         t->to->rkey, &rp);
-    } else {
-      o->header = encode_frame({frame_kind::data, 0, t->id, t->source, r.dst_block, r.length});
-      sent = ucp_am_send_nbx(t->to->ep, am_data, o->header.data(), o->header.size(),
-                             base + r.src_offset, r.length, &rp);
-    }
-    if (!issue(t, op_kind::data, sent, o))
+  t->runs = plan_runs(req.source_block_ids, req.destination_block_ids,
+                      config_.region.block_stride, d.geometry.block_stride,
+                      config_.layout.bytes_per_block);
+  pump(t);
+}
+
+// Issues runs while fewer than max_outstanding messages are in flight (a window keeps
+// UCX's own pending queues short); once all are issued and done, moves on.
+void ucx_sender::pump(const std::shared_ptr<transfer>& t) {
+  const bool put = config_.options.ucx.method == ucx_method::put;
+  while (!t->finished && t->next < t->runs.size() && t->pending < max_outstanding) {
+    if (!(put ? post_put(t) : post_batch(t)))
       return;
-    t->bytes += r.length;
   }
+  if (t->finished || t->next < t->runs.size())
+    return;
   t->posted = true;
   if (t->pending == 0)
     after_data(t);
+}
+
+ucp_request_param_t ucx_sender::data_param(op* o) const {
+  ucp_request_param_t rp{};
+  rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                    UCP_OP_ATTR_FIELD_MEMH;
+  rp.cb.send = &on_send_done;
+  rp.user_data = o;
+  rp.memh = memh_;
+  return rp;
+}
+
+bool ucx_sender::post_put(const std::shared_ptr<transfer>& t) {
+  auto* base = static_cast<uint8_t*>(config_.region.base);
+  const auto& r = t->runs[t->next++];
+  auto* o = new_op(t, op_kind::data);
+  auto rp = data_param(o);
+  auto* sent = ucp_put_nbx(t->to->ep, base + r.src_offset, r.length,
+                           t->to->remote_base + r.dst_offset, t->to->rkey, &rp);
+  if (!issue(t, op_kind::data, sent, o))
+    return false;
+  t->bytes += r.length;
+  return true;
+}
+
+// One active message carrying up to batch_runs runs: the header lists where they land,
+// the payload is gathered from the source blocks. A single run goes contiguous (on
+// one host the receiver pulls it with one CMA copy); several go as an iov.
+bool ucx_sender::post_batch(const std::shared_ptr<transfer>& t) {
+  auto* base = static_cast<uint8_t*>(config_.region.base);
+  const size_t batch = std::clamp<size_t>(config_.options.ucx.batch_runs, 1, max_batch_runs);
+  const auto& runs = t->runs;
+  size_t first = t->next, last = first;
+  uint64_t bytes = 0;
+  while (last < runs.size() && last - first < batch &&
+         (last == first || bytes + runs[last].length <= max_batch_bytes))
+    bytes += runs[last++].length;
+  t->next = last;
+  auto* o = new_op(t, op_kind::data);
+  std::vector<landing_run> lands;
+  for (size_t i = first; i < last; ++i) {
+    lands.push_back({static_cast<uint32_t>(runs[i].dst_block), static_cast<uint32_t>(runs[i].blocks)});
+    o->iov.push_back({base + runs[i].src_offset, runs[i].length});
+  }
+  auto head = encode_frame({frame_kind::data, 0, t->id, t->source, lands.size(), bytes});
+  o->header.assign(head.begin(), head.end());
+  append_runs(o->header, lands);
+  auto rp = data_param(o);
+  ucs_status_ptr_t sent;
+  if (o->iov.size() == 1) {
+    sent = ucp_am_send_nbx(t->to->ep, am_data, o->header.data(), o->header.size(),
+                           o->iov[0].buffer, o->iov[0].length, &rp);
+  } else {
+    rp.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+    rp.datatype = ucp_dt_make_iov();
+    sent = ucp_am_send_nbx(t->to->ep, am_data, o->header.data(), o->header.size(), o->iov.data(),
+                           o->iov.size(), &rp);
+  }
+  if (!issue(t, op_kind::data, sent, o))
+    return false;
+  t->bytes += bytes;
+  return true;
 }
 
 // Every data operation completed: flush (put) or go straight to done (am).
@@ -291,7 +359,8 @@ void ucx_sender::after_data(const std::shared_ptr<transfer>& t) {
 
 void ucx_sender::send_ctrl(const std::shared_ptr<transfer>& t, frame_kind kind) {
   auto* o = new_op(t, op_kind::ctrl);
-  o->header = encode_frame({kind, 0, t->id, t->source, t->blocks, t->bytes});
+  auto head = encode_frame({kind, 0, t->id, t->source, t->blocks, t->bytes});
+  o->header.assign(head.begin(), head.end());
   ucp_request_param_t rp{};
   rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
                     UCP_OP_ATTR_FIELD_FLAGS;
@@ -318,11 +387,14 @@ void ucx_sender::on_send_done(void* request, ucs_status_t status, void* user_dat
   }
   if (kind == op_kind::ctrl)
     return;
-  if (--t->pending > 0 || !t->posted)
-    return;
-  if (kind == op_kind::flush)
+  --t->pending;
+  if (kind == op_kind::flush) {
     self->send_ctrl(t, frame_kind::done_rma);
-  else
+    return;
+  }
+  if (!t->posted)
+    return self->pump(t); // issues more runs, or moves on once all are done
+  if (t->pending == 0)
     self->after_data(t);
 }
 

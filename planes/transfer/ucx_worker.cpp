@@ -52,6 +52,7 @@ std::string ucx_ep_info(ucp_ep_h ep) {
 
 expected<std::unique_ptr<ucx_worker>> ucx_worker::create(const ucx_transport_options& options) {
   std::unique_ptr<ucx_worker> self{new ucx_worker};
+  self->spin_ = options.progress_spin;
   if (!self->wake_.valid())
     return make_error(errc::io_error, "ucx: eventfd failed");
   ucp_config_t* config = nullptr;
@@ -65,7 +66,7 @@ expected<std::unique_ptr<ucx_worker>> ucx_worker::create(const ucx_transport_opt
   expected<void> ok{};
   if (!options.tls.empty())
     ok = modify("TLS", options.tls);
-  if (ok && options.mm_error_handling)
+  if (ok && options.mm_error_handling && options.error_mode == ucx_error_mode::peer)
     ok = modify("MM_ERROR_HANDLING", "y");
   if (!ok) {
     ucp_config_release(config);
@@ -147,7 +148,10 @@ void ucx_worker::run_tasks() {
     t();
 }
 
+// Progresses the worker; after any activity it keeps polling for spin_ before
+// sleeping on the worker's event fd, so a stream of blocks is not paced by wake-ups.
 void ucx_worker::run() {
+  auto last_activity = clock::now() - spin_;
   for (;;) {
     bool stopping = false;
     {
@@ -157,10 +161,20 @@ void ucx_worker::run() {
     run_tasks();
     if (stopping)
       break;
-    for (int i = 0; i < 256 && ucp_worker_progress(worker_) != 0; ++i) {
+    unsigned events = 0;
+    for (int i = 0; i < 256; ++i) {
+      unsigned n = ucp_worker_progress(worker_);
+      if (n == 0)
+        break;
+      events += n;
     }
+    auto now = clock::now();
+    if (events > 0)
+      last_activity = now;
     if (hooks_.tick)
-      hooks_.tick(clock::now());
+      hooks_.tick(now);
+    if (now - last_activity < spin_)
+      continue;
     idle_wait();
   }
   run_tasks(); // tasks posted before stop: they see the owner stopping

@@ -11,6 +11,7 @@
 #include <ucp/api/ucp.h>
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -35,6 +36,7 @@ inline constexpr unsigned am_data = 41, am_ctrl = 42, am_ack = 43;
 
 class ucx_worker {
 public:
+
   struct hooks {
     std::function<void(clock::time_point)> tick;     ///< every loop turn (deadlines)
     std::function<clock::time_point()> next_wake;    ///< when tick must run next
@@ -70,6 +72,7 @@ private:
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   int worker_fd_ = -1;
+  std::chrono::microseconds spin_{0};
   wake_fd wake_;
   hooks hooks_;
   std::mutex mutex_;

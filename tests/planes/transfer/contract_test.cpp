@@ -24,6 +24,7 @@ struct backend {
   std::string name;
   std::string transport;
   ucx_method method = ucx_method::am;
+  uint32_t batch_runs = 1;
 };
 
 std::ostream& operator<<(std::ostream& os, const backend& b) {
@@ -32,7 +33,7 @@ std::ostream& operator<<(std::ostream& os, const backend& b) {
 
 const std::vector<backend> all_backends{
     {"inproc", "inproc"}, {"tcp", "tcp"}, {"ucx-am", "ucx", ucx_method::am},
-    {"ucx-put", "ucx", ucx_method::put}};
+    {"ucx-am-iov", "ucx", ucx_method::am, 4}, {"ucx-put", "ucx", ucx_method::put}};
 
 const protocol::kv_layout small_layout = protocol::make_block_major_layout(2, 4, 2, 8, protocol::kv_dtype::f16);  // 512 B
 const protocol::kv_layout large_layout = protocol::make_block_major_layout(4, 16, 4, 32, protocol::kv_dtype::f32); // 64 KiB
@@ -42,6 +43,7 @@ constexpr auto transfer_timeout = std::chrono::milliseconds{15'000};
 kv_transport_options options_for(const backend& b) {
   kv_transport_options o;
   o.ucx.method = b.method;
+  o.ucx.batch_runs = b.batch_runs;
   return o;
 }
 

@@ -174,6 +174,10 @@ std::optional<std::string> child_process::read_line(std::chrono::milliseconds ti
     if (auto nl = buffer_.find('\n'); nl != std::string::npos) {
       auto line = buffer_.substr(0, nl);
       buffer_.erase(0, nl + 1);
+      if (!line.empty() && line[0] == '[') {
+        std::cerr << "peer log: " << line << "\n";
+        continue;
+      }
       return line;
     }
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
@@ -251,11 +255,13 @@ std::vector<std::string> to_argv(const peer_args& a) {
           a.ucx.method == ucx_method::put ? "put" : "am",
           a.ucx.error_mode == ucx_error_mode::peer ? "peer" : "none",
           a.ucx.tls.empty() ? "-" : a.ucx.tls,
-          a.device_memory.empty() ? "host" : a.device_memory};
+          a.device_memory.empty() ? "host" : a.device_memory,
+          std::to_string(a.ucx.progress_spin.count()),
+          std::to_string(a.ucx.batch_runs)};
 }
 
 std::optional<peer_args> parse_peer_args(int argc, char** argv, int first) {
-  if (argc - first != 11)
+  if (argc - first != 13)
     return std::nullopt;
   try {
     peer_args a;
@@ -271,6 +277,8 @@ std::optional<peer_args> parse_peer_args(int argc, char** argv, int first) {
     a.ucx.error_mode = std::string{v[8]} == "peer" ? ucx_error_mode::peer : ucx_error_mode::none;
     a.ucx.tls = std::string{v[9]} == "-" ? "" : v[9];
     a.device_memory = std::string{v[10]} == "host" ? "" : v[10];
+    a.ucx.progress_spin = std::chrono::microseconds{std::stoll(v[11])};
+    a.ucx.batch_runs = static_cast<uint32_t>(std::stoul(v[12]));
     return a;
   } catch (const std::exception&) {
     return std::nullopt;

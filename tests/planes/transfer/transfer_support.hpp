@@ -72,7 +72,8 @@ public:
   child_process& operator=(child_process&&) = delete;
   ~child_process();
   [[nodiscard]] bool write_line(const std::string& line);
-  /// The next stdout line, or nullopt at EOF or after `timeout`.
+  /// The next stdout line, or nullopt at EOF or after `timeout`. Lines of UCX's own
+  /// log (it writes warnings to stdout: "[<timestamp>] ...") are skipped.
   [[nodiscard]] std::optional<std::string> read_line(std::chrono::milliseconds timeout = 20s);
   void kill_hard();
   /// Sends `sig` (SIGSTOP / SIGCONT) to the child.
