@@ -146,4 +146,16 @@ BOOST_AUTO_TEST_CASE(unknown_transport_names_are_errors) {
   BOOST_TEST(code_of(make_kv_receiver("tcp", rc).error()) == errc::invalid_argument);
 }
 
+BOOST_AUTO_TEST_CASE(cuda_ipc_is_refused_for_host_memory_or_without_cuda) {
+  transfer_testing::host_region blocks{4, 512};
+  kv_receiver_config rc;
+  rc.layout = protocol::make_block_major_layout(2, 4, 2, 8, protocol::kv_dtype::f16);
+  rc.region = blocks.region();
+  auto r = make_kv_receiver("cuda-ipc", rc);
+  BOOST_REQUIRE(!r);
+  BOOST_TEST(code_of(r.error()) == errc::unsupported); // host memory, or no CUDA in this build
+  kv_sender_config sc{rc.layout, blocks.region(), {}};
+  BOOST_TEST(code_of(make_kv_sender("cuda-ipc", sc).error()) == errc::unsupported);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
