@@ -1,8 +1,7 @@
 // The CUDA IPC KV transport (built only with CUDA): the receiver exports its device
-// region with cudaIpcGetMemHandle; a sender on the same host opens it and copies
-// blocks device-to-device with cudaMemcpyAsync on its own stream, then reports done
-// over a tcp control connection. Thread rules: as kv_transport.hpp (one copy thread
-// per sender; the receiver's on_received runs on its control thread).
+// region (cudaIpcGetMemHandle); a sender on the same host copies device-to-device on
+// its own stream, then reports done over a tcp control connection. Thread rules: as
+// kv_transport.hpp (one copy thread per sender; on_received on the control thread).
 #pragma once
 
 #include "planes/transfer/kv_transport.hpp"

@@ -1,7 +1,6 @@
-// The fixed 40-byte frame header of the tcp transport's stream and of the ucx
-// transport's active messages (little-endian, independent of the host):
-//   magic "DKV1" | kind u8 | pad u8 | code u16 | transfer_id u64 | source_worker u64 |
-//   block u64 | length u64
+// The fixed 40-byte frame header of the tcp stream and of the ucx active messages,
+// little-endian: magic "DKV1" | kind u8 | pad u8 | code u16 | transfer_id u64 |
+// source_worker u64 | block u64 | length u64; ucx data messages append landing runs.
 // Called by planes/transfer only. Pure functions; safe from any thread.
 #pragma once
 

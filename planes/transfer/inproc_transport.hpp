@@ -1,8 +1,7 @@
-// The in-process fake KV transport: a sender memcpy's into a receiver registered in
-// this process (found by id through a process-wide registry). For tests and for
-// prefill/decode roles in one process. Thread rules: as kv_transport.hpp; the
-// receiver's on_received runs on the sender's thread, and a receiver's destructor
-// waits for a copy into it to finish.
+// The in-process fake KV transport: a sender memcpy's into a receiver of this process
+// found through a process-wide registry. For tests and single-process prefill/decode.
+// Thread rules: as kv_transport.hpp; on_received runs on the sender's thread, and a
+// receiver's destructor waits for a copy into it to finish.
 #pragma once
 
 #include "planes/transfer/kv_transport.hpp"

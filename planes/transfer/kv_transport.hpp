@@ -1,8 +1,7 @@
-// The KV-block transfer plane: a decode worker's kv_receiver exposes its KV region
-// and publishes connection offers; a prefill worker's kv_sender writes (source block,
-// destination block) pairs into it, asynchronously, on its own progress thread.
-// Thread rules: every method is thread-safe; callbacks run on a transport thread and
-// must not block or destroy the object that calls them.
+// The KV-block transfer plane: a decode worker's kv_receiver exposes its KV region and
+// publishes offers; a prefill worker's kv_sender writes (source, destination) block
+// pairs into it asynchronously on its own thread. Thread rules: methods are thread-safe;
+// callbacks run on a transport thread and must not block or destroy their caller.
 #pragma once
 
 #include "runtime/core/error.hpp"

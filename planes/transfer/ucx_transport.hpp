@@ -1,8 +1,7 @@
-// The UCX (ucp) KV transport: the receiver maps its region (ucp_mem_map) and offers
-// its worker address and packed rkey; the sender opens an endpoint to that address
-// and moves blocks by active messages with rendezvous (ucx_method::am, CMA on one
-// host) or by RMA put + flush (ucx_method::put), then sends done and waits for the
-// receiver's ack. One progress thread per object. Thread rules: as kv_transport.hpp.
+// The UCX (ucp) KV transport: the receiver maps its region and offers its worker address
+// and rkey; the sender opens an endpoint and moves blocks by active messages (rendezvous,
+// CMA on one host) or RMA put + flush, then sends done and waits for the receiver's ack.
+// One progress thread per object. Thread rules: as kv_transport.hpp.
 #pragma once
 
 #include "planes/transfer/kv_transport.hpp"

@@ -80,6 +80,91 @@ struct bench_config {
   std::string self;
 };
 
+// The receiving end of one path: a child process, or a receiver in this process.
+struct endpoint {
+  std::optional<spawned_peer> peer;
+  std::unique_ptr<host_region> dst;
+  std::unique_ptr<kv_receiver> receiver;
+  protocol::kv_connection_info offer;
+};
+
+// Empty string on success, else why the receiver did not start.
+std::string start_receiver(const path& p, const bench_config& cfg, uint64_t max_blocks, endpoint& e) {
+  if (p.cross_process) {
+    auto argv = to_argv(peer_args{p.transport, max_blocks, cfg.layout, p.ucx, ""});
+    argv.insert(argv.begin(), "--serve");
+    auto spawned = spawn_peer(cfg.self, argv);
+    if (!spawned)
+      return "receiver process did not start";
+    e.peer.emplace(std::move(*spawned));
+    e.offer = e.peer->offers.at(0);
+    return {};
+  }
+  e.dst = std::make_unique<host_region>(max_blocks, cfg.layout.bytes_per_block);
+  auto r = make_kv_receiver(p.transport, {cfg.layout, e.dst->region(), {}, {}});
+  if (!r)
+    return describe(r.error());
+  e.receiver = std::move(*r);
+  e.offer = e.receiver->offers().at(0);
+  return {};
+}
+
+// Checks every destination byte against its source pattern (seed 7); "" when right.
+std::string verify(endpoint& e, const std::vector<uint32_t>& s, const std::vector<uint32_t>& d,
+                   uint64_t bpb) {
+  if (e.dst) {
+    for (size_t i = 0; i < s.size(); ++i)
+      if (find_mismatch(e.dst->block(d[i]), bpb, block_seed(7, s[i])))
+        return "block " + std::to_string(d[i]) + " differs";
+    return {};
+  }
+  std::string pairs;
+  for (size_t i = 0; i < s.size(); ++i)
+    pairs += (i ? "," : "") + std::to_string(s[i]) + ":" + std::to_string(d[i]);
+  std::optional<std::string> line;
+  if (e.peer->process.write_line("VERIFY 7 " + pairs))
+    line = e.peer->process.read_line(std::chrono::seconds{120});
+  return line == "OK" ? std::string{} : "receiver verification: " + line.value_or("no answer");
+}
+
+// One verified warm-up, then `iterations` timed transfers of `mib` MiB to scattered blocks.
+json time_size(kv_sender& sender, endpoint& e, const bench_config& cfg, uint64_t mib,
+               uint64_t max_blocks, std::mt19937& rng, uint64_t& next_id) {
+  const uint64_t bpb = cfg.layout.bytes_per_block;
+  const uint64_t blocks = std::max<uint64_t>((mib << 20) / bpb, 1);
+  std::vector<uint32_t> s(blocks), d(max_blocks);
+  std::iota(s.begin(), s.end(), 0u);
+  std::iota(d.begin(), d.end(), 0u);
+  std::shuffle(s.begin(), s.end(), rng);
+  std::shuffle(d.begin(), d.end(), rng); // scattered: no two blocks merge into a run
+  d.resize(blocks);
+  json row{{"bytes", blocks * bpb}, {"blocks", blocks}};
+  std::vector<double> gbps;
+  for (int it = 0; it <= cfg.iterations; ++it) {
+    protocol::kv_transfer_request req{next_id++, 1, s, d, cfg.layout, e.offer};
+    status_waiter done;
+    auto t0 = std::chrono::steady_clock::now();
+    sender.send(req, std::chrono::seconds{120}, done.callback());
+    auto st = done.wait(req.transfer_id, std::chrono::seconds{150});
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::string failure = !st ? "no completion" : st->ok() ? "" : st->message;
+    if (failure.empty() && it == 0)
+      failure = verify(e, s, d, bpb);
+    if (!failure.empty()) {
+      row["error"] = failure;
+      return row;
+    }
+    if (it > 0)
+      gbps.push_back(double(blocks * bpb) / secs / 1e9);
+  }
+  std::sort(gbps.begin(), gbps.end());
+  row["median_gbps"] = gbps[gbps.size() / 2];
+  row["best_gbps"] = gbps.back();
+  row["worst_gbps"] = gbps.front();
+  row["iterations"] = gbps.size();
+  return row;
+}
+
 // Times one path over every size; an error ends the path with a message.
 json run_path(const path& p, const bench_config& cfg) {
   const uint64_t bpb = cfg.layout.bytes_per_block;
@@ -87,30 +172,10 @@ json run_path(const path& p, const bench_config& cfg) {
   json out{{"path", p.name}, {"cross_process", p.cross_process}, {"results", json::array()}};
   host_region src{max_blocks, bpb};
   src.fill_all(7);
-  std::optional<spawned_peer> peer;
-  std::unique_ptr<host_region> local_dst;
-  std::unique_ptr<kv_receiver> local_receiver;
-  protocol::kv_connection_info offer;
-  if (p.cross_process) {
-    peer_args args{p.transport, max_blocks, cfg.layout, p.ucx, ""};
-    auto argv = to_argv(args);
-    argv.insert(argv.begin(), "--serve");
-    auto spawned = spawn_peer(cfg.self, argv);
-    if (!spawned) {
-      out["error"] = "receiver process did not start";
-      return out;
-    }
-    peer.emplace(std::move(*spawned));
-    offer = peer->offers.at(0);
-  } else {
-    local_dst = std::make_unique<host_region>(max_blocks, bpb);
-    auto r = make_kv_receiver(p.transport, {cfg.layout, local_dst->region(), {}, {}});
-    if (!r) {
-      out["error"] = describe(r.error());
-      return out;
-    }
-    local_receiver = std::move(*r);
-    offer = local_receiver->offers().at(0);
+  endpoint e;
+  if (auto why_not = start_receiver(p, cfg, max_blocks, e); !why_not.empty()) {
+    out["error"] = why_not;
+    return out;
   }
   kv_transport_options opts;
   opts.ucx = p.ucx;
@@ -122,55 +187,13 @@ json run_path(const path& p, const bench_config& cfg) {
   uint64_t next_id = 1;
   std::mt19937 rng{42};
   for (uint64_t mib : cfg.sizes_mib) {
-    const uint64_t blocks = std::max<uint64_t>((mib << 20) / bpb, 1);
-    std::vector<uint32_t> s(blocks), d(max_blocks);
-    std::iota(s.begin(), s.end(), 0u);
-    std::iota(d.begin(), d.end(), 0u);
-    std::shuffle(s.begin(), s.end(), rng);
-    std::shuffle(d.begin(), d.end(), rng); // scattered: no two blocks merge into a run
-    d.resize(blocks);
-    std::vector<double> gbps;
-    std::string failure;
-    for (int it = 0; it <= cfg.iterations && failure.empty(); ++it) {
-      protocol::kv_transfer_request req{next_id++, 1, s, d, cfg.layout, offer};
-      status_waiter done;
-      auto t0 = std::chrono::steady_clock::now();
-      (*sender)->send(req, std::chrono::seconds{120}, done.callback());
-      auto st = done.wait(req.transfer_id, std::chrono::seconds{150});
-      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (!st || !st->ok()) {
-        failure = st ? st->message : "no completion";
-        break;
-      }
-      if (it == 0 && peer) { // warm-up: the receiver checks every byte
-        std::string pairs;
-        for (size_t i = 0; i < s.size(); ++i)
-          pairs += (i ? "," : "") + std::to_string(s[i]) + ":" + std::to_string(d[i]);
-        std::optional<std::string> line;
-        if (peer->process.write_line("VERIFY 7 " + pairs))
-          line = peer->process.read_line(std::chrono::seconds{120});
-        if (line != "OK")
-          failure = "receiver verification: " + line.value_or("no answer");
-      }
-      if (it > 0)
-        gbps.push_back(double(blocks * bpb) / secs / 1e9);
-    }
-    json row{{"bytes", blocks * bpb}, {"blocks", blocks}};
-    if (!failure.empty()) {
-      row["error"] = failure;
-    } else {
-      std::sort(gbps.begin(), gbps.end());
-      row["median_gbps"] = gbps[gbps.size() / 2];
-      row["best_gbps"] = gbps.back();
-      row["worst_gbps"] = gbps.front();
-      row["iterations"] = gbps.size();
-    }
+    auto row = time_size(**sender, e, cfg, mib, max_blocks, rng, next_id);
     out["results"].push_back(row);
     std::cerr << p.name << " " << mib << " MiB: " << row.dump() << "\n";
   }
   if (p.transport == "ucx")
     out["sender_lanes"] = lanes_of((*sender)->debug_info());
-  if (peer && !peer->process.write_line("QUIT"))
+  if (e.peer && !e.peer->process.write_line("QUIT"))
     std::cerr << p.name << ": the receiver process was already gone\n";
   return out;
 }
