@@ -1,7 +1,10 @@
 // The kv_transport contract, run against every transport in one process: inproc,
-// tcp on loopback, ucx with active messages and ucx with RMA put. Deadlines only
-// bound a failing test; nothing asserts on speed.
+// tcp on loopback, ucx with active messages (single runs and iov batches) and ucx with
+// RMA put; then hostile bytes on the tcp receiver's port. Deadlines only bound a
+// failing test; nothing asserts on speed.
+#include "planes/transfer/frame.hpp"
 #include "planes/transfer/inproc_transport.hpp"
+#include "planes/transfer/socket_util.hpp"
 #include "runtime/protocol/codec.hpp"
 
 #include "transfer_support.hpp"
@@ -12,6 +15,10 @@
 #include <algorithm>
 #include <numeric>
 #include <random>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
 
 using namespace dynamo;
 using namespace dynamo::planes;
@@ -358,6 +365,77 @@ BOOST_AUTO_TEST_CASE(auto_receiver_offers_ucx_then_tcp_and_auto_sender_uses_eith
   }
   BOOST_TEST(!find_mismatch(dst.block(2), 512, block_seed(1234, 0)).has_value());
   BOOST_TEST(!find_mismatch(dst.block(3), 512, block_seed(1234, 1)).has_value());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// Hostile bytes on the tcp receiver's port: the connection is dropped and the
+// transfer reported failed; the region and the process are untouched.
+namespace {
+
+using namespace dynamo::planes::transfer_detail;
+
+unique_fd raw_connect(const protocol::kv_tcp_descriptor& d) {
+  auto fd = connect_tcp(d.host, d.port);
+  BOOST_REQUIRE(static_cast<bool>(fd));
+  pollfd p{fd->get(), POLLOUT, 0};
+  BOOST_REQUIRE(::poll(&p, 1, 10000) == 1);
+  ::fcntl(fd->get(), F_SETFL, ::fcntl(fd->get(), F_GETFL) & ~O_NONBLOCK);
+  return std::move(*fd);
+}
+
+void send_all(int fd, const void* p, size_t n) {
+  BOOST_REQUIRE(::send(fd, p, n, MSG_NOSIGNAL) == static_cast<ssize_t>(n));
+}
+
+// True when the peer closes the connection within 10 s.
+bool closed_by_peer(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, 10000) != 1)
+    return false;
+  char c;
+  return ::recv(fd, &c, 1, 0) <= 0;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(kv_tcp_receiver_hostile_input)
+
+BOOST_AUTO_TEST_CASE(garbage_wrong_receiver_and_out_of_range_frames_are_refused) {
+  host_region dst{4, small_layout.bytes_per_block};
+  status_waiter received;
+  auto r = make_kv_receiver("tcp", {small_layout, dst.region(), received.callback(), {}});
+  BOOST_REQUIRE(static_cast<bool>(r));
+  auto desc = protocol::decode<protocol::kv_tcp_descriptor>((*r)->offers().at(0).descriptor);
+  BOOST_REQUIRE(static_cast<bool>(desc));
+  {
+    auto fd = raw_connect(*desc);
+    std::vector<uint8_t> junk(40, 0xab);
+    send_all(fd.get(), junk.data(), junk.size());
+    BOOST_TEST(closed_by_peer(fd.get()));
+  }
+  {
+    auto fd = raw_connect(*desc);
+    auto hello = encode_frame({frame_kind::hello, 0, 0, 0, desc->receiver_id + 1, small_layout.bytes_per_block});
+    send_all(fd.get(), hello.data(), hello.size());
+    BOOST_TEST(closed_by_peer(fd.get())); // a port reused by another receiver
+  }
+  {
+    auto fd = raw_connect(*desc);
+    auto hello = encode_frame({frame_kind::hello, 0, 0, 0, desc->receiver_id, small_layout.bytes_per_block});
+    send_all(fd.get(), hello.data(), hello.size());
+    auto data = encode_frame({frame_kind::data, 0, 21, 8, 4, small_layout.bytes_per_block}); // block 4 of 4
+    send_all(fd.get(), data.data(), data.size());
+    BOOST_TEST(closed_by_peer(fd.get()));
+    auto st = received.wait(21);
+    BOOST_REQUIRE(st.has_value());
+    BOOST_TEST(st->code == static_cast<uint8_t>(errc::malformed_message));
+    BOOST_TEST(st->source_worker_id == 8u);
+  }
+  for (uint64_t b = 0; b < 4; ++b) {
+    const uint8_t* p = dst.block(b);
+    BOOST_TEST(std::all_of(p, p + small_layout.bytes_per_block, [](uint8_t x) { return x == 0; }));
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
