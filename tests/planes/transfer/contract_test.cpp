@@ -32,6 +32,7 @@ struct backend {
   std::string transport;
   ucx_method method = ucx_method::am;
   uint32_t batch_runs = 1;
+  ucx_error_mode error_mode = ucx_error_mode::none;
 };
 
 std::ostream& operator<<(std::ostream& os, const backend& b) {
@@ -40,7 +41,8 @@ std::ostream& operator<<(std::ostream& os, const backend& b) {
 
 const std::vector<backend> all_backends{
     {"inproc", "inproc"}, {"tcp", "tcp"}, {"ucx-am", "ucx", ucx_method::am},
-    {"ucx-am-iov", "ucx", ucx_method::am, 4}, {"ucx-put", "ucx", ucx_method::put}};
+    {"ucx-am-iov", "ucx", ucx_method::am, 4}, {"ucx-put", "ucx", ucx_method::put},
+    {"ucx-am-peer-errmode", "ucx", ucx_method::am, 1, ucx_error_mode::peer}};
 
 const protocol::kv_layout small_layout = protocol::make_block_major_layout(2, 4, 2, 8, protocol::kv_dtype::f16);  // 512 B
 const protocol::kv_layout large_layout = protocol::make_block_major_layout(4, 16, 4, 32, protocol::kv_dtype::f32); // 64 KiB
@@ -51,6 +53,7 @@ kv_transport_options options_for(const backend& b) {
   kv_transport_options o;
   o.ucx.method = b.method;
   o.ucx.batch_runs = b.batch_runs;
+  o.ucx.error_mode = b.error_mode;
   return o;
 }
 

@@ -22,6 +22,7 @@ struct process_backend {
   std::string name;
   std::string transport;
   ucx_method method = ucx_method::am;
+  ucx_error_mode error_mode = ucx_error_mode::none;
 };
 
 std::ostream& operator<<(std::ostream& os, const process_backend& b) {
@@ -29,7 +30,8 @@ std::ostream& operator<<(std::ostream& os, const process_backend& b) {
 }
 
 const std::vector<process_backend> process_backends{
-    {"tcp", "tcp"}, {"ucx-am", "ucx", ucx_method::am}, {"ucx-put", "ucx", ucx_method::put}};
+    {"tcp", "tcp"}, {"ucx-am", "ucx", ucx_method::am}, {"ucx-put", "ucx", ucx_method::put},
+    {"ucx-am-peer-errmode", "ucx", ucx_method::am, ucx_error_mode::peer}};
 
 const protocol::kv_layout layout = protocol::make_block_major_layout(4, 16, 4, 32, protocol::kv_dtype::f32); // 64 KiB
 constexpr uint64_t seed = 99;
@@ -42,11 +44,13 @@ struct process_fixture {
     args.num_blocks = 64;
     args.layout = layout;
     args.ucx.method = b.method;
+    args.ucx.error_mode = b.error_mode;
     auto p = spawn_peer(TRANSFER_TEST_PEER, to_argv(args));
     BOOST_REQUIRE_MESSAGE(p.has_value(), "peer did not start");
     peer.emplace(std::move(*p));
     kv_transport_options o;
     o.ucx.method = b.method;
+    o.ucx.error_mode = b.error_mode;
     auto s = make_kv_sender(b.transport, {layout, src.region(), o});
     BOOST_REQUIRE_MESSAGE(static_cast<bool>(s), why(s));
     sender = std::move(*s);
