@@ -43,16 +43,18 @@ using kv_status_callback = std::function<void(const protocol::kv_transfer_status
 /// How UCX moves blocks. `am`: active messages, each carrying up to `batch_runs` runs
 /// of blocks (gathered with an iov, landed with an iov); a single-run message is
 /// contiguous, which UCX 1.13 moves on one host by a rendezvous the receiver completes
-/// with one CMA copy (process_vm_readv), while multi-run messages take its software
-/// rendezvous pipeline over shared memory (fewer round trips, two copies).
+/// with one CMA copy (process_vm_readv); multi-run (iov) messages need fewer round trips
+/// but UCX 1.13 moves them without CMA (no process_vm_readv under strace).
 /// `put`: RMA put into the receiver's mapped region, a flush, then a notification.
 /// Debian's UCX 1.13 has no RDMA-capable RMA lane for shared memory or TCP, so `put`
 /// is emulated in software there (research/deps.md 4; measured in the benchmark).
 enum class ucx_method : uint8_t { am, put };
 
 /// UCX endpoint error handling. `none` lets UCX 1.13 pick shared memory + CMA on one
-/// host; `peer` (robust to a dying peer, force-close allowed) makes it pick TCP or,
-/// with mm_error_handling, shared-memory copy-in without CMA.
+/// host, but a dead receiver is then noticed only by the transfer's deadline and its
+/// endpoint cannot be force-closed (it is kept until the sender is destroyed). `peer`
+/// reports a dying peer through UCX and force-closes, but makes UCX pick TCP or, with
+/// mm_error_handling, shared-memory copy-in without CMA (slower; see the benchmark).
 enum class ucx_error_mode : uint8_t { none, peer };
 
 struct ucx_transport_options {
