@@ -1,0 +1,16 @@
+// The UCX (ucp) KV transport: the receiver maps its region and offers its worker address
+// and rkey; the sender opens an endpoint and moves blocks by active messages (rendezvous,
+// CMA on one host) or RMA put + flush, then sends done and waits for the receiver's ack.
+// One progress thread per object. Thread rules: as kv_transport.hpp.
+#pragma once
+
+#include "planes/transfer/kv_transport.hpp"
+
+#include <memory>
+
+namespace dynamo::planes {
+
+[[nodiscard]] expected<std::unique_ptr<kv_receiver>> make_ucx_receiver(kv_receiver_config config);
+[[nodiscard]] expected<std::unique_ptr<kv_sender>> make_ucx_sender(kv_sender_config config);
+
+} // namespace dynamo::planes

@@ -1,0 +1,307 @@
+#include "transfer_support.hpp"
+
+#include "runtime/protocol/codec.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <sstream>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#if DYNAMO_TRANSFER_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+extern char** environ;
+
+namespace dynamo::planes::transfer_testing {
+
+namespace {
+
+uint64_t splitmix(uint64_t& x) {
+  uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+} // namespace
+
+void fill_pattern(uint8_t* p, size_t n, uint64_t seed) {
+  uint64_t state = seed;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t v = splitmix(state);
+    std::memcpy(p + i, &v, 8);
+  }
+  if (i < n) {
+    uint64_t v = splitmix(state);
+    std::memcpy(p + i, &v, n - i);
+  }
+}
+
+std::optional<size_t> find_mismatch(const uint8_t* p, size_t n, uint64_t seed) {
+  uint64_t state = seed;
+  for (size_t i = 0; i < n; i += 8) {
+    uint64_t v = splitmix(state);
+    uint8_t expect[8];
+    std::memcpy(expect, &v, 8);
+    for (size_t k = 0; k < 8 && i + k < n; ++k) {
+      if (p[i + k] != expect[k])
+        return i + k;
+    }
+  }
+  return std::nullopt;
+}
+
+uint64_t block_seed(uint64_t seed, uint64_t block) {
+  return seed * 0x100000001b3ull ^ (block + 1) * 0xc2b2ae3d27d4eb4full;
+}
+
+host_region::host_region(uint64_t num_blocks, uint64_t stride) {
+  region_.num_blocks = num_blocks;
+  region_.block_stride = stride;
+  size_t bytes = std::max<uint64_t>(num_blocks * stride, 1);
+  bytes = (bytes + 4095) / 4096 * 4096;
+  region_.base = std::aligned_alloc(4096, bytes);
+  std::memset(region_.base, 0, bytes);
+}
+
+host_region::~host_region() {
+  std::free(region_.base);
+}
+
+uint8_t* host_region::block(uint64_t i) const noexcept {
+  return static_cast<uint8_t*>(region_.base) + i * region_.block_stride;
+}
+
+void host_region::fill_all(uint64_t seed) {
+  for (uint64_t i = 0; i < region_.num_blocks; ++i)
+    fill_pattern(block(i), region_.block_stride, block_seed(seed, i));
+}
+
+kv_status_callback status_waiter::callback() {
+  return [s = s_](const protocol::kv_transfer_status& st) {
+    std::lock_guard lock{s->mutex};
+    s->got.emplace(st.transfer_id, st);
+    s->cv.notify_all();
+  };
+}
+
+std::optional<protocol::kv_transfer_status> status_waiter::wait(uint64_t id,
+                                                                std::chrono::milliseconds deadline) {
+  std::unique_lock lock{s_->mutex};
+  if (!s_->cv.wait_for(lock, deadline, [&] { return s_->got.count(id) > 0; }))
+    return std::nullopt;
+  return s_->got.find(id)->second;
+}
+
+size_t status_waiter::count(uint64_t id) const {
+  std::lock_guard lock{s_->mutex};
+  return s_->got.count(id);
+}
+
+std::optional<child_process> child_process::spawn(const std::string& program,
+                                                  const std::vector<std::string>& args) {
+  int to_child[2], from_child[2];
+  if (::pipe2(to_child, O_CLOEXEC) != 0)
+    return std::nullopt;
+  if (::pipe2(from_child, O_CLOEXEC) != 0) {
+    ::close(to_child[0]);
+    ::close(to_child[1]);
+    return std::nullopt;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, to_child[0], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, from_child[1], STDOUT_FILENO);
+  std::vector<std::string> all{program};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  int rc = ::posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(to_child[0]);
+  ::close(from_child[1]);
+  if (rc != 0) {
+    ::close(to_child[1]);
+    ::close(from_child[0]);
+    return std::nullopt;
+  }
+  return child_process{pid, to_child[1], from_child[0]};
+}
+
+child_process::child_process(child_process&& o) noexcept
+    : pid_(std::exchange(o.pid_, -1)), in_(std::exchange(o.in_, -1)),
+      out_(std::exchange(o.out_, -1)), buffer_(std::move(o.buffer_)) {}
+
+child_process::~child_process() {
+  kill_hard();
+  if (in_ >= 0)
+    ::close(in_);
+  if (out_ >= 0)
+    ::close(out_);
+}
+
+bool child_process::write_line(const std::string& line) {
+  std::string all = line + "\n";
+  size_t off = 0;
+  while (off < all.size()) {
+    auto n = ::write(in_, all.data() + off, all.size() - off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+std::optional<std::string> child_process::read_line(std::chrono::milliseconds timeout) {
+  auto end = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (auto nl = buffer_.find('\n'); nl != std::string::npos) {
+      auto line = buffer_.substr(0, nl);
+      buffer_.erase(0, nl + 1);
+      if (!line.empty() && line[0] == '[') {
+        std::cerr << "peer log: " << line << "\n";
+        continue;
+      }
+      return line;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || out_ < 0)
+      return std::nullopt;
+    pollfd p{out_, POLLIN, 0};
+    int rc = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (rc < 0 && errno == EINTR)
+      continue;
+    if (rc <= 0)
+      return std::nullopt;
+    char buf[4096];
+    auto n = ::read(out_, buf, sizeof buf);
+    if (n <= 0)
+      return std::nullopt;
+    buffer_.append(buf, static_cast<size_t>(n));
+  }
+}
+
+void child_process::kill_hard() {
+  if (pid_ <= 0)
+    return;
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  pid_ = -1;
+}
+
+void child_process::signal(int sig) {
+  if (pid_ > 0)
+    ::kill(pid_, sig);
+}
+
+std::string to_hex(const std::vector<uint8_t>& bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (uint8_t b : bytes) {
+    out.push_back(digits[b >> 4]);
+    out.push_back(digits[b & 15]);
+  }
+  return out;
+}
+
+std::optional<std::vector<uint8_t>> from_hex(const std::string& text) {
+  if (text.size() % 2 != 0)
+    return std::nullopt;
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9')
+      return c - '0';
+    if (c >= 'a' && c <= 'f')
+      return c - 'a' + 10;
+    return -1;
+  };
+  std::vector<uint8_t> out;
+  for (size_t i = 0; i < text.size(); i += 2) {
+    int hi = nibble(text[i]), lo = nibble(text[i + 1]);
+    if (hi < 0 || lo < 0)
+      return std::nullopt;
+    out.push_back(static_cast<uint8_t>(hi << 4 | lo));
+  }
+  return out;
+}
+
+std::vector<std::string> to_argv(const peer_args& a) {
+  const auto& l = a.layout;
+  return {a.transport,
+          std::to_string(a.num_blocks),
+          std::to_string(l.num_layers),
+          std::to_string(l.block_size),
+          std::to_string(l.num_kv_heads),
+          std::to_string(l.head_dim),
+          std::string{protocol::to_string(l.dtype)},
+          a.ucx.method == ucx_method::put ? "put" : "am",
+          a.ucx.error_mode == ucx_error_mode::peer ? "peer" : "none",
+          a.ucx.tls.empty() ? "-" : a.ucx.tls,
+          a.device_memory.empty() ? "host" : a.device_memory,
+          std::to_string(a.ucx.progress_spin.count()),
+          std::to_string(a.ucx.batch_runs)};
+}
+
+std::optional<peer_args> parse_peer_args(int argc, char** argv, int first) {
+  if (argc - first != 13)
+    return std::nullopt;
+  try {
+    peer_args a;
+    char** v = argv + first;
+    a.transport = v[0];
+    a.num_blocks = std::stoull(v[1]);
+    std::string dt = v[6];
+    auto dtype = dt == "f32" ? protocol::kv_dtype::f32
+                             : dt == "bf16" ? protocol::kv_dtype::bf16 : protocol::kv_dtype::f16;
+    a.layout = protocol::make_block_major_layout(std::stoul(v[2]), std::stoul(v[3]), std::stoul(v[4]),
+                                                 std::stoul(v[5]), dtype);
+    a.ucx.method = std::string{v[7]} == "put" ? ucx_method::put : ucx_method::am;
+    a.ucx.error_mode = std::string{v[8]} == "peer" ? ucx_error_mode::peer : ucx_error_mode::none;
+    a.ucx.tls = std::string{v[9]} == "-" ? "" : v[9];
+    a.device_memory = std::string{v[10]} == "host" ? "" : v[10];
+    a.ucx.progress_spin = std::chrono::microseconds{std::stoll(v[11])};
+    a.ucx.batch_runs = static_cast<uint32_t>(std::stoul(v[12]));
+    return a;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::optional<spawned_peer> spawn_peer(const std::string& program,
+                                       const std::vector<std::string>& args) {
+  auto child = child_process::spawn(program, args);
+  if (!child)
+    return std::nullopt;
+  auto line = child->read_line(60s);
+  if (!line || line->rfind("OFFER ", 0) != 0) {
+    std::cerr << "peer did not offer: " << line.value_or("<nothing>") << "\n";
+    return std::nullopt;
+  }
+  auto bytes = from_hex(line->substr(6));
+  if (!bytes)
+    return std::nullopt;
+  auto offers = protocol::decode<std::vector<protocol::kv_connection_info>>(*bytes);
+  if (!offers)
+    return std::nullopt;
+  return spawned_peer{std::move(*child), std::move(*offers)};
+}
+
+} // namespace dynamo::planes::transfer_testing
