@@ -1,5 +1,9 @@
 #include "runtime/engine/engine_core.hpp"
 
+#include "runtime/protocol/codec.hpp"
+
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -28,13 +32,17 @@ expected<std::unique_ptr<engine_core>> engine_core::create(std::unique_ptr<execu
   sc.max_num_partial_prefills = cfg.max_num_partial_prefills;
   sc.enable_prefix_caching = cfg.enable_prefix_caching;
   sc.emit_kv_events = cfg.emit_kv_events;
+  sc.clock = std::move(cfg.clock);
   if (auto ok = validate(sc); !ok)
     return ok.error();
-  return std::unique_ptr<engine_core>(new engine_core(std::move(exec), sc));
+  if (cfg.hold_ttl.count() <= 0)
+    return make_error(errc::config_error, "hold_ttl must be > 0");
+  return std::unique_ptr<engine_core>(new engine_core(std::move(exec), sc, cfg.hold_ttl));
 }
 
-engine_core::engine_core(std::unique_ptr<executor> exec, const scheduler_config& cfg)
-    : exec_(std::move(exec)), sched_(cfg) {}
+engine_core::engine_core(std::unique_ptr<executor> exec, const scheduler_config& cfg,
+                         std::chrono::milliseconds hold_ttl)
+    : exec_(std::move(exec)), sched_(cfg), hold_ttl_(hold_ttl) {}
 
 std::string engine_core::rejection(const protocol::preprocessed_request& req) const {
   const uint32_t limit = max_model_len();
@@ -49,11 +57,47 @@ std::string engine_core::rejection(const protocol::preprocessed_request& req) co
   return {};
 }
 
+std::string engine_core::pull_refusal(const protocol::kv_prefill_result& r, size_t prompt_len) {
+  const uint32_t bs = sched_.config().block_size;
+  const std::optional<protocol::kv_layout> local = exec_->kv_transfer_layout();
+  if (!local)
+    return "the " + exec_->name() + " executor exposes no KV layout";
+  if (r.layout.block_size != bs)
+    return "block size " + std::to_string(r.layout.block_size) + " != local " + std::to_string(bs);
+  if (auto ok = protocol::check_compatible(*local, r.layout); !ok)
+    return message_of(ok.error());
+  if (r.num_tokens != prompt_len)
+    return "prefill covers " + std::to_string(r.num_tokens) + " tokens, the prompt has " +
+           std::to_string(prompt_len);
+  if (r.block_ids.size() != (prompt_len + bs - 1) / bs)
+    return std::to_string(r.block_ids.size()) + " prefill blocks for " + std::to_string(prompt_len) +
+           " tokens of block size " + std::to_string(bs);
+  return {};
+}
+
 expected<void> engine_core::add_request(protocol::preprocessed_request req) {
   std::string why = rejection(req);
+  disagg_mode mode;
+  if (why.empty() && !req.disagg.empty()) {
+    auto params = protocol::decode<protocol::disagg_params>(req.disagg);
+    if (!params) {
+      why = "disaggregation parameters do not decode: " + message_of(params.error());
+    } else if (params->role == protocol::disagg_role::prefill) {
+      mode.hold_prompt = true;
+      req.stop.max_tokens = 1; // a prefill worker produces the first token only
+    } else if (params->role == protocol::disagg_role::decode) {
+      std::string refusal = params->prefill ? pull_refusal(*params->prefill, req.token_ids.size())
+                                            : std::string{"no prefill result"};
+      if (refusal.empty())
+        mode.remote_prompt = std::move(params->prefill);
+      else
+        spdlog::warn("request {}: cannot pull the prompt's KV ({}); prefilling locally",
+                     req.request_id, refusal);
+    }
+  }
   if (why.empty()) {
     std::string id = req.request_id;
-    if (!sched_.add_request(std::move(req)))
+    if (!sched_.add_request(std::move(req), std::move(mode)))
       return make_error(errc::invalid_argument, "request " + id + " is already in flight");
     return {};
   }
@@ -92,13 +136,49 @@ expected<step_result> engine_core::step() {
     res.num_tokens = b.num_tokens;
     res.num_seqs = static_cast<uint32_t>(b.entries.size());
     auto outs = sched_.update(b, *r);
+    attach_prefill_results(outs);
     std::move(outs.begin(), outs.end(), std::back_inserter(res.outputs));
   }
   res.kv_events = sched_.kv().drain_events();
   return res;
 }
 
+void engine_core::attach_prefill_results(std::vector<request_output>& outs) {
+  std::optional<protocol::kv_layout> layout;
+  for (request_output& o : outs) {
+    if (!o.prefill_result)
+      continue;
+    if (!layout)
+      layout = exec_->kv_transfer_layout().value_or(protocol::kv_layout{});
+    o.prefill_result->layout = *layout;
+    o.output.disagg = protocol::encode(*o.prefill_result);
+  }
+}
+
+std::optional<std::vector<uint32_t>> engine_core::held_blocks(std::string_view hold_id) const {
+  return sched_.held_blocks(hold_id);
+}
+
+bool engine_core::release_hold(std::string_view hold_id) { return sched_.release_hold(hold_id); }
+
+size_t engine_core::release_expired_holds(std::chrono::steady_clock::time_point now,
+                                          std::chrono::milliseconds ttl) {
+  return sched_.release_expired_holds(now, ttl);
+}
+
+std::vector<kv_pull> engine_core::pending_transfers() { return sched_.take_pulls(); }
+
+bool engine_core::complete_transfer(std::string_view request_id, bool ok) {
+  if (!sched_.complete_transfer(request_id, ok, pending_))
+    return false;
+  if (!ok)
+    spdlog::warn("request {}: KV transfer failed; prefilling locally", request_id);
+  return true;
+}
+
 void engine_core::fail_all(const std::string& message) {
+  // The executor failed: its KV memory is suspect, so nothing is handed out from it.
+  sched_.release_all_holds();
   for (std::string& id : sched_.abort_all()) {
     protocol::engine_output out;
     out.finish = protocol::finish_reason::error;
@@ -108,7 +188,7 @@ void engine_core::fail_all(const std::string& message) {
 }
 
 bool engine_core::has_work() const noexcept {
-  return sched_.has_requests() || !pending_.empty();
+  return sched_.has_schedulable() || !pending_.empty();
 }
 
 protocol::load_metrics engine_core::load_metrics() const noexcept {
@@ -118,7 +198,7 @@ protocol::load_metrics engine_core::load_metrics() const noexcept {
   m.total_blocks = pool.num_blocks();
   m.active_prefill_tokens = sched_.num_pending_prefill_tokens();
   m.num_running = sched_.num_running();
-  m.num_waiting = sched_.num_waiting();
+  m.num_waiting = sched_.num_waiting() + sched_.num_waiting_for_kv();
   m.kv_usage = pool.usage();
   return m;
 }

@@ -1,18 +1,23 @@
 // The engine of one worker: a scheduler driving an executor step by step,
-// turning requests into response chunks and KV events. Called by the worker
-// actor (or a simulation): add_request()/abort() as messages arrive, step()
-// while has_work(). One thread owns and drives it: not thread-safe.
+// turning requests into response chunks and KV events, and the engine's side
+// of disaggregated serving (held prefill blocks, decode requests waiting for
+// their KV). Called by the worker actor (or a simulation): add_request()/abort()
+// and the transfer calls as messages arrive, step() while has_work(). One
+// thread owns and drives it: not thread-safe.
 #pragma once
 
 #include "runtime/core/error.hpp"
 #include "runtime/engine/executor.hpp"
 #include "runtime/engine/scheduler.hpp"
+#include "runtime/protocol/disagg.hpp"
 #include "runtime/protocol/kv_event.hpp"
 #include "runtime/protocol/llm.hpp"
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -27,6 +32,10 @@ struct engine_config {
   bool emit_kv_events = true;
   uint32_t num_blocks = 0;    ///< 0: every block of the executor; else at most that many
   uint32_t max_model_len = 0; ///< 0: the executor's context length; else at most that
+  /// Held prefill blocks not released within this are freed (release_expired_holds).
+  std::chrono::milliseconds hold_ttl{30000};
+  /// Stamps holds when they are created; empty: steady_clock::now. Tests inject one.
+  std::function<std::chrono::steady_clock::time_point()> clock;
 };
 
 /// What one step produced.
@@ -48,9 +57,25 @@ public:
                                                                      engine_config cfg = {});
 
   /// Queues a request. A request that cannot run (empty prompt, prompt not
-  /// shorter than the context length, max_tokens 0) is accepted and answered
-  /// by one error chunk in the next step(). Error (invalid_argument, nothing
-  /// queued) only when request_id is already in flight.
+  /// shorter than the context length, max_tokens 0, `disagg` bytes that do not
+  /// decode) is accepted and answered by one error chunk in the next step().
+  /// Error (invalid_argument, nothing queued) only when request_id is already
+  /// in flight.
+  ///
+  /// `disagg` (protocol::disagg_params) selects the role:
+  ///  - prefill: runs with max_tokens 1; its final chunk carries, in
+  ///    output.disagg (and request_output::prefill_result), a
+  ///    protocol::kv_prefill_result: hold_id = request_id, the prompt's blocks
+  ///    (position order, last partial block included), num_tokens (the prompt),
+  ///    first_token and the executor's kv_transfer_layout() (default-constructed
+  ///    when it has none, which no decode worker accepts). prefill_worker_id and
+  ///    transfer_* are left for the worker. The blocks stay held, counted as
+  ///    used and never evicted, until release_hold() or expiry.
+  ///  - decode with a prefill result: WAITING_FOR_KV (see scheduler), its
+  ///    transfer listed by pending_transfers(). A result this engine cannot use
+  ///    (no or another layout, other block size, num_tokens != prompt length,
+  ///    wrong block count) or a decode role without one is logged and the
+  ///    request is prefilled locally instead.
   [[nodiscard]] expected<void> add_request(protocol::preprocessed_request req);
 
   /// Stops a request and frees its blocks; its stream gets a final `cancelled`
@@ -62,8 +87,40 @@ public:
   /// returned; the worker should then report itself unhealthy.
   [[nodiscard]] expected<step_result> step();
 
-  /// True while requests are queued or running, or chunks wait for step().
+  /// True while step() has something to do: requests queued or running, or
+  /// chunks waiting to be delivered. Requests waiting for KV and held blocks do
+  /// not count: only complete_transfer() / release_hold() advance them.
   [[nodiscard]] bool has_work() const noexcept;
+
+  // --- Disaggregation, prefill side -----------------------------------------
+
+  /// The blocks held under `hold_id` (position order), nullopt when none.
+  [[nodiscard]] std::optional<std::vector<uint32_t>> held_blocks(std::string_view hold_id) const;
+  /// Frees a hold tail-first (its registered blocks go back to the prefix
+  /// cache, as for any finished request). false when unknown.
+  [[nodiscard]] bool release_hold(std::string_view hold_id);
+  /// Frees every hold created at or before now - ttl (a decode worker that never
+  /// pulled); returns how many. The worker calls it every step.
+  size_t release_expired_holds(std::chrono::steady_clock::time_point now, std::chrono::milliseconds ttl);
+  /// The same with engine_config::hold_ttl.
+  size_t release_expired_holds(std::chrono::steady_clock::time_point now) {
+    return release_expired_holds(now, hold_ttl_);
+  }
+  [[nodiscard]] std::chrono::milliseconds hold_ttl() const noexcept { return hold_ttl_; }
+  [[nodiscard]] size_t num_holds() const noexcept { return sched_.num_holds(); }
+
+  // --- Disaggregation, decode side ------------------------------------------
+
+  /// Transfers to start, each returned once.
+  [[nodiscard]] std::vector<kv_pull> pending_transfers();
+  /// Ends a transfer of a WAITING_FOR_KV request. ok: the prompt counts as
+  /// computed, its full blocks are registered (stored events in the next
+  /// step()), and first_token is the request's first generated token,
+  /// delivered by the next step() as its first chunk (cached_tokens: the prompt
+  /// tokens found in the local prefix cache); decoding goes on from there.
+  /// Not ok: the request prefills locally into the blocks it holds. false when
+  /// the request is not waiting for KV (aborted, finished, unknown).
+  [[nodiscard]] bool complete_transfer(std::string_view request_id, bool ok);
 
   /// Load report; worker_id is left 0 for the caller to fill in.
   [[nodiscard]] protocol::load_metrics load_metrics() const noexcept;
@@ -73,12 +130,19 @@ public:
   [[nodiscard]] executor& exec() noexcept { return *exec_; }
 
 private:
-  engine_core(std::unique_ptr<executor> exec, const scheduler_config& cfg);
+  engine_core(std::unique_ptr<executor> exec, const scheduler_config& cfg,
+              std::chrono::milliseconds hold_ttl);
   [[nodiscard]] std::string rejection(const protocol::preprocessed_request& req) const;
+  /// "" when this engine can pull `r` for a prompt of `prompt_len` tokens,
+  /// else why not (logged, then the request prefills locally).
+  [[nodiscard]] std::string pull_refusal(const protocol::kv_prefill_result& r, size_t prompt_len);
+  /// Adds the layout to each prefill result and encodes it into output.disagg.
+  void attach_prefill_results(std::vector<request_output>& outs);
   void fail_all(const std::string& message);
 
   std::unique_ptr<executor> exec_;
   scheduler sched_;
+  std::chrono::milliseconds hold_ttl_;
   std::vector<request_output> pending_; ///< chunks produced outside step()
 };
 

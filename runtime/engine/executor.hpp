@@ -5,6 +5,7 @@
 #pragma once
 
 #include "runtime/core/error.hpp"
+#include "runtime/protocol/kv_transfer.hpp"
 #include "runtime/protocol/llm.hpp"
 
 #include <chrono>
@@ -53,6 +54,18 @@ struct kv_geometry {
   uint32_t num_blocks = 0;  ///< blocks in the pool
 };
 
+/// The executor's KV memory as the transfer plane sees it: block i occupies
+/// [base + i * block_stride, + layout.bytes_per_block). The memory belongs to the
+/// executor and lives as long as it does. Bytes of a block may be read or written
+/// from outside only while the scheduler keeps that block out of every batch
+/// (a held prefill block, a decode block waiting for KV).
+struct kv_memory_view {
+  void* base = nullptr;
+  uint64_t block_stride = 0;
+  uint32_t num_blocks = 0;
+  protocol::kv_layout layout;
+};
+
 class executor {
 public:
   virtual ~executor() = default;
@@ -68,6 +81,18 @@ public:
 
   /// Short name for logs and metrics ("mocker", "cpu", "cuda").
   [[nodiscard]] virtual std::string name() const = 0;
+
+  /// The KV memory behind the block ids, for KV transfers; nullopt when the
+  /// executor has none to expose (the mocker, an executor not wired for it).
+  [[nodiscard]] virtual std::optional<kv_memory_view> kv_memory() { return std::nullopt; }
+
+  /// The layout a prefill result advertises and a decode request must match;
+  /// nullopt: this executor cannot take part in disaggregation. Defaults to
+  /// kv_memory()'s layout; the mocker, which holds no bytes, names a synthetic one.
+  [[nodiscard]] virtual std::optional<protocol::kv_layout> kv_transfer_layout() {
+    auto m = kv_memory();
+    return m ? std::optional{m->layout} : std::nullopt;
+  }
 };
 
 } // namespace dynamo::engine

@@ -2,6 +2,8 @@
 
 #include "runtime/engine/stop_check.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -31,19 +33,26 @@ expected<void> validate(const scheduler_config& cfg) {
 scheduler::scheduler(scheduler_config cfg)
     : cfg_(cfg), kv_(cfg.num_blocks, cfg.block_size, cfg.enable_prefix_caching, cfg.emit_kv_events) {}
 
-bool scheduler::add_request(protocol::preprocessed_request req) {
+bool scheduler::add_request(protocol::preprocessed_request req, disagg_mode mode) {
   const uint64_t id = next_seq_id_;
   if (!by_request_id_.emplace(req.request_id, id).second)
     return false;
   ++next_seq_id_;
+  if (mode.hold_prompt && release_hold(req.request_id))
+    spdlog::warn("request {}: prefill again; released the blocks still held from its last prefill",
+                 req.request_id);
   sequence s{.id = id,
              .request_id = std::move(req.request_id),
              .tokens = kv::token_blocks{cfg_.block_size, std::move(req.token_ids)},
              .sampling = req.sampling,
              .stop = std::move(req.stop)};
   s.num_prompt = s.tokens.size();
-  seqs_.emplace(id, std::move(s));
+  s.hold_prompt = mode.hold_prompt;
+  s.remote_prompt = std::move(mode.remote_prompt);
+  auto [it, inserted] = seqs_.emplace(id, std::move(s));
   waiting_.push_back(id);
+  if (it->second.remote_prompt && waiting_.size() == 1 && num_admitted() < cfg_.max_num_seqs)
+    (void)admit_for_kv(it->second);
   return true;
 }
 
@@ -121,8 +130,15 @@ uint32_t scheduler::schedule_prefills(uint32_t& budget, std::vector<batch_entry>
 }
 
 void scheduler::admit_waiting(uint32_t& budget, uint32_t num_partial, std::vector<batch_entry>& out) {
-  while (budget > 0 && !waiting_.empty() && running_.size() < cfg_.max_num_seqs) {
+  while (!waiting_.empty() && num_admitted() < cfg_.max_num_seqs) {
     sequence& s = seq(waiting_.front());
+    if (s.remote_prompt) { // computes nothing here: no budget needed
+      if (!admit_for_kv(s))
+        break; // first come first served: nobody overtakes the head
+      continue;
+    }
+    if (budget == 0)
+      break;
     const kv::computed_blocks prefix = kv_.find_computed_blocks(s.tokens);
     const uint32_t remaining = s.tokens.size() - prefix.num_tokens;
     const uint32_t n = chunk_size(remaining, budget);
@@ -142,6 +158,123 @@ void scheduler::admit_waiting(uint32_t& budget, uint32_t num_partial, std::vecto
     budget -= n;
     num_partial += partial ? 1 : 0;
   }
+}
+
+bool scheduler::admit_for_kv(sequence& s) {
+  const kv::computed_blocks prefix = kv_.find_computed_blocks(s.tokens);
+  if (!kv_.allocate_slots(s.id, s.tokens.size(), prefix))
+    return false;
+  waiting_.pop_front();
+  kv_waiting_.push_back(s.id);
+  s.waiting_for_kv = true;
+  s.num_computed = prefix.num_tokens;
+  s.admitted_before = true;
+  s.cached_tokens = prefix.num_tokens;
+  const auto table = kv_.block_table(s.id);
+  const auto& source = s.remote_prompt->block_ids;
+  const size_t first = prefix.block_ids.size();
+  kv_pull p{.request_id = s.request_id, .source = *s.remote_prompt};
+  p.source_block_ids.assign(source.begin() + static_cast<std::ptrdiff_t>(first), source.end());
+  p.destination_block_ids.assign(table.begin() + static_cast<std::ptrdiff_t>(first), table.end());
+  pulls_.push_back(std::move(p));
+  return true;
+}
+
+std::vector<kv_pull> scheduler::take_pulls() {
+  std::vector<kv_pull> out;
+  out.swap(pulls_);
+  return out;
+}
+
+bool scheduler::complete_transfer(std::string_view request_id, bool ok, std::vector<request_output>& out) {
+  auto found = by_request_id_.find(std::string{request_id});
+  if (found == by_request_id_.end())
+    return false;
+  sequence& s = seq(found->second);
+  if (!s.waiting_for_kv)
+    return false;
+  std::erase(kv_waiting_, s.id);
+  std::erase_if(pulls_, [&](const kv_pull& p) { return p.request_id == s.request_id; });
+  s.waiting_for_kv = false;
+  const uint32_t first_token = s.remote_prompt->first_token;
+  s.remote_prompt.reset();
+  if (!ok) { // local prefill from the local prefix hit, into the blocks it holds
+    running_.push_back(s.id);
+    return true;
+  }
+  s.num_computed = s.tokens.size();
+  kv_.cache_blocks(s.id, s.tokens, s.num_computed);
+  request_output o{s.request_id, {}, std::nullopt};
+  o.output.token_ids.push_back(first_token);
+  o.output.finish = append_token(s, first_token);
+  o.output.cached_tokens = s.cached_tokens;
+  s.first_chunk_sent = true;
+  const bool finished = o.output.finish != protocol::finish_reason::none;
+  out.push_back(std::move(o));
+  if (finished)
+    forget(s.id);
+  else
+    running_.push_back(s.id);
+  return true;
+}
+
+protocol::kv_prefill_result scheduler::hold(sequence& s, uint32_t first_token) {
+  std::vector<uint32_t> blocks = kv_.detach(s.id);
+  // The table covers the prompt (a prefill generates one token, whose KV is
+  // never computed); anything past the prompt's blocks is not part of the hold.
+  const size_t prompt_blocks = (s.num_prompt + cfg_.block_size - 1) / cfg_.block_size;
+  if (blocks.size() > prompt_blocks) {
+    kv_.free_detached(std::span<const uint32_t>{blocks}.subspan(prompt_blocks));
+    blocks.resize(prompt_blocks);
+  }
+  protocol::kv_prefill_result r;
+  r.hold_id = s.request_id;
+  r.block_ids = blocks;
+  r.num_tokens = s.num_prompt;
+  r.first_token = first_token;
+  holds_[s.request_id] = kv_hold{std::move(blocks), now()};
+  return r;
+}
+
+std::optional<std::vector<uint32_t>> scheduler::held_blocks(std::string_view hold_id) const {
+  auto it = holds_.find(std::string{hold_id});
+  if (it == holds_.end())
+    return std::nullopt;
+  return it->second.blocks;
+}
+
+bool scheduler::release_hold(std::string_view hold_id) {
+  auto it = holds_.find(std::string{hold_id});
+  if (it == holds_.end())
+    return false;
+  kv_.free_detached(it->second.blocks);
+  holds_.erase(it);
+  return true;
+}
+
+size_t scheduler::release_expired_holds(std::chrono::steady_clock::time_point now,
+                                        std::chrono::milliseconds ttl) {
+  size_t n = 0;
+  for (auto it = holds_.begin(); it != holds_.end();) {
+    if (now - it->second.since >= ttl) {
+      spdlog::warn("hold {}: {} blocks not pulled within {} ms; freed", it->first,
+                   it->second.blocks.size(), ttl.count());
+      kv_.free_detached(it->second.blocks);
+      it = holds_.erase(it);
+      ++n;
+    } else {
+      ++it;
+    }
+  }
+  return n;
+}
+
+size_t scheduler::release_all_holds() {
+  const size_t n = holds_.size();
+  for (auto& [id, h] : holds_)
+    kv_.free_detached(h.blocks);
+  holds_.clear();
+  return n;
 }
 
 uint32_t scheduler::chunk_size(uint32_t remaining, uint32_t budget) const noexcept {
@@ -204,11 +337,13 @@ std::vector<request_output> scheduler::update(const batch& b, const batch_result
     kv_.cache_blocks(s.id, s.tokens, s.num_computed);
     if (!e.sample)
       continue;
-    request_output o{s.request_id, {}};
+    request_output o{s.request_id, {}, std::nullopt};
     const std::optional<uint32_t> token = i < r.sampled.size() ? r.sampled[i] : std::nullopt;
     if (token) {
       o.output.token_ids.push_back(*token);
       o.output.finish = append_token(s, *token);
+      if (s.hold_prompt && o.output.finish != protocol::finish_reason::none)
+        o.prefill_result = hold(s, *token);
     } else {
       o.output.finish = protocol::finish_reason::error;
       o.output.error = "executor returned no token for a sampling entry";
@@ -245,6 +380,8 @@ std::vector<std::string> scheduler::abort_all() {
   ids.reserve(seqs_.size());
   for (uint64_t id : running_)
     ids.push_back(seq(id).request_id);
+  for (uint64_t id : kv_waiting_)
+    ids.push_back(seq(id).request_id);
   for (uint64_t id : waiting_)
     ids.push_back(seq(id).request_id);
   for (const auto& [id, s] : seqs_)
@@ -252,6 +389,8 @@ std::vector<std::string> scheduler::abort_all() {
   seqs_.clear();
   by_request_id_.clear();
   running_.clear();
+  kv_waiting_.clear();
+  pulls_.clear();
   waiting_.clear();
   return ids;
 }
@@ -260,9 +399,11 @@ void scheduler::forget(uint64_t id) {
   auto it = seqs_.find(id);
   if (it == seqs_.end())
     return;
-  kv_.free(id);
-  if (std::erase(running_, id) == 0)
+  kv_.free(id); // a no-op for a held prefill: its table was detached
+  if (std::erase(running_, id) == 0 && std::erase(kv_waiting_, id) == 0)
     std::erase(waiting_, id);
+  if (it->second.remote_prompt)
+    std::erase_if(pulls_, [&](const kv_pull& p) { return p.request_id == it->second.request_id; });
   by_request_id_.erase(it->second.request_id);
   seqs_.erase(it);
 }
@@ -270,7 +411,7 @@ void scheduler::forget(uint64_t id) {
 uint32_t scheduler::num_pending_prefill_tokens() const noexcept {
   uint32_t n = 0;
   for (const auto& [id, s] : seqs_)
-    if (s.remaining() > 1)
+    if (!s.remote_prompt && s.remaining() > 1) // a pulled prompt is not computed here
       n += s.remaining();
   return n;
 }

@@ -10,8 +10,11 @@
 #include "runtime/kv/kv_cache_manager.hpp"
 #include "runtime/protocol/llm.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -31,6 +34,8 @@ struct scheduler_config {
   uint32_t max_num_partial_prefills = 1;
   bool enable_prefix_caching = true;
   bool emit_kv_events = true;             ///< queue kv events (needs prefix caching)
+  /// Stamps held prefill blocks (for release_expired_holds); empty: steady_clock::now.
+  std::function<std::chrono::steady_clock::time_point()> clock;
 };
 
 /// config_error naming the first bad field, if any.
@@ -40,6 +45,32 @@ struct scheduler_config {
 struct request_output {
   std::string request_id;
   protocol::engine_output output;
+  /// The final chunk of a disaggregated prefill request: the blocks now held
+  /// under hold_id = request_id. The scheduler fills hold_id, block_ids,
+  /// num_tokens and first_token; engine_core adds the layout and also encodes
+  /// it into output.disagg.
+  std::optional<protocol::kv_prefill_result> prefill_result;
+};
+
+/// How a request takes part in disaggregated serving (research/dynamo.md 4).
+struct disagg_mode {
+  /// Prefill role: on finishing, hold the prompt's blocks under the request id.
+  bool hold_prompt = false;
+  /// Decode role: pull the prompt's KV from these blocks instead of computing
+  /// it. REQUIRES (checked by engine_core): num_tokens == prompt length,
+  /// block_ids.size() == ceil(num_tokens / block_size), same block size and layout.
+  std::optional<protocol::kv_prefill_result> remote_prompt;
+};
+
+/// One KV transfer a decode request needs: copy the prefill worker's
+/// source_block_ids[i] (of `source`) into local destination_block_ids[i].
+/// Blocks already cached locally are left out, so the lists are a suffix of the
+/// prompt's blocks, in position order.
+struct kv_pull {
+  std::string request_id;
+  protocol::kv_prefill_result source;
+  std::vector<uint32_t> source_block_ids;
+  std::vector<uint32_t> destination_block_ids;
 };
 
 /// One step:
@@ -55,6 +86,22 @@ struct request_output {
 ///      starts after its cached prefix (always recomputing at least its last
 ///      token so that the step can sample).
 /// The batch lists decodes first, then prefill chunks.
+///
+/// Disaggregation. A decode request (disagg_mode::remote_prompt) is admitted
+/// in its turn, without using the token budget, into WAITING_FOR_KV: blocks
+/// for its whole prompt are allocated (local prefix-cache hits first) and a
+/// kv_pull for the other blocks is queued for take_pulls(). It counts against
+/// max_num_seqs, is never scheduled nor preempted, until complete_transfer():
+///   ok:     the prompt counts as computed, its full blocks are registered
+///           (stored events), the prefill's first token is appended and
+///           reported, and the request decodes like any other;
+///   failed: the request keeps its blocks and prefills locally from its local
+///           prefix hit. Keeping them (rather than freeing) means a late byte of
+///           the failed transfer can only land in this request's own blocks,
+///           which the local prefill then overwrites (planes/transfer/kv_transport.hpp).
+/// A prefill request (disagg_mode::hold_prompt) runs normally; when it
+/// finishes (stop or length, not error or abort), its prompt blocks are
+/// detached into a hold instead of being freed.
 class scheduler {
 public:
   /// REQUIRES: validate(cfg) succeeds.
@@ -62,8 +109,11 @@ public:
 
   /// Queues a request at the back of the waiting queue. false (and nothing
   /// queued) when its request_id is already present. The caller validated it:
-  /// non-empty prompt shorter than max_model_len, max_tokens > 0.
-  [[nodiscard]] bool add_request(protocol::preprocessed_request req);
+  /// non-empty prompt shorter than max_model_len, max_tokens > 0. A decode
+  /// request that finds the queue empty is admitted at once when it fits, so
+  /// its pull is ready without waiting for a step. A prefill request whose id
+  /// is still held from an earlier attempt releases that hold.
+  [[nodiscard]] bool add_request(protocol::preprocessed_request req, disagg_mode mode = {});
 
   [[nodiscard]] batch schedule();
 
@@ -74,14 +124,40 @@ public:
   /// with finish_reason::error.
   [[nodiscard]] std::vector<request_output> update(const batch& b, const batch_result& r);
 
-  /// Drops a request (waiting or running) and frees its blocks. false when unknown.
+  /// Drops a request (waiting, waiting for KV or running) and frees its
+  /// blocks. false when unknown.
   [[nodiscard]] bool abort(std::string_view request_id);
-  /// Drops every request; returns their ids (running first, then waiting).
+  /// Drops every request; returns their ids (running first, then waiting for
+  /// KV, then waiting). Holds are not touched (release_all_holds()).
   [[nodiscard]] std::vector<std::string> abort_all();
 
+  /// The pulls queued since the last call, each returned once, in admission order.
+  [[nodiscard]] std::vector<kv_pull> take_pulls();
+  /// Ends a WAITING_FOR_KV request's transfer (see the class comment); the
+  /// first-token chunk of a successful one is appended to `out`. false (nothing
+  /// changes) when the request is unknown or not waiting for KV.
+  [[nodiscard]] bool complete_transfer(std::string_view request_id, bool ok,
+                                       std::vector<request_output>& out);
+
+  /// The blocks held under `hold_id` (position order), nullopt when none.
+  [[nodiscard]] std::optional<std::vector<uint32_t>> held_blocks(std::string_view hold_id) const;
+  /// Frees a hold's blocks tail-first (back to the prefix cache). false when unknown.
+  [[nodiscard]] bool release_hold(std::string_view hold_id);
+  /// Frees every hold stamped at or before now - ttl; returns how many.
+  size_t release_expired_holds(std::chrono::steady_clock::time_point now, std::chrono::milliseconds ttl);
+  /// Frees every hold; returns how many.
+  size_t release_all_holds();
+  [[nodiscard]] size_t num_holds() const noexcept { return holds_.size(); }
+
   [[nodiscard]] bool has_requests() const noexcept { return !seqs_.empty(); }
+  /// Requests that schedule() can make progress on: running or waiting (not
+  /// WAITING_FOR_KV, which only complete_transfer() advances).
+  [[nodiscard]] bool has_schedulable() const noexcept { return !running_.empty() || !waiting_.empty(); }
   [[nodiscard]] uint32_t num_running() const noexcept { return static_cast<uint32_t>(running_.size()); }
   [[nodiscard]] uint32_t num_waiting() const noexcept { return static_cast<uint32_t>(waiting_.size()); }
+  [[nodiscard]] uint32_t num_waiting_for_kv() const noexcept {
+    return static_cast<uint32_t>(kv_waiting_.size());
+  }
   /// Tokens of waiting and prefilling requests whose KV is not computed yet.
   [[nodiscard]] uint32_t num_pending_prefill_tokens() const noexcept;
   [[nodiscard]] uint64_t num_preemptions() const noexcept { return num_preemptions_; }
@@ -99,6 +175,19 @@ private:
   /// Returns how many running requests stay mid-prefill after this step.
   [[nodiscard]] uint32_t schedule_prefills(uint32_t& budget, std::vector<batch_entry>& out);
   void admit_waiting(uint32_t& budget, uint32_t num_partial, std::vector<batch_entry>& out);
+  /// Admits the decode request at the head of the waiting queue into
+  /// WAITING_FOR_KV and queues its pull; false (nothing changes) when its
+  /// blocks do not fit.
+  [[nodiscard]] bool admit_for_kv(sequence& s);
+  /// Moves a finished prefill's prompt blocks into a hold; returns the result
+  /// to report (block ids, token count, first token).
+  [[nodiscard]] protocol::kv_prefill_result hold(sequence& s, uint32_t first_token);
+  [[nodiscard]] uint32_t num_admitted() const noexcept {
+    return static_cast<uint32_t>(running_.size() + kv_waiting_.size());
+  }
+  [[nodiscard]] std::chrono::steady_clock::time_point now() const {
+    return cfg_.clock ? cfg_.clock() : std::chrono::steady_clock::now();
+  }
   /// Newest running request at index > `after` (or any, with after = -1) not
   /// scheduled in this step; nullptr when none.
   [[nodiscard]] sequence* newest_unscheduled(std::ptrdiff_t after);
@@ -114,6 +203,14 @@ private:
   std::unordered_map<std::string, uint64_t> by_request_id_;
   std::deque<uint64_t> waiting_;
   std::vector<uint64_t> running_; ///< admission order
+  std::vector<uint64_t> kv_waiting_; ///< WAITING_FOR_KV, admission order
+  std::vector<kv_pull> pulls_;       ///< not yet taken
+
+  struct kv_hold {
+    std::vector<uint32_t> blocks; ///< position order
+    std::chrono::steady_clock::time_point since;
+  };
+  std::unordered_map<std::string, kv_hold> holds_;
   uint64_t next_seq_id_ = 1;
   uint64_t step_ = 0;
   uint64_t num_preemptions_ = 0;

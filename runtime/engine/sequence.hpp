@@ -4,9 +4,11 @@
 #pragma once
 
 #include "runtime/kv/token_blocks.hpp"
+#include "runtime/protocol/disagg.hpp"
 #include "runtime/protocol/llm.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace dynamo::engine {
@@ -24,6 +26,15 @@ struct sequence {
   bool admitted_before = false;   ///< has run at least once (cached_tokens is final)
   bool first_chunk_sent = false;  ///< cached_tokens has been reported
   uint64_t scheduled_step = 0;    ///< last step that scheduled it (0 = never)
+  /// Disaggregated prefill: when it finishes, its prompt blocks are held under
+  /// its request id for a decode worker to pull instead of being freed.
+  bool hold_prompt = false;
+  /// Disaggregated decode: the prompt's KV sits on a prefill worker. Set from
+  /// admission until the transfer completes or fails; cleared after.
+  std::optional<protocol::kv_prefill_result> remote_prompt;
+  /// WAITING_FOR_KV: blocks cover the prompt, the transfer is under way, the
+  /// scheduler never schedules it.
+  bool waiting_for_kv = false;
 
   /// Tokens still to compute; 1 for a decode, more for a (re)prefill.
   [[nodiscard]] uint32_t remaining() const noexcept { return tokens.size() - num_computed; }

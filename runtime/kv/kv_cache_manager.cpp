@@ -88,6 +88,15 @@ void kv_cache_manager::free(uint64_t seq_id) {
   tables_.erase(it);
 }
 
+std::vector<uint32_t> kv_cache_manager::detach(uint64_t seq_id) {
+  auto it = tables_.find(seq_id);
+  if (it == tables_.end())
+    return {};
+  std::vector<uint32_t> blocks = std::move(it->second.blocks);
+  tables_.erase(it);
+  return blocks;
+}
+
 std::span<const uint32_t> kv_cache_manager::block_table(uint64_t seq_id) const {
   auto it = tables_.find(seq_id);
   if (it == tables_.end())

@@ -65,6 +65,15 @@ public:
   /// Returns every block of `seq_id` to the pool (tail-first) and forgets it.
   void free(uint64_t seq_id);
 
+  /// Forgets `seq_id` but keeps its references: the returned table (position
+  /// order; empty when it held none) stays in use until free_detached(). For
+  /// blocks that outlive their sequence (a prefill's KV held for a decode worker).
+  [[nodiscard]] std::vector<uint32_t> detach(uint64_t seq_id);
+
+  /// Drops the references of a detached table, tail-first like free(), so its
+  /// registered blocks go back to the prefix cache. REQUIRES: from detach(), once.
+  void free_detached(std::span<const uint32_t> blocks) { pool_.free(blocks); }
+
   /// The block table of `seq_id` (empty when it holds none).
   [[nodiscard]] std::span<const uint32_t> block_table(uint64_t seq_id) const;
 

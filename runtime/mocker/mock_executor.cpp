@@ -2,6 +2,8 @@
 
 #include "runtime/engine/batch_check.hpp"
 
+#include <cmath>
+
 namespace dynamo::mocker {
 
 expected<void> validate(const mocker_config& cfg) {
@@ -18,12 +20,37 @@ expected<void> validate(const mocker_config& cfg) {
     return bad("speedup_ratio", "must be >= 0");
   if (!(cfg.decode_speedup_ratio > 0.0))
     return bad("decode_speedup_ratio", "must be > 0");
+  if (!(cfg.kv_transfer_bandwidth > 0.0))
+    return bad("kv_transfer_bandwidth", "must be > 0");
+  if (auto ok = protocol::validate(transfer_layout(cfg)); !ok)
+    return make_error(errc::config_error, "mocker kv shape: " + message_of(ok.error()));
   return {};
+}
+
+protocol::kv_layout transfer_layout(const mocker_config& cfg) {
+  return protocol::make_block_major_layout(cfg.kv_num_layers, cfg.block_size, cfg.kv_num_heads,
+                                           cfg.kv_head_dim, cfg.kv_dtype);
+}
+
+uint64_t kv_bytes_per_token(const mocker_config& cfg) {
+  if (cfg.kv_bytes_per_token != 0)
+    return cfg.kv_bytes_per_token;
+  return uint64_t{cfg.kv_num_layers} * 2 * cfg.kv_num_heads * cfg.kv_head_dim *
+         protocol::dtype_bytes(cfg.kv_dtype);
+}
+
+std::chrono::microseconds transfer_time(uint64_t num_tokens, const mocker_config& cfg) {
+  if (cfg.speedup_ratio <= 0.0 || !(cfg.kv_transfer_bandwidth > 0.0))
+    return std::chrono::microseconds{0};
+  const double seconds = static_cast<double>(num_tokens) *
+                         static_cast<double>(kv_bytes_per_token(cfg)) /
+                         (cfg.kv_transfer_bandwidth * 1e9) / cfg.speedup_ratio;
+  return std::chrono::microseconds{std::llround(seconds * 1e6)};
 }
 
 mock_executor::mock_executor(const mocker_config& cfg)
     : geometry_{cfg.block_size, cfg.num_blocks}, context_length_(cfg.context_length),
-      timing_{cfg.speedup_ratio, cfg.decode_speedup_ratio} {}
+      timing_{cfg.speedup_ratio, cfg.decode_speedup_ratio}, layout_(transfer_layout(cfg)) {}
 
 expected<engine::batch_result> mock_executor::execute(const engine::batch& b) {
   ++num_steps_;
@@ -41,10 +68,10 @@ expected<engine::batch_result> mock_executor::execute(const engine::batch& b) {
   return r;
 }
 
-expected<std::unique_ptr<engine::engine_core>> make_engine(const mocker_config& cfg) {
+expected<std::unique_ptr<engine::engine_core>> make_engine(const mocker_config& cfg,
+                                                         engine::engine_config ec) {
   if (auto ok = validate(cfg); !ok)
     return ok.error();
-  engine::engine_config ec;
   ec.max_num_seqs = cfg.max_num_seqs;
   ec.max_num_batched_tokens = cfg.max_num_batched_tokens;
   ec.max_num_partial_prefills = cfg.max_num_partial_prefills;

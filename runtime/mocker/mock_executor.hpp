@@ -10,8 +10,10 @@
 #include "runtime/mocker/timing_model.hpp"
 #include "runtime/mocker/token_stream.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace dynamo::mocker {
@@ -27,10 +29,35 @@ struct mocker_config {
   uint32_t max_num_batched_tokens = 8192;
   uint32_t max_num_partial_prefills = 1;
   bool enable_prefix_caching = true;
+
+  // Disaggregation. The mocker holds no KV bytes: this model shape (SmolLM2-135M's
+  // by default) names a synthetic block-major layout, so that a prefill mocker and
+  // a decode mocker agree on it (and refuse a differently configured peer), and it
+  // sizes the simulated transfer (transfer_time).
+  uint32_t kv_num_layers = 30;
+  uint32_t kv_num_heads = 3; ///< KV heads
+  uint32_t kv_head_dim = 64;
+  protocol::kv_dtype kv_dtype = protocol::kv_dtype::f16;
+  /// Bytes of KV per token (--kv-bytes-per-token); 0: from the shape above,
+  /// layers × 2 × KV heads × head_dim × dtype bytes (23,040 by default).
+  uint64_t kv_bytes_per_token = 0;
+  double kv_transfer_bandwidth = 64.0; ///< GB/s, 1e9 bytes/s (--kv-transfer-bandwidth); > 0
 };
 
 /// config_error naming the first bad field, if any.
 [[nodiscard]] expected<void> validate(const mocker_config& cfg);
+
+/// The synthetic block-major layout of `cfg` (block_size and the kv_* shape).
+[[nodiscard]] protocol::kv_layout transfer_layout(const mocker_config& cfg);
+
+/// cfg.kv_bytes_per_token, or the shape's when that is 0.
+[[nodiscard]] uint64_t kv_bytes_per_token(const mocker_config& cfg);
+
+/// Simulated time to move the KV of `num_tokens` tokens between workers
+/// (research/dynamo.md 7): num_tokens × kv_bytes_per_token / bandwidth, divided
+/// by speedup_ratio like every mocker delay (0 with speedup_ratio 0).
+/// 4096 tokens × 23,040 B / 64 GB/s = 1,475 µs.
+[[nodiscard]] std::chrono::microseconds transfer_time(uint64_t num_tokens, const mocker_config& cfg);
 
 class mock_executor final : public engine::executor {
 public:
@@ -42,6 +69,8 @@ public:
   [[nodiscard]] engine::kv_geometry geometry() const noexcept override { return geometry_; }
   [[nodiscard]] uint32_t context_length() const noexcept override { return context_length_; }
   [[nodiscard]] std::string name() const override { return "mocker"; }
+  /// No KV bytes: kv_memory() stays nullopt; this names transfer_layout(cfg).
+  [[nodiscard]] std::optional<protocol::kv_layout> kv_transfer_layout() override { return layout_; }
 
   /// Steps executed so far (including rejected batches).
   [[nodiscard]] uint64_t num_steps() const noexcept { return num_steps_; }
@@ -50,10 +79,15 @@ private:
   engine::kv_geometry geometry_;
   uint32_t context_length_;
   timing_config timing_;
+  protocol::kv_layout layout_;
   uint64_t num_steps_ = 0;
 };
 
-/// An engine_core over a mock_executor configured by `cfg`.
-[[nodiscard]] expected<std::unique_ptr<engine::engine_core>> make_engine(const mocker_config& cfg);
+/// An engine_core over a mock_executor configured by `cfg`. `base` supplies what
+/// mocker_config does not (hold_ttl, clock, ...); its scheduler limits
+/// (max_num_seqs, max_num_batched_tokens, max_num_partial_prefills, prefix
+/// caching) are replaced by cfg's.
+[[nodiscard]] expected<std::unique_ptr<engine::engine_core>> make_engine(const mocker_config& cfg,
+                                                                       engine::engine_config base = {});
 
 } // namespace dynamo::mocker

@@ -50,6 +50,17 @@ engine::kv_geometry cpu_executor::geometry() const noexcept {
   return {cache_->shape().block_size, cache_->shape().num_blocks};
 }
 
+std::optional<engine::kv_memory_view> cpu_executor::kv_memory() {
+  const kv_cache_shape& s = cache_->shape();
+  const auto dtype = s.dtype == kv_dtype::f32 ? protocol::kv_dtype::f32 : protocol::kv_dtype::f16;
+  engine::kv_memory_view v;
+  v.base = cache_->data();
+  v.block_stride = s.block_bytes();
+  v.num_blocks = s.num_blocks;
+  v.layout = protocol::make_head_major_layout(s.n_layer, s.block_size, s.n_kv_head, s.head_dim, dtype);
+  return v;
+}
+
 uint32_t cpu_executor::context_length() const noexcept { return forward_.model().config().context_length; }
 
 } // namespace dynamo::model

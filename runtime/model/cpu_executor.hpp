@@ -46,6 +46,9 @@ public:
   [[nodiscard]] engine::kv_geometry geometry() const noexcept override;
   [[nodiscard]] uint32_t context_length() const noexcept override;
   [[nodiscard]] std::string name() const override { return "cpu"; }
+  /// The host KV cache: blocks at block_bytes() stride, layout "head-major"
+  /// ([layer][K,V][kv head][token][head_dim], kv_cache.hpp's real order).
+  [[nodiscard]] std::optional<engine::kv_memory_view> kv_memory() override;
 
   [[nodiscard]] const llama_model& model() const noexcept { return forward_.model(); }
   [[nodiscard]] unsigned threads() const noexcept { return pool_->size(); }

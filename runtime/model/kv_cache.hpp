@@ -55,6 +55,9 @@ public:
   /// The bytes of block `block` (all layers, K and V), for transfers.
   [[nodiscard]] std::span<std::byte> block(uint32_t block) noexcept;
 
+  /// Start of block 0; block b sits at data() + b * shape().block_bytes().
+  [[nodiscard]] std::byte* data() noexcept { return mem_.get(); }
+
 private:
   struct free_aligned {
     void operator()(std::byte* p) const noexcept;

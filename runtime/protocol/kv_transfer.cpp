@@ -65,8 +65,15 @@ kv_layout make_block_major_layout(uint32_t num_layers, uint32_t block_size, uint
   return l;
 }
 
+kv_layout make_head_major_layout(uint32_t num_layers, uint32_t block_size, uint32_t num_kv_heads,
+                                 uint32_t head_dim, kv_dtype dtype) {
+  kv_layout l = make_block_major_layout(num_layers, block_size, num_kv_heads, head_dim, dtype);
+  l.name = head_major_layout;
+  return l;
+}
+
 expected<void> validate(const kv_layout& l) {
-  if (l.name != block_major_layout)
+  if (l.name != block_major_layout && l.name != head_major_layout)
     return invalid(fmt::format("kv layout: unknown layout name '{}'", l.name));
   if (l.num_layers == 0 || l.block_size == 0 || l.num_kv_heads == 0 || l.head_dim == 0)
     return invalid("kv layout: a dimension is zero");
@@ -99,7 +106,9 @@ expected<void> check_compatible(const kv_layout& local, const kv_layout& remote)
     return differ("head_dim", local.head_dim, remote.head_dim);
   if (local.dtype != remote.dtype)
     return differ("dtype", to_string(local.dtype), to_string(remote.dtype));
-  return {}; // names and bytes_per_block are equal once both validate
+  if (local.name != remote.name)
+    return differ("name", local.name, remote.name);
+  return {}; // bytes_per_block is equal once both validate
 }
 
 uint64_t block_major_offset(const kv_layout& l, uint32_t layer, uint32_t kv, uint32_t token,
@@ -107,6 +116,22 @@ uint64_t block_major_offset(const kv_layout& l, uint32_t layer, uint32_t kv, uin
   uint64_t index = (uint64_t{layer} * 2 + kv) * l.block_size + token;
   index = (index * l.num_kv_heads + head) * l.head_dim + dim;
   return index * dtype_bytes(l.dtype);
+}
+
+uint64_t head_major_offset(const kv_layout& l, uint32_t layer, uint32_t kv, uint32_t token,
+                           uint32_t head, uint32_t dim) noexcept {
+  uint64_t index = (uint64_t{layer} * 2 + kv) * l.num_kv_heads + head;
+  index = (index * l.block_size + token) * l.head_dim + dim;
+  return index * dtype_bytes(l.dtype);
+}
+
+std::optional<uint64_t> element_offset(const kv_layout& l, uint32_t layer, uint32_t kv,
+                                       uint32_t token, uint32_t head, uint32_t dim) noexcept {
+  if (l.name == block_major_layout)
+    return block_major_offset(l, layer, kv, token, head, dim);
+  if (l.name == head_major_layout)
+    return head_major_offset(l, layer, kv, token, head, dim);
+  return std::nullopt;
 }
 
 expected<void> validate(const kv_transfer_request& r) {

@@ -22,14 +22,21 @@ enum class kv_dtype : uint8_t { f32 = 0, f16 = 1, bf16 = 2 };
 /// Bytes of one element; 0 for a value outside the enum (a hostile decode).
 [[nodiscard]] uint32_t dtype_bytes(kv_dtype d) noexcept;
 
-/// The only layout name understood today.
+/// Layout names. Whole blocks are copied, so a name is only an agreement between
+/// both ends about the element order inside a block.
 inline constexpr std::string_view block_major_layout = "block-major";
+/// The CPU engine's host cache (runtime/model/kv_cache.hpp).
+inline constexpr std::string_view head_major_layout = "head-major";
 
-/// How a worker stores one KV block. "block-major": the bytes of one block are
-/// contiguous and ordered [layer][K=0,V=1][token in block][kv head][head_dim], so
-/// element (l, kv, t, h, d) sits at byte
-///   ((((l * 2 + kv) * block_size + t) * num_kv_heads + h) * head_dim + d) * dtype_bytes
-/// from the block start (block_major_offset), and
+/// How a worker stores one KV block; the bytes of one block are contiguous.
+///  - "block-major": ordered [layer][K=0,V=1][token in block][kv head][head_dim], so
+///    element (l, kv, t, h, d) sits at byte
+///      ((((l * 2 + kv) * block_size + t) * num_kv_heads + h) * head_dim + d) * dtype_bytes
+///    from the block start (block_major_offset);
+///  - "head-major": ordered [layer][K=0,V=1][kv head][token in block][head_dim], so
+///      ((((l * 2 + kv) * num_kv_heads + h) * block_size + t) * head_dim + d) * dtype_bytes
+///    (head_major_offset).
+/// Both have
 ///   bytes_per_block = num_layers * 2 * block_size * num_kv_heads * head_dim * dtype_bytes.
 /// Blocks themselves may sit at any stride >= bytes_per_block in a worker's region.
 struct kv_layout {
@@ -49,18 +56,34 @@ struct kv_layout {
                                                 uint32_t num_kv_heads, uint32_t head_dim,
                                                 kv_dtype dtype);
 
+/// The same for a head-major layout.
+[[nodiscard]] kv_layout make_head_major_layout(uint32_t num_layers, uint32_t block_size,
+                                               uint32_t num_kv_heads, uint32_t head_dim,
+                                               kv_dtype dtype);
+
 /// errc::invalid_argument naming the field: a zero dimension, an unknown dtype or
 /// name, or a bytes_per_block that does not match the dimensions.
 [[nodiscard]] expected<void> validate(const kv_layout& layout);
 
 /// Both layouts valid and identical; otherwise errc::invalid_argument naming the
-/// first differing field ("layout mismatch: num_kv_heads 8 != 4"). A mismatch is
-/// never a silent reinterpretation of bytes.
+/// first differing field ("layout mismatch: num_kv_heads 8 != 4", "layout
+/// mismatch: name head-major != block-major"). A mismatch is never a silent
+/// reinterpretation of bytes.
 [[nodiscard]] expected<void> check_compatible(const kv_layout& local, const kv_layout& remote);
 
-/// Byte offset of element (layer, kv, token, head, dim) inside one block.
+/// Byte offset of element (layer, kv, token, head, dim) inside one block, in
+/// block-major order (whatever layout.name says).
 [[nodiscard]] uint64_t block_major_offset(const kv_layout& layout, uint32_t layer, uint32_t kv,
                                           uint32_t token, uint32_t head, uint32_t dim) noexcept;
+
+/// The same in head-major order (whatever layout.name says).
+[[nodiscard]] uint64_t head_major_offset(const kv_layout& layout, uint32_t layer, uint32_t kv,
+                                         uint32_t token, uint32_t head, uint32_t dim) noexcept;
+
+/// The offset in the order layout.name names; nullopt for an unknown name.
+[[nodiscard]] std::optional<uint64_t> element_offset(const kv_layout& layout, uint32_t layer,
+                                                     uint32_t kv, uint32_t token, uint32_t head,
+                                                     uint32_t dim) noexcept;
 
 /// How to reach one receiver over one transport. `descriptor` is that transport's
 /// own msgpack record (kv_tcp_descriptor, kv_ucx_descriptor, ...); `host_id`

@@ -144,6 +144,31 @@ BOOST_AUTO_TEST_CASE(blocks_missing_counts_free_prefix_blocks_as_taken) {
   BOOST_TEST(m.pool().invariant_violation() == "");
 }
 
+BOOST_AUTO_TEST_CASE(detached_blocks_stay_in_use_until_freed_tail_first) {
+  kv_cache_manager m(6, 4);
+  token_blocks a(4, iota_tokens(10, 1));
+  BOOST_REQUIRE(m.allocate_slots(1, 10)); // 0 1 2; 0 and 1 full
+  m.cache_blocks(1, a, 10);
+  const ids held = m.detach(1);
+  BOOST_TEST(held == (ids{0, 1, 2}), boost::test_tools::per_element());
+  BOOST_TEST(m.block_table(1).empty());
+  BOOST_TEST(m.num_sequences() == 0u);
+  BOOST_TEST(m.pool().num_used_blocks() == 3u);
+  // Held blocks are never handed out, even when every free block is taken.
+  BOOST_TEST(*m.allocate_slots(2, 12) == (ids{3, 4, 5}), boost::test_tools::per_element());
+  BOOST_TEST(!m.allocate_slots(3, 1));
+  m.free(2);
+  // Still a prefix hit for the same prompt while held.
+  BOOST_TEST(m.find_computed_blocks(a).block_ids == (ids{0, 1}), boost::test_tools::per_element());
+  m.free_detached(held);
+  // Tail-first: the uncached partial block 2 goes to the head, then the cached
+  // blocks 1 before 0 at the tail, so the deeper suffix is evicted first.
+  BOOST_TEST(m.pool().free_queue() == (ids{2, 3, 4, 5, 1, 0}), boost::test_tools::per_element());
+  BOOST_TEST(m.find_computed_blocks(a).block_ids == (ids{0, 1}), boost::test_tools::per_element());
+  BOOST_TEST(m.detach(9).empty());
+  BOOST_TEST(m.pool().invariant_violation() == "");
+}
+
 BOOST_AUTO_TEST_CASE(prefix_caching_off_finds_nothing_and_emits_nothing) {
   kv_cache_manager m(8, 4, false);
   token_blocks a(4, iota_tokens(9, 1));

@@ -1,0 +1,139 @@
+// engine_core's disaggregation paths with a fake executor: what an executor
+// without a KV layout does, and an executor failure with holds and decode
+// requests waiting for KV. (The full flows run on mockers in
+// tests/runtime/mocker/disagg_test.cpp.)
+#include "runtime/engine/engine_core.hpp"
+#include "runtime/protocol/codec.hpp"
+#include "runtime/protocol/disagg.hpp"
+#include "tests/runtime/engine/test_util.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+using namespace dynamo;
+using engine::engine_core;
+using ids = std::vector<uint32_t>;
+using protocol::finish_reason;
+using test::iota_tokens;
+using test::request;
+
+namespace {
+
+// Samples 1000 + position; fails every step once `fail` is set; names `layout`.
+class layout_executor final : public engine::executor {
+public:
+  layout_executor(std::optional<protocol::kv_layout> layout, bool* fail) : layout_(std::move(layout)), fail_(fail) {}
+  expected<engine::batch_result> execute(const engine::batch& b) override {
+    if (fail_ && *fail_)
+      return make_error(errc::device_error, "simulated device fault");
+    engine::batch_result r;
+    for (const auto& e : b.entries)
+      r.sampled.push_back(e.sample ? std::optional<uint32_t>{1000 + e.sample_position} : std::nullopt);
+    return r;
+  }
+  engine::kv_geometry geometry() const noexcept override { return {4, 16}; }
+  uint32_t context_length() const noexcept override { return 32; }
+  std::string name() const override { return "fake"; }
+  std::optional<protocol::kv_layout> kv_transfer_layout() override { return layout_; }
+
+private:
+  std::optional<protocol::kv_layout> layout_;
+  bool* fail_;
+};
+
+const protocol::kv_layout tiny_layout = protocol::make_block_major_layout(1, 4, 1, 2, protocol::kv_dtype::f32);
+
+std::unique_ptr<engine_core> make_core(std::optional<protocol::kv_layout> layout, bool* fail = nullptr) {
+  auto core = engine_core::create(std::make_unique<layout_executor>(std::move(layout), fail));
+  BOOST_REQUIRE(core);
+  return std::move(*core);
+}
+
+protocol::preprocessed_request with_role(protocol::preprocessed_request r, protocol::disagg_role role,
+                                         std::optional<protocol::kv_prefill_result> from = std::nullopt) {
+  r.disagg = protocol::encode(protocol::disagg_params{role, std::move(from)});
+  return r;
+}
+
+protocol::kv_prefill_result remote(uint32_t num_tokens, ids blocks) {
+  protocol::kv_prefill_result r;
+  r.hold_id = "remote";
+  r.block_ids = std::move(blocks);
+  r.num_tokens = num_tokens;
+  r.first_token = 5;
+  r.layout = tiny_layout;
+  return r;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(engine_core_disagg)
+
+BOOST_AUTO_TEST_CASE(an_executor_without_a_layout_prefills_locally_and_reports_no_usable_layout) {
+  auto core = make_core(std::nullopt);
+  BOOST_REQUIRE(core->add_request(with_role(request("d", iota_tokens(6, 1), 3), protocol::disagg_role::decode,
+                                            remote(6, {7, 8}))));
+  BOOST_TEST(core->pending_transfers().empty());
+  BOOST_REQUIRE(core->add_request(with_role(request("p", iota_tokens(6, 50), 1), protocol::disagg_role::prefill)));
+  std::optional<engine::request_output> last;
+  for (int i = 0; i < 20 && core->has_work(); ++i) {
+    auto r = core->step();
+    BOOST_REQUIRE(r);
+    for (auto& o : r->outputs)
+      if (o.request_id == "p")
+        last = o;
+  }
+  BOOST_REQUIRE(last.has_value());
+  auto result = protocol::decode<protocol::kv_prefill_result>(last->output.disagg);
+  BOOST_REQUIRE(result);
+  BOOST_TEST(result->block_ids.size() == 2u);
+  BOOST_TEST(!protocol::validate(result->layout)); // no decode worker accepts it
+  BOOST_TEST(core->num_holds() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(an_executor_failure_frees_holds_and_fails_decodes_waiting_for_kv) {
+  bool fail = false;
+  auto core = make_core(tiny_layout, &fail);
+  BOOST_REQUIRE(core->add_request(with_role(request("p", iota_tokens(6, 50), 1), protocol::disagg_role::prefill)));
+  auto s = core->step();
+  BOOST_REQUIRE(s);
+  BOOST_TEST(core->held_blocks("p").value_or(ids{}) == (ids{0, 1}), boost::test_tools::per_element());
+  BOOST_REQUIRE(core->add_request(with_role(request("d", iota_tokens(6, 1), 3), protocol::disagg_role::decode,
+                                            remote(6, {7, 8}))));
+  auto pulls = core->pending_transfers();
+  BOOST_REQUIRE_EQUAL(pulls.size(), 1u);
+  BOOST_TEST(pulls[0].source_block_ids == (ids{7, 8}), boost::test_tools::per_element());
+  BOOST_TEST(pulls[0].destination_block_ids == (ids{2, 3}), boost::test_tools::per_element());
+  BOOST_REQUIRE(core->add_request(request("q", iota_tokens(3, 20), 4)));
+  fail = true;
+  BOOST_TEST(!core->step());
+  BOOST_TEST(core->num_holds() == 0u);
+  BOOST_TEST(core->sched().kv().pool().num_used_blocks() == 0u);
+  BOOST_TEST(!core->complete_transfer("d", true));
+  fail = false;
+  auto out = test::run(*core);
+  BOOST_TEST(out["d"].finish == finish_reason::error);
+  BOOST_TEST(out["q"].finish == finish_reason::error);
+}
+
+BOOST_AUTO_TEST_CASE(a_successful_transfer_continues_from_the_first_token) {
+  auto core = make_core(tiny_layout);
+  BOOST_REQUIRE(core->add_request(with_role(request("d", iota_tokens(6, 1), 3), protocol::disagg_role::decode,
+                                            remote(6, {7, 8}))));
+  BOOST_REQUIRE_EQUAL(core->pending_transfers().size(), 1u);
+  BOOST_TEST(core->complete_transfer("d", true));
+  auto out = test::run(*core);
+  // first_token 5, then the fake's 1000 + sample_position: after 7 and 8 tokens,
+  // exactly what an aggregated run samples there (its first token is 1006).
+  BOOST_TEST(out["d"].tokens == (ids{5, 1007, 1008}), boost::test_tools::per_element());
+  BOOST_TEST(out["d"].finish == finish_reason::length);
+}
+
+BOOST_AUTO_TEST_CASE(hold_ttl_must_be_positive) {
+  engine::engine_config cfg;
+  cfg.hold_ttl = std::chrono::milliseconds{0};
+  auto core = engine_core::create(std::make_unique<layout_executor>(tiny_layout, nullptr), cfg);
+  BOOST_REQUIRE(!core);
+  BOOST_TEST(code_of(core.error()) == errc::config_error);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
