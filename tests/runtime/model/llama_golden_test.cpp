@@ -141,6 +141,8 @@ std::string ids_text(const std::vector<uint32_t>& ids) {
   return s.str();
 }
 
+std::vector<uint32_t> top5(const std::vector<uint32_t>& top10) { return {top10.begin(), top10.begin() + 5}; }
+
 struct comparison {
   double max_diff = 0.0, mean_diff = 0.0;
   std::vector<uint32_t> ours, ref; ///< top-10 ids
@@ -171,23 +173,19 @@ BOOST_AUTO_TEST_SUITE(llama_golden, *utf::precondition(&testing::model_available
 BOOST_AUTO_TEST_CASE(fp32_activation_logits_match_the_numpy_reference, *utf::precondition(&python_available)) {
   // Reference mode: the only differences left are fp32 vs fp64 rounding.
   const auto c = compare(our_logits(golden_prompt, kv_dtype::f32, true), golden_reference(), "fp32 activations, f32 KV");
-  BOOST_TEST(std::vector<uint32_t>(c.ours.begin(), c.ours.begin() + 5) ==
-                 std::vector<uint32_t>(c.ref.begin(), c.ref.begin() + 5),
-             boost::test_tools::per_element());
+  BOOST_TEST(top5(c.ours) == top5(c.ref), boost::test_tools::per_element());
   BOOST_TEST(c.max_diff < 1e-3);
 }
 
-BOOST_AUTO_TEST_CASE(fast_path_logits_stay_close_to_the_numpy_reference, *utf::precondition(&python_available)) {
-  // The serving configuration: int8-rounded activations, fp16 KV. Rounding
-  // moves logits by ~0.1 (up to ~0.8), more than the 0.003 gap between the
-  // reference's ranks 4 and 5, so ranks beyond the first are compared as sets.
-  const auto c = compare(our_logits(golden_prompt, kv_dtype::f16), golden_reference(), "int8 activations, f16 KV");
-  BOOST_TEST(c.ours[0] == c.ref[0]); // " Paris"
-  for (size_t i = 0; i < 5; ++i) {
-    BOOST_TEST((std::find(c.ref.begin(), c.ref.end(), c.ours[i]) != c.ref.end()), "our rank " << i << " id " << c.ours[i]);
-  }
-  BOOST_TEST(c.max_diff < 1.0);
-  BOOST_TEST(c.mean_diff < 0.25);
+BOOST_AUTO_TEST_CASE(serving_path_logits_match_the_numpy_reference, *utf::precondition(&python_available)) {
+  // The serving configuration: int16 activation blocks, fp16 KV. Measured:
+  // max |diff| 0.008, mean 0.002 (int8 blocks gave 0.71 and 0.17). That is
+  // below the 0.003 gap between the reference's ranks 4 and 5 on average,
+  // and the ranks come out exactly.
+  const auto c = compare(our_logits(golden_prompt, kv_dtype::f16), golden_reference(), "serving path (int16 activations, f16 KV)");
+  BOOST_TEST(top5(c.ours) == top5(c.ref), boost::test_tools::per_element());
+  BOOST_TEST(c.max_diff < 0.05);
+  BOOST_TEST(c.mean_diff < 0.01);
 }
 
 BOOST_AUTO_TEST_CASE(serving_path_answers_the_chat_prompt_like_the_reference, *utf::precondition(&python_available)) {
@@ -211,6 +209,10 @@ BOOST_AUTO_TEST_CASE(serving_path_answers_the_chat_prompt_like_the_reference, *u
   BOOST_TEST_MESSAGE("chat prompt, serving path greedy: " << ids_text(got) << "(reference " << ids_text(ref.greedy)
                                                           << ")");
   BOOST_TEST(got == ref.greedy, boost::test_tools::per_element());
+  // Measured: max |diff| 0.012, mean 0.002 (int8 blocks: 1.67 and 0.84).
+  BOOST_TEST(top5(c.ours) == top5(c.ref), boost::test_tools::per_element());
+  BOOST_TEST(c.max_diff < 0.05);
+  BOOST_TEST(c.mean_diff < 0.01);
 }
 
 BOOST_AUTO_TEST_CASE(prefill_then_decode_equals_full_prefill_exactly) {
