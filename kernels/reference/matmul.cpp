@@ -9,7 +9,7 @@
 namespace dynamo::kernels::ref {
 namespace {
 
-using detail::block_q8_act;
+using detail::block_q16_act;
 using detail::kernel_table;
 using detail::max_dot_tokens;
 
@@ -31,7 +31,7 @@ struct plan {
   const kernel_table* kt;
   uint32_t k;
   uint32_t nb;                    ///< 32-value blocks per activation row
-  const block_q8_act* xq;         ///< [n_tokens, nb] or null
+  const block_q16_act* xq;         ///< [n_tokens, nb] or null
   std::array<uint32_t, 9> first;  ///< first global row of each weight (+ end)
   uint32_t rows;                  ///< total rows over all weights
   uint32_t chunk;                 ///< rows per task
@@ -43,7 +43,7 @@ void rows_integer(const plan& p, const weight_matrix& w, uint32_t r0, uint32_t r
                                : w.type == weight_type::q4_1 ? p.kt->dot_q4_1
                                                              : p.kt->dot_q8_0;
   const size_t rb = row_bytes(w.type, w.k);
-  const block_q8_act* xs[max_dot_tokens];
+  const block_q16_act* xs[max_dot_tokens];
   for (uint32_t t0 = 0; t0 < a.n_tokens; t0 += token_tile) {
     const uint32_t t1 = std::min(a.n_tokens, t0 + token_tile);
     // Within a token tile: rows outer (each row stays in L1 across tokens),
@@ -93,7 +93,7 @@ void run_task(const plan& p, uint32_t task) {
 }
 
 void quantize_activations(const matmul_args& a, const kernel_table& kt, uint32_t nb,
-                          block_q8_act* xq) {
+                          block_q16_act* xq) {
   auto one = [&](uint32_t t) { kt.quantize_act(a.x + t * a.x_stride, xq + static_cast<size_t>(t) * nb, nb); };
   if (a.pool != nullptr && a.n_tokens >= 8) {
     a.pool->parallel_for(a.n_tokens, one);
@@ -124,9 +124,9 @@ void matmul(const matmul_args& a) {
   matmul_workspace local;
   matmul_workspace& ws = a.workspace != nullptr ? *a.workspace : local;
   if (any_integer) {
-    const size_t bytes = static_cast<size_t>(a.n_tokens) * p.nb * sizeof(block_q8_act);
-    if (ws.q8.size() < bytes) ws.q8.resize(bytes);
-    auto* xq = reinterpret_cast<block_q8_act*>(ws.q8.data());
+    const size_t bytes = static_cast<size_t>(a.n_tokens) * p.nb * sizeof(block_q16_act);
+    if (ws.act.size() < bytes) ws.act.resize(bytes);
+    auto* xq = reinterpret_cast<block_q16_act*>(ws.act.data());
     quantize_activations(a, *p.kt, p.nb, xq);
     p.xq = xq;
   }

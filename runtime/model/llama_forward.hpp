@@ -34,7 +34,7 @@ struct forward_logits {
 };
 
 struct forward_options {
-  /// Reference mode: no int8 rounding of activations before quantized
+  /// Reference mode: no int16 rounding of activations before quantized
   /// matmuls (see kernels::ref::matmul_args). Slower; for golden comparisons.
   bool fp32_activations = false;
 };

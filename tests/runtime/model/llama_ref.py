@@ -6,8 +6,10 @@ undoes llama.cpp's Q/K row permutation and applies HF-style "rotate half" RoPE
 (so the C++ engine's adjacent-pair RoPE on permuted rows is checked, not copied),
 runs the given prompt token ids at positions 0..n-1 in float64 and prints the
 logits of the last position: a line `n_vocab <V>`, then V lines of floats.
+With --greedy N it then extends the prompt N times by its argmax token (a
+full forward pass each time) and prints a last line `greedy <id> ... <id>`.
 
-Usage: llama_ref.py --model PATH.gguf ID [ID ...]
+Usage: llama_ref.py --model PATH.gguf [--greedy N] ID [ID ...]
 Exit status 2 when numpy or gguf cannot be imported (the test then skips).
 """
 import argparse
@@ -46,12 +48,15 @@ class Model:
         self.eps = float(g("attention.layer_norm_rms_epsilon"))
         self.base = float(g("rope.freq_base", 10000.0))
         self.tensors = {t.name: t for t in r.tensors}
+        self.cache = {}
 
     def weight(self, name):
-        t = self.tensors[name]
-        w = dequantize(t.data, t.tensor_type)
-        ne = [int(x) for x in t.shape]  # ne[0] first
-        return np.asarray(w, dtype=np.float32).reshape(list(reversed(ne)) if len(ne) > 1 else ne)
+        if name not in self.cache:
+            t = self.tensors[name]
+            w = dequantize(t.data, t.tensor_type)
+            ne = [int(x) for x in t.shape]  # ne[0] first
+            self.cache[name] = np.asarray(w, dtype=np.float32).reshape(list(reversed(ne)) if len(ne) > 1 else ne)
+        return self.cache[name]
 
     def unpermute(self, w, n_heads):
         """GGUF row h*d + 2i + j holds HF row h*d + j*d/2 + i; undo it."""
@@ -112,10 +117,20 @@ def forward(m, ids):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", required=True)
+    ap.add_argument("--greedy", type=int, default=0, metavar="N")
     ap.add_argument("ids", type=int, nargs="+")
     a = ap.parse_args()
-    logits = forward(Model(a.model), np.array(a.ids, dtype=np.int64))
+    m = Model(a.model)
+    ids = list(a.ids)
+    logits = forward(m, np.array(ids, dtype=np.int64))
     out = [f"n_vocab {logits.shape[0]}"] + [repr(float(v)) for v in logits]
+    if a.greedy > 0:
+        step = logits
+        for i in range(a.greedy):
+            ids.append(int(np.argmax(step)))
+            if i + 1 < a.greedy:
+                step = forward(m, np.array(ids, dtype=np.int64))
+        out.append("greedy " + " ".join(str(t) for t in ids[len(a.ids):]))
     sys.stdout.write("\n".join(out) + "\n")
 
 
