@@ -43,7 +43,8 @@ struct model_watcher::impl {
   std::map<std::string, served_model> models;
   std::map<std::string, std::set<uint64_t>> instances_by_model;
   std::map<uint64_t, std::pair<std::string, std::string>> instance_model_addr; ///< id -> (model, event addr)
-  std::map<uint64_t, caf::actor> router_of; ///< instance -> its model's router (event routing)
+  std::map<uint64_t, caf::actor> router_of; ///< instance -> the router it belongs to (events)
+  std::set<uint64_t> prefill_instances;
   std::unique_ptr<planes::event_subscriber> subscriber;
   std::unique_ptr<planes::discovery_watch> watch;
 
@@ -96,6 +97,8 @@ struct model_watcher::impl {
     }
     worker_info info{rec.instance, rec.request_address, rec.endpoint.path(),
                      rec.health == planes::health_state::ready};
+    auto role = rec.metadata.find("role");
+    bool is_prefill = role != rec.metadata.end() && role->second == "prefill";
     bool connect = false;
     caf::actor router;
     {
@@ -104,6 +107,20 @@ struct model_watcher::impl {
       if (!m)
         return;
       router = m->router;
+      if (is_prefill) {
+        if (!m->prefill) {
+          m->prefill = std::make_shared<prefill_pool>();
+          auto rc = cfg.router;
+          rc.name = "prefill-router[" + card->name + "]";
+          rc.block_size = card->kv_block_size;
+          m->prefill->router = spawn_router(*sys, rc, shared_client());
+          m->client->set_prefill_pool(m->prefill);
+          spdlog::info("model {}: disaggregated (prefill workers present)", card->name);
+        }
+        router = m->prefill->router;
+        if (prefill_instances.insert(rec.instance).second)
+          m->prefill->instances++;
+      }
       connect = instances_by_model[card->name].insert(rec.instance).second;
       instance_model_addr[rec.instance] = {card->name, rec.event_address};
       router_of[rec.instance] = router;
@@ -125,10 +142,12 @@ struct model_watcher::impl {
         return;
       std::tie(model_name, event_addr) = it->second;
       instance_model_addr.erase(it);
+      router = router_of[rec.instance];
       router_of.erase(rec.instance);
       auto& set = instances_by_model[model_name];
       set.erase(rec.instance);
-      router = models[model_name].router;
+      if (prefill_instances.erase(rec.instance) && models[model_name].prefill)
+        models[model_name].prefill->instances--;
       last = set.empty();
     }
     if (!event_addr.empty())
@@ -141,6 +160,8 @@ struct model_watcher::impl {
       std::lock_guard lk{mtx};
       if (instances_by_model[model_name].empty()) {
         caf::anon_send_exit(models[model_name].router, caf::exit_reason::user_shutdown);
+        if (models[model_name].prefill)
+          caf::anon_send_exit(models[model_name].prefill->router, caf::exit_reason::user_shutdown);
         models.erase(model_name);
         instances_by_model.erase(model_name);
       }
@@ -197,8 +218,11 @@ model_watcher::start(caf::actor_system& sys, planes::discovery_plane& discovery,
 model_watcher::~model_watcher() {
   impl_->watch.reset(); // no more callbacks
   std::lock_guard lk{impl_->mtx};
-  for (auto& [name, m] : impl_->models)
+  for (auto& [name, m] : impl_->models) {
     caf::anon_send_exit(m.router, caf::exit_reason::user_shutdown);
+    if (m.prefill)
+      caf::anon_send_exit(m.prefill->router, caf::exit_reason::user_shutdown);
+  }
 }
 
 std::map<std::string, served_model> model_watcher::models() const {

@@ -34,7 +34,8 @@ struct served_model {
   std::shared_ptr<const tok::tokenizer> tokenizer;
   std::shared_ptr<const tok::chat_template> chat_template;
   std::shared_ptr<routed_client> client;
-  caf::actor router;
+  caf::actor router;                     ///< aggregated and decode instances
+  std::shared_ptr<prefill_pool> prefill; ///< prefill instances (disaggregation), when any appeared
 };
 
 struct model_assets {

@@ -1,6 +1,8 @@
 #include "actors/router/routed_client.hpp"
 
 #include "actors/router/router_actor.hpp"
+#include "runtime/protocol/codec.hpp"
+#include "runtime/protocol/disagg.hpp"
 
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
@@ -20,6 +22,7 @@ namespace {
 // One request across all the workers it visits.
 struct migrating_request : engine::generation, std::enable_shared_from_this<migrating_request> {
   caf::actor router;
+  std::shared_ptr<prefill_pool> prefill; ///< set when the prefill-first flow may be used
   routed_client_config cfg;
   std::shared_ptr<routed_client_stats> stats;
   engine::chunk_callback on_chunk;
@@ -50,11 +53,61 @@ struct migrating_request : engine::generation, std::enable_shared_from_this<migr
       j->cancel();
   }
 
-  void start_attempt(std::chrono::milliseconds delay = std::chrono::milliseconds{0}) {
+  // Prefill-first (research/dynamo.md 4.1): the prompt runs on a prefill
+  // worker with max_tokens 1; its result (held KV blocks + first token) goes
+  // with the request to a decode worker, which pulls the blocks and streams.
+  // Any failure before decoding starts falls back to a local prefill.
+  void start_prefill() {
     auto j = std::make_shared<route_job>();
     {
       std::lock_guard lk{mtx};
       j->request = original;
+      j->request.request_id = original.request_id + "-prefill";
+      j->request.stop.max_tokens = 1;
+      j->request.stop.min_tokens = 0;
+      j->request.disagg = protocol::encode(protocol::disagg_params{protocol::disagg_role::prefill, {}});
+      job = j;
+    }
+    auto self = shared_from_this();
+    auto result = std::make_shared<std::optional<protocol::kv_prefill_result>>();
+    j->callbacks.on_chunk = [result](protocol::engine_output chunk) {
+      if (chunk.finish == protocol::finish_reason::none || chunk.disagg.empty())
+        return;
+      if (auto p = protocol::decode<protocol::disagg_params>(chunk.disagg); p && p->prefill)
+        *result = std::move(*p->prefill);
+    };
+    j->callbacks.on_end = [self, result](const caf::error& err) {
+      bool cancelled_now;
+      {
+        std::lock_guard lk{self->mtx};
+        cancelled_now = self->cancelled;
+      }
+      if (cancelled_now)
+        return self->end(make_error(errc::cancelled, "cancelled during remote prefill"));
+      if (err || !*result) {
+        spdlog::warn("request {}: remote prefill failed ({}); prefilling locally",
+                     self->original.request_id, err ? describe(err) : "no prefill result");
+        self->stats->disagg_fallbacks++;
+        return self->start_attempt();
+      }
+      self->stats->disagg_requests++;
+      protocol::disagg_params d{protocol::disagg_role::decode, std::move(**result)};
+      self->start_attempt(std::chrono::milliseconds{0}, protocol::encode(d));
+    };
+    caf::anon_send(prefill->router, route_atom::value, j);
+  }
+
+  void start_attempt(std::chrono::milliseconds delay = std::chrono::milliseconds{0},
+                     std::vector<uint8_t> disagg = {}) {
+    auto j = std::make_shared<route_job>();
+    {
+      std::lock_guard lk{mtx};
+      j->request = original;
+      if (!disagg.empty()) {
+        j->request.disagg = std::move(disagg);
+        // Decode placement ignores KV overlap (the KV arrives with the request).
+        j->overrides.overlap_score_weight = 0.0;
+      }
       j->request.token_ids.insert(j->request.token_ids.end(), generated.begin(), generated.end());
       j->request.stop.max_tokens -= static_cast<uint32_t>(generated.size());
       if (j->request.stop.min_tokens > generated.size())
@@ -170,6 +223,16 @@ struct migrating_request : engine::generation, std::enable_shared_from_this<migr
 routed_client::routed_client(caf::actor router, routed_client_config cfg)
   : router_(std::move(router)), cfg_(cfg), stats_(std::make_shared<routed_client_stats>()) {}
 
+void routed_client::set_prefill_pool(std::shared_ptr<prefill_pool> pool) {
+  std::lock_guard lk{mtx_};
+  prefill_ = std::move(pool);
+}
+
+std::shared_ptr<prefill_pool> routed_client::prefill() const {
+  std::lock_guard lk{mtx_};
+  return prefill_;
+}
+
 std::shared_ptr<engine::generation> routed_client::generate(protocol::preprocessed_request req,
                                                             engine::chunk_callback on_chunk) {
   auto r = std::make_shared<migrating_request>();
@@ -178,7 +241,15 @@ std::shared_ptr<engine::generation> routed_client::generate(protocol::preprocess
   r->stats = stats_;
   r->on_chunk = std::move(on_chunk);
   r->original = std::move(req);
-  r->start_attempt();
+  auto pool = prefill();
+  bool remote = pool && pool->instances.load() > 0 && r->original.disagg.empty() &&
+                r->original.token_ids.size() >= cfg_.max_local_prefill_length;
+  if (remote) {
+    r->prefill = std::move(pool);
+    r->start_prefill();
+  } else {
+    r->start_attempt();
+  }
   return r;
 }
 

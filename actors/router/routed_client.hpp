@@ -17,6 +17,7 @@
 #include <functional>
 #include <string>
 #include <memory>
+#include <mutex>
 
 namespace dynamo::actors {
 
@@ -25,6 +26,8 @@ struct routed_client_stats {
   std::atomic<uint64_t> retries{0};             ///< attempts that failed before their first token
   std::atomic<uint64_t> migrations_ongoing{0};  ///< re-routed mid-stream
   std::atomic<uint64_t> migration_exhausted{0}; ///< failed after the limit
+  std::atomic<uint64_t> disagg_requests{0};     ///< prefilled remotely, then decoded
+  std::atomic<uint64_t> disagg_fallbacks{0};    ///< remote prefill failed: prefilled locally
 };
 
 struct routed_client_config {
@@ -38,6 +41,17 @@ struct routed_client_config {
   std::chrono::milliseconds retry_window{10'000};
   /// Called for every re-route (ongoing: tokens had been delivered already).
   std::function<void(const std::string& model, bool ongoing)> on_migration;
+  /// Disaggregation: prompts of at least this many tokens are prefilled on a
+  /// prefill worker (when the model has any) and decoded elsewhere; shorter
+  /// ones are prefilled locally by the decode worker (conditional disagg).
+  uint32_t max_local_prefill_length = 512;
+};
+
+/// The prefill side of a disaggregated model: its router and how many prefill
+/// instances it has (updated by the model watcher). Thread-safe.
+struct prefill_pool {
+  caf::actor router;
+  std::atomic<int> instances{0};
 };
 
 class routed_client final : public engine::llm_client {
@@ -49,8 +63,15 @@ public:
 
   [[nodiscard]] const routed_client_stats& stats() const noexcept { return *stats_; }
 
+  /// Enables the prefill-first flow through `pool` (may be called any time).
+  void set_prefill_pool(std::shared_ptr<prefill_pool> pool);
+
 private:
+  std::shared_ptr<prefill_pool> prefill() const;
+
   caf::actor router_;
+  mutable std::mutex mtx_;
+  std::shared_ptr<prefill_pool> prefill_;
   routed_client_config cfg_;
   std::shared_ptr<routed_client_stats> stats_;
 };

@@ -133,6 +133,7 @@ bool route(router_ptr self, const route_job_ptr& job, clock::time_point deadline
   rr.request_id = job->request.request_id;
   rr.tokens = job->request.token_ids;
   rr.candidates = st.candidates;
+  rr.overrides = job->overrides;
   if (job->request.backend_instance_id)
     rr.pinned = route::worker_key{*job->request.backend_instance_id, 0};
   auto decision = st.router->route(rr);

@@ -63,6 +63,7 @@ struct route_job {
   protocol::preprocessed_request request;
   route_callbacks callbacks;
   std::vector<uint64_t> exclude;          ///< instances to avoid (failed before) when others exist
+  route::router_config_override overrides; ///< per-request routing knobs (disagg decode: weight 0)
   std::mutex mtx;
   planes::call_handle call;               ///< set once the call started
   bool cancelled = false;

@@ -1,6 +1,7 @@
 #include "actors/worker/worker_actor.hpp"
 
 #include "actors/core/supervisor.hpp"
+#include "actors/worker/worker_state.hpp"
 
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
@@ -10,26 +11,9 @@
 
 namespace dynamo::actors {
 
+using namespace internal;
+
 namespace {
-
-using step_atom = caf::atom_constant<caf::atom("step")>;
-using deliver_atom = caf::atom_constant<caf::atom("deliver")>;
-using clock = std::chrono::steady_clock;
-
-struct worker_state {
-  worker_config cfg;
-  worker_hooks hooks;
-  std::unique_ptr<engine::engine_core> engine;
-  std::unordered_map<std::string, std::shared_ptr<output_sink>> sinks;
-  engine::step_result pending; ///< a simulated step's results, delivered after its delay
-  bool step_scheduled = false;
-  bool healthy = true;
-  bool draining = false;
-  clock::time_point last_load{};
-  static inline const char* name = "dynamo.worker";
-};
-
-using worker_ptr = caf::stateful_actor<worker_state>*;
 
 void publish_load(worker_ptr self, bool force) {
   auto& st = self->state;
@@ -42,12 +26,16 @@ void publish_load(worker_ptr self, bool force) {
   st.hooks.on_load(m);
 }
 
-void schedule_step(worker_ptr self) {
+} // namespace
+
+void internal::schedule_step(worker_ptr self) {
   if (!self->state.step_scheduled) {
     self->state.step_scheduled = true;
     self->send(self, step_atom::value);
   }
 }
+
+namespace {
 
 // Hands a step's chunks to their sinks; a sink that refuses aborts its request.
 void deliver(worker_ptr self, engine::step_result& r) {
@@ -59,6 +47,8 @@ void deliver(worker_ptr self, engine::step_result& r) {
     if (it == st.sinks.end())
       continue;
     bool last = out.output.finish != protocol::finish_reason::none;
+    if (last && !out.output.disagg.empty())
+      fill_prefill_result(self, out.output);
     if (!st.healthy && out.output.finish == protocol::finish_reason::error && out.output.error_code == 0)
       out.output.error_code = static_cast<uint8_t>(errc::device_error); // failed with the executor
     if (!it->second->send(out.output) && !last)
@@ -73,6 +63,7 @@ void deliver(worker_ptr self, engine::step_result& r) {
 void after_step(worker_ptr self) {
   auto& st = self->state;
   st.step_scheduled = false;
+  start_pending_pulls(self);
   if (st.engine->has_work())
     schedule_step(self);
   else
@@ -133,6 +124,7 @@ caf::actor spawn_worker(caf::actor_system& sys, worker_config cfg, engine_factor
     }
     st.engine = std::move(*engine);
     publish_load(self, true);
+    self->delayed_send(self, std::chrono::seconds(1), housekeep_atom::value);
     return {
       [self](generate_atom, generate_job_ptr& job) {
         auto& st = self->state;
@@ -144,7 +136,19 @@ caf::actor spawn_worker(caf::actor_system& sys, worker_config cfg, engine_factor
         if (auto ok = st.engine->add_request(std::move(job->request)); !ok)
           return reject(*job, code_of(ok.error()), describe(ok.error()));
         st.sinks[id] = std::move(job->sink);
+        start_pending_pulls(self);
         schedule_step(self);
+      },
+      [self](kv_push_atom, kv_push_job_ptr& job) { handle_kv_push(self, job); },
+      [self](push_done_atom, kv_push_job_ptr& job, const protocol::kv_transfer_status& status) {
+        handle_push_done(self, job, status);
+      },
+      [self](pull_done_atom, const std::string& id, bool ok, const std::string& why) {
+        handle_pull_done(self, id, ok, why);
+      },
+      [self](housekeep_atom) {
+        expire_holds(self);
+        self->delayed_send(self, std::chrono::seconds(1), housekeep_atom::value);
       },
       [self](abort_atom, const std::string& request_id) {
         if (self->state.engine->abort(request_id))

@@ -9,6 +9,7 @@
 
 #include "runtime/core/error.hpp"
 #include "runtime/engine/engine_core.hpp"
+#include "runtime/protocol/disagg.hpp"
 #include "runtime/protocol/kv_event.hpp"
 #include "runtime/protocol/llm.hpp"
 
@@ -58,12 +59,30 @@ struct worker_hooks {
 
 using engine_factory = std::function<expected<std::unique_ptr<engine::engine_core>>()>;
 
+class kv_handoff;
+
 struct worker_config {
   uint64_t instance_id = 0;
   std::string name = "worker";
   std::chrono::milliseconds load_interval{100}; ///< load metrics at most this often
   bool detached = false;                        ///< own thread (real executors)
+  // Disaggregation (research/dynamo.md 4):
+  std::string role = "aggregated";              ///< aggregated | prefill | decode
+  std::string transfer_address;                 ///< this worker's request-plane address
+  std::string kv_push_endpoint;                 ///< path of its kv_push endpoint (prefill role)
+  std::shared_ptr<kv_handoff> handoff;          ///< transfer objects (prefill and decode roles)
+  std::chrono::milliseconds hold_ttl{30'000};   ///< held prefill blocks are freed after this
 };
+
+/// A decode worker's kv_push request, with the stream to answer on.
+struct kv_push_job {
+  protocol::kv_push_request request;
+  std::shared_ptr<void> stream; ///< planes::response_stream (kept opaque here)
+  std::function<void(const protocol::kv_transfer_status&)> reply;
+};
+using kv_push_job_ptr = std::shared_ptr<kv_push_job>;
+
+using kv_push_atom = caf::atom_constant<caf::atom("kvpush")>;
 
 /// Spawns a worker. The engine is created inside the actor by `factory`; a
 /// factory error stops the actor with that error (a supervisor then retries).
@@ -73,3 +92,4 @@ struct worker_config {
 } // namespace dynamo::actors
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynamo::actors::generate_job_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynamo::actors::kv_push_job_ptr)

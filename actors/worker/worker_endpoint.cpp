@@ -60,4 +60,24 @@ expected<void> serve_worker(planes::request_server& server, const std::string& e
   });
 }
 
+expected<void> serve_kv_push(planes::request_server& server, const std::string& endpoint_path,
+                             std::shared_ptr<worker_handle> worker) {
+  return server.serve(endpoint_path, [worker](planes::bytes request, planes::response_stream_ptr stream) {
+    auto req = protocol::decode<protocol::kv_push_request>(request);
+    if (!req)
+      return stream->fail(req.error());
+    auto actor = worker->get();
+    if (!actor)
+      return stream->fail(make_error(errc::closed, "worker is restarting"));
+    auto job = std::make_shared<kv_push_job>();
+    job->request = std::move(*req);
+    job->stream = stream;
+    job->reply = [stream](const protocol::kv_transfer_status& st) {
+      (void) stream->send(protocol::encode(st));
+      stream->finish();
+    };
+    caf::anon_send(actor, kv_push_atom::value, std::move(job));
+  });
+}
+
 } // namespace dynamo::actors

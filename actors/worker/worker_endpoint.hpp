@@ -38,4 +38,10 @@ private:
                                           const std::string& endpoint_path,
                                           std::shared_ptr<worker_handle> worker);
 
+/// Registers a prefill worker's kv_push endpoint (disaggregation): decode
+/// workers ask it to push held KV blocks; the answer is one kv_transfer_status.
+[[nodiscard]] expected<void> serve_kv_push(planes::request_server& server,
+                                           const std::string& endpoint_path,
+                                           std::shared_ptr<worker_handle> worker);
+
 } // namespace dynamo::actors

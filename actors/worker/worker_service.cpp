@@ -1,6 +1,7 @@
 #include "actors/worker/worker_service.hpp"
 
 #include "actors/core/supervisor.hpp"
+#include "actors/worker/kv_handoff.hpp"
 #include "actors/worker/worker_endpoint.hpp"
 #include "planes/event/zmq_event_plane.hpp"
 #include "planes/request/zmq_request_plane.hpp"
@@ -53,7 +54,8 @@ worker_hooks make_hooks(uint64_t id, std::shared_ptr<planes::event_publisher> pu
 
 expected<std::unique_ptr<worker_service::slot>>
 start_slot(caf::actor_system& sys, planes::discovery_plane& discovery,
-           const worker_service_config& cfg, uint32_t index, engine_factory factory) {
+           const worker_service_config& cfg, uint32_t index, engine_factory factory,
+           const std::shared_ptr<planes::request_client>& client) {
   auto s = std::make_unique<worker_service::slot>();
   s->id = new_instance_id();
   planes::zmq_request_server_options ro;
@@ -72,6 +74,10 @@ start_slot(caf::actor_system& sys, planes::discovery_plane& discovery,
   endpoint_id ep{cfg.namespace_name, cfg.component, cfg.endpoint};
   if (auto ok = serve_worker(*s->server, ep.path(), s->handle); !ok)
     return ok.error();
+  endpoint_id push_ep{cfg.namespace_name, cfg.component, "kv_push"};
+  if (cfg.role == "prefill")
+    if (auto ok = serve_kv_push(*s->server, push_ep.path(), s->handle); !ok)
+      return ok.error();
 
   planes::instance_record rec;
   rec.endpoint = ep;
@@ -90,12 +96,24 @@ start_slot(caf::actor_system& sys, planes::discovery_plane& discovery,
 
   auto name = fmt::format("{}-{}", cfg.component, index);
   s->name = name + "-supervisor";
-  worker_config wc{s->id, name, std::chrono::milliseconds(100), cfg.detached};
+  worker_config wc;
+  wc.instance_id = s->id;
+  wc.name = name;
+  wc.detached = cfg.detached;
+  wc.role = cfg.role;
+  wc.transfer_address = s->server->address();
+  wc.kv_push_endpoint = push_ep.path();
+  bool disagg = cfg.role != "aggregated";
+  auto transport = cfg.kv_transport;
   auto hooks = make_hooks(s->id, s->publisher, s->reg, name);
   child_spec spec;
   spec.name = name;
-  spec.spawn = [wc, factory, hooks](caf::actor_system& sys2) {
-    return spawn_worker(sys2, wc, factory, hooks);
+  spec.spawn = [wc, factory, hooks, disagg, transport, client](caf::actor_system& sys2) {
+    // A fresh hand-off per incarnation: its receiver maps the new engine's KV memory.
+    auto w = wc;
+    if (disagg)
+      w.handoff = std::make_shared<kv_handoff>(kv_handoff_config{transport}, w.instance_id, client);
+    return spawn_worker(sys2, w, factory, hooks);
   };
   spec.on_spawn = [h = s->handle](const caf::actor& a) { h->set(a); };
   supervisor_config sc;
@@ -113,8 +131,11 @@ worker_service::start(caf::actor_system& sys, planes::discovery_plane& discovery
                       worker_service_config cfg, engine_factory_maker make_factory) {
   std::unique_ptr<worker_service> svc(new worker_service());
   svc->sys_ = &sys;
+  std::shared_ptr<planes::request_client> client;
+  if (cfg.role != "aggregated")
+    client = planes::make_zmq_request_client();
   for (uint32_t i = 0; i < cfg.num_workers; ++i) {
-    auto s = start_slot(sys, discovery, cfg, i, make_factory(i));
+    auto s = start_slot(sys, discovery, cfg, i, make_factory(i), client);
     if (!s)
       return s.error();
     svc->slots_.push_back(std::move(*s));

@@ -36,6 +36,7 @@ struct worker_service_config {
   std::string plane_host = "127.0.0.1";
   uint32_t num_workers = 1;
   bool detached = false;               ///< one thread per worker (real executors)
+  std::string kv_transport = "auto";   ///< disaggregation: auto | ucx | tcp | inproc
 };
 
 /// Makes the engine factory of worker `index` (0-based).

@@ -1,0 +1,62 @@
+// A worker's side of disaggregated prefill/decode: the KV transfer objects
+// (a receiver over the worker's KV memory on decode workers, a sender on
+// prefill workers, created on first use) and the kv_push RPC that a decode
+// worker sends to the prefill worker holding a prompt's blocks. Called from
+// the worker actor only; completion callbacks run on transport/plane threads.
+#pragma once
+
+#include "planes/request/request_plane.hpp"
+#include "planes/transfer/kv_transport.hpp"
+#include "runtime/engine/executor.hpp"
+#include "runtime/protocol/disagg.hpp"
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace dynamo::actors {
+
+struct kv_handoff_config {
+  std::string transport = "auto";                  ///< auto | ucx | tcp | inproc | cuda-ipc
+  std::chrono::milliseconds timeout{10'000};       ///< one transfer, end to end
+  double simulated_bandwidth = 64e9;               ///< bytes/s when the executor has no KV bytes (mocker)
+};
+
+class kv_handoff {
+public:
+  kv_handoff(kv_handoff_config cfg, uint64_t worker_id, std::shared_ptr<planes::request_client> client);
+  ~kv_handoff();
+
+  /// Decode side: how the prefill worker reaches this worker's KV memory.
+  [[nodiscard]] expected<std::vector<protocol::kv_connection_info>>
+  receiver_offers(const engine::kv_memory_view& mem);
+
+  /// Decode side: asks the prefill worker to push `req`'s blocks here; `done`
+  /// runs once with an empty error when every block landed.
+  void pull(const protocol::kv_prefill_result& source, protocol::kv_push_request req,
+            std::function<void(caf::error)> done);
+
+  /// Prefill side: pushes held blocks into a decode worker; `done` once.
+  void push(const engine::kv_memory_view& mem, const protocol::kv_push_request& req,
+            std::function<void(protocol::kv_transfer_status)> done);
+
+  /// Mocker: how long moving `blocks` blocks of `layout` would take.
+  [[nodiscard]] std::chrono::microseconds simulated_time(const protocol::kv_layout& layout,
+                                                         size_t blocks) const;
+
+  [[nodiscard]] const kv_handoff_config& config() const noexcept { return cfg_; }
+
+private:
+  kv_handoff_config cfg_;
+  uint64_t worker_id_;
+  std::shared_ptr<planes::request_client> client_;
+  std::unique_ptr<planes::kv_receiver> receiver_;
+  std::unique_ptr<planes::kv_sender> sender_;
+  uint64_t next_transfer_ = 1;
+};
+
+/// A region over an executor's KV memory.
+[[nodiscard]] planes::kv_region region_of(const engine::kv_memory_view& mem);
+
+} // namespace dynamo::actors

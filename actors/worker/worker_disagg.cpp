@@ -1,0 +1,128 @@
+// The worker actor's disaggregation hand-off (research/dynamo.md 4): prefill
+// workers hold a prompt's blocks and push them on request; decode workers pull
+// them, then the engine continues as if it had prefilled locally. A failed or
+// timed-out pull makes the engine prefill locally: no request is lost.
+#include "actors/worker/kv_handoff.hpp"
+#include "actors/worker/worker_state.hpp"
+#include "runtime/protocol/codec.hpp"
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace dynamo::actors::internal {
+
+void fill_prefill_result(worker_ptr self, protocol::engine_output& chunk) {
+  auto d = protocol::decode<protocol::disagg_params>(chunk.disagg);
+  if (!d || !d->prefill)
+    return;
+  auto& st = self->state;
+  d->prefill->prefill_worker_id = st.cfg.instance_id;
+  d->prefill->transfer_address = st.cfg.transfer_address;
+  d->prefill->transfer_endpoint = st.cfg.kv_push_endpoint;
+  chunk.disagg = protocol::encode(*d);
+}
+
+void start_pending_pulls(worker_ptr self) {
+  auto& st = self->state;
+  if (st.cfg.role != "decode" || !st.cfg.handoff)
+    return;
+  auto pulls = st.engine->pending_transfers();
+  if (pulls.empty())
+    return;
+  auto mem = st.engine->exec().kv_memory();
+  auto me = caf::actor_cast<caf::actor>(self);
+  for (auto& p : pulls) {
+    if (!mem) {
+      // No KV bytes (mocker): simulate the transfer time, and let the
+      // prefill worker free its hold.
+      auto t = st.cfg.handoff->simulated_time(p.source.layout, p.source_block_ids.size());
+      self->delayed_send(self, t, pull_done_atom::value, p.request_id, true, std::string{});
+      protocol::kv_push_request release{p.source.hold_id, {}, {}, p.source.layout, {}, true};
+      st.cfg.handoff->pull(p.source, std::move(release), [](caf::error) {});
+      continue;
+    }
+    auto offers = st.cfg.handoff->receiver_offers(*mem);
+    if (!offers) {
+      handle_pull_done(self, p.request_id, false, describe(offers.error()));
+      continue;
+    }
+    protocol::kv_push_request req{p.source.hold_id, p.source_block_ids, p.destination_block_ids,
+                                  mem->layout, *offers, true};
+    auto id = p.request_id;
+    st.cfg.handoff->pull(p.source, std::move(req), [me, id](caf::error err) {
+      caf::anon_send(me, pull_done_atom::value, id, !err, err ? describe(err) : std::string{});
+    });
+    // A pull that never answers falls back to local prefill.
+    self->delayed_send(self, st.cfg.handoff->config().timeout + std::chrono::seconds(1),
+                       pull_done_atom::value, id, false, std::string{"kv pull timed out"});
+  }
+}
+
+void handle_pull_done(worker_ptr self, const std::string& request_id, bool ok, const std::string& why) {
+  auto& st = self->state;
+  if (!st.engine->complete_transfer(request_id, ok))
+    return; // already completed (a late timeout or a late success)
+  if (!ok)
+    spdlog::warn("{}: KV pull for {} failed ({}); prefilling locally", st.cfg.name, request_id, why);
+  schedule_step(self);
+}
+
+namespace {
+
+void reply(const kv_push_job_ptr& job, protocol::kv_transfer_status status) {
+  if (job->reply)
+    job->reply(status);
+}
+
+protocol::kv_transfer_status failed(worker_ptr self, errc code, std::string why) {
+  return protocol::failed_status(0, self->state.cfg.instance_id, make_error(code, std::move(why)));
+}
+
+} // namespace
+
+void handle_kv_push(worker_ptr self, const kv_push_job_ptr& job) {
+  auto& st = self->state;
+  auto& req = job->request;
+  auto held = st.engine->held_blocks(req.hold_id);
+  if (!held)
+    return reply(job, failed(self, errc::not_found, "no held blocks named " + req.hold_id));
+  bool subset = std::all_of(req.source_block_ids.begin(), req.source_block_ids.end(), [&](uint32_t b) {
+    return std::find(held->begin(), held->end(), b) != held->end();
+  });
+  if (!subset)
+    return reply(job, failed(self, errc::invalid_argument, "kv_push names blocks the hold does not have"));
+  auto mem = st.engine->exec().kv_memory();
+  if (req.source_block_ids.empty() || !mem || !st.cfg.handoff) {
+    // A pure release (or a mocker: no bytes to move).
+    if (req.release)
+      (void) st.engine->release_hold(req.hold_id);
+    protocol::kv_transfer_status ok;
+    ok.source_worker_id = st.cfg.instance_id;
+    return reply(job, ok);
+  }
+  auto me = caf::actor_cast<caf::actor>(self);
+  st.cfg.handoff->push(*mem, req, [me, job](protocol::kv_transfer_status status) {
+    caf::anon_send(me, push_done_atom::value, job, std::move(status));
+  });
+}
+
+void handle_push_done(worker_ptr self, const kv_push_job_ptr& job,
+                      const protocol::kv_transfer_status& status) {
+  if (job->request.release)
+    (void) self->state.engine->release_hold(job->request.hold_id);
+  if (!status.ok())
+    spdlog::warn("{}: KV push of {} failed: {}", self->state.cfg.name, job->request.hold_id,
+                 status.message);
+  reply(job, status);
+}
+
+void expire_holds(worker_ptr self) {
+  auto& st = self->state;
+  if (auto n = st.engine->release_expired_holds(clock::now(), st.cfg.hold_ttl); n > 0)
+    spdlog::warn("{}: freed {} prefill hold(s) nobody pulled within {} ms", st.cfg.name, n,
+                 st.cfg.hold_ttl.count());
+}
+
+} // namespace dynamo::actors::internal
