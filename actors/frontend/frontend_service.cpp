@@ -133,6 +133,10 @@ void frontend_service::count_migration(std::string_view model, bool ongoing) {
     .inc();
 }
 
+void frontend_service::count_disagg(std::string_view model, bool remote) {
+  ctx_->metrics->disagg_requests_total->with({std::string{model}, remote ? "remote" : "local_fallback"}).inc();
+}
+
 int64_t frontend_service::drain_and_stop(std::chrono::milliseconds grace) {
   ctx_->draining.store(true);
   auto deadline = std::chrono::steady_clock::now() + grace;

@@ -62,6 +62,8 @@ public:
 
   /// Counts a request migration (dynamo_frontend_model_migration_total).
   void count_migration(std::string_view model, bool ongoing);
+  /// Counts a prefill-first request (dynamo_frontend_disagg_requests_total).
+  void count_disagg(std::string_view model, bool remote);
 
 private:
   frontend_service(caf::actor_system& sys, std::shared_ptr<frontend_context> ctx);

@@ -73,8 +73,8 @@ struct migrating_request : engine::generation, std::enable_shared_from_this<migr
     j->callbacks.on_chunk = [result](protocol::engine_output chunk) {
       if (chunk.finish == protocol::finish_reason::none || chunk.disagg.empty())
         return;
-      if (auto p = protocol::decode<protocol::disagg_params>(chunk.disagg); p && p->prefill)
-        *result = std::move(*p->prefill);
+      if (auto p = protocol::decode<protocol::kv_prefill_result>(chunk.disagg))
+        *result = std::move(*p);
     };
     j->callbacks.on_end = [self, result](const caf::error& err) {
       bool cancelled_now;
@@ -88,9 +88,13 @@ struct migrating_request : engine::generation, std::enable_shared_from_this<migr
         spdlog::warn("request {}: remote prefill failed ({}); prefilling locally",
                      self->original.request_id, err ? describe(err) : "no prefill result");
         self->stats->disagg_fallbacks++;
+        if (self->cfg.on_disagg)
+          self->cfg.on_disagg(self->original.model, false);
         return self->start_attempt();
       }
       self->stats->disagg_requests++;
+      if (self->cfg.on_disagg)
+        self->cfg.on_disagg(self->original.model, true);
       protocol::disagg_params d{protocol::disagg_role::decode, std::move(**result)};
       self->start_attempt(std::chrono::milliseconds{0}, protocol::encode(d));
     };

@@ -41,6 +41,9 @@ struct routed_client_config {
   std::chrono::milliseconds retry_window{10'000};
   /// Called for every re-route (ongoing: tokens had been delivered already).
   std::function<void(const std::string& model, bool ongoing)> on_migration;
+  /// Called once per prefill-first request: remote (KV from a prefill worker)
+  /// or false when the remote prefill failed and the decode worker prefills.
+  std::function<void(const std::string& model, bool remote)> on_disagg;
   /// Disaggregation: prompts of at least this many tokens are prefilled on a
   /// prefill worker (when the model has any) and decoded elsewhere; shorter
   /// ones are prefilled locally by the decode worker (conditional disagg).

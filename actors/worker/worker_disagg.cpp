@@ -14,14 +14,14 @@
 namespace dynamo::actors::internal {
 
 void fill_prefill_result(worker_ptr self, protocol::engine_output& chunk) {
-  auto d = protocol::decode<protocol::disagg_params>(chunk.disagg);
-  if (!d || !d->prefill)
+  auto r = protocol::decode<protocol::kv_prefill_result>(chunk.disagg);
+  if (!r)
     return;
   auto& st = self->state;
-  d->prefill->prefill_worker_id = st.cfg.instance_id;
-  d->prefill->transfer_address = st.cfg.transfer_address;
-  d->prefill->transfer_endpoint = st.cfg.kv_push_endpoint;
-  chunk.disagg = protocol::encode(*d);
+  r->prefill_worker_id = st.cfg.instance_id;
+  r->transfer_address = st.cfg.transfer_address;
+  r->transfer_endpoint = st.cfg.kv_push_endpoint;
+  chunk.disagg = protocol::encode(*r);
 }
 
 void start_pending_pulls(worker_ptr self) {

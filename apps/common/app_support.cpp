@@ -80,6 +80,7 @@ actors::model_watcher_config connect_frontend(actors::model_watcher_config cfg,
   cfg.client.on_migration = [&fe](const std::string& model, bool ongoing) {
     fe.count_migration(model, ongoing);
   };
+  cfg.client.on_disagg = [&fe](const std::string& model, bool remote) { fe.count_disagg(model, remote); };
   cfg.on_model_removed = [&fe](const std::string& name) {
     if (fe.remove_model(name))
       spdlog::warn("model {} removed: no workers left", name);
@@ -93,8 +94,8 @@ namespace {
 class process_admin final : public admin::admin_backend {
 public:
   process_admin(std::string kind, caf::actor_system& sys, planes::discovery_plane& d, std::string ns,
-                actors::worker_service* w)
-    : kind_(std::move(kind)), sys_(sys), discovery_(d), ns_(std::move(ns)), workers_(w) {}
+                std::vector<actors::worker_service*> w)
+    : kind_(std::move(kind)), sys_(sys), discovery_(d), ns_(std::move(ns)), workers_(std::move(w)) {}
 
   std::string process_kind() const override { return kind_; }
 
@@ -107,11 +108,13 @@ public:
   }
 
   expected<void> drain(uint64_t id, bool on) override {
-    auto index = workers_ ? workers_->index_of(id) : std::nullopt;
-    if (!index)
-      return make_error(errc::not_found, fmt::format("worker {:016x} is not hosted by this process", id));
-    workers_->set_draining(*index, on);
-    return {};
+    for (auto* w : workers_) {
+      if (auto index = w->index_of(id)) {
+        w->set_draining(*index, on);
+        return {};
+      }
+    }
+    return make_error(errc::not_found, fmt::format("worker {:016x} is not hosted by this process", id));
   }
 
   expected<void> restart(const std::string& name) override {
@@ -120,28 +123,34 @@ public:
 
 private:
   admin::supervisor_list supervisors() const {
-    return workers_ ? workers_->supervisors() : admin::supervisor_list{};
+    admin::supervisor_list all;
+    for (auto* w : workers_) {
+      auto some = w->supervisors();
+      all.insert(all.end(), some.begin(), some.end());
+    }
+    return all;
   }
 
   std::string kind_;
   caf::actor_system& sys_;
   planes::discovery_plane& discovery_;
   std::string ns_;
-  actors::worker_service* workers_;
+  std::vector<actors::worker_service*> workers_;
 };
 
 } // namespace
 
 expected<std::unique_ptr<admin::admin_service>>
 start_admin(const config::admin_config& cfg, std::string process_kind, caf::actor_system& sys,
-            planes::discovery_plane& discovery, std::string ns, actors::worker_service* workers) {
+            planes::discovery_plane& discovery, std::string ns,
+            std::vector<actors::worker_service*> workers) {
   if (!cfg.enabled)
     return std::unique_ptr<admin::admin_service>{};
   admin::admin_options o;
   o.host = cfg.host;
   o.port = cfg.port;
   o.token = cfg.token;
-  auto backend = std::make_shared<process_admin>(std::move(process_kind), sys, discovery, std::move(ns), workers);
+  auto backend = std::make_shared<process_admin>(std::move(process_kind), sys, discovery, std::move(ns), std::move(workers));
   auto svc = admin::admin_service::start(o, backend);
   if (!svc)
     return svc.error();

@@ -14,6 +14,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace dynamo::frontend {
 class frontend_service;
@@ -48,12 +49,13 @@ make_discovery(const config::discovery_config& cfg);
                                                     frontend::frontend_service& frontend);
 
 /// Starts the admin REST API of this process when `cfg.enabled` (nullptr
-/// otherwise): supervisors of `workers` (if any), instances of namespace `ns`,
+/// otherwise): supervisors of `workers` (none or several), instances of namespace `ns`,
 /// drain/undrain of hosted workers, restart of supervised actors.
 /// `workers` and `discovery` must outlive the returned service.
 [[nodiscard]] expected<std::unique_ptr<admin::admin_service>>
 start_admin(const config::admin_config& cfg, std::string process_kind, caf::actor_system& sys,
-            planes::discovery_plane& discovery, std::string ns, actors::worker_service* workers);
+            planes::discovery_plane& discovery, std::string ns,
+            std::vector<actors::worker_service*> workers);
 
 /// Exits the process with a message naming the failure (start-up errors).
 [[noreturn]] void die(std::string_view program, const caf::error& err);

@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   mw.router.kv = cfg->router.kv;
   mw.client.migration_limit = cfg->router.migration_limit;
   mw.client.migration_max_seq_len = cfg->router.migration_max_seq_len;
+  mw.client.max_local_prefill_length = cfg->disagg.max_local_prefill_length;
   if (cfg->router.standalone) {
     mw.components = {"router"};
     mw.router.mode = route::router_mode::round_robin; // across router replicas
@@ -57,7 +58,7 @@ int main(int argc, char** argv) {
                                               apps::connect_frontend(mw, **fe), actors::load_model_assets);
   if (!watcher)
     apps::die("dynamo-frontend", watcher.error());
-  auto admin = apps::start_admin(cfg->admin, "frontend", *rt.system, **discovery, cfg->namespace_name, nullptr);
+  auto admin = apps::start_admin(cfg->admin, "frontend", *rt.system, **discovery, cfg->namespace_name, {});
   if (!admin)
     apps::die("dynamo-frontend", admin.error());
   spdlog::info("dynamo-frontend: listening on http://{}:{} (namespace {}, router {}{})", fo.http.host,

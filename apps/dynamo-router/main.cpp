@@ -37,11 +37,12 @@ int main(int argc, char** argv) {
   rc.watcher.router.mode = cfg->router.mode;
   rc.watcher.router.kv = cfg->router.kv;
   rc.watcher.client.migration_limit = cfg->router.migration_limit;
+  rc.watcher.client.max_local_prefill_length = cfg->disagg.max_local_prefill_length;
   rc.watcher.client.migration_max_seq_len = cfg->router.migration_max_seq_len;
   auto svc = actors::router_service::start(*rt.system, **discovery, rc);
   if (!svc)
     apps::die("dynamo-router", svc.error());
-  auto admin = apps::start_admin(cfg->admin, "router", *rt.system, **discovery, cfg->namespace_name, nullptr);
+  auto admin = apps::start_admin(cfg->admin, "router", *rt.system, **discovery, cfg->namespace_name, {});
   if (!admin)
     apps::die("dynamo-router", admin.error());
   spdlog::info("dynamo-router: serving at {} (router {})", (*svc)->address(),

@@ -28,6 +28,9 @@ struct run_options {
   config::router_config router;
   config::admin_config admin;
   uint32_t admin_port = 0;
+  bool disagg = false;
+  uint32_t prefill_workers = 1, decode_workers = 1;
+  config::disagg_config disagg_opts;
 };
 
 expected<bool> parse(int argc, char** argv, run_options& o) {
@@ -52,6 +55,12 @@ expected<bool> parse(int argc, char** argv, run_options& o) {
     .option("enable-prefix-caching", &o.pool.engine_opts.prefix_caching, "reuse cached KV blocks across requests")
     .option("speedup-ratio", &o.pool.mocker.speedup_ratio, "mocker: divide simulated time by this (0: no delay)")
     .option("decode-speedup-ratio", &o.pool.mocker.decode_speedup_ratio, "mocker: extra divisor for decode time")
+    .option("disagg", &o.disagg, "disaggregated serving: separate prefill and decode workers")
+    .option("prefill-workers", &o.prefill_workers, "--disagg: prefill workers")
+    .option("decode-workers", &o.decode_workers, "--disagg: decode workers")
+    .option("max-local-prefill-length", &o.disagg_opts.max_local_prefill_length,
+            "--disagg: shorter prompts are prefilled on the decode worker")
+    .option("kv-transfer", &o.disagg_opts.transfer, "--disagg: KV hand-off transport: auto | ucx | tcp | inproc")
     .option("router-mode", &o.router_mode, "round-robin | random | kv")
     .option("migration-limit", &o.router.migration_limit, "re-routes of a request whose worker died")
     .option("shutdown-grace-ms", &o.grace_ms, "on SIGTERM/SIGINT, time for in-flight requests to finish")
@@ -63,6 +72,7 @@ expected<bool> parse(int argc, char** argv, run_options& o) {
   apps::add_router_flags(c, o.router.kv);
   c.epilog("Examples:\n  dynamo-run in=http                       # SmolLM2 on the CPU at :8000\n"
            "  dynamo-run in=http out=mocker --num-workers 4 --router-mode kv --speedup-ratio 0\n"
+           "  dynamo-run in=http --disagg --prefill-workers 1 --decode-workers 1\n"
            "Then: curl localhost:8000/v1/chat/completions -d '{\"model\":\"...\",\"messages\":[...]}'");
   return c.parse(argc, argv);
 }
@@ -94,6 +104,12 @@ expected<void> finish_options(run_options& o) {
   o.admin.port = static_cast<uint16_t>(o.admin_port);
   if (o.pool.replicas == 0)
     return make_error(errc::invalid_argument, "--num-workers must be >= 1");
+  if (o.disagg && (o.prefill_workers == 0 || o.decode_workers == 0))
+    return make_error(errc::invalid_argument, "--disagg needs --prefill-workers and --decode-workers >= 1");
+  if (o.disagg && o.disagg_opts.transfer != "auto" && o.disagg_opts.transfer != "ucx" &&
+      o.disagg_opts.transfer != "tcp" && o.disagg_opts.transfer != "inproc")
+    return make_error(errc::invalid_argument, "--kv-transfer " + o.disagg_opts.transfer +
+                                                  ": expected auto, ucx, tcp or inproc");
   return {};
 }
 
@@ -118,17 +134,31 @@ int main(int argc, char** argv) {
   if (!discovery)
     apps::die("dynamo-run", discovery.error());
 
-  auto setup = actors::prepare_engines(o.pool, static_cast<size_t>(o.kv_cache_mib * 1048576.0));
-  if (!setup)
-    apps::die("dynamo-run", setup.error());
-  actors::worker_service_config wc;
-  wc.component = o.pool.name;
-  wc.card = setup->plan.card;
-  wc.num_workers = o.pool.replicas;
-  wc.detached = setup->plan.detached;
-  auto workers = actors::worker_service::start(*rt.system, **discovery, wc, setup->make_factory);
-  if (!workers)
-    apps::die("dynamo-run", workers.error());
+  // Aggregated: one pool "backend". Disaggregated: "prefill" (role prefill)
+  // and "backend" (role decode) over the same model.
+  std::vector<std::unique_ptr<actors::worker_service>> services;
+  auto start_pool = [&](const std::string& component, const std::string& role, uint32_t n) {
+    auto setup = actors::prepare_engines(o.pool, static_cast<size_t>(o.kv_cache_mib * 1048576.0));
+    if (!setup)
+      apps::die("dynamo-run", setup.error());
+    actors::worker_service_config wc;
+    wc.component = component;
+    wc.role = role;
+    wc.card = setup->plan.card;
+    wc.num_workers = n;
+    wc.detached = setup->plan.detached;
+    wc.kv_transport = o.disagg_opts.transfer;
+    auto svc = actors::worker_service::start(*rt.system, **discovery, wc, setup->make_factory);
+    if (!svc)
+      apps::die("dynamo-run", svc.error());
+    services.push_back(std::move(*svc));
+  };
+  if (o.disagg) {
+    start_pool("prefill", "prefill", o.prefill_workers);
+    start_pool(o.pool.name, "decode", o.decode_workers);
+  } else {
+    start_pool(o.pool.name, "aggregated", o.pool.replicas);
+  }
 
   frontend::frontend_options fo;
   fo.http.host = o.http_host;
@@ -142,25 +172,32 @@ int main(int argc, char** argv) {
   mw.router.mode = o.router.mode;
   mw.router.kv = o.router.kv;
   mw.client.migration_limit = o.router.migration_limit;
+  mw.client.max_local_prefill_length = o.disagg_opts.max_local_prefill_length;
   auto watcher = actors::model_watcher::start(*rt.system, **discovery,
                                               apps::connect_frontend(mw, **fe), actors::load_model_assets);
   if (!watcher)
     apps::die("dynamo-run", watcher.error());
 
-  auto admin = apps::start_admin(o.admin, "dynamo-run", *rt.system, **discovery, "dynamo", workers->get());
+  std::vector<actors::worker_service*> hosted;
+  for (auto& svc : services)
+    hosted.push_back(svc.get());
+  auto admin = apps::start_admin(o.admin, "dynamo-run", *rt.system, **discovery, "dynamo", hosted);
   if (!admin)
     apps::die("dynamo-run", admin.error());
-  spdlog::info("dynamo-run: serving '{}' ({} x {}, router {}) at http://{}:{}/v1", o.pool.model,
-               o.pool.replicas, config::to_string(o.pool.engine), route::to_string(o.router.mode),
-               o.http_host, (*fe)->port());
+  auto shape = o.disagg ? fmt::format("{} prefill + {} decode x {}", o.prefill_workers, o.decode_workers,
+                                      config::to_string(o.pool.engine))
+                        : fmt::format("{} x {}", o.pool.replicas, config::to_string(o.pool.engine));
+  spdlog::info("dynamo-run: serving '{}' ({}, router {}) at http://{}:{}/v1", o.pool.model, shape,
+               route::to_string(o.router.mode), o.http_host, (*fe)->port());
   int sig = apps::wait_for_shutdown();
   spdlog::info("dynamo-run: signal {}; draining (grace {} ms)", sig, o.grace_ms);
   auto grace = std::chrono::milliseconds(o.grace_ms);
   auto left = (*fe)->drain_and_stop(grace);
-  (*workers)->shutdown(std::chrono::milliseconds(100));
+  for (auto& svc : services)
+    (void) svc->shutdown(std::chrono::milliseconds(100));
   admin->reset();
   watcher->reset();
-  workers->reset();
+  services.clear();
   spdlog::info("dynamo-run: stopped ({} request(s) cut)", left);
   return 0;
 }

@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   wc.namespace_name = cfg->namespace_name;
   wc.component = pool->name;
   wc.role = std::string{config::to_string(pool->role)};
+  wc.kv_transport = cfg->disagg.transfer;
   wc.card = setup->plan.card;
   wc.plane_host = cfg->plane_host;
   wc.num_workers = workers ? workers : pool->workers_per_process;
@@ -55,7 +56,7 @@ int main(int argc, char** argv) {
   auto svc = actors::worker_service::start(*rt.system, **discovery, wc, setup->make_factory);
   if (!svc)
     apps::die("dynamo-worker", svc.error());
-  auto admin = apps::start_admin(cfg->admin, "worker", *rt.system, **discovery, cfg->namespace_name, svc->get());
+  auto admin = apps::start_admin(cfg->admin, "worker", *rt.system, **discovery, cfg->namespace_name, {svc->get()});
   if (!admin)
     apps::die("dynamo-worker", admin.error());
   spdlog::info("dynamo-worker: pool {} ({} x {}, model {}) ready", pool->name, wc.num_workers,

@@ -105,6 +105,11 @@ frontend_metrics::create(registry& reg, const frontend_metrics_config& cfg) {
                             "Requests re-routed to another worker after theirs failed",
                             {"model", "migration_type"}),
             m->model_migration_total));
+  step(take(reg.add_counter(name("disagg_requests_total"),
+                            "Requests sent prefill-first to a prefill worker (remote) or prefilled "
+                            "locally after the remote prefill failed (local_fallback)",
+                            {"model", "prefill"}),
+            m->disagg_requests_total));
   step(take(reg.add_histogram(name("time_to_first_token_seconds"), "Time to first token in seconds",
                               model, cfg.time_to_first_token.bounds()),
             m->time_to_first_token));

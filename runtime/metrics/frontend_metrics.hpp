@@ -62,6 +62,7 @@ public:
   histogram_family* time_to_first_token = nullptr; ///< model, seconds
   histogram_family* inter_token_latency = nullptr; ///< model, seconds
   counter_family* model_migration_total = nullptr; ///< model, migration_type (new_request|ongoing_request)
+  counter_family* disagg_requests_total = nullptr; ///< model, prefill (remote|local_fallback)
 
 private:
   frontend_metrics() = default;
