@@ -6,6 +6,7 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -90,6 +91,11 @@ void run_step(worker_ptr self) {
   after_step(self);
 }
 
+// How often expired prefill holds are looked for: a quarter of their TTL, 10 ms..1 s.
+std::chrono::milliseconds housekeeping_interval(const worker_config& cfg) {
+  return std::clamp(cfg.hold_ttl / 4, std::chrono::milliseconds{10}, std::chrono::milliseconds{1000});
+}
+
 void reject(const generate_job& job, errc code, std::string why) {
   protocol::engine_output out;
   out.finish = protocol::finish_reason::error;
@@ -124,7 +130,7 @@ caf::actor spawn_worker(caf::actor_system& sys, worker_config cfg, engine_factor
     }
     st.engine = std::move(*engine);
     publish_load(self, true);
-    self->delayed_send(self, std::chrono::seconds(1), housekeep_atom::value);
+    self->delayed_send(self, housekeeping_interval(cfg), housekeep_atom::value);
     return {
       [self](generate_atom, generate_job_ptr& job) {
         auto& st = self->state;
@@ -148,7 +154,7 @@ caf::actor spawn_worker(caf::actor_system& sys, worker_config cfg, engine_factor
       },
       [self](housekeep_atom) {
         expire_holds(self);
-        self->delayed_send(self, std::chrono::seconds(1), housekeep_atom::value);
+        self->delayed_send(self, housekeeping_interval(self->state.cfg), housekeep_atom::value);
       },
       [self](abort_atom, const std::string& request_id) {
         if (self->state.engine->abort(request_id))

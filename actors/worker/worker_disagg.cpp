@@ -34,28 +34,33 @@ void start_pending_pulls(worker_ptr self) {
   auto mem = st.engine->exec().kv_memory();
   auto me = caf::actor_cast<caf::actor>(self);
   for (auto& p : pulls) {
-    if (!mem) {
-      // No KV bytes (mocker): simulate the transfer time, and let the
-      // prefill worker free its hold.
-      auto t = st.cfg.handoff->simulated_time(p.source.layout, p.source_block_ids.size());
-      self->delayed_send(self, t, pull_done_atom::value, p.request_id, true, std::string{});
-      protocol::kv_push_request release{p.source.hold_id, {}, {}, p.source.layout, {}, true};
-      st.cfg.handoff->pull(p.source, std::move(release), [](caf::error) {});
-      continue;
-    }
-    auto offers = st.cfg.handoff->receiver_offers(*mem);
-    if (!offers) {
-      handle_pull_done(self, p.request_id, false, describe(offers.error()));
-      continue;
-    }
-    protocol::kv_push_request req{p.source.hold_id, p.source_block_ids, p.destination_block_ids,
-                                  mem->layout, *offers, true};
     auto id = p.request_id;
-    st.cfg.handoff->pull(p.source, std::move(req), [me, id](caf::error err) {
-      caf::anon_send(me, pull_done_atom::value, id, !err, err ? describe(err) : std::string{});
+    protocol::kv_push_request req{p.source.hold_id, p.source_block_ids, p.destination_block_ids,
+                                  p.source.layout, {}, true};
+    std::chrono::microseconds simulated{0};
+    if (mem) {
+      auto offers = st.cfg.handoff->receiver_offers(*mem);
+      if (!offers) {
+        handle_pull_done(self, id, false, describe(offers.error()));
+        continue;
+      }
+      req.layout = mem->layout;
+      req.offers = std::move(*offers);
+    } else {
+      // No KV bytes (mocker): the prefill worker checks and releases its hold
+      // (so a lost prefill worker fails the pull as it would with bytes), and
+      // the transfer time is simulated from the layout.
+      simulated = st.cfg.handoff->simulated_time(p.source.layout, p.source_block_ids.size());
+    }
+    st.cfg.handoff->pull(p.source, std::move(req), [me, id, simulated](caf::error err) {
+      std::string why = err ? describe(err) : std::string{};
+      if (simulated.count() > 0 && !err)
+        caf::delayed_anon_send(me, simulated, pull_done_atom::value, id, true, std::move(why));
+      else
+        caf::anon_send(me, pull_done_atom::value, id, !err, std::move(why));
     });
     // A pull that never answers falls back to local prefill.
-    self->delayed_send(self, st.cfg.handoff->config().timeout + std::chrono::seconds(1),
+    self->delayed_send(self, st.cfg.handoff->config().timeout + simulated + std::chrono::seconds(1),
                        pull_done_atom::value, id, false, std::string{"kv pull timed out"});
   }
 }
