@@ -8,7 +8,11 @@ the transfer plane), sends the same greedy requests to both and checks:
     did not, and none fell back to a local prefill;
   - the disaggregated server logged no failed KV pull.
 
-usage: disagg_test.py --dynamo-run PATH [--engine mocker|engine] [--threshold N]
+With --launch PATH the disaggregated side is a multi-process cluster instead
+(dynamo-launch over a generated cluster config: frontend, prefill and decode
+dynamo-worker processes, KV between processes).
+
+usage: disagg_test.py --dynamo-run PATH [--launch PATH] [--engine mocker|engine] [--threshold N]
 exit 77 (skip) when --engine engine and the default model is absent."""
 import argparse
 import concurrent.futures
@@ -34,10 +38,13 @@ def check(cond, what):
 
 
 class Server:
-    def __init__(self, binary, args, name):
-        self.port = free_port()
+    def __init__(self, binary, args, name, port=None):
+        self.port = port or free_port()
         self.log = tempfile.NamedTemporaryFile(prefix=f"dynamo-{name}-", suffix=".log", delete=False)
-        cmd = [binary, "in=http", "--http-host", "127.0.0.1", "--http-port", str(self.port)] + args
+        if port:  # a launcher: its config names the port
+            cmd = [binary] + args
+        else:
+            cmd = [binary, "in=http", "--http-host", "127.0.0.1", "--http-port", str(self.port)] + args
         print(f"{name}: {' '.join(cmd)}", flush=True)
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
 
@@ -73,6 +80,21 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+
+def wait_models(server, timeout):
+    """A cluster's frontend is healthy before its workers register."""
+    import time
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(server.url("/v1/models"), timeout=2) as r:
+                if json.loads(r.read())["data"]:
+                    return True
+        except Exception:
+            pass
+        time.sleep(0.1)
+    return False
 
 
 def request_body(model, engine, text, stream):
@@ -120,11 +142,27 @@ def prompts(engine):
     return ["hi", " ".join(words), " ".join(words * 8), " ".join(words[i % 7] for i in range(200))]
 
 
+def cluster_config(engine, threshold, port, root):
+    if engine == "engine":
+        path = os.environ.get("DYNAMO_MODEL_PATH") or os.path.expanduser(
+            "~/.cache/dynamo/models/SmolLM2-135M-Instruct.Q4_1.gguf")
+        pool = (f"    engine: cpu\n    model: SmolLM2-135M-Instruct.Q4_1\n    model_path: {path}\n"
+                "    engine_args: {threads: 1, kv_blocks: 512}\n")
+    else:
+        pool = "    engine: mocker\n    model: mocker\n    mocker: {speedup_ratio: 5}\n"
+    return (f"namespace: disagg-test\ndiscovery:\n  backend: file\n  root: {root}\n"
+            f"frontend:\n  host: 127.0.0.1\n  port: {port}\nrouter:\n  mode: kv\n"
+            f"disagg:\n  max_local_prefill_length: {threshold}\nshutdown_grace_ms: 2000\npools:\n"
+            f"  - name: prefill\n    role: prefill\n    replicas: 1\n{pool}"
+            f"  - name: decode\n    role: decode\n    replicas: 2\n{pool}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dynamo-run", required=True)
     ap.add_argument("--engine", default="mocker", choices=["mocker", "engine"])
     ap.add_argument("--threshold", type=int, default=48)
+    ap.add_argument("--launch", help="dynamo-launch: the disaggregated side as a multi-process cluster")
     args = ap.parse_args()
 
     common = []
@@ -138,12 +176,20 @@ def main():
     else:
         common = ["out=mocker", "--speedup-ratio", "5"]
     agg = Server(args.dynamo_run, common + ["--num-workers", "1"], "aggregated")
-    dis = Server(args.dynamo_run, common + ["--disagg", "--prefill-workers", "1", "--decode-workers", "2",
-                                             "--max-local-prefill-length", str(args.threshold)],
-                 "disaggregated")
+    if args.launch:
+        workdir = tempfile.mkdtemp(prefix="dynamo-disagg-cluster-")
+        config = os.path.join(workdir, "cluster.yaml")
+        port = free_port()
+        with open(config, "w") as f:
+            f.write(cluster_config(args.engine, args.threshold, port, os.path.join(workdir, "discovery")))
+        dis = Server(args.launch, ["--config", config], "cluster", port=port)
+    else:
+        dis = Server(args.dynamo_run, common + ["--disagg", "--prefill-workers", "1", "--decode-workers", "2",
+                                                 "--max-local-prefill-length", str(args.threshold)],
+                     "disaggregated")
     try:
         for s in (agg, dis):
-            if not wait_healthy(s.port, s.proc, 120):
+            if not wait_healthy(s.port, s.proc, 120) or not wait_models(s, 60):
                 print(s.log_text(), file=sys.stderr)
                 print("server did not become healthy", file=sys.stderr)
                 return 1
@@ -151,6 +197,18 @@ def main():
             model = json.loads(r.read())["data"][0]["id"]
         print("model:", model)
 
+        if args.launch:
+            # Processes register in any order: wait until the prefill pool is
+            # in use (a long probe goes prefill-first), then count from there.
+            import time
+            deadline = time.time() + 60
+            while dis.metric("dynamo_frontend_disagg_requests_total", prefill="remote") == 0:
+                if time.time() > deadline:
+                    check(False, "the cluster's prefill workers joined within 60 s")
+                    return 1
+                answer(dis, model, args.engine, prompts(args.engine)[-1])
+                time.sleep(0.2)
+        base_remote = dis.metric("dynamo_frontend_disagg_requests_total", prefill="remote")
         expected_remote = 0
         for text in prompts(args.engine):
             want, n = answer(agg, model, args.engine, text)
@@ -173,7 +231,7 @@ def main():
         expected_remote += 8 if n >= args.threshold else 0
         check(all(g == want for g in got), "8 concurrent prefill-first requests all give the aggregated answer")
 
-        remote = dis.metric("dynamo_frontend_disagg_requests_total", prefill="remote")
+        remote = dis.metric("dynamo_frontend_disagg_requests_total", prefill="remote") - base_remote
         fallback = dis.metric("dynamo_frontend_disagg_requests_total", prefill="local_fallback")
         check(expected_remote > 0, "some prompts are long enough for prefill-first")
         check(remote == expected_remote, f"prefill-first requests: {remote:.0f} (expected {expected_remote})")
