@@ -45,6 +45,7 @@ struct model_watcher::impl {
   std::map<uint64_t, std::pair<std::string, std::string>> instance_model_addr; ///< id -> (model, event addr)
   std::map<uint64_t, caf::actor> router_of; ///< instance -> the router it belongs to (events)
   std::set<uint64_t> prefill_instances;
+  std::set<std::string> unlisted; ///< models whose instances all left (kept for their requests)
   std::unique_ptr<planes::event_subscriber> subscriber;
   std::unique_ptr<planes::discovery_watch> watch;
 
@@ -64,8 +65,21 @@ struct model_watcher::impl {
   }
 
   served_model* ensure_model(const protocol::model_card& card) {
-    if (auto it = models.find(card.name); it != models.end())
-      return &it->second;
+    if (auto it = models.find(card.name); it != models.end()) {
+      if (!unlisted.count(card.name))
+        return &it->second;
+      // Its workers are back. Same card: list the same router and client
+      // again (requests parked on them meanwhile go on); else start afresh.
+      unlisted.erase(card.name);
+      const auto& old = it->second.card;
+      if (old.source == card.source && old.kv_block_size == card.kv_block_size) {
+        if (cfg.on_model_added)
+          cfg.on_model_added(it->second);
+        return &it->second;
+      }
+      retire(it->second);
+      models.erase(it);
+    }
     auto assets = loader(card);
     if (!assets) {
       spdlog::error("model {}: cannot load tokenizer/template from '{}': {}", card.name,
@@ -154,18 +168,21 @@ struct model_watcher::impl {
       (void) subscriber->disconnect(event_addr);
     caf::anon_send(router, remove_worker_atom::value, rec.instance);
     if (last) {
+      // Unlisted, not destroyed: requests in flight hold its router and park
+      // there (router_actor_config::no_worker_wait) until workers return.
       spdlog::warn("model {}: last instance gone", model_name);
       if (cfg.on_model_removed)
         cfg.on_model_removed(model_name);
       std::lock_guard lk{mtx};
-      if (instances_by_model[model_name].empty()) {
-        caf::anon_send_exit(models[model_name].router, caf::exit_reason::user_shutdown);
-        if (models[model_name].prefill)
-          caf::anon_send_exit(models[model_name].prefill->router, caf::exit_reason::user_shutdown);
-        models.erase(model_name);
-        instances_by_model.erase(model_name);
-      }
+      if (instances_by_model[model_name].empty())
+        unlisted.insert(model_name);
     }
+  }
+
+  static void retire(served_model& m) {
+    caf::anon_send_exit(m.router, caf::exit_reason::user_shutdown);
+    if (m.prefill)
+      caf::anon_send_exit(m.prefill->router, caf::exit_reason::user_shutdown);
   }
 
   std::shared_ptr<planes::request_client> shared_client() {
@@ -188,8 +205,10 @@ model_watcher::start(caf::actor_system& sys, planes::discovery_plane& discovery,
   planes::zmq_event_subscriber_options so;
   so.callbacks.on_event = [p](const planes::event_envelope& env) { p->on_kv_event(env); };
   so.callbacks.on_gap = [](const planes::event_gap& gap) {
-    spdlog::warn("kv events from {:016x} lost: expected #{}, got #{} (index may be stale)",
-                 gap.publisher_id, gap.expected, gap.got);
+    // A late join or a dropped message: the router's event sequencer sees the
+    // same gap in the KV event ids and re-syncs from the worker.
+    spdlog::debug("kv events from {:016x}: missed #{}..#{} on the event plane", gap.publisher_id,
+                  gap.expected, gap.got - 1);
   };
   p->subscriber = planes::make_zmq_event_subscriber(so);
   if (auto ok = p->subscriber->subscribe(std::string{"kv-events"}); !ok)
@@ -218,16 +237,16 @@ model_watcher::start(caf::actor_system& sys, planes::discovery_plane& discovery,
 model_watcher::~model_watcher() {
   impl_->watch.reset(); // no more callbacks
   std::lock_guard lk{impl_->mtx};
-  for (auto& [name, m] : impl_->models) {
-    caf::anon_send_exit(m.router, caf::exit_reason::user_shutdown);
-    if (m.prefill)
-      caf::anon_send_exit(m.prefill->router, caf::exit_reason::user_shutdown);
-  }
+  for (auto& [name, m] : impl_->models)
+    impl::retire(m);
 }
 
 std::map<std::string, served_model> model_watcher::models() const {
   std::lock_guard lk{impl_->mtx};
-  return impl_->models;
+  auto out = impl_->models;
+  for (const auto& name : impl_->unlisted)
+    out.erase(name);
+  return out;
 }
 
 size_t model_watcher::instance_count(const std::string& model) const {

@@ -246,14 +246,34 @@ std::shared_ptr<engine::generation> routed_client::generate(protocol::preprocess
   r->on_chunk = std::move(on_chunk);
   r->original = std::move(req);
   auto pool = prefill();
-  bool remote = pool && pool->instances.load() > 0 && r->original.disagg.empty() &&
-                r->original.token_ids.size() >= cfg_.max_local_prefill_length;
-  if (remote) {
-    r->prefill = std::move(pool);
-    r->start_prefill();
-  } else {
+  uint32_t threshold = cfg_.max_local_prefill_length;
+  bool maybe_remote = pool && pool->instances.load() > 0 && r->original.disagg.empty() &&
+                      r->original.token_ids.size() >= threshold;
+  if (!maybe_remote) {
     r->start_attempt();
+    return r;
   }
+  // Conditional disaggregation (research/dynamo.md 4.3): what counts is the
+  // prompt a decode worker would have to compute, after its cached prefix.
+  r->prefill = std::move(pool);
+  auto peek = std::make_shared<peek_job>();
+  peek->tokens = r->original.token_ids;
+  peek->answer = [r, threshold](uint32_t cached) {
+    bool cancelled;
+    {
+      std::lock_guard lk{r->mtx};
+      cancelled = r->cancelled;
+    }
+    if (cancelled)
+      return r->end(make_error(errc::cancelled, "cancelled before routing"));
+    spdlog::debug("request {}: {} of {} prompt tokens cached on a decode worker", r->original.request_id,
+                  cached, r->original.token_ids.size());
+    if (r->original.token_ids.size() - std::min<size_t>(cached, r->original.token_ids.size()) >= threshold)
+      r->start_prefill();
+    else
+      r->start_attempt();
+  };
+  caf::anon_send(router_, peek_atom::value, std::move(peek));
   return r;
 }
 

@@ -28,6 +28,8 @@ using first_token_atom = caf::atom_constant<caf::atom("firsttok")>;
 using finished_atom = caf::atom_constant<caf::atom("finished")>;
 using instance_down_atom = caf::atom_constant<caf::atom("instdown")>;
 using retry_atom = caf::atom_constant<caf::atom("retry")>;
+using replay_atom = caf::atom_constant<caf::atom("replay")>;
+using resync_atom = caf::atom_constant<caf::atom("resync")>;
 using clock = std::chrono::steady_clock;
 
 struct instance_entry {
@@ -48,6 +50,35 @@ struct router_state {
 };
 
 using router_ptr = caf::stateful_actor<router_state>*;
+
+// Asks a worker for the KV events its router missed (or a full dump, when it
+// joins); the answer comes back as a replay_atom. A failed call is retried a
+// few times while the worker is known (research/dynamo.md 3.5).
+void request_resync(router_ptr self, const protocol::kv_resync_request& req, int attempt = 0) {
+  auto& st = self->state;
+  auto it = st.instances.find(req.worker_id);
+  if (it == st.instances.end())
+    return;
+  auto router = caf::actor_cast<caf::actor>(self);
+  auto replay = std::make_shared<std::optional<protocol::kv_replay>>();
+  (void) st.client->call(
+    it->second.info.address, protocol::kv_resync_endpoint(it->second.info.endpoint_path), protocol::encode(req),
+    [replay](planes::bytes item) {
+      if (auto r = protocol::decode<protocol::kv_replay>(item))
+        *replay = std::move(*r);
+    },
+    [router, replay, req, attempt](const caf::error& err) {
+      if (!err && *replay)
+        return caf::anon_send(router, replay_atom::value, std::move(**replay));
+      if (attempt >= 5) {
+        spdlog::warn("kv resync from worker {:016x} failed {} times ({}): its blocks stay unknown",
+                     req.worker_id, attempt + 1, err ? describe(err) : "no answer");
+        return;
+      }
+      caf::delayed_anon_send(router, std::chrono::milliseconds(200 << attempt), resync_atom::value, req,
+                             attempt + 1);
+    });
+}
 
 void fail_job(const route_job_ptr& job, caf::error err) {
   if (job->callbacks.on_end)
@@ -184,7 +215,7 @@ caf::actor spawn_router(caf::actor_system& sys, router_actor_config cfg,
         e.info = w;
         e.down_until = {};
         if (fresh) {
-          (void) st.router->add_worker({w.instance_id, 0});
+          request_resync(self, st.router->add_worker({w.instance_id, 0}));
           spdlog::info("{}: worker {:016x} at {} joined", st.cfg.name, w.instance_id, w.address);
         }
       },
@@ -206,10 +237,22 @@ caf::actor spawn_router(caf::actor_system& sys, router_actor_config cfg,
         }
       },
       [self](kv_event_atom, const protocol::router_event& ev) {
-        (void) self->state.router->on_event(ev);
+        if (auto req = self->state.router->on_event(ev))
+          request_resync(self, *req);
+      },
+      [self](replay_atom, const protocol::kv_replay& replay) {
+        if (auto req = self->state.router->on_replay(replay))
+          request_resync(self, *req);
+      },
+      [self](resync_atom, const protocol::kv_resync_request& req, int attempt) {
+        request_resync(self, req, attempt);
       },
       [self](route_atom, route_job_ptr& job) {
         (void) route(self, job, clock::now() + self->state.cfg.no_worker_wait);
+      },
+      [self](peek_atom, peek_job_ptr& job) {
+        auto& r = *self->state.router;
+        job->answer(r.best_overlap_blocks(job->tokens) * r.block_size());
       },
       [self](retry_atom) { retry_parked(self); },
       [self](first_token_atom, const std::string& id) {

@@ -9,6 +9,7 @@
 
 #include "planes/request/request_plane.hpp"
 #include "runtime/protocol/kv_event.hpp"
+#include "runtime/protocol/kv_recovery.hpp"
 #include "runtime/protocol/llm.hpp"
 #include "runtime/route/config.hpp"
 
@@ -34,6 +35,7 @@ using remove_worker_atom = caf::atom_constant<caf::atom("rmworker")>;
 using kv_event_atom = caf::atom_constant<caf::atom("kvevent")>;
 using route_atom = caf::atom_constant<caf::atom("route")>;
 using workers_atom = caf::atom_constant<caf::atom("workers")>;
+using peek_atom = caf::atom_constant<caf::atom("peek")>;
 
 /// One worker instance as discovery describes it.
 struct worker_info {
@@ -73,6 +75,15 @@ struct route_job {
 };
 using route_job_ptr = std::shared_ptr<route_job>;
 
+/// A read-only question to the router: the longest prefix of `tokens` cached
+/// on any of its workers. The answer (in tokens) goes to `answer`, on the
+/// router's thread.
+struct peek_job {
+  std::vector<uint32_t> tokens;
+  std::function<void(uint32_t cached_tokens)> answer;
+};
+using peek_job_ptr = std::shared_ptr<peek_job>;
+
 struct router_actor_config {
   std::string name = "router";
   route::router_mode mode = route::router_mode::round_robin;
@@ -91,4 +102,7 @@ struct router_actor_config {
 } // namespace dynamo::actors
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynamo::actors::route_job_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynamo::actors::peek_job_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynamo::protocol::router_event)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynamo::protocol::kv_replay)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynamo::protocol::kv_resync_request)

@@ -29,16 +29,10 @@ struct worker_service::slot {
 
 namespace {
 
-worker_hooks make_hooks(uint64_t id, std::shared_ptr<planes::event_publisher> pub,
+worker_hooks make_hooks(std::shared_ptr<kv_event_log> events, std::shared_ptr<planes::event_publisher> pub,
                         std::shared_ptr<planes::registration> reg, std::string name) {
   worker_hooks h;
-  h.on_kv_events = [id, pub](std::vector<protocol::kv_event> events) {
-    for (auto& ev : events) {
-      protocol::router_event re{id, std::move(ev)};
-      if (auto ok = pub->publish(kv_events_topic, protocol::encode(re)); !ok)
-        spdlog::warn("worker {:016x}: kv event not published: {}", id, describe(ok.error()));
-    }
-  };
+  h.on_kv_events = [events](std::vector<protocol::kv_event> evs) { events->publish(std::move(evs)); };
   h.on_load = [pub](const protocol::load_metrics& m) {
     (void) pub->publish(load_metrics_topic, protocol::encode(m));
   };
@@ -74,6 +68,9 @@ start_slot(caf::actor_system& sys, planes::discovery_plane& discovery,
   endpoint_id ep{cfg.namespace_name, cfg.component, cfg.endpoint};
   if (auto ok = serve_worker(*s->server, ep.path(), s->handle); !ok)
     return ok.error();
+  auto events = std::make_shared<kv_event_log>(s->id, s->publisher);
+  if (auto ok = kv_event_log::serve(*s->server, protocol::kv_resync_endpoint(ep.path()), events); !ok)
+    return ok.error();
   endpoint_id push_ep{cfg.namespace_name, cfg.component, "kv_push"};
   if (cfg.role == "prefill")
     if (auto ok = serve_kv_push(*s->server, push_ep.path(), s->handle); !ok)
@@ -105,11 +102,13 @@ start_slot(caf::actor_system& sys, planes::discovery_plane& discovery,
   wc.kv_push_endpoint = push_ep.path();
   bool disagg = cfg.role != "aggregated";
   auto transport = cfg.kv_transport;
-  auto hooks = make_hooks(s->id, s->publisher, s->reg, name);
+  auto hooks = make_hooks(events, s->publisher, s->reg, name);
   child_spec spec;
   spec.name = name;
-  spec.spawn = [wc, factory, hooks, disagg, transport, client](caf::actor_system& sys2) {
-    // A fresh hand-off per incarnation: its receiver maps the new engine's KV memory.
+  spec.spawn = [wc, factory, hooks, disagg, transport, client, events](caf::actor_system& sys2) {
+    // A new incarnation's engine caches nothing (routers drop what they knew),
+    // and gets a fresh hand-off: its receiver maps the new engine's KV memory.
+    events->publish_cleared();
     auto w = wc;
     if (disagg)
       w.handoff = std::make_shared<kv_handoff>(kv_handoff_config{transport}, w.instance_id, client);

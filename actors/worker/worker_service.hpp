@@ -6,6 +6,7 @@
 // Create and destroy from one thread (main); the pieces it wires are thread-safe.
 #pragma once
 
+#include "actors/worker/kv_event_log.hpp"
 #include "actors/worker/worker_actor.hpp"
 #include "planes/discovery/discovery_plane.hpp"
 #include "runtime/protocol/model_card.hpp"
@@ -24,7 +25,6 @@
 
 namespace dynamo::actors {
 
-inline constexpr std::string_view kv_events_topic = "kv-events";
 inline constexpr std::string_view load_metrics_topic = "kv_metrics";
 
 struct worker_service_config {

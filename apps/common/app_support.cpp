@@ -59,8 +59,17 @@ expected<std::unique_ptr<planes::discovery_plane>> make_discovery(const config::
   planes::discovery_options o;
   o.lease_ttl = std::chrono::milliseconds(cfg.lease_ttl_ms);
   o.keep_alive_interval = std::chrono::milliseconds(std::max<uint32_t>(50, cfg.lease_ttl_ms / 4));
-  if (cfg.backend == "memory")
+  if (cfg.backend == "memory") {
+    // One process: leases need no wall clock, and a wall-clock step (NTP)
+    // must not expire every instance at once (seen under load: all workers
+    // "left" together and rejoined 0.3 s later).
+    o.clock = [] {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+    };
     return planes::make_inproc_discovery(planes::make_inproc_discovery_store(), o);
+  }
   return planes::make_file_discovery(cfg.root.empty() ? planes::default_discovery_root() : cfg.root, o);
 }
 

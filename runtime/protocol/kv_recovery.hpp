@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace dynamo::protocol {
@@ -33,5 +34,13 @@ struct kv_replay {
   std::vector<kv_event> events;
   MSGPACK_DEFINE_MAP(worker_id, dp_rank, is_dump, last_event_id, events);
 };
+
+/// Where a worker answers resync requests: "kv_resync" next to its generate
+/// endpoint ("ns/component/generate" -> "ns/component/kv_resync").
+[[nodiscard]] inline std::string kv_resync_endpoint(const std::string& generate_endpoint_path) {
+  auto slash = generate_endpoint_path.rfind('/');
+  return (slash == std::string::npos ? std::string{} : generate_endpoint_path.substr(0, slash + 1)) +
+         "kv_resync";
+}
 
 } // namespace dynamo::protocol

@@ -61,6 +61,15 @@ size_t kv_router::choose(const route_request& r, std::span<const candidate_cost>
   return kv_selector_.select(costs, temperature);
 }
 
+uint32_t kv_router::best_overlap_blocks(std::span<const uint32_t> tokens) {
+  local_ = kv::local_block_hashes(tokens, block_size_);
+  index_.find_matches(local_, false, scores_);
+  uint32_t best = 0;
+  for (const auto& e : scores_.scores)
+    best = std::max(best, e.blocks);
+  return best;
+}
+
 expected<route_decision> kv_router::route(const route_request& r) {
   if (r.candidates.empty())
     return make_error(errc::no_workers, "no candidate workers");

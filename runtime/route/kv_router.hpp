@@ -52,6 +52,10 @@ public:
   /// candidates, errc::invalid_argument for a duplicate id or bad input.
   [[nodiscard]] expected<route_decision> route(const route_request& request);
 
+  /// The longest cached prefix of `tokens` on any worker, in blocks (read
+  /// only: nothing is booked). Conditional disaggregation uses it.
+  [[nodiscard]] uint32_t best_overlap_blocks(std::span<const uint32_t> tokens);
+
   bool mark_prefill_completed(const std::string& request_id);
   bool free(const std::string& request_id);
 

@@ -6,6 +6,8 @@ the transfer plane), sends the same greedy requests to both and checks:
   - prompts at or above --max-local-prefill-length went prefill-first
     (dynamo_frontend_disagg_requests_total{prefill="remote"}), shorter ones
     did not, and none fell back to a local prefill;
+  - a long prompt whose KV a decode worker already caches is prefilled there
+    (conditional disaggregation after prefix hits);
   - the disaggregated server logged no failed KV pull.
 
 With --launch PATH the disaggregated side is a multi-process cluster instead
@@ -29,6 +31,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from with_server import free_port, wait_healthy  # noqa: E402
 
 failures = []
+# Tokens that different chat prompts can share: the template's system prompt
+# and the user turn's opening, rounded up to whole 16-token blocks.
+TEMPLATE_SLACK = 64
 
 
 def check(cond, what):
@@ -136,8 +141,8 @@ def prompts(engine):
         return ["What is the capital of France?",
                 "Hi!",
                 "Explain in two sentences why the sky is blue, and then say what colour the sea is "
-                "on a cloudy day and why it looks different from a sunny day.",
-                "Write a short story about a robot who learns to paint. " * 4]
+                "on a cloudy day and why it looks different from a sunny day. " * 3,
+                "Write a short story about a robot who learns to paint. " * 8]
     words = ["alpha", "beta", "gamma", "delta", "river", "stone", "cloud", "market"]
     return ["hi", " ".join(words), " ".join(words * 8), " ".join(words[i % 7] for i in range(200))]
 
@@ -206,30 +211,50 @@ def main():
                 if time.time() > deadline:
                     check(False, "the cluster's prefill workers joined within 60 s")
                     return 1
-                answer(dis, model, args.engine, prompts(args.engine)[-1])
+                answer(dis, model, args.engine, f"(probe {time.time()}) " + prompts(args.engine)[-1])
                 time.sleep(0.2)
+        # Every request gets its own nonce first, so no two share more than the
+        # chat template's opening blocks (at most TEMPLATE_SLACK tokens): a
+        # prompt of n tokens then goes prefill-first iff n >= threshold (+ slack).
+        slack = TEMPLATE_SLACK if args.engine == "engine" else 0
+        nonce = iter(range(1, 1_000_000))
         base_remote = dis.metric("dynamo_frontend_disagg_requests_total", prefill="remote")
         expected_remote = 0
         for text in prompts(args.engine):
-            want, n = answer(agg, model, args.engine, text)
-            got, n2 = answer(dis, model, args.engine, text)
-            streamed, n3 = answer(dis, model, args.engine, text, stream=True)
+            unique = [f"({next(nonce)}) {text}" for _ in range(2)]
+            want, n = answer(agg, model, args.engine, unique[0])
+            want_s, _ = answer(agg, model, args.engine, unique[1])
+            got, n2 = answer(dis, model, args.engine, unique[0])
+            streamed, n3 = answer(dis, model, args.engine, unique[1], stream=True)
+            if args.threshold <= n < args.threshold + slack:
+                check(False, f"test prompt of {n} tokens is too close to the threshold to predict")
+                continue
             long_prompt = n >= args.threshold
             expected_remote += 2 if long_prompt else 0
             what = f"{n}-token prompt ({'prefill-first' if long_prompt else 'local prefill'})"
             print(f"     {what}: {want!r}")
             check(len(want) > 0, f"{what}: the aggregated answer is not empty")
             check(got == want, f"{what}: disaggregated answer equals the aggregated one")
-            check(streamed == want, f"{what}: streamed disaggregated answer equals it too")
+            check(streamed == want_s, f"{what}: streamed disaggregated answer equals the aggregated one")
             check(n == n2 == n3, f"{what}: same prompt token counts")
 
         # Concurrent long prompts: several hand-offs in flight at once.
-        long_text = prompts(args.engine)[-1]
-        want, n = answer(agg, model, args.engine, long_text)
+        texts = [f"({next(nonce)}) {prompts(args.engine)[-1]}" for _ in range(8)]
+        wants = [answer(agg, model, args.engine, t)[0] for t in texts]
         with concurrent.futures.ThreadPoolExecutor(8) as pool:
-            got = list(pool.map(lambda _: answer(dis, model, args.engine, long_text)[0], range(8)))
-        expected_remote += 8 if n >= args.threshold else 0
-        check(all(g == want for g in got), "8 concurrent prefill-first requests all give the aggregated answer")
+            got = list(pool.map(lambda t: answer(dis, model, args.engine, t)[0], texts))
+        expected_remote += 8
+        check(got == wants, "8 concurrent prefill-first requests all give the aggregated answers")
+
+        # Conditional disaggregation counts the decode workers' cached prefix:
+        # the same long prompt again is prefilled where its KV already is.
+        import time
+        time.sleep(0.5)  # the decode worker's KV events reach the router
+        before = dis.metric("dynamo_frontend_disagg_requests_total", prefill="remote")
+        again = answer(dis, model, args.engine, texts[0])[0]
+        after = dis.metric("dynamo_frontend_disagg_requests_total", prefill="remote")
+        check(again == wants[0] and after == before,
+              "a repeated long prompt is prefilled locally from the decode worker's cache")
 
         remote = dis.metric("dynamo_frontend_disagg_requests_total", prefill="remote") - base_remote
         fallback = dis.metric("dynamo_frontend_disagg_requests_total", prefill="local_fallback")
