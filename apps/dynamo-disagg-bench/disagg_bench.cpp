@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include <arpa/inet.h>
+#include <array>
 #include <chrono>
 #include <netinet/in.h>
 #include <sstream>
@@ -215,7 +216,7 @@ expected<std::string> run(const bench_config& cfg) {
     apps::process_set set;
     ~children() { set.stop_all({}, stop_grace); }
   };
-  mode_result results[2];
+  std::array<mode_result, 2> results; // aggregated, disaggregated
   for (bool disagg : {false, true}) {
     children ch;
     auto r = run_mode(cfg, disagg, ch.set);
