@@ -1,7 +1,9 @@
 // dynamo-bench's load generator: drives an OpenAI-compatible server with
 // synthetic requests at a fixed concurrency (closed loop) or a Poisson request
 // rate (open loop), streaming every response, and summarises TTFT, ITL,
-// end-to-end latency and throughput. run() blocks the calling thread.
+// end-to-end latency and throughput, overall and per traffic class (short
+// chat requests vs long prompts). Used by dynamo-bench and dynamo-disagg-bench;
+// run_load() blocks the calling thread.
 #pragma once
 
 #include "runtime/core/error.hpp"
@@ -22,13 +24,22 @@ struct load_config {
   uint32_t warmup_requests = 0;      ///< sent first, not measured
   uint32_t isl = 128;                ///< input tokens (token-id prompts) or ~words (chat)
   uint32_t osl = 64;                 ///< output tokens (max_tokens with ignore_eos)
+  /// Traffic mix: each request is "long" (long_isl / long_osl) with this
+  /// probability, drawn from the seeded RNG, else "short" (isl / osl).
+  double long_fraction = 0;
+  uint32_t long_isl = 4096;
+  uint32_t long_osl = 16;
   uint32_t token_lo = 32, token_hi = 126; ///< range of random prompt token ids
   uint64_t seed = 1;
   uint32_t io_threads = 1;
   std::string label;
 };
 
-/// Runs the benchmark and returns the JSON report.
+/// config_error naming the first bad field, if any.
+[[nodiscard]] expected<void> validate(const load_config& cfg);
+
+/// Runs the benchmark and returns the JSON report: the overall fields
+/// (completed, ttft_ms, itl_ms, ...) and "classes": {"short": .., "long": ..}.
 [[nodiscard]] expected<std::string> run_load(const load_config& cfg);
 
 } // namespace dynamo::bench

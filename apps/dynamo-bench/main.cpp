@@ -21,13 +21,17 @@ int main(int argc, char** argv) {
     .option("warmup", &cfg.warmup_requests, "unmeasured requests sent first")
     .option("isl", &cfg.isl, "input sequence length (tokens; words for chat)")
     .option("osl", &cfg.osl, "output sequence length (max_tokens, ignore_eos)")
+    .option("long-fraction", &cfg.long_fraction, "share of requests that are long prompts (0..1, seeded)")
+    .option("long-isl", &cfg.long_isl, "input length of a long request")
+    .option("long-osl", &cfg.long_osl, "output length of a long request")
     .option("token-lo", &cfg.token_lo, "smallest random prompt token id")
     .option("token-hi", &cfg.token_hi, "largest random prompt token id")
     .option("seed", &seed, "RNG seed for prompts and arrivals")
     .option("io-threads", &cfg.io_threads, "client I/O threads")
     .option("label", &cfg.label, "free text copied into the report")
     .option("output", &output, "also write the JSON report to this file")
-    .epilog("Example: dynamo-bench --url http://127.0.0.1:8000 --concurrency 64 --isl 512 --osl 128");
+    .epilog("Examples:\n  dynamo-bench --url http://127.0.0.1:8000 --concurrency 64 --isl 512 --osl 128\n"
+            "  dynamo-bench --long-fraction 0.1 --long-isl 4096 --long-osl 16   # chat + long prompts");
   auto parsed = cli.parse(argc, argv);
   if (!parsed) {
     std::fprintf(stderr, "dynamo-bench: %s\n", dynamo::message_of(parsed.error()).c_str());

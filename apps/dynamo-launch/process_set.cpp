@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstring>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -30,6 +31,7 @@ void process_set::start(process_entry& e) {
   for (auto& a : e.spec.argv)
     argv.push_back(a.data());
   argv.push_back(nullptr);
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid == 0) {
     // The child: default signal mask and dispositions, then exec.
@@ -37,8 +39,12 @@ void process_set::start(process_entry& e) {
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
     signal(SIGPIPE, SIG_DFL);
+    if (e.spec.die_with_parent && (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent))
+      _exit(127); // the parent is already gone
+    if (e.spec.stdout_to_stderr)
+      dup2(STDERR_FILENO, STDOUT_FILENO);
     execv(argv[0], argv.data());
-    std::fprintf(stderr, "dynamo-launch: cannot exec %s: %s\n", argv[0], std::strerror(errno));
+    std::fprintf(stderr, "process_set: cannot exec %s: %s\n", argv[0], std::strerror(errno));
     _exit(127);
   }
   if (pid < 0) {
@@ -71,6 +77,11 @@ bool process_set::stop_one(const std::string& group) {
   return false;
 }
 
+const process_entry* process_set::find(const std::string& name) const {
+  auto it = std::find_if(entries_.begin(), entries_.end(), [&](auto& e) { return e.spec.name == name; });
+  return it == entries_.end() ? nullptr : &*it;
+}
+
 size_t process_set::count(const std::string& group) const {
   return static_cast<size_t>(std::count_if(entries_.begin(), entries_.end(), [&](const auto& e) {
     return e.spec.group == group && !e.stopping;
@@ -88,6 +99,12 @@ void process_set::poll() {
     if (it->stopping) {
       spdlog::info("launch: {} stopped ({})", it->spec.name, describe_status(status));
       entries_.erase(it);
+      continue;
+    }
+    if (!it->spec.restart) {
+      spdlog::warn("launch: {} exited ({})", it->spec.name, describe_status(status));
+      it->exit_status = status;
+      it->stopping = true;
       continue;
     }
     // Exponential backoff for crash loops; a process that ran a while restarts at once.

@@ -1,11 +1,13 @@
-// The launcher's process table: starts child processes (fork + exec), restarts
-// those that exit unexpectedly with a backoff, and stops them gracefully
-// (SIGTERM, then SIGKILL after a grace period). Used by dynamo-launch's main
-// thread only; not thread-safe.
+// A table of child processes: starts them (fork + exec), restarts those that
+// exit unexpectedly with a backoff (or records the exit, for one-shot
+// children), and stops them gracefully (SIGTERM, then SIGKILL after a grace
+// period). Used by dynamo-launch's and dynamo-disagg-bench's main threads
+// only; not thread-safe.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -16,6 +18,9 @@ struct process_spec {
   std::string name;              ///< unique, e.g. "worker:backend:1"
   std::string group;             ///< "frontend", "router", "planner", "worker:<pool>"
   std::vector<std::string> argv; ///< argv[0] is the executable path
+  bool restart = true;           ///< false: an exit is final, kept in process_entry::exit_status
+  bool die_with_parent = false;  ///< SIGKILL the child when this process dies (PR_SET_PDEATHSIG)
+  bool stdout_to_stderr = false; ///< keep the parent's stdout for its own output
 };
 
 struct process_entry {
@@ -23,6 +28,7 @@ struct process_entry {
   pid_t pid = -1;
   uint32_t restarts = 0;
   bool stopping = false;         ///< asked to stop: do not restart
+  std::optional<int> exit_status; ///< waitpid status of a final exit (spec.restart == false)
   std::chrono::steady_clock::time_point next_start{};
   std::chrono::steady_clock::time_point started{};
 };
@@ -36,12 +42,15 @@ public:
   bool stop_one(const std::string& group);
   /// Processes of `group` not asked to stop.
   [[nodiscard]] size_t count(const std::string& group) const;
-  /// Reaps exited children and restarts unexpected exits (after a backoff).
+  /// Reaps exited children and restarts unexpected exits (after a backoff);
+  /// a child with spec.restart == false keeps its entry, with exit_status set.
   void poll();
   /// SIGTERM to every process in the order given by `groups` (a prefix match),
   /// waits up to `grace` for each wave, then SIGKILLs what is left.
   void stop_all(const std::vector<std::string>& group_order, std::chrono::milliseconds grace);
   [[nodiscard]] const std::vector<process_entry>& entries() const noexcept { return entries_; }
+  /// The entry named `name`, nullptr when none.
+  [[nodiscard]] const process_entry* find(const std::string& name) const;
 
 private:
   void start(process_entry& e);
