@@ -224,7 +224,8 @@ void zmq_client::handle(connection* conn, std::vector<zmq::message_t>& parts) {
     ++malformed_;
     return;
   }
-  conn->awaiting_since.reset(); // any frame proves the server alive
+  conn->awaiting_since.reset(); // any frame proves the server alive...
+  conn->connected = true;       // ...and connected, even if a monitor event went missing
   conn->last_used = steady::now();
   switch (hdr->kind) {
     case rw::kind::item: deliver_item(conn, hdr->stream_id, parts[1]); break;
