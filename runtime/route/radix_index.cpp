@@ -316,7 +316,7 @@ apply_status radix_index::apply(const protocol::router_event& event) {
     }
     break;
   case protocol::kv_event_kind::cleared:
-    remove_worker(w);
+    (void)remove_worker(w);
     break;
   }
   auto kind = static_cast<size_t>(ev.kind);

@@ -96,7 +96,7 @@ struct radix_index::impl {
   [[nodiscard]] const uint32_t* find_slot(const worker_key& w) const noexcept {
     return slot_of.find(w);
   }
-  uint32_t acquire_slot(const worker_key& w);
+  [[nodiscard]] uint32_t acquire_slot(const worker_key& w);
   void release_slot_if_empty(uint32_t slot);
   [[nodiscard]] uint64_t ext_of(uint32_t node, uint32_t slot) const noexcept;
   /// Records that worker `slot` holds `node` under `ext`. False (nothing
@@ -120,15 +120,15 @@ struct radix_index::impl {
     return no_node;
   }
   void unlink(uint32_t id);
-  uint32_t create_child(uint32_t parent, uint64_t tokens_hash, uint64_t ext);
+  [[nodiscard]] uint32_t create_child(uint32_t parent, uint64_t tokens_hash, uint64_t ext);
   void free_subtree(uint32_t top);
   void remove_from_subtree(uint32_t top, uint32_t slot);
-  size_t remove_slot(uint32_t slot);
+  [[nodiscard]] size_t remove_slot(uint32_t slot);
   void prune_if_needed();
 
   // Events.
-  apply_status store(uint32_t slot, const protocol::kv_event& ev);
-  apply_status remove(uint32_t slot, const protocol::kv_event& ev);
+  [[nodiscard]] apply_status store(uint32_t slot, const protocol::kv_event& ev);
+  [[nodiscard]] apply_status remove(uint32_t slot, const protocol::kv_event& ev);
 };
 
 } // namespace dynamo::route

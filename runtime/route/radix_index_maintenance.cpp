@@ -90,7 +90,7 @@ size_t radix_index::remove_worker(uint64_t worker_id) {
 
 apply_status radix_index::replace_worker(const worker_key& worker,
                                          std::span<const protocol::kv_event> dump) {
-  remove_worker(worker);
+  (void)remove_worker(worker);
   apply_status first = apply_status::ok;
   for (const protocol::kv_event& ev : dump) {
     protocol::router_event re{worker.worker_id, ev};

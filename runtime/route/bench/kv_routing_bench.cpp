@@ -63,6 +63,7 @@ struct sim_result {
   uint64_t resyncs = 0;
   uint64_t preemptions = 0;
   uint64_t errors = 0;
+  uint64_t lifecycle_mismatches = 0; ///< router bookings that did not match the engine
   double end_us = 0;
   std::vector<uint64_t> per_worker_requests;
 };
@@ -187,12 +188,14 @@ private:
     s.cached = std::max(s.cached, out.output.cached_tokens);
     if (s.first_token_us < 0 && !out.output.token_ids.empty()) {
       s.first_token_us = now;
-      router_.mark_prefill_completed(out.request_id);
+      if (!router_.mark_prefill_completed(out.request_id))
+        ++result_.lifecycle_mismatches;
     }
     if (out.output.finish != protocol::finish_reason::none) {
       s.done_us = now;
       result_.errors += out.output.finish == protocol::finish_reason::error ? 1 : 0;
-      router_.free(out.request_id);
+      if (!router_.free(out.request_id))
+        ++result_.lifecycle_mismatches;
     }
   }
 
@@ -249,11 +252,11 @@ std::string mode_json(std::string_view mode, const sim_result& r, const summary&
       R"("e2e_p50_ms": {:.1f}, "prefill_tokens_computed": {}, "prompt_tokens": {}, )"
       R"("cached_prompt_tokens": {}, "cache_hit_rate": {:.4f}, "router_predicted_hit_rate": {:.4f}, )"
       R"("engine_steps": {}, "preemptions": {}, "errors": {}, "resync_requests": {}, )"
-      R"("simulated_s": {:.1f}, "requests_per_worker": [{}]}})",
+      R"("lifecycle_mismatches": {}, "simulated_s": {:.1f}, "requests_per_worker": [{}]}})",
       mode, s.ttft_p50_ms, s.ttft_p99_ms, s.ttft_mean_ms, s.e2e_p50_ms, s.prefill_tokens,
       s.prompt_tokens, s.cached_tokens, static_cast<double>(s.cached_tokens) / prompt,
       static_cast<double>(s.predicted_tokens) / prompt, r.steps, r.preemptions, r.errors,
-      r.resyncs, r.end_us / 1e6, spread);
+      r.resyncs, r.lifecycle_mismatches, r.end_us / 1e6, spread);
 }
 
 } // namespace
