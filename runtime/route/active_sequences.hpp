@@ -1,9 +1,6 @@
 // Predicted load per worker from the router's own decisions (research/dynamo.md
-// 3.6-3.7): every routed request is booked at routing time (AddRequest), its
-// prompt leaves the prefill load on its first token (MarkPrefillCompleted), and
-// it is freed at stream end (Free). Decode blocks are counted once per worker
-// even when several active requests share them (sequence hashes are chained,
-// so a shared prefix has the same hashes). Owned by the router; not thread-safe.
+// 3.6-3.7): requests are booked at routing, leave the prefill load on their
+// first token and are freed at stream end. Owned by the router; not thread-safe.
 #pragma once
 
 #include "runtime/route/worker_key.hpp"
@@ -17,6 +14,8 @@
 
 namespace dynamo::route {
 
+/// Decode blocks are counted once per worker even when several active requests
+/// share them (sequence hashes are chained, so a shared prefix has equal hashes).
 class active_sequences {
 public:
   /// Books `request_id` on `worker`. `seq_hashes` are the sequence hashes of
@@ -24,18 +23,18 @@ public:
   /// `isl` its prompt tokens; `overlap_blocks` the prefix
   /// already cached there; `track_prefill` books isl - overlap*block_size as
   /// prefill load. False (and nothing booked) if the id is already active.
-  bool add_request(const std::string& request_id, const worker_key& worker,
+  [[nodiscard]] bool add_request(const std::string& request_id, const worker_key& worker,
                    std::span<const uint64_t> seq_hashes, uint32_t isl, uint32_t overlap_blocks,
                    bool track_prefill = true);
 
   /// The first token came back: the prompt no longer weighs on prefill.
-  bool mark_prefill_completed(const std::string& request_id);
+  [[nodiscard]] bool mark_prefill_completed(const std::string& request_id);
 
   /// The request ended (finished, failed or cancelled).
-  bool free(const std::string& request_id);
+  [[nodiscard]] bool free(const std::string& request_id);
 
   /// Drops every request booked on any dp rank of `worker_id`; returns how many.
-  size_t remove_worker(uint64_t worker_id);
+  [[nodiscard]] size_t remove_worker(uint64_t worker_id);
 
   [[nodiscard]] uint64_t active_prefill_tokens(const worker_key& worker) const;
   /// Distinct blocks held by the worker's active requests.

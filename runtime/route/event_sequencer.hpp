@@ -1,9 +1,7 @@
-// Router-side ordering of each worker's KV events (research/dynamo.md 3.5): tracks
-// the last applied event_id per (worker, dp_rank), drops duplicates, and on a gap
-// holds later events and asks for the missing range; the worker's replay (range
-// or full dump) then releases them in order. Owned by the router actor next to
-// its radix_index; not thread-safe. Event ids start at 0 per worker; a worker
-// first seen at id > 0 is asked for [0, id-1] (its buffer answers with a dump).
+// Router-side ordering of each worker's KV events (research/dynamo.md 3.5):
+// drops duplicates, holds events after a gap and asks for the missing range;
+// the worker's replay (range or dump) releases them. Owned by the router
+// actor next to its radix_index; not thread-safe.
 #pragma once
 
 #include "runtime/protocol/kv_event.hpp"
@@ -38,6 +36,9 @@ struct recovery_step {
   std::optional<protocol::kv_resync_request> resync;
 };
 
+/// Tracks the last applied event_id per (worker, dp_rank). Event ids start at 0
+/// per worker; a worker first seen at id > 0 is asked for [0, id-1] (its
+/// buffer answers with a dump when that is older than its ring).
 class event_sequencer {
 public:
   /// `max_pending` bounds the events held per worker while a gap is open;

@@ -1,8 +1,7 @@
-// An open-addressing hash map for small trivially copyable keys and values:
-// linear probing, power-of-two capacity, load <= 3/4, backward-shift erase (no
-// tombstones, so probes stay short under churn). The radix index uses it on its
-// hot paths instead of node-based std::unordered_map. A value type; not
-// thread-safe. Pointers from find()/insert() die at the next insert or erase.
+// An open-addressing hash map for small trivially copyable keys and values,
+// used by the radix index on its hot paths instead of std::unordered_map.
+// A value type; not thread-safe. Pointers from find()/insert() die at the next
+// insert or erase.
 #pragma once
 
 #include <cstddef>
@@ -26,6 +25,8 @@ struct mix64_hash {
   [[nodiscard]] uint64_t operator()(uint64_t k) const noexcept { return mix64(k); }
 };
 
+/// Linear probing, power-of-two capacity, load <= 3/4, backward-shift erase (no
+/// tombstones, so probes stay short under churn).
 template <class Key, class Value, class Hash = mix64_hash>
 class flat_map {
 public:
@@ -102,7 +103,7 @@ public:
   }
 
   /// Removes `key`; false when it was absent.
-  bool erase(const Key& key) noexcept {
+  bool erase(const Key& key) noexcept { // like std containers: result optional
     if (size_ == 0)
       return false;
     size_t i = home(key);

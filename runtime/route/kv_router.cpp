@@ -153,8 +153,8 @@ protocol::kv_resync_request kv_router::add_worker(const worker_key& worker) {
 }
 
 void kv_router::remove_worker(uint64_t worker_id) {
-  index_.remove_worker(worker_id);
-  sequences_.remove_worker(worker_id);
+  (void)index_.remove_worker(worker_id);
+  (void)sequences_.remove_worker(worker_id);
   sequencer_.forget(worker_id);
 }
 

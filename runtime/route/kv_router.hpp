@@ -1,13 +1,7 @@
-// The router's decision core: combines the prefix index (radix_index, fed by
-// KV events through an event_sequencer), the predicted load (active_sequences)
-// and a selector into route() plus the request lifecycle calls. The router
-// actor (and the simulation benchmark) own one; not thread-safe.
-//
-// route(): block-hash the request, find each candidate's cached prefix, cost
-// every candidate (research/dynamo.md 3.6), choose, and book the request on the
-// chosen worker. Call mark_prefill_completed() on its first token and free() at
-// its end. Without KV events (--no-kv-events) the index is fed from the
-// router's own decisions instead (approximate mode; size-bounded, no TTL yet).
+// The router's decision core: prefix index (fed by KV events through an
+// event_sequencer) + predicted load (active_sequences) + selector, behind
+// route() and the request lifecycle calls. Owned by the router actor (or the
+// simulation benchmark); not thread-safe.
 #pragma once
 
 #include "runtime/core/error.hpp"
@@ -44,6 +38,11 @@ struct route_decision {
   std::vector<candidate_cost> costs;   ///< every candidate's breakdown
 };
 
+/// route(): block-hash the request, find each candidate's cached prefix, cost
+/// every candidate (research/dynamo.md 3.6), choose, and book the request on the
+/// chosen worker. Call mark_prefill_completed() on its first token and free() at
+/// its end. Without KV events (--no-kv-events) the index is fed from the
+/// router's own decisions instead (approximate mode; size-bounded, no TTL yet).
 class kv_router {
 public:
   kv_router(kv_router_config config, uint32_t block_size, router_mode mode, uint64_t seed);
@@ -56,8 +55,8 @@ public:
   /// only: nothing is booked). Conditional disaggregation uses it.
   [[nodiscard]] uint32_t best_overlap_blocks(std::span<const uint32_t> tokens);
 
-  bool mark_prefill_completed(const std::string& request_id);
-  bool free(const std::string& request_id);
+  [[nodiscard]] bool mark_prefill_completed(const std::string& request_id);
+  [[nodiscard]] bool free(const std::string& request_id);
 
   /// A KV event from the event plane: applied in order; returns a resync
   /// request to send to the worker when a gap opened.

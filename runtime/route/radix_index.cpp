@@ -33,33 +33,39 @@ uint32_t overlap_scores::blocks_of(const worker_key& w) const noexcept {
 // impl: membership, slots, nodes
 
 radix_index::impl::impl(radix_index_options o) : options(o) {
-  nodes.emplace_back();
+  hot.emplace_back(); // the root
+  cold.emplace_back();
 }
 
-void radix_index::impl::add(radix_node& n, uint32_t slot) {
+void radix_index::impl::add(uint32_t id, uint32_t slot) {
   if (slot < 64) {
-    n.mask |= uint64_t{1} << slot;
+    hot[id].mask |= uint64_t{1} << slot;
     return;
   }
-  if (!n.more)
-    n.more = std::make_unique<std::vector<uint32_t>>();
-  auto it = std::lower_bound(n.more->begin(), n.more->end(), slot);
-  if (it == n.more->end() || *it != slot)
-    n.more->insert(it, slot);
+  auto& more = cold[id].more;
+  if (!more)
+    more = std::make_unique<std::vector<uint32_t>>();
+  auto it = std::lower_bound(more->begin(), more->end(), slot);
+  if (it == more->end() || *it != slot)
+    more->insert(it, slot);
+  hot[id].has_more = 1;
 }
 
-void radix_index::impl::drop(radix_node& n, uint32_t slot) noexcept {
+void radix_index::impl::drop(uint32_t id, uint32_t slot) noexcept {
   if (slot < 64) {
-    n.mask &= ~(uint64_t{1} << slot);
+    hot[id].mask &= ~(uint64_t{1} << slot);
     return;
   }
-  if (!n.more)
+  auto& more = cold[id].more;
+  if (!more)
     return;
-  auto it = std::lower_bound(n.more->begin(), n.more->end(), slot);
-  if (it != n.more->end() && *it == slot)
-    n.more->erase(it);
-  if (n.more->empty())
-    n.more.reset();
+  auto it = std::lower_bound(more->begin(), more->end(), slot);
+  if (it != more->end() && *it == slot)
+    more->erase(it);
+  if (more->empty()) {
+    more.reset();
+    hot[id].has_more = 0;
+  }
 }
 
 uint32_t radix_index::impl::acquire_slot(const worker_key& w) {
@@ -90,7 +96,7 @@ void radix_index::impl::release_slot_if_empty(uint32_t slot) {
 uint64_t radix_index::impl::ext_of(uint32_t node, uint32_t slot) const noexcept {
   if (const uint64_t* a = slots[slot].alias.find(node))
     return *a;
-  return nodes[node].ext_hash;
+  return cold[node].ext_hash;
 }
 
 bool radix_index::impl::set_entry(uint32_t node, uint32_t slot, uint64_t ext) {
@@ -98,14 +104,13 @@ bool radix_index::impl::set_entry(uint32_t node, uint32_t slot, uint64_t ext) {
   auto [mapped, inserted] = ws.lookup.insert(ext, node);
   if (!inserted)
     return *mapped == node; // already recorded, or `ext` names another block
-  radix_node& n = nodes[node];
-  if (has(n, slot)) {
+  if (has(node, slot)) {
     ws.lookup.erase(ext_of(node, slot)); // the engine renamed this block
   } else {
-    add(n, slot);
+    add(node, slot);
     ++entries;
   }
-  if (ext == n.ext_hash)
+  if (ext == cold[node].ext_hash)
     ws.alias.erase(node);
   else
     ws.alias.assign(node, ext);
@@ -116,7 +121,7 @@ void radix_index::impl::erase_entry(uint32_t node, uint32_t slot) {
   worker_slot& ws = slots[slot];
   ws.lookup.erase(ext_of(node, slot));
   ws.alias.erase(node);
-  drop(nodes[node], slot);
+  drop(node, slot);
   --entries;
 }
 
@@ -126,28 +131,26 @@ uint32_t radix_index::impl::create_child(uint32_t parent, uint64_t tokens_hash, 
     id = free_nodes.back();
     free_nodes.pop_back();
   } else {
-    id = static_cast<uint32_t>(nodes.size());
-    nodes.emplace_back();
+    id = static_cast<uint32_t>(hot.size());
+    hot.emplace_back();
+    cold.emplace_back();
   }
-  radix_node& n = nodes[id];
-  radix_node& p = nodes[parent];
-  n.tokens_hash = tokens_hash;
-  n.ext_hash = ext;
-  n.mask = 0;
-  n.more.reset();
-  n.parent = parent;
-  n.first_child = no_node;
-  n.child_count = 0;
-  n.prev_sibling = no_node;
-  n.next_sibling = p.first_child;
+  node_hot& p = hot[parent];
+  hot[id] = node_hot{tokens_hash, 0, no_node, p.first_child, 0, 0};
+  node_cold& c = cold[id];
+  c.ext_hash = ext;
+  c.stamp = 0;
+  c.more.reset();
+  c.parent = parent;
+  c.prev_sibling = no_node;
+  c.depth = cold[parent].depth + 1;
   if (p.first_child != no_node)
-    nodes[p.first_child].prev_sibling = id;
+    cold[p.first_child].prev_sibling = id;
   p.first_child = id;
-  n.depth = p.depth + 1;
   ++p.child_count;
   if (p.child_count == sibling_walk_limit + 1) {
-    for (uint32_t c = p.first_child; c != no_node; c = nodes[c].next_sibling)
-      children.insert(child_key{nodes[c].tokens_hash, parent}, c);
+    for (uint32_t k = p.first_child; k != no_node; k = hot[k].next_sibling)
+      children.insert(child_key{hot[k].tokens_hash, parent}, k);
   } else if (p.child_count > sibling_walk_limit + 1) {
     children.insert(child_key{tokens_hash, parent}, id);
   }
@@ -157,19 +160,21 @@ uint32_t radix_index::impl::create_child(uint32_t parent, uint64_t tokens_hash, 
 
 // Detaches `id` from its parent's child list (and the children map).
 void radix_index::impl::unlink(uint32_t id) {
-  radix_node& t = nodes[id];
-  radix_node& p = nodes[t.parent];
+  const uint32_t parent = cold[id].parent;
+  const uint32_t prev = cold[id].prev_sibling;
+  const uint32_t next = hot[id].next_sibling;
+  node_hot& p = hot[parent];
   if (p.child_count > sibling_walk_limit)
-    children.erase(child_key{t.tokens_hash, t.parent});
-  if (t.prev_sibling != no_node)
-    nodes[t.prev_sibling].next_sibling = t.next_sibling;
+    children.erase(child_key{hot[id].tokens_hash, parent});
+  if (prev != no_node)
+    hot[prev].next_sibling = next;
   else
-    p.first_child = t.next_sibling;
-  if (t.next_sibling != no_node)
-    nodes[t.next_sibling].prev_sibling = t.prev_sibling;
+    p.first_child = next;
+  if (next != no_node)
+    cold[next].prev_sibling = prev;
   if (--p.child_count == sibling_walk_limit)
-    for (uint32_t c = p.first_child; c != no_node; c = nodes[c].next_sibling)
-      children.erase(child_key{nodes[c].tokens_hash, t.parent});
+    for (uint32_t k = p.first_child; k != no_node; k = hot[k].next_sibling)
+      children.erase(child_key{hot[k].tokens_hash, parent});
 }
 
 // Frees `top` and its descendants. REQUIRES: none of them holds a worker.
@@ -180,17 +185,17 @@ void radix_index::impl::free_subtree(uint32_t top) {
   while (!stack.empty()) {
     uint32_t id = stack.back();
     stack.pop_back();
-    radix_node& n = nodes[id];
+    node_hot& n = hot[id];
     bool mapped = n.child_count > sibling_walk_limit;
-    for (uint32_t c = n.first_child; c != no_node; c = nodes[c].next_sibling) {
-      stack.push_back(c);
+    for (uint32_t k = n.first_child; k != no_node; k = hot[k].next_sibling) {
+      stack.push_back(k);
       if (mapped)
-        children.erase(child_key{nodes[c].tokens_hash, id});
+        children.erase(child_key{hot[k].tokens_hash, id});
     }
-    n.parent = no_node;
-    n.more.reset();
-    n.first_child = n.next_sibling = n.prev_sibling = no_node;
-    n.child_count = 0;
+    n = node_hot{};
+    cold[id].parent = no_node;
+    cold[id].prev_sibling = no_node;
+    cold[id].more.reset();
     free_nodes.push_back(id);
     --live_nodes;
   }
@@ -206,10 +211,10 @@ void radix_index::impl::remove_from_subtree(uint32_t top, uint32_t slot) {
     uint32_t id = stack.back();
     stack.pop_back();
     erase_entry(id, slot);
-    if (empty(nodes[id]))
+    if (empty(id))
       to_free.push_back(id);
-    for (uint32_t c = nodes[id].first_child; c != no_node; c = nodes[c].next_sibling)
-      if (has(nodes[c], slot))
+    for (uint32_t c = hot[id].first_child; c != no_node; c = hot[c].next_sibling)
+      if (has(c, slot))
         stack.push_back(c);
   }
   for (uint32_t id : to_free) // free_subtree reuses `stack`, now empty
@@ -252,7 +257,7 @@ apply_status radix_index::impl::store(uint32_t slot, const protocol::kv_event& e
         free_subtree(child);
       return apply_status::invalid_block;
     }
-    nodes[child].stamp = clock;
+    cold[child].stamp = clock;
     parent = child;
   }
   return apply_status::ok;
@@ -271,11 +276,11 @@ apply_status radix_index::impl::remove(uint32_t slot, const protocol::kv_event& 
     if (n == nullptr)
       status = apply_status::block_not_found;
     else
-      order.emplace_back(nodes[*n].depth, *n);
+      order.emplace_back(cold[*n].depth, *n);
   }
   std::sort(order.begin(), order.end(), std::greater<>{});
   for (const auto& [depth, node] : order) {
-    if (!alive(static_cast<uint32_t>(node)) || !has(nodes[node], slot)) {
+    if (!alive(static_cast<uint32_t>(node)) || !has(static_cast<uint32_t>(node), slot)) {
       status = apply_status::block_not_found; // listed twice
       continue;
     }
@@ -316,7 +321,7 @@ apply_status radix_index::apply(const protocol::router_event& event) {
     }
     break;
   case protocol::kv_event_kind::cleared:
-    remove_worker(w);
+    (void)remove_worker(w);
     break;
   }
   auto kind = static_cast<size_t>(ev.kind);
@@ -353,11 +358,11 @@ void radix_index::find_matches(std::span<const uint64_t> local_hashes, bool earl
     uint32_t c = m.find_child(parent, local_hashes[d]);
     if (c == no_node)
       break;
-    const radix_node& n = m.nodes[c];
+    const node_hot& n = m.hot[c];
     if (d == 0) {
       cand = n.mask;
-      if (n.more)
-        more.assign(n.more->begin(), n.more->end());
+      if (n.has_more)
+        more.assign(m.cold[c].more->begin(), m.cold[c].more->end());
     } else {
       for (uint64_t gone = cand & ~n.mask; gone != 0; gone &= gone - 1)
         record(static_cast<uint32_t>(std::countr_zero(gone)), d);
@@ -365,7 +370,7 @@ void radix_index::find_matches(std::span<const uint64_t> local_hashes, bool earl
       if (!more.empty()) {
         size_t keep = 0;
         for (uint32_t s : more) {
-          if (impl::has(n, s))
+          if (m.has(c, s))
             more[keep++] = s;
           else
             record(s, d);

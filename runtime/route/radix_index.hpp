@@ -1,17 +1,7 @@
-// The router's global prefix index: which worker caches which KV blocks
-// (research/dynamo.md 3.4). Nodes are keyed by their local tokens_hash under
-// their parent and carry the set of workers caching that prefix; each worker has
-// a map external block_hash -> node. Applied from KV events, queried by
-// find_matches for every routed request. Owned by one thread (the router actor);
-// not thread-safe, but const methods never mutate shared state except the
-// caller-provided overlap_scores.
-//
-// Invariant: a worker holding a node holds its parent. Stores extend a chain
-// the worker holds; removing a block removes the worker from that block's whole
-// subtree (those blocks are unreachable for prefix matching anyway). A node with
-// no worker is freed at once, so memory follows the cached set (no zombie nodes).
-// `max_blocks` bounds the number of (worker, block) entries: past it, the oldest
-// leaves (deepest first on ties) are pruned down to `prune_target_ratio` of it.
+// The router's global prefix index (research/dynamo.md 3.4): which worker
+// caches which KV blocks, applied from KV events and queried by find_matches for
+// every routed request. Owned by one thread (the router actor); not thread-safe
+// (const methods only write the caller's overlap_scores).
 #pragma once
 
 #include "runtime/core/error.hpp"
@@ -57,6 +47,16 @@ struct radix_index_options {
   double prune_target_ratio = 0.8;     ///< prune down to this fraction of max_blocks
 };
 
+/// Nodes are keyed by their local tokens_hash under their parent and carry the
+/// set of workers caching that prefix; each worker maps its external block
+/// hashes to nodes.
+///
+/// Invariant: a worker holding a node holds its parent. Stores extend a chain
+/// the worker holds; removing a block removes the worker from that block's whole
+/// subtree (those blocks are unreachable for prefix matching anyway). A node with
+/// no worker is freed at once, so memory follows the cached set (no zombie nodes).
+/// `max_blocks` bounds the number of (worker, block) entries: past it, the oldest
+/// leaves (deepest first on ties) are pruned down to `prune_target_ratio` of it.
 class radix_index {
 public:
   explicit radix_index(radix_index_options options = {});
@@ -70,7 +70,7 @@ public:
   /// counts its status. Re-applying a stored event changes nothing. A stored
   /// event whose parent the worker does not hold, or whose hashes conflict,
   /// stores nothing past the failure point.
-  apply_status apply(const protocol::router_event& event);
+  [[nodiscard]] apply_status apply(const protocol::router_event& event);
 
   /// apply() as an error value: ok, or errc::not_found / errc::invalid_argument
   /// with a message starting with the status name.
@@ -86,13 +86,13 @@ public:
 
   /// Forgets every block of every dp rank of `worker_id` (discovery expiry).
   /// Returns the number of entries removed.
-  size_t remove_worker(uint64_t worker_id);
+  [[nodiscard]] size_t remove_worker(uint64_t worker_id);
   /// Forgets every block of one (worker, dp_rank) (a `cleared` event).
-  size_t remove_worker(const worker_key& worker);
+  [[nodiscard]] size_t remove_worker(const worker_key& worker);
 
   /// Replaces the state of `worker` with the blocks described by `dump`
   /// (stored events, parents first). Returns the first non-ok status.
-  apply_status replace_worker(const worker_key& worker, std::span<const protocol::kv_event> dump);
+  [[nodiscard]] apply_status replace_worker(const worker_key& worker, std::span<const protocol::kv_event> dump);
 
   /// The blocks of `worker` as stored events, parents before children, each a
   /// chain; all carry `event_id` and the worker's dp_rank.

@@ -29,23 +29,29 @@ struct child_key_hash {
 /// smaller families are found by walking the sibling list (no hash probe).
 inline constexpr uint32_t sibling_walk_limit = 8;
 
-/// One cached prefix, one cache line. Workers in slots 0..63 live in `mask`,
-/// others in `more`. A free node has parent == no_node (only the root is live
-/// without a parent).
-struct alignas(64) radix_node {
+/// The part of a node that find_matches and child lookups touch: 32 bytes, so
+/// that the hot array of a large index mostly stays in cache. Workers in slots
+/// 0..63 live in `mask`, others in node_cold::more (flag `has_more`).
+struct alignas(32) node_hot {
   uint64_t tokens_hash = 0;
-  uint64_t ext_hash = 0; ///< external hash of the first worker that stored it
   uint64_t mask = 0;
+  uint32_t first_child = no_node;
+  uint32_t next_sibling = no_node;
+  uint32_t child_count = 0;
+  uint32_t has_more = 0;
+};
+static_assert(sizeof(node_hot) == 32);
+
+/// The rest of a node. A free node has parent == no_node (only the root is
+/// live without a parent).
+struct node_cold {
+  uint64_t ext_hash = 0; ///< external hash of the first worker that stored it
   uint64_t stamp = 0;    ///< store clock of the last store touching it
   std::unique_ptr<std::vector<uint32_t>> more; ///< sorted worker slots >= 64
   uint32_t parent = no_node;
-  uint32_t first_child = no_node;
-  uint32_t next_sibling = no_node;
   uint32_t prev_sibling = no_node;
   uint32_t depth = 0;
-  uint32_t child_count = 0;
 };
-static_assert(sizeof(radix_node) == 64);
 
 struct worker_slot {
   worker_key key;
@@ -58,7 +64,8 @@ struct radix_index::impl {
   explicit impl(radix_index_options o);
 
   radix_index_options options;
-  std::vector<radix_node> nodes;
+  std::vector<node_hot> hot;   ///< node id -> hot part; id 0 is the root
+  std::vector<node_cold> cold; ///< node id -> cold part
   std::vector<uint32_t> free_nodes;
   flat_map<child_key, uint32_t, child_key_hash> children; ///< of parents past the walk limit
   std::vector<worker_slot> slots;
@@ -73,22 +80,23 @@ struct radix_index::impl {
   std::vector<std::pair<uint32_t, uint64_t>> order; ///< scratch for removals
 
   // Worker membership of a node.
-  [[nodiscard]] static bool has(const radix_node& n, uint32_t slot) noexcept {
+  [[nodiscard]] bool has(uint32_t id, uint32_t slot) const noexcept {
     if (slot < 64)
-      return (n.mask >> slot) & 1u;
-    return n.more && std::binary_search(n.more->begin(), n.more->end(), slot);
+      return (hot[id].mask >> slot) & 1u;
+    const auto& more = cold[id].more;
+    return hot[id].has_more && std::binary_search(more->begin(), more->end(), slot);
   }
-  [[nodiscard]] static bool empty(const radix_node& n) noexcept {
-    return n.mask == 0 && (!n.more || n.more->empty());
+  [[nodiscard]] bool empty(uint32_t id) const noexcept {
+    return hot[id].mask == 0 && !hot[id].has_more;
   }
-  static void add(radix_node& n, uint32_t slot);
-  static void drop(radix_node& n, uint32_t slot) noexcept;
+  void add(uint32_t id, uint32_t slot);
+  void drop(uint32_t id, uint32_t slot) noexcept;
   template <class F>
-  static void for_each_slot(const radix_node& n, F&& f) {
-    for (uint64_t m = n.mask; m != 0; m &= m - 1)
+  void for_each_slot(uint32_t id, F&& f) const {
+    for (uint64_t m = hot[id].mask; m != 0; m &= m - 1)
       f(static_cast<uint32_t>(std::countr_zero(m)));
-    if (n.more)
-      for (uint32_t s : *n.more)
+    if (hot[id].has_more)
+      for (uint32_t s : *cold[id].more)
         f(s);
   }
 
@@ -96,7 +104,7 @@ struct radix_index::impl {
   [[nodiscard]] const uint32_t* find_slot(const worker_key& w) const noexcept {
     return slot_of.find(w);
   }
-  uint32_t acquire_slot(const worker_key& w);
+  [[nodiscard]] uint32_t acquire_slot(const worker_key& w);
   void release_slot_if_empty(uint32_t slot);
   [[nodiscard]] uint64_t ext_of(uint32_t node, uint32_t slot) const noexcept;
   /// Records that worker `slot` holds `node` under `ext`. False (nothing
@@ -106,29 +114,29 @@ struct radix_index::impl {
 
   // Nodes.
   [[nodiscard]] bool alive(uint32_t id) const noexcept {
-    return id == root_node || nodes[id].parent != no_node;
+    return id == root_node || cold[id].parent != no_node;
   }
   [[nodiscard]] uint32_t find_child(uint32_t parent, uint64_t tokens_hash) const noexcept {
-    const radix_node& p = nodes[parent];
+    const node_hot& p = hot[parent];
     if (p.child_count > sibling_walk_limit) {
       const uint32_t* c = children.find(child_key{tokens_hash, parent});
       return c ? *c : no_node;
     }
-    for (uint32_t c = p.first_child; c != no_node; c = nodes[c].next_sibling)
-      if (nodes[c].tokens_hash == tokens_hash)
+    for (uint32_t c = p.first_child; c != no_node; c = hot[c].next_sibling)
+      if (hot[c].tokens_hash == tokens_hash)
         return c;
     return no_node;
   }
   void unlink(uint32_t id);
-  uint32_t create_child(uint32_t parent, uint64_t tokens_hash, uint64_t ext);
+  [[nodiscard]] uint32_t create_child(uint32_t parent, uint64_t tokens_hash, uint64_t ext);
   void free_subtree(uint32_t top);
   void remove_from_subtree(uint32_t top, uint32_t slot);
-  size_t remove_slot(uint32_t slot);
+  [[nodiscard]] size_t remove_slot(uint32_t slot);
   void prune_if_needed();
 
   // Events.
-  apply_status store(uint32_t slot, const protocol::kv_event& ev);
-  apply_status remove(uint32_t slot, const protocol::kv_event& ev);
+  [[nodiscard]] apply_status store(uint32_t slot, const protocol::kv_event& ev);
+  [[nodiscard]] apply_status remove(uint32_t slot, const protocol::kv_event& ev);
 };
 
 } // namespace dynamo::route

@@ -11,8 +11,8 @@ size_t radix_index::impl::remove_slot(uint32_t slot) {
   size_t removed = ws.lookup.size();
   to_free.clear();
   ws.lookup.for_each([&](uint64_t, uint32_t node) {
-    drop(nodes[node], slot);
-    if (empty(nodes[node]))
+    drop(node, slot);
+    if (empty(node))
       to_free.push_back(node);
   });
   entries -= removed;
@@ -21,10 +21,10 @@ size_t radix_index::impl::remove_slot(uint32_t slot) {
   // Worker-free nodes form whole subtrees (a worker holding a node holds its
   // parent); free each from its top, the node whose parent still has workers.
   for (uint32_t id : to_free) {
-    const radix_node& n = nodes[id];
     if (!alive(id))
       continue;
-    if (n.parent == root_node || !empty(nodes[n.parent]))
+    uint32_t parent = cold[id].parent;
+    if (parent == root_node || !empty(parent))
       free_subtree(id);
   }
   release_slot_if_empty(slot);
@@ -48,20 +48,19 @@ void radix_index::impl::prune_if_needed() {
     return a.stamp != b.stamp ? a.stamp > b.stamp : a.depth < b.depth;
   };
   std::vector<leaf> heap;
-  for (uint32_t id = 1; id < nodes.size(); ++id)
-    if (alive(id) && nodes[id].first_child == no_node)
-      heap.push_back({nodes[id].stamp, nodes[id].depth, id});
+  for (uint32_t id = 1; id < hot.size(); ++id)
+    if (alive(id) && hot[id].first_child == no_node)
+      heap.push_back({cold[id].stamp, cold[id].depth, id});
   std::priority_queue<leaf, std::vector<leaf>, decltype(later)> queue(later, std::move(heap));
   std::vector<uint32_t> holders;
   while (entries > target && !queue.empty()) {
     uint32_t id = queue.top().id;
     queue.pop();
-    radix_node& n = nodes[id];
-    if (!alive(id) || n.first_child != no_node)
+    if (!alive(id) || hot[id].first_child != no_node)
       continue;
-    uint32_t parent = n.parent;
+    uint32_t parent = cold[id].parent;
     holders.clear();
-    for_each_slot(n, [&](uint32_t s) { holders.push_back(s); });
+    for_each_slot(id, [&](uint32_t s) { holders.push_back(s); });
     for (uint32_t s : holders) {
       erase_entry(id, s);
       ++pruned;
@@ -69,9 +68,8 @@ void radix_index::impl::prune_if_needed() {
     free_subtree(id);
     for (uint32_t s : holders)
       release_slot_if_empty(s);
-    const radix_node& p = nodes[parent];
-    if (parent != root_node && p.first_child == no_node)
-      queue.push({p.stamp, p.depth, parent});
+    if (parent != root_node && hot[parent].first_child == no_node)
+      queue.push({cold[parent].stamp, cold[parent].depth, parent});
   }
 }
 
@@ -90,7 +88,7 @@ size_t radix_index::remove_worker(uint64_t worker_id) {
 
 apply_status radix_index::replace_worker(const worker_key& worker,
                                          std::span<const protocol::kv_event> dump) {
-  remove_worker(worker);
+  (void)remove_worker(worker);
   apply_status first = apply_status::ok;
   for (const protocol::kv_event& ev : dump) {
     protocol::router_event re{worker.worker_id, ev};
@@ -113,8 +111,8 @@ std::vector<protocol::kv_event> radix_index::dump_worker(const worker_key& worke
   // Each event is a chain that follows the first held child; other held
   // children start later events whose parent is already dumped.
   std::vector<uint32_t> starts;
-  for (uint32_t c = m.nodes[root_node].first_child; c != no_node; c = m.nodes[c].next_sibling)
-    if (impl::has(m.nodes[c], slot))
+  for (uint32_t c = m.hot[root_node].first_child; c != no_node; c = m.hot[c].next_sibling)
+    if (m.has(c, slot))
       starts.push_back(c);
   while (!starts.empty()) {
     uint32_t id = starts.back();
@@ -123,14 +121,14 @@ std::vector<protocol::kv_event> radix_index::dump_worker(const worker_key& worke
     ev.event_id = event_id;
     ev.kind = protocol::kv_event_kind::stored;
     ev.dp_rank = worker.dp_rank;
-    uint32_t parent = m.nodes[id].parent;
+    uint32_t parent = m.cold[id].parent;
     if (parent != root_node)
       ev.parent_hash = m.ext_of(parent, slot);
     while (id != no_node) {
-      ev.blocks.push_back({m.ext_of(id, slot), m.nodes[id].tokens_hash});
+      ev.blocks.push_back({m.ext_of(id, slot), m.hot[id].tokens_hash});
       uint32_t next = no_node;
-      for (uint32_t c = m.nodes[id].first_child; c != no_node; c = m.nodes[c].next_sibling) {
-        if (!impl::has(m.nodes[c], slot))
+      for (uint32_t c = m.hot[id].first_child; c != no_node; c = m.hot[c].next_sibling) {
+        if (!m.has(c, slot))
           continue;
         if (next == no_node)
           next = c;

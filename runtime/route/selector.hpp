@@ -1,8 +1,6 @@
-// Worker selection (research/dynamo.md 3.6): the KV cost function
-//   logit = overlap_score_weight * prefill_tokens / block_size + decode_blocks
-// (lower wins), argmin with tie-breaks at temperature 0, normalized softmax
-// sampling above it; plus the round-robin and random baselines. Selectors own a
-// seeded RNG so that tests and simulations replay exactly. Not thread-safe.
+// Worker selection (research/dynamo.md 3.6): Dynamo's KV cost function with
+// argmin / softmax choice, plus the round-robin and random baselines. Selectors
+// own a seeded RNG so tests and simulations replay exactly. Not thread-safe.
 #pragma once
 
 #include "runtime/route/worker_key.hpp"

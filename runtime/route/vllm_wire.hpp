@@ -1,10 +1,7 @@
 // vLLM's ZMQ KV-event wire format (research/dynamo.md 3.3) and its conversion
-// into router events. A message is three frames: topic, 8-byte big-endian
-// sequence, msgpack payload [ts, [events...], dp_rank]; each event is a tagged
-// array ["BlockStored", ...] or a map {"type": ...}. Decoding never trusts the
-// bytes (bounded unpack limits, every shape checked) and returns error values.
-// Called by the worker-side relay that subscribes to a vLLM engine. Decoding is
-// pure; a vllm_event_converter is owned by one relay (not thread-safe).
+// into router events. Called by the worker-side relay that subscribes to a vLLM
+// engine. Decoding is pure and never trusts the bytes (error values, bounded
+// unpack); a vllm_event_converter belongs to one relay (not thread-safe).
 #pragma once
 
 #include "runtime/core/error.hpp"
@@ -19,6 +16,10 @@
 #include <vector>
 
 namespace dynamo::route {
+
+// A message is three frames: topic, 8-byte big-endian sequence, msgpack payload
+// [ts, [events...], dp_rank]; each event is a tagged array ["BlockStored", ...]
+// or a map {"type": ...}.
 
 enum class storage_tier : uint8_t { device, host_pinned, disk, external };
 

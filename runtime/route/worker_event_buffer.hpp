@@ -1,9 +1,7 @@
 // Worker-side memory of its own KV events (Dynamo's local indexer,
-// research/dynamo.md 3.4-3.5): a ring of the last N events (1024 by default)
-// answering the router's range queries, plus a radix_index of the worker's own
-// blocks so that a range older than the ring is answered with a full dump. One
-// per (worker, dp_rank) event stream, owned by the worker's publisher; not
-// thread-safe.
+// research/dynamo.md 3.4-3.5): the last N events for range queries, and its own
+// radix_index for a full dump when the range is older. One per (worker,
+// dp_rank) event stream, owned by the worker's publisher; not thread-safe.
 #pragma once
 
 #include "runtime/core/error.hpp"

@@ -1,10 +1,6 @@
 // Synthetic multi-turn, prefix-heavy traffic for router benchmarks and
-// simulations, as Mooncake-style trace records {timestamp ms, input_length,
-// output_length, hash_ids} (research/dynamo.md 11): shared system prompts,
-// conversations whose every turn re-sends the whole history plus a new user
-// message. hash_ids name `trace_block_size`-token prompt blocks; equal ids mean
-// equal content at the same position, so tokens can be synthesized from them.
-// Pure functions and values; JSONL reading/writing returns error values.
+// simulations, as Mooncake-style trace records (research/dynamo.md 11), with
+// JSONL reading/writing. Pure functions and values; I/O errors are values.
 #pragma once
 
 #include "runtime/core/error.hpp"
@@ -16,6 +12,10 @@
 
 namespace dynamo::route {
 
+/// Shared system prompts; every turn of a conversation re-sends its whole
+/// history plus a new user message. hash_ids name `trace_block_size`-token
+/// prompt blocks; equal ids mean equal content at the same position, so tokens
+/// can be synthesized from them.
 struct trace_record {
   uint64_t timestamp_ms = 0;
   uint32_t input_length = 0;

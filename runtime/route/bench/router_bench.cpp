@@ -1,10 +1,12 @@
 // dynamo-router-bench: speed of the radix_index on one thread. Builds a
 // prefix-heavy index (shared system prompts + per-worker conversations stored in
-// 1-16 block events, as engines publish them), then measures: events applied
-// per second while filling, events per second under store/remove churn at full
-// size, find_matches latency percentiles, and the same fill under a memory bound
-// that forces pruning. Events are generated before any timing starts. Prints one
-// JSON object.
+// 1-16 block events, interleaved across workers as a fleet publishes them), then
+// measures events applied per second while filling, under store/remove churn at
+// full size and under decode-style single-block traffic; find_matches latency
+// right after the fill and again at the end (longer, fragmented chains); and the
+// fill under a memory bound that forces pruning. Events are generated before
+// any timing starts. Rates are given per wall second and per CPU second of the
+// thread (on a shared machine the two differ). Prints one JSON object.
 #include "runtime/route/radix_index.hpp"
 
 #include <fmt/format.h>
@@ -261,7 +263,7 @@ std::string rate_json(const char* name, size_t events, const apply_result& r) {
                      bl / r.seconds, ev / r.cpu_seconds, bl / r.cpu_seconds, r.not_ok);
 }
 
-std::string latency_json(const radix_index& idx, generator& gen, uint32_t n) {
+std::string latency_json(const char* name, const radix_index& idx, generator& gen, uint32_t n) {
   std::vector<std::vector<uint64_t>> queries(n);
   for (auto& q : queries)
     q = gen.query();
@@ -296,14 +298,14 @@ std::string latency_json(const radix_index& idx, generator& gen, uint32_t n) {
   double mean_us = 0;
   for (double u : us)
     mean_us += u / n;
-  return fmt::format(R"("find_matches": {{"queries": {}, "mean_query_blocks": {:.1f}, )"
+  return fmt::format(R"("{}": {{"queries": {}, "mean_query_blocks": {:.1f}, )"
                      R"("query_blocks_p50": {:.0f}, "query_blocks_p99": {:.0f}, )"
                      R"("mean_ns_per_query_block": {:.1f}, )"
                      R"("mean_matching_workers": {:.2f}, "per_s": {:.0f}, "per_cpu_s": {:.0f}, )"
                      R"("p50_us": {:.3f}, "p90_us": {:.3f}, "p99_us": {:.3f}, "p999_us": {:.3f}, )"
                      R"("max_us": {:.3f}, "cpu_p50_us": {:.3f}, "cpu_p99_us": {:.3f}, )"
                      R"("cpu_p999_us": {:.3f}}})",
-                     n, mean_len, at(lens, 0.5), at(lens, 0.99), 1000.0 * mean_us / mean_len,
+                     name, n, mean_len, at(lens, 0.5), at(lens, 0.99), 1000.0 * mean_us / mean_len,
                      static_cast<double>(matched) / n, n / total, n / cpu, pct(0.5),
                      pct(0.9), pct(0.99), pct(0.999), us.back(), at(cpu_us, 0.5),
                      at(cpu_us, 0.99), at(cpu_us, 0.999));
@@ -366,6 +368,7 @@ int main(int argc, char** argv) {
     entries += gen.add_conversation(w, lane);
     return true;
   });
+  generator gen_at_fill = gen; // what is held right after the fill, for queries then
   // Churn at full size: each step evicts a worker's oldest conversation and adds one.
   interleave(o.workers, rng, churn, [&](uint32_t w, std::vector<protocol::router_event>& lane) {
     if (churn.size() >= o.churn_events)
@@ -389,12 +392,13 @@ int main(int argc, char** argv) {
   auto filled = apply_all(idx, fill);
   size_t nodes = idx.node_count(), full_entries = idx.entry_count();
   uint64_t rss = rss_kib();
+  std::string fresh = latency_json("find_matches_after_fill", idx, gen_at_fill, o.queries);
   auto churned = apply_all(idx, churn);
   auto decoded = apply_all(idx, decode);
   std::string phases = fmt::format("{}, {}, {}, ", rate_json("fill", fill.size(), filled),
                                    rate_json("churn", churn.size(), churned),
                                    rate_json("decode", decode.size(), decoded));
-  std::string latency = latency_json(idx, gen, o.queries);
+  std::string latency = fresh + ", " + latency_json("find_matches", idx, gen, o.queries);
 
   radix_index bounded(radix_index_options{.max_blocks = full_entries / 2});
   auto pruned = apply_all(bounded, fill);

@@ -271,7 +271,7 @@ BOOST_AUTO_TEST_CASE(more_than_sixty_four_workers_are_tracked_exactly) {
   BOOST_REQUIRE_EQUAL(s.scores.size(), 70u);
   for (uint64_t w = 0; w < 70; ++w)
     BOOST_TEST(s.blocks_of(worker_key{w, 0}) == 1 + w % 3);
-  idx.remove_worker(uint64_t{68});
+  BOOST_TEST(idx.remove_worker(uint64_t{68}) == 3u);
   BOOST_TEST(score(idx, {1, 2, 3}, worker_key{68, 0}) == 0u);
   BOOST_TEST(score(idx, {1, 2, 3}, worker_key{69, 0}) == 1u);
   BOOST_TEST(score(idx, {1, 2, 3}, worker_key{67, 0}) == 2u);
@@ -307,7 +307,7 @@ BOOST_AUTO_TEST_CASE(churn_leaves_no_zombie_nodes) {
       (void)idx.apply(remove(w, {1, 2}, {3 + round % 5}));
   }
   for (uint64_t w = 0; w < 4; ++w)
-    idx.remove_worker(w);
+    (void)idx.remove_worker(w);
   BOOST_TEST(idx.node_count() == 0u);
   BOOST_TEST(idx.entry_count() == 0u);
   BOOST_TEST(idx.workers().empty());

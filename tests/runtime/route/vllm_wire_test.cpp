@@ -9,6 +9,7 @@
 #include <msgpack.hpp>
 
 #include <numeric>
+#include <random>
 #include <string>
 
 using namespace dynamo;
@@ -258,6 +259,39 @@ BOOST_AUTO_TEST_CASE(a_message_is_exactly_three_frames_with_a_big_endian_sequenc
   std::vector<uint8_t> short_seq{1, 2, 3};
   std::vector<std::span<const uint8_t>> bad_seq{topic, short_seq, p};
   BOOST_TEST(!decode_vllm_frames(bad_seq));
+}
+
+BOOST_AUTO_TEST_CASE(randomly_corrupted_payloads_decode_or_fail_but_never_crash) {
+  auto good = payload(3, [](packer& pk) {
+    pack_stored_array(pk, {11, 12}, -1, 8, 4, "GPU", "full_attention");
+    pk.pack_array(3);
+    pk.pack(std::string{"BlockRemoved"});
+    pack_u64s(pk, {5, 6});
+    pk.pack_nil();
+    pk.pack_map(2);
+    pk.pack(std::string{"type"});
+    pk.pack(std::string{"AllBlocksCleared"});
+    pk.pack(std::string{"extra"});
+    pk.pack_array(0);
+  }, 1);
+  std::mt19937_64 rng(11);
+  size_t decoded = 0, failed = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::vector<uint8_t> bad = good;
+    for (uint64_t flips = 1 + rng() % 4; flips > 0; --flips)
+      bad[rng() % bad.size()] = static_cast<uint8_t>(rng());
+    auto r = decode_vllm_payload(bad);
+    if (r) {
+      ++decoded;
+      vllm_event_converter conv(1, 4); // converting whatever decoded must be safe too
+      (void)conv.convert(*r);
+    } else {
+      ++failed;
+      BOOST_TEST(code_of(r.error()) == errc::malformed_message);
+    }
+  }
+  BOOST_TEST(decoded + failed == 3000u);
+  BOOST_TEST(failed > 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,453 @@
+// dynamo-kv-routing-bench: a discrete-event simulation on a virtual clock. The
+// same multi-turn, prefix-heavy trace is replayed against N mocker engines (the
+// real engine_core + mock_executor with Dynamo's timing model) behind the real
+// kv_router, once per router mode, with no sleeping. Each engine steps back to
+// back while it has work; a step's tokens and KV events become visible at its
+// simulated end, when the router receives the events and the request lifecycle
+// calls. Prints one JSON object: per mode TTFT percentiles, prefill tokens
+// computed, cache hit rate, and the round-robin / kv ratios.
+#include "runtime/mocker/mock_executor.hpp"
+#include "runtime/route/kv_router.hpp"
+#include "runtime/route/workload.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+using namespace dynamo;
+using namespace dynamo::route;
+
+namespace {
+
+constexpr double never = std::numeric_limits<double>::infinity();
+
+struct options {
+  uint32_t workers = 8;
+  std::string preset = "agent";
+  std::vector<double> rates{2, 4, 6, 8}; ///< sessions per second, one run each
+  workload_config workload;
+  mocker::mocker_config engine;
+  std::vector<std::string> modes{"kv", "round-robin"};
+  uint64_t seed = 1;
+};
+
+struct request_state {
+  double arrival_us = 0;
+  double first_token_us = -1;
+  double done_us = -1;
+  uint32_t prompt = 0;
+  uint32_t cached = 0;
+  uint32_t outputs = 0;
+  uint32_t predicted_overlap_tokens = 0;
+};
+
+struct engine_slot {
+  std::unique_ptr<engine::engine_core> core;
+  worker_key key;
+  bool busy = false;
+  double step_end_us = never;
+  engine::step_result pending;
+};
+
+struct sim_result {
+  std::vector<request_state> requests;
+  uint64_t computed_tokens = 0;
+  uint64_t steps = 0;
+  uint64_t resyncs = 0;
+  uint64_t preemptions = 0;
+  uint64_t errors = 0;
+  uint64_t lifecycle_mismatches = 0; ///< router bookings that did not match the engine
+  double end_us = 0;
+  std::vector<uint64_t> per_worker_requests;
+};
+
+class simulation {
+public:
+  simulation(const options& o, router_mode mode, const std::vector<trace_record>& trace)
+      : o_(o), trace_(trace), router_(kv_router_config{}, o.engine.block_size, mode, o.seed) {
+    for (uint32_t w = 0; w < o.workers; ++w) {
+      auto core = mocker::make_engine(o.engine);
+      if (!core) {
+        std::fprintf(stderr, "%s\n", describe(core.error()).c_str());
+        std::exit(1);
+      }
+      engines_.push_back(engine_slot{std::move(*core), worker_key{w + 1, 0}});
+      candidates_.push_back(engines_.back().key);
+    }
+    result_.requests.resize(trace.size());
+    result_.per_worker_requests.assign(o.workers, 0);
+  }
+
+  sim_result run() {
+    size_t next = 0;
+    for (;;) {
+      double arrival = next < trace_.size() ? arrival_us(next) : never;
+      size_t e = earliest_step_end();
+      double step_end = e < engines_.size() ? engines_[e].step_end_us : never;
+      if (arrival == never && step_end == never)
+        break;
+      if (arrival <= step_end)
+        on_arrival(next++, arrival);
+      else
+        on_step_end(e);
+    }
+    for (const auto& eng : engines_)
+      result_.preemptions += eng.core->sched().num_preemptions();
+    return std::move(result_);
+  }
+
+private:
+  [[nodiscard]] double arrival_us(size_t i) const {
+    return static_cast<double>(trace_[i].timestamp_ms) * 1000.0;
+  }
+
+  [[nodiscard]] size_t earliest_step_end() const {
+    size_t best = engines_.size();
+    for (size_t i = 0; i < engines_.size(); ++i)
+      if (engines_[i].busy && (best == engines_.size() ||
+                               engines_[i].step_end_us < engines_[best].step_end_us))
+        best = i;
+    return best;
+  }
+
+  void on_arrival(size_t i, double now) {
+    const trace_record& t = trace_[i];
+    std::vector<uint32_t> tokens = synthesize_tokens(t, o_.workload.trace_block_size);
+    route_request r;
+    r.request_id = std::to_string(i);
+    r.tokens = tokens;
+    r.candidates = candidates_;
+    auto d = router_.route(r);
+    if (!d) {
+      std::fprintf(stderr, "routing failed: %s\n", describe(d.error()).c_str());
+      std::exit(1);
+    }
+    size_t w = d->worker.worker_id - 1;
+    request_state& s = result_.requests[i];
+    s.arrival_us = now;
+    s.prompt = t.input_length;
+    s.predicted_overlap_tokens = d->overlap_blocks * o_.engine.block_size;
+    ++result_.per_worker_requests[w];
+    protocol::preprocessed_request req;
+    req.request_id = r.request_id;
+    req.token_ids = std::move(tokens);
+    req.prompt_tokens = t.input_length;
+    req.stop.max_tokens = std::max<uint32_t>(t.output_length, 1);
+    req.stop.ignore_eos = true;
+    if (!engines_[w].core->add_request(std::move(req))) {
+      std::fprintf(stderr, "duplicate request id %zu\n", i);
+      std::exit(1);
+    }
+    if (!engines_[w].busy)
+      start_step(w, now);
+  }
+
+  void start_step(size_t w, double now) {
+    engine_slot& e = engines_[w];
+    auto r = e.core->step();
+    if (!r) {
+      std::fprintf(stderr, "engine step failed: %s\n", describe(r.error()).c_str());
+      std::exit(1);
+    }
+    if (r->num_seqs == 0 && r->outputs.empty() && r->kv_events.empty()) {
+      e.busy = false; // nothing runnable: wait for the next arrival
+      e.step_end_us = never;
+      return;
+    }
+    ++result_.steps;
+    result_.computed_tokens += r->num_tokens;
+    e.busy = true;
+    e.step_end_us = now + std::max<double>(1.0, static_cast<double>(r->duration.count()));
+    e.pending = std::move(*r);
+  }
+
+  void on_step_end(size_t w) {
+    engine_slot& e = engines_[w];
+    double now = e.step_end_us;
+    result_.end_us = std::max(result_.end_us, now);
+    for (const auto& ev : e.pending.kv_events)
+      if (router_.on_event(protocol::router_event{e.key.worker_id, ev}))
+        ++result_.resyncs;
+    for (const auto& out : e.pending.outputs)
+      on_output(out, now);
+    e.pending = {};
+    start_step(w, now);
+  }
+
+  void on_output(const engine::request_output& out, double now) {
+    size_t i = std::stoul(out.request_id);
+    request_state& s = result_.requests[i];
+    s.outputs += static_cast<uint32_t>(out.output.token_ids.size());
+    s.cached = std::max(s.cached, out.output.cached_tokens);
+    if (s.first_token_us < 0 && !out.output.token_ids.empty()) {
+      s.first_token_us = now;
+      if (!router_.mark_prefill_completed(out.request_id))
+        ++result_.lifecycle_mismatches;
+    }
+    if (out.output.finish != protocol::finish_reason::none) {
+      s.done_us = now;
+      result_.errors += out.output.finish == protocol::finish_reason::error ? 1 : 0;
+      if (!router_.free(out.request_id))
+        ++result_.lifecycle_mismatches;
+    }
+  }
+
+  const options& o_;
+  const std::vector<trace_record>& trace_;
+  kv_router router_;
+  std::vector<engine_slot> engines_;
+  std::vector<worker_key> candidates_;
+  sim_result result_;
+};
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+struct summary {
+  double ttft_p50_ms = 0, ttft_p99_ms = 0, ttft_mean_ms = 0, e2e_p50_ms = 0;
+  uint64_t prefill_tokens = 0, prompt_tokens = 0, cached_tokens = 0, predicted_tokens = 0;
+};
+
+summary summarize(const sim_result& r) {
+  summary s;
+  std::vector<double> ttft, e2e;
+  uint64_t decode_tokens = 0;
+  for (const auto& q : r.requests) {
+    if (q.first_token_us >= 0)
+      ttft.push_back((q.first_token_us - q.arrival_us) / 1000.0);
+    if (q.done_us >= 0)
+      e2e.push_back((q.done_us - q.arrival_us) / 1000.0);
+    s.prompt_tokens += q.prompt;
+    s.cached_tokens += q.cached;
+    s.predicted_tokens += std::min(q.predicted_overlap_tokens, q.prompt);
+    decode_tokens += q.outputs > 0 ? q.outputs - 1 : 0; // each later token is one decode input
+  }
+  s.prefill_tokens = r.computed_tokens - std::min(r.computed_tokens, decode_tokens);
+  s.ttft_p50_ms = percentile(ttft, 0.5);
+  s.ttft_p99_ms = percentile(ttft, 0.99);
+  for (double t : ttft)
+    s.ttft_mean_ms += t / static_cast<double>(ttft.size());
+  s.e2e_p50_ms = percentile(e2e, 0.5);
+  return s;
+}
+
+std::string mode_json(std::string_view mode, const sim_result& r, const summary& s) {
+  std::string spread;
+  for (uint64_t n : r.per_worker_requests)
+    spread += fmt::format("{}{}", spread.empty() ? "" : ", ", n);
+  auto prompt = static_cast<double>(std::max<uint64_t>(s.prompt_tokens, 1));
+  return fmt::format(
+      R"("{}": {{"ttft_p50_ms": {:.1f}, "ttft_p99_ms": {:.1f}, "ttft_mean_ms": {:.1f}, )"
+      R"("e2e_p50_ms": {:.1f}, "prefill_tokens_computed": {}, "prompt_tokens": {}, )"
+      R"("cached_prompt_tokens": {}, "cache_hit_rate": {:.4f}, "router_predicted_hit_rate": {:.4f}, )"
+      R"("engine_steps": {}, "preemptions": {}, "errors": {}, "resync_requests": {}, )"
+      R"("lifecycle_mismatches": {}, "simulated_s": {:.1f}, "requests_per_worker": [{}]}})",
+      mode, s.ttft_p50_ms, s.ttft_p99_ms, s.ttft_mean_ms, s.e2e_p50_ms, s.prefill_tokens,
+      s.prompt_tokens, s.cached_tokens, static_cast<double>(s.cached_tokens) / prompt,
+      static_cast<double>(s.predicted_tokens) / prompt, r.steps, r.preemptions, r.errors,
+      r.resyncs, r.lifecycle_mismatches, r.end_us / 1e6, spread);
+}
+
+} // namespace
+
+namespace {
+
+template <class T>
+T number(std::string_view flag, std::string_view text) {
+  T v{};
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc{} || p != text.data() + text.size()) {
+    std::fprintf(stderr, "%.*s needs a number (try --help)\n", int(flag.size()), flag.data());
+    std::exit(2);
+  }
+  return v;
+}
+
+std::vector<std::string> split(std::string_view v) {
+  std::vector<std::string> out;
+  for (size_t at = 0; at <= v.size();) {
+    size_t comma = std::min(v.find(',', at), v.size());
+    out.emplace_back(v.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return out;
+}
+
+std::vector<double> numbers(std::string_view flag, std::string_view v) {
+  std::vector<double> out;
+  for (const std::string& item : split(v))
+    out.push_back(number<double>(flag, item));
+  return out;
+}
+
+/// agent: history-heavy multi-turn sessions (tool outputs, long histories);
+/// chat: short sessions dominated by a long shared system prompt.
+bool apply_preset(options& o, std::string_view name) {
+  workload_config& w = o.workload;
+  if (name == "chat") {
+    w.system_prompt_tokens = 2048;
+    w.min_turns = 2, w.max_turns = 6;
+    w.min_user_tokens = 64, w.max_user_tokens = 512;
+    w.min_output_tokens = 32, w.max_output_tokens = 256;
+    w.sessions = 1000;
+    o.rates = {8, 16, 24, 32};
+  } else if (name == "agent") {
+    w.system_prompt_tokens = 1024;
+    w.min_turns = 4, w.max_turns = 16;
+    w.min_user_tokens = 128, w.max_user_tokens = 1024;
+    w.min_output_tokens = 64, w.max_output_tokens = 256;
+    w.sessions = 300;
+    o.rates = {2, 4, 6, 8};
+  } else {
+    return false;
+  }
+  o.preset = std::string{name};
+  return true;
+}
+
+constexpr const char* usage =
+    "dynamo-kv-routing-bench [--preset agent|chat] [--rates r1,r2,...] [--workers 8]\n"
+    "  [--sessions N] [--system-prompts 4] [--system-prompt-tokens N] [--min-turns N]\n"
+    "  [--max-turns N] [--min-user-tokens N] [--max-user-tokens N] [--min-output-tokens N]\n"
+    "  [--max-output-tokens N] [--trace-block-size 512] [--mean-think-ms 2000]\n"
+    "  [--blocks 16384] [--block-size 16] [--modes kv,round-robin] [--seed 1] [--smoke]\n"
+    "For each arrival rate (sessions per second), replays one synthetic multi-turn\n"
+    "trace against mocker engines on a virtual clock, once per router mode, and\n"
+    "prints one JSON object (ratios: second mode over first).\n"
+    "Presets (default agent; later flags override):\n"
+    "  agent: 300 sessions of 4-16 turns, 1024-token system prompts, 128-1024 user\n"
+    "         and 64-256 output tokens per turn; rates 2,4,6,8\n"
+    "  chat:  1000 sessions of 2-6 turns, 2048-token system prompts, 64-512 user and\n"
+    "         32-256 output tokens per turn; rates 8,16,24,32";
+
+bool parse(int argc, char** argv, options& o) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view f = argv[i];
+    if (f == "--help" || f == "-h") {
+      std::puts(usage);
+      return false;
+    }
+    if (f == "--smoke") {
+      o.workers = 2;
+      o.workload.sessions = 6;
+      o.workload.min_turns = 2;
+      o.workload.max_turns = 3;
+      o.rates = {2};
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "%s needs a value (try --help)\n", argv[i]);
+      std::exit(2);
+    }
+    std::string_view v = argv[++i];
+    if (f == "--workers") o.workers = number<uint32_t>(f, v);
+    else if (f == "--sessions") o.workload.sessions = number<uint32_t>(f, v);
+    else if (f == "--sessions-per-second" || f == "--rates") o.rates = numbers(f, v);
+    else if (f == "--preset") {
+      if (!apply_preset(o, v)) {
+        std::fprintf(stderr, "--preset: agent or chat (try --help)\n");
+        std::exit(2);
+      }
+    }
+    else if (f == "--system-prompts") o.workload.system_prompts = number<uint32_t>(f, v);
+    else if (f == "--system-prompt-tokens") o.workload.system_prompt_tokens = number<uint32_t>(f, v);
+    else if (f == "--min-turns") o.workload.min_turns = number<uint32_t>(f, v);
+    else if (f == "--max-turns") o.workload.max_turns = number<uint32_t>(f, v);
+    else if (f == "--min-user-tokens") o.workload.min_user_tokens = number<uint32_t>(f, v);
+    else if (f == "--max-user-tokens") o.workload.max_user_tokens = number<uint32_t>(f, v);
+    else if (f == "--min-output-tokens") o.workload.min_output_tokens = number<uint32_t>(f, v);
+    else if (f == "--max-output-tokens") o.workload.max_output_tokens = number<uint32_t>(f, v);
+    else if (f == "--trace-block-size") o.workload.trace_block_size = number<uint32_t>(f, v);
+    else if (f == "--mean-think-ms") o.workload.mean_think_ms = number<double>(f, v);
+    else if (f == "--blocks") o.engine.num_blocks = number<uint32_t>(f, v);
+    else if (f == "--block-size") o.engine.block_size = number<uint32_t>(f, v);
+    else if (f == "--seed") o.seed = o.workload.seed = number<uint64_t>(f, v);
+    else if (f == "--modes") o.modes = split(v);
+    else {
+      std::fprintf(stderr, "unknown option %s (try --help)\n", argv[i - 1]);
+      std::exit(2);
+    }
+  }
+  o.workers = std::max<uint32_t>(o.workers, 1);
+  return true;
+}
+
+std::string run_json(const options& o, double rate) {
+  workload_config wc = o.workload;
+  wc.sessions_per_second = rate;
+  std::vector<trace_record> trace = generate_workload(wc);
+  workload_stats ws = analyze_workload(trace);
+  std::string body;
+  std::vector<summary> sums;
+  for (const std::string& name : o.modes) {
+    auto mode = parse_router_mode(name);
+    if (!mode) {
+      std::fprintf(stderr, "%s\n", describe(mode.error()).c_str());
+      std::exit(2);
+    }
+    sim_result r = simulation(o, *mode, trace).run();
+    sums.push_back(summarize(r));
+    body += mode_json(name, r, sums.back()) + ", ";
+  }
+  std::string ratios = "null";
+  if (sums.size() >= 2) { // baseline (second mode) over the first
+    const summary& kv = sums[0];
+    const summary& base = sums[1];
+    ratios = fmt::format(R"({{"baseline": "{}", "ttft_p50": {:.2f}, "ttft_p99": {:.2f}, )"
+                         R"("prefill_tokens": {:.2f}}})",
+                         o.modes[1], base.ttft_p50_ms / std::max(kv.ttft_p50_ms, 1e-9),
+                         base.ttft_p99_ms / std::max(kv.ttft_p99_ms, 1e-9),
+                         static_cast<double>(base.prefill_tokens) /
+                             static_cast<double>(std::max<uint64_t>(kv.prefill_tokens, 1)));
+  }
+  return fmt::format(R"({{"sessions_per_second": {}, "workload": {{"requests": {}, )"
+                     R"("requests_per_s": {:.1f}, "mean_input_length": {:.0f}, )"
+                     R"("mean_output_length": {:.0f}, "duration_s": {:.1f}, )"
+                     R"("trace_reuse_ratio": {:.4f}}}, {}"ratios": {}}})",
+                     rate, ws.requests,
+                     static_cast<double>(ws.requests) / std::max(ws.duration_s, 1e-9),
+                     ws.mean_input_length, ws.mean_output_length, ws.duration_s,
+                     ws.reuse_ratio, body, ratios);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  options o;
+  o.engine.context_length = 32768;
+  apply_preset(o, "agent");
+  if (!parse(argc, argv, o))
+    return 0;
+  if (auto ok = mocker::validate(o.engine); !ok) {
+    std::fprintf(stderr, "%s\n", describe(ok.error()).c_str());
+    return 2;
+  }
+  std::string runs;
+  for (double rate : o.rates)
+    runs += (runs.empty() ? "" : ", ") + run_json(o, rate);
+  const workload_config& w = o.workload;
+  fmt::print(R"({{"bench": "dynamo-kv-routing-bench", "preset": "{}", "workers": {}, )"
+             R"("engine": {{"block_size": {}, "num_blocks": {}, "max_num_batched_tokens": {}, )"
+             R"("timing": "dynamo mocker polynomial, speedup 1"}}, "workload": {{"sessions": {}, )"
+             R"("system_prompts": {}, "system_prompt_tokens": {}, "turns": [{}, {}], )"
+             R"("user_tokens": [{}, {}], "output_tokens": [{}, {}], "mean_think_ms": {}, )"
+             R"("trace_block_size": {}, "seed": {}}}, "runs": [{}]}})"
+             "\n",
+             o.preset, o.workers, o.engine.block_size, o.engine.num_blocks,
+             o.engine.max_num_batched_tokens, w.sessions, w.system_prompts,
+             w.system_prompt_tokens, w.min_turns, w.max_turns, w.min_user_tokens,
+             w.max_user_tokens, w.min_output_tokens, w.max_output_tokens, w.mean_think_ms,
+             w.trace_block_size, w.seed, runs);
+  return 0;
+}
