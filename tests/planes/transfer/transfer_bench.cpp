@@ -34,6 +34,7 @@ struct path {
 
 std::vector<path> all_paths(std::chrono::microseconds spin) {
   ucx_transport_options shm;            // error mode none: shared memory + CMA on one host
+  shm.error_mode = ucx_error_mode::none;
   shm.progress_spin = spin;
   ucx_transport_options tcp = shm;
   tcp.tls = "tcp";                      // UCX over TCP only
