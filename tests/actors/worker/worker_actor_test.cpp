@@ -6,6 +6,7 @@
 #include "runtime/mocker/mock_executor.hpp"
 #include "runtime/mocker/token_stream.hpp"
 #include "runtime/protocol/codec.hpp"
+#include "tests/actors/worker/collected.hpp"
 
 #include <caf/all.hpp>
 
@@ -22,44 +23,11 @@ namespace {
 
 const std::string endpoint = "dynamo/backend/generate";
 
-// Collects one call's chunks and its end.
-struct collected {
-  std::mutex mtx;
-  std::condition_variable cv;
-  std::vector<uint32_t> tokens;
-  std::vector<protocol::engine_output> chunks;
-  bool ended = false;
-  caf::error end_error;
-
-  bool wait(std::chrono::milliseconds t = 5s) {
-    std::unique_lock lk{mtx};
-    return cv.wait_for(lk, t, [&] { return ended; });
-  }
-  bool wait_tokens(size_t n, std::chrono::milliseconds t = 5s) {
-    std::unique_lock lk{mtx};
-    return cv.wait_for(lk, t, [&] { return tokens.size() >= n || ended; });
-  }
-};
+using test::collected;
 
 planes::call_handle call(planes::request_client& client, const std::string& address,
                          const protocol::preprocessed_request& req, std::shared_ptr<collected> out) {
-  return client.call(
-    address, endpoint, protocol::encode(req),
-    [out](planes::bytes item) {
-      auto chunk = protocol::decode<protocol::engine_output>(item);
-      std::lock_guard lk{out->mtx};
-      if (chunk) {
-        out->tokens.insert(out->tokens.end(), chunk->token_ids.begin(), chunk->token_ids.end());
-        out->chunks.push_back(*chunk);
-      }
-      out->cv.notify_all();
-    },
-    [out](const caf::error& err) {
-      std::lock_guard lk{out->mtx};
-      out->ended = true;
-      out->end_error = err;
-      out->cv.notify_all();
-    });
+  return test::collect_call(client, address, endpoint, protocol::encode(req), std::move(out));
 }
 
 protocol::preprocessed_request make_request(std::string id, uint32_t max_tokens) {

@@ -13,6 +13,7 @@
 #include "runtime/mocker/token_stream.hpp"
 #include "runtime/protocol/codec.hpp"
 #include "runtime/protocol/disagg.hpp"
+#include "tests/actors/worker/collected.hpp"
 
 #include <caf/all.hpp>
 
@@ -30,39 +31,12 @@ namespace {
 const std::string generate_ep = "dynamo/backend/generate";
 const std::string push_ep = "dynamo/prefill/kv_push";
 
-struct collected {
-  std::mutex mtx;
-  std::condition_variable cv;
-  std::vector<uint32_t> tokens;
-  std::vector<protocol::engine_output> chunks;
-  bool ended = false;
-  caf::error end_error;
-
-  bool wait(std::chrono::milliseconds t = 5s) {
-    std::unique_lock lk{mtx};
-    return cv.wait_for(lk, t, [&] { return ended; });
-  }
-};
+using test::collected;
 
 std::shared_ptr<collected> call(planes::request_client& client, const std::string& address,
                                 const std::string& endpoint, std::vector<uint8_t> payload) {
   auto out = std::make_shared<collected>();
-  (void) client.call(
-    address, endpoint, std::move(payload),
-    [out](planes::bytes item) {
-      std::lock_guard lk{out->mtx};
-      if (auto chunk = protocol::decode<protocol::engine_output>(item)) {
-        out->tokens.insert(out->tokens.end(), chunk->token_ids.begin(), chunk->token_ids.end());
-        out->chunks.push_back(*chunk);
-      }
-      out->cv.notify_all();
-    },
-    [out](const caf::error& err) {
-      std::lock_guard lk{out->mtx};
-      out->ended = true;
-      out->end_error = err;
-      out->cv.notify_all();
-    });
+  (void) test::collect_call(client, address, endpoint, std::move(payload), out);
   return out;
 }
 
