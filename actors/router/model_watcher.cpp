@@ -43,7 +43,9 @@ struct model_watcher::impl {
   std::map<std::string, served_model> models;
   std::map<std::string, std::set<uint64_t>> instances_by_model;
   std::map<uint64_t, std::pair<std::string, std::string>> instance_model_addr; ///< id -> (model, event addr)
-  std::map<uint64_t, caf::actor> router_of; ///< instance -> the router it belongs to (events)
+  std::map<uint64_t, std::shared_ptr<actor_handle>> router_of; ///< instance -> its router (events)
+  std::map<uint64_t, worker_info> info_of;  ///< instance -> what its router was told
+  std::weak_ptr<impl> weak_self;
   std::set<uint64_t> prefill_instances;
   std::set<std::string> unlisted; ///< models whose instances all left (kept for their requests)
   std::unique_ptr<planes::event_subscriber> subscriber;
@@ -59,7 +61,7 @@ struct model_watcher::impl {
       auto it = router_of.find(ev->worker_id);
       if (it == router_of.end())
         return;
-      router = it->second;
+      router = it->second->get();
     }
     caf::anon_send(router, kv_event_atom::value, std::move(*ev));
   }
@@ -93,7 +95,9 @@ struct model_watcher::impl {
     auto rc = cfg.router;
     rc.name = "router[" + card.name + "]";
     rc.block_size = card.kv_block_size;
-    m.router = spawn_router(*sys, rc, shared_client());
+    auto sr = spawn_supervised_router(*sys, rc, shared_client(), on_router_restart());
+    m.router = sr.handle;
+    m.router_supervisor = sr.supervisor;
     m.client = std::make_shared<routed_client>(m.router, cfg.client);
     auto [it, _] = models.emplace(card.name, std::move(m));
     spdlog::info("model {} available (source {}, block size {})", card.name, card.source,
@@ -114,7 +118,7 @@ struct model_watcher::impl {
     auto role = rec.metadata.find("role");
     bool is_prefill = role != rec.metadata.end() && role->second == "prefill";
     bool connect = false;
-    caf::actor router;
+    std::shared_ptr<actor_handle> router;
     {
       std::lock_guard lk{mtx};
       auto* m = ensure_model(*card);
@@ -127,7 +131,9 @@ struct model_watcher::impl {
           auto rc = cfg.router;
           rc.name = "prefill-router[" + card->name + "]";
           rc.block_size = card->kv_block_size;
-          m->prefill->router = spawn_router(*sys, rc, shared_client());
+          auto sr = spawn_supervised_router(*sys, rc, shared_client(), on_router_restart());
+          m->prefill->router = sr.handle;
+          m->prefill->supervisor = sr.supervisor;
           m->client->set_prefill_pool(m->prefill);
           spdlog::info("model {}: disaggregated (prefill workers present)", card->name);
         }
@@ -138,16 +144,17 @@ struct model_watcher::impl {
       connect = instances_by_model[card->name].insert(rec.instance).second;
       instance_model_addr[rec.instance] = {card->name, rec.event_address};
       router_of[rec.instance] = router;
+      info_of[rec.instance] = info;
     }
     if (connect && !rec.event_address.empty())
       if (auto ok = subscriber->connect(rec.event_address); !ok)
         spdlog::warn("cannot subscribe to {}: {}", rec.event_address, describe(ok.error()));
-    caf::anon_send(router, add_worker_atom::value, info);
+    caf::anon_send(router->get(), add_worker_atom::value, info);
   }
 
   void on_removed(const planes::instance_record& rec) {
     std::string event_addr, model_name;
-    caf::actor router;
+    std::shared_ptr<actor_handle> router;
     bool last = false;
     {
       std::lock_guard lk{mtx};
@@ -158,6 +165,7 @@ struct model_watcher::impl {
       instance_model_addr.erase(it);
       router = router_of[rec.instance];
       router_of.erase(rec.instance);
+      info_of.erase(rec.instance);
       auto& set = instances_by_model[model_name];
       set.erase(rec.instance);
       if (prefill_instances.erase(rec.instance) && models[model_name].prefill)
@@ -166,7 +174,8 @@ struct model_watcher::impl {
     }
     if (!event_addr.empty())
       (void) subscriber->disconnect(event_addr);
-    caf::anon_send(router, remove_worker_atom::value, rec.instance);
+    if (router)
+      caf::anon_send(router->get(), remove_worker_atom::value, rec.instance);
     if (last) {
       // Unlisted, not destroyed: requests in flight hold its router and park
       // there (router_actor_config::no_worker_wait) until workers return.
@@ -180,9 +189,31 @@ struct model_watcher::impl {
   }
 
   static void retire(served_model& m) {
-    caf::anon_send_exit(m.router, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(m.router_supervisor, caf::exit_reason::user_shutdown);
     if (m.prefill)
-      caf::anon_send_exit(m.prefill->router, caf::exit_reason::user_shutdown);
+      caf::anon_send_exit(m.prefill->supervisor, caf::exit_reason::user_shutdown);
+  }
+
+  // A restarted router knows no workers: tell it the ones it had (it then
+  // asks each for a KV dump, rebuilding its index).
+  void readd_workers(const std::shared_ptr<actor_handle>& router) {
+    std::vector<worker_info> infos;
+    {
+      std::lock_guard lk{mtx};
+      for (const auto& [id, r] : router_of)
+        if (r == router)
+          infos.push_back(info_of[id]);
+    }
+    spdlog::warn("router restarted; re-adding its {} worker(s)", infos.size());
+    for (auto& info : infos)
+      caf::anon_send(router->get(), add_worker_atom::value, info);
+  }
+
+  std::function<void(const std::shared_ptr<actor_handle>&)> on_router_restart() {
+    return [weak = weak_self](const std::shared_ptr<actor_handle>& router) {
+      if (auto self = weak.lock())
+        self->readd_workers(router);
+    };
   }
 
   std::shared_ptr<planes::request_client> shared_client() {
@@ -198,6 +229,7 @@ model_watcher::start(caf::actor_system& sys, planes::discovery_plane& discovery,
                      model_watcher_config cfg, model_assets_loader loader) {
   std::unique_ptr<model_watcher> w(new model_watcher());
   w->impl_ = std::make_shared<impl>();
+  w->impl_->weak_self = w->impl_;
   auto* p = w->impl_.get();
   p->sys = &sys;
   p->cfg = std::move(cfg);
@@ -239,6 +271,17 @@ model_watcher::~model_watcher() {
   std::lock_guard lk{impl_->mtx};
   for (auto& [name, m] : impl_->models)
     impl::retire(m);
+}
+
+std::vector<std::pair<std::string, caf::actor>> model_watcher::supervisors() const {
+  std::lock_guard lk{impl_->mtx};
+  std::vector<std::pair<std::string, caf::actor>> out;
+  for (const auto& [name, m] : impl_->models) {
+    out.emplace_back("router[" + name + "]-supervisor", m.router_supervisor);
+    if (m.prefill)
+      out.emplace_back("prefill-router[" + name + "]-supervisor", m.prefill->supervisor);
+  }
+  return out;
 }
 
 std::map<std::string, served_model> model_watcher::models() const {

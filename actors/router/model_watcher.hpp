@@ -34,7 +34,8 @@ struct served_model {
   std::shared_ptr<const tok::tokenizer> tokenizer;
   std::shared_ptr<const tok::chat_template> chat_template;
   std::shared_ptr<routed_client> client;
-  caf::actor router;                     ///< aggregated and decode instances
+  std::shared_ptr<actor_handle> router;  ///< aggregated and decode instances (current incarnation)
+  caf::actor router_supervisor;          ///< restarts the router if it crashes
   std::shared_ptr<prefill_pool> prefill; ///< prefill instances (disaggregation), when any appeared
 };
 
@@ -74,6 +75,8 @@ public:
 
   /// Models being served, by name.
   [[nodiscard]] std::map<std::string, served_model> models() const;
+  /// The supervisors of every model's routers, named for the admin API.
+  [[nodiscard]] std::vector<std::pair<std::string, caf::actor>> supervisors() const;
   /// Instances known per model.
   [[nodiscard]] size_t instance_count(const std::string& model) const;
 

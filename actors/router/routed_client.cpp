@@ -21,7 +21,7 @@ namespace {
 
 // One request across all the workers it visits.
 struct migrating_request : engine::generation, std::enable_shared_from_this<migrating_request> {
-  caf::actor router;
+  std::shared_ptr<actor_handle> router;
   std::shared_ptr<prefill_pool> prefill; ///< set when the prefill-first flow may be used
   routed_client_config cfg;
   std::shared_ptr<routed_client_stats> stats;
@@ -98,7 +98,7 @@ struct migrating_request : engine::generation, std::enable_shared_from_this<migr
       protocol::disagg_params d{protocol::disagg_role::decode, std::move(**result)};
       self->start_attempt(std::chrono::milliseconds{0}, protocol::encode(d));
     };
-    caf::anon_send(prefill->router, route_atom::value, j);
+    send_route(prefill->router->get(), j);
   }
 
   void start_attempt(std::chrono::milliseconds delay = std::chrono::milliseconds{0},
@@ -129,10 +129,7 @@ struct migrating_request : engine::generation, std::enable_shared_from_this<migr
     };
     j->callbacks.on_chunk = [self](protocol::engine_output chunk) { self->chunk(std::move(chunk)); };
     j->callbacks.on_end = [self](const caf::error& err) { self->end(err); };
-    if (delay.count() > 0)
-      caf::delayed_anon_send(router, delay, route_atom::value, j);
-    else
-      caf::anon_send(router, route_atom::value, j);
+    send_route(router->get(), j, delay);
   }
 
   void chunk(protocol::engine_output c) {
@@ -224,8 +221,11 @@ struct migrating_request : engine::generation, std::enable_shared_from_this<migr
 
 } // namespace
 
+routed_client::routed_client(std::shared_ptr<actor_handle> router, routed_client_config cfg)
+  : router_(std::move(router)), cfg_(std::move(cfg)), stats_(std::make_shared<routed_client_stats>()) {}
+
 routed_client::routed_client(caf::actor router, routed_client_config cfg)
-  : router_(std::move(router)), cfg_(cfg), stats_(std::make_shared<routed_client_stats>()) {}
+  : routed_client(std::make_shared<actor_handle>(std::move(router)), std::move(cfg)) {}
 
 void routed_client::set_prefill_pool(std::shared_ptr<prefill_pool> pool) {
   std::lock_guard lk{mtx_};
@@ -273,7 +273,7 @@ std::shared_ptr<engine::generation> routed_client::generate(protocol::preprocess
     else
       r->start_attempt();
   };
-  caf::anon_send(router_, peek_atom::value, std::move(peek));
+  caf::anon_send(router_->get(), peek_atom::value, std::move(peek));
   return r;
 }
 

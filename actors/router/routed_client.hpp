@@ -7,6 +7,7 @@
 // the caller sees one uninterrupted stream. Thread-safe.
 #pragma once
 
+#include "actors/core/actor_handle.hpp"
 #include "runtime/engine/llm_client.hpp"
 
 #include <caf/actor.hpp>
@@ -53,12 +54,17 @@ struct routed_client_config {
 /// The prefill side of a disaggregated model: its router and how many prefill
 /// instances it has (updated by the model watcher). Thread-safe.
 struct prefill_pool {
-  caf::actor router;
+  std::shared_ptr<actor_handle> router;
+  caf::actor supervisor;
   std::atomic<int> instances{0};
 };
 
 class routed_client final : public engine::llm_client {
 public:
+  /// Routes through whatever actor `router` names at each attempt (a
+  /// supervised router's current incarnation).
+  routed_client(std::shared_ptr<actor_handle> router, routed_client_config cfg = {});
+  /// Routes through one fixed router actor.
   routed_client(caf::actor router, routed_client_config cfg = {});
 
   [[nodiscard]] std::shared_ptr<engine::generation> generate(protocol::preprocessed_request req,
@@ -72,7 +78,7 @@ public:
 private:
   std::shared_ptr<prefill_pool> prefill() const;
 
-  caf::actor router_;
+  std::shared_ptr<actor_handle> router_;
   mutable std::mutex mtx_;
   std::shared_ptr<prefill_pool> prefill_;
   routed_client_config cfg_;

@@ -1,5 +1,6 @@
 #include "actors/router/router_actor.hpp"
 
+#include "actors/core/supervisor.hpp"
 #include "runtime/protocol/codec.hpp"
 #include "runtime/route/kv_router.hpp"
 
@@ -8,6 +9,8 @@
 
 #include <algorithm>
 #include <random>
+#include <stdexcept>
+#include <utility>
 #include <unordered_map>
 
 namespace dynamo::actors {
@@ -44,7 +47,7 @@ struct router_state {
   std::unordered_map<uint64_t, instance_entry> instances;
   std::vector<route::worker_key> candidates; ///< scratch
   /// Jobs waiting for a worker, with their deadlines.
-  std::vector<std::pair<route_job_ptr, clock::time_point>> parked;
+  std::vector<std::pair<route_ticket_ptr, clock::time_point>> parked;
   bool retry_scheduled = false;
   static inline const char* name = "dynamo.router";
 };
@@ -80,7 +83,7 @@ void request_resync(router_ptr self, const protocol::kv_resync_request& req, int
     });
 }
 
-void fail_job(const route_job_ptr& job, caf::error err) {
+void fail_job(route_job_ptr job, caf::error err) {
   if (job->callbacks.on_end)
     job->callbacks.on_end(err);
 }
@@ -147,16 +150,18 @@ void schedule_retry(router_ptr self) {
   }
 }
 
-// Routes `job`, or parks it until a worker is available; false when parked.
-bool route(router_ptr self, const route_job_ptr& job, clock::time_point deadline) {
+// Routes the ticket's job, or parks it until a worker is available; false
+// when parked. Taking the job out of the ticket marks it delivered.
+bool route(router_ptr self, const route_ticket_ptr& ticket, clock::time_point deadline) {
   auto& st = self->state;
-  collect_candidates(self, *job);
+  collect_candidates(self, *ticket->job);
+  if (st.candidates.empty() && clock::now() < deadline) {
+    st.parked.emplace_back(ticket, deadline);
+    schedule_retry(self);
+    return false;
+  }
+  auto job = std::move(ticket->job);
   if (st.candidates.empty()) {
-    if (clock::now() < deadline) {
-      st.parked.emplace_back(job, deadline);
-      schedule_retry(self);
-      return false;
-    }
     fail_job(job, make_error(errc::no_workers, "no healthy worker serves this model"));
     return true;
   }
@@ -184,20 +189,66 @@ void retry_parked(router_ptr self) {
   st.retry_scheduled = false;
   auto parked = std::move(st.parked);
   st.parked.clear();
-  for (auto& [job, deadline] : parked) {
+  for (auto& [ticket, deadline] : parked) {
     bool cancelled;
     {
-      std::lock_guard lk{job->mtx};
-      cancelled = job->cancelled;
+      std::lock_guard lk{ticket->job->mtx};
+      cancelled = ticket->job->cancelled;
     }
     if (cancelled)
-      fail_job(job, make_error(errc::cancelled, "cancelled while waiting for a worker"));
+      fail_job(std::move(ticket->job), make_error(errc::cancelled, "cancelled while waiting for a worker"));
     else
-      (void) route(self, job, deadline);
+      (void) route(self, ticket, deadline);
   }
 }
 
 } // namespace
+
+route_ticket::~route_ticket() {
+  if (job)
+    fail_job(std::move(job), make_error(errc::disconnected, "the router is gone"));
+}
+
+void send_route(const caf::actor& router, route_job_ptr job, std::chrono::milliseconds delay) {
+  auto ticket = std::make_shared<route_ticket>();
+  ticket->job = std::move(job);
+  if (!router)
+    return; // the ticket fails the job
+  if (delay.count() > 0)
+    caf::delayed_anon_send(router, delay, route_atom::value, std::move(ticket));
+  else
+    caf::anon_send(router, route_atom::value, std::move(ticket));
+}
+
+supervised_router spawn_supervised_router(caf::actor_system& sys, router_actor_config cfg,
+                                          std::shared_ptr<planes::request_client> client,
+                                          std::function<void(const std::shared_ptr<actor_handle>&)> on_restart) {
+  supervised_router out;
+  out.handle = std::make_shared<actor_handle>();
+  child_spec spec;
+  spec.name = cfg.name;
+  spec.policy = restart_policy::transient;
+  // The first incarnation is spawned here, so the handle is valid on return
+  // (the supervisor spawns its children asynchronously); it adopts it.
+  auto initial = std::make_shared<caf::actor>(spawn_router(sys, cfg, client));
+  out.handle->set(*initial);
+  spec.spawn = [cfg, client, initial](caf::actor_system& s) {
+    if (*initial)
+      return std::exchange(*initial, caf::actor{});
+    return spawn_router(s, cfg, client);
+  };
+  auto first = std::make_shared<bool>(true);
+  spec.on_spawn = [h = out.handle, first, on_restart](const caf::actor& a) {
+    h->set(a);
+    if (!*first && on_restart)
+      on_restart(h);
+    *first = false;
+  };
+  supervisor_config sc;
+  sc.name = cfg.name + "-supervisor";
+  out.supervisor = spawn_supervisor(sys, sc, {spec});
+  return out;
+}
 
 caf::actor spawn_router(caf::actor_system& sys, router_actor_config cfg,
                         std::shared_ptr<planes::request_client> client) {
@@ -247,14 +298,17 @@ caf::actor spawn_router(caf::actor_system& sys, router_actor_config cfg,
       [self](resync_atom, const protocol::kv_resync_request& req, int attempt) {
         request_resync(self, req, attempt);
       },
-      [self](route_atom, route_job_ptr& job) {
-        (void) route(self, job, clock::now() + self->state.cfg.no_worker_wait);
+      [self](route_atom, route_ticket_ptr& ticket) {
+        if (ticket->job)
+          (void) route(self, ticket, clock::now() + self->state.cfg.no_worker_wait);
       },
       [self](peek_atom, peek_job_ptr& job) {
         auto& r = *self->state.router;
-        job->answer(r.best_overlap_blocks(job->tokens) * r.block_size());
+        auto answer = std::exchange(job->answer, nullptr);
+        answer(r.best_overlap_blocks(job->tokens) * r.block_size());
       },
       [self](retry_atom) { retry_parked(self); },
+      [](crash_atom) { throw std::runtime_error("crash requested (test hook)"); },
       [self](first_token_atom, const std::string& id) {
         (void) self->state.router->mark_prefill_completed(id);
       },

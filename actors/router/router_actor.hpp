@@ -7,6 +7,7 @@
 // Interaction by message only; see routed_client for the llm_client face.
 #pragma once
 
+#include "actors/core/actor_handle.hpp"
 #include "planes/request/request_plane.hpp"
 #include "runtime/protocol/kv_event.hpp"
 #include "runtime/protocol/kv_recovery.hpp"
@@ -76,11 +77,16 @@ struct route_job {
 using route_job_ptr = std::shared_ptr<route_job>;
 
 /// A read-only question to the router: the longest prefix of `tokens` cached
-/// on any of its workers. The answer (in tokens) goes to `answer`, on the
-/// router's thread.
+/// on any of its workers. The answer (in tokens) goes to `answer` exactly
+/// once, on the router's thread; a question the router never saw is answered
+/// 0 when it is dropped.
 struct peek_job {
   std::vector<uint32_t> tokens;
   std::function<void(uint32_t cached_tokens)> answer;
+  ~peek_job() {
+    if (answer)
+      answer(0);
+  }
 };
 using peek_job_ptr = std::shared_ptr<peek_job>;
 
@@ -99,9 +105,35 @@ struct router_actor_config {
 [[nodiscard]] caf::actor spawn_router(caf::actor_system& sys, router_actor_config cfg,
                                       std::shared_ptr<planes::request_client> client);
 
+/// A router under its own supervisor (restarted if it crashes); `handle`
+/// names the current incarnation. `on_restart(handle)` runs (in the
+/// supervisor) after every restart, to give the new router its workers again.
+struct supervised_router {
+  caf::actor supervisor;
+  std::shared_ptr<actor_handle> handle;
+};
+[[nodiscard]] supervised_router spawn_supervised_router(caf::actor_system& sys, router_actor_config cfg,
+                                                        std::shared_ptr<planes::request_client> client,
+                                                        std::function<void(const std::shared_ptr<actor_handle>&)> on_restart);
+
+/// Sends `job` to the router (after `delay`). A job that the router never
+/// takes (it died first, or the message could not be delivered) ends with
+/// errc::disconnected instead of waiting forever, so its owner can retry.
+void send_route(const caf::actor& router, route_job_ptr job,
+                std::chrono::milliseconds delay = std::chrono::milliseconds{0});
+
+/// A route job in transit: fails the job when dropped untaken. Internal to
+/// send_route and the router actor.
+struct route_ticket {
+  route_job_ptr job;
+  ~route_ticket();
+};
+using route_ticket_ptr = std::shared_ptr<route_ticket>;
+
 } // namespace dynamo::actors
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynamo::actors::route_job_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynamo::actors::route_ticket_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynamo::actors::peek_job_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynamo::protocol::router_event)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynamo::protocol::kv_replay)

@@ -108,6 +108,10 @@ router_service::~router_service() {
 
 std::string router_service::address() const { return impl_->server->address(); }
 
+std::vector<std::pair<std::string, caf::actor>> router_service::supervisors() const {
+  return impl_->watcher ? impl_->watcher->supervisors() : std::vector<std::pair<std::string, caf::actor>>{};
+}
+
 size_t router_service::model_count() const {
   std::lock_guard lk{impl_->mtx};
   return impl_->records.size();

@@ -33,6 +33,8 @@ public:
   [[nodiscard]] std::string address() const;
   /// Models currently offered (registered on discovery).
   [[nodiscard]] size_t model_count() const;
+  /// The supervisors of its routers (admin API).
+  [[nodiscard]] std::vector<std::pair<std::string, caf::actor>> supervisors() const;
 
   struct impl;
 

@@ -6,6 +6,7 @@
 // migratable (a dead *process* shows up as errc::disconnected instead). Thread-safe; handlers run on the request plane's I/O thread.
 #pragma once
 
+#include "actors/core/actor_handle.hpp"
 #include "planes/request/request_plane.hpp"
 
 #include <caf/actor.hpp>
@@ -17,21 +18,7 @@
 namespace dynamo::actors {
 
 /// The worker actor currently serving an endpoint; updated by the supervisor.
-class worker_handle {
-public:
-  void set(caf::actor a) {
-    std::lock_guard lk{mtx_};
-    actor_ = std::move(a);
-  }
-  [[nodiscard]] caf::actor get() const {
-    std::lock_guard lk{mtx_};
-    return actor_;
-  }
-
-private:
-  mutable std::mutex mtx_;
-  caf::actor actor_;
-};
+using worker_handle = actor_handle;
 
 /// Registers `endpoint_path` on `server`, forwarding calls to `worker`.
 [[nodiscard]] expected<void> serve_worker(planes::request_server& server,

@@ -103,8 +103,9 @@ namespace {
 class process_admin final : public admin::admin_backend {
 public:
   process_admin(std::string kind, caf::actor_system& sys, planes::discovery_plane& d, std::string ns,
-                std::vector<actors::worker_service*> w)
-    : kind_(std::move(kind)), sys_(sys), discovery_(d), ns_(std::move(ns)), workers_(std::move(w)) {}
+                std::vector<actors::worker_service*> w, std::function<admin::supervisor_list()> more)
+    : kind_(std::move(kind)), sys_(sys), discovery_(d), ns_(std::move(ns)), workers_(std::move(w)),
+      more_(std::move(more)) {}
 
   std::string process_kind() const override { return kind_; }
 
@@ -132,7 +133,7 @@ public:
 
 private:
   admin::supervisor_list supervisors() const {
-    admin::supervisor_list all;
+    admin::supervisor_list all = more_ ? more_() : admin::supervisor_list{};
     for (auto* w : workers_) {
       auto some = w->supervisors();
       all.insert(all.end(), some.begin(), some.end());
@@ -145,6 +146,7 @@ private:
   planes::discovery_plane& discovery_;
   std::string ns_;
   std::vector<actors::worker_service*> workers_;
+  std::function<admin::supervisor_list()> more_;
 };
 
 } // namespace
@@ -152,14 +154,16 @@ private:
 expected<std::unique_ptr<admin::admin_service>>
 start_admin(const config::admin_config& cfg, std::string process_kind, caf::actor_system& sys,
             planes::discovery_plane& discovery, std::string ns,
-            std::vector<actors::worker_service*> workers) {
+            std::vector<actors::worker_service*> workers,
+            std::function<admin::supervisor_list()> more_supervisors) {
   if (!cfg.enabled)
     return std::unique_ptr<admin::admin_service>{};
   admin::admin_options o;
   o.host = cfg.host;
   o.port = cfg.port;
   o.token = cfg.token;
-  auto backend = std::make_shared<process_admin>(std::move(process_kind), sys, discovery, std::move(ns), std::move(workers));
+  auto backend = std::make_shared<process_admin>(std::move(process_kind), sys, discovery, std::move(ns), std::move(workers),
+                                                 std::move(more_supervisors));
   auto svc = admin::admin_service::start(o, backend);
   if (!svc)
     return svc.error();

@@ -4,6 +4,7 @@
 // Called from main() threads only.
 #pragma once
 
+#include "actors/admin/admin_rows.hpp"
 #include "actors/admin/admin_service.hpp"
 #include "actors/router/model_watcher.hpp"
 #include "planes/discovery/discovery_plane.hpp"
@@ -12,6 +13,7 @@
 
 #include <caf/actor_system.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,7 +57,8 @@ make_discovery(const config::discovery_config& cfg);
 [[nodiscard]] expected<std::unique_ptr<admin::admin_service>>
 start_admin(const config::admin_config& cfg, std::string process_kind, caf::actor_system& sys,
             planes::discovery_plane& discovery, std::string ns,
-            std::vector<actors::worker_service*> workers);
+            std::vector<actors::worker_service*> workers,
+            std::function<admin::supervisor_list()> more_supervisors = {});
 
 /// Exits the process with a message naming the failure (start-up errors).
 [[noreturn]] void die(std::string_view program, const caf::error& err);

@@ -58,7 +58,8 @@ int main(int argc, char** argv) {
                                               apps::connect_frontend(mw, **fe), actors::load_model_assets);
   if (!watcher)
     apps::die("dynamo-frontend", watcher.error());
-  auto admin = apps::start_admin(cfg->admin, "frontend", *rt.system, **discovery, cfg->namespace_name, {});
+  auto admin = apps::start_admin(cfg->admin, "frontend", *rt.system, **discovery, cfg->namespace_name, {},
+                                 [w = watcher->get()] { return w->supervisors(); });
   if (!admin)
     apps::die("dynamo-frontend", admin.error());
   spdlog::info("dynamo-frontend: listening on http://{}:{} (namespace {}, router {}{})", fo.http.host,

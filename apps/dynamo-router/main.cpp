@@ -42,7 +42,8 @@ int main(int argc, char** argv) {
   auto svc = actors::router_service::start(*rt.system, **discovery, rc);
   if (!svc)
     apps::die("dynamo-router", svc.error());
-  auto admin = apps::start_admin(cfg->admin, "router", *rt.system, **discovery, cfg->namespace_name, {});
+  auto admin = apps::start_admin(cfg->admin, "router", *rt.system, **discovery, cfg->namespace_name, {},
+                                 [s = svc->get()] { return s->supervisors(); });
   if (!admin)
     apps::die("dynamo-router", admin.error());
   spdlog::info("dynamo-router: serving at {} (router {})", (*svc)->address(),

@@ -199,4 +199,52 @@ BOOST_AUTO_TEST_CASE(cancel_stops_the_stream) {
   BOOST_TEST(static_cast<int>(code_of(r.error)) == static_cast<int>(errc::cancelled));
 }
 
+BOOST_AUTO_TEST_CASE(a_job_sent_to_a_dead_router_fails_instead_of_waiting) {
+  cluster c(1, 0);
+  caf::anon_send_exit(c.router, caf::exit_reason::kill);
+  caf::scoped_actor self{*c.rt.system};
+  self->wait_for(c.router);
+  routed_client_config cc;
+  cc.retry_window = 300ms;
+  routed_client client(c.router, cc);
+  stream_result r;
+  auto g = client.generate(make_request("to-the-dead", 4), r.callback());
+  // Its retries (same dead router) end after the retry window, with an error.
+  BOOST_REQUIRE(r.wait(5s));
+  BOOST_TEST(static_cast<bool>(r.error));
+  BOOST_TEST(r.tokens.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_crashed_supervised_router_comes_back_with_its_workers) {
+  cluster c(1, 0);
+  router_actor_config rc;
+  rc.block_size = 4;
+  auto info = worker_info{c.workers[0].id, c.workers[0].server->address(), endpoint, true};
+  std::atomic<int> restarts{0};
+  auto sr = spawn_supervised_router(*c.rt.system, rc, c.client,
+                                    [&](const std::shared_ptr<actor_handle>& h) {
+                                      ++restarts;
+                                      caf::anon_send(h->get(), add_worker_atom::value, info);
+                                    });
+  BOOST_REQUIRE(sr.handle->get());
+  caf::anon_send(sr.handle->get(), add_worker_atom::value, info);
+  routed_client client(sr.handle);
+  stream_result before;
+  auto g1 = client.generate(make_request("before-crash", 5), before.callback());
+  BOOST_REQUIRE(before.wait());
+  BOOST_TEST(!before.error);
+  auto first = sr.handle->get();
+  caf::anon_send(first, crash_atom::value);
+  for (int i = 0; i < 2000 && sr.handle->get() == first; ++i)
+    std::this_thread::sleep_for(1ms);
+  BOOST_REQUIRE(sr.handle->get() != first);
+  BOOST_TEST(restarts.load() == 1);
+  stream_result after;
+  auto g2 = client.generate(make_request("after-crash", 5), after.callback());
+  BOOST_REQUIRE(after.wait());
+  BOOST_TEST(!after.error);
+  BOOST_TEST(after.tokens == mocker::continuation(make_request("x", 5).token_ids, 5));
+  caf::anon_send_exit(sr.supervisor, caf::exit_reason::user_shutdown);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
