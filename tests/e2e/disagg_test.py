@@ -248,13 +248,21 @@ def main():
 
         # Conditional disaggregation counts the decode workers' cached prefix:
         # the same long prompt again is prefilled where its KV already is.
+        # The decode worker's KV events reach the router within milliseconds;
+        # under heavy load a repeat may still go remote, so allow a few tries.
         import time
-        time.sleep(0.5)  # the decode worker's KV events reach the router
-        before = dis.metric("dynamo_frontend_disagg_requests_total", prefill="remote")
-        again = answer(dis, model, args.engine, texts[0])[0]
-        after = dis.metric("dynamo_frontend_disagg_requests_total", prefill="remote")
-        check(again == wants[0] and after == before,
-              "a repeated long prompt is prefilled locally from the decode worker's cache")
+        local_repeat = False
+        for attempt in range(5):
+            time.sleep(0.3 * (attempt + 1))
+            before = dis.metric("dynamo_frontend_disagg_requests_total", prefill="remote")
+            again = answer(dis, model, args.engine, texts[0])[0]
+            after = dis.metric("dynamo_frontend_disagg_requests_total", prefill="remote")
+            check(again == wants[0], f"repeat {attempt + 1} of a long prompt gives the same answer")
+            expected_remote += int(after - before)
+            if after == before:
+                local_repeat = True
+                break
+        check(local_repeat, "a repeated long prompt is prefilled locally from the decode worker's cache")
 
         remote = dis.metric("dynamo_frontend_disagg_requests_total", prefill="remote") - base_remote
         fallback = dis.metric("dynamo_frontend_disagg_requests_total", prefill="local_fallback")
