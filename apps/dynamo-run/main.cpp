@@ -113,6 +113,36 @@ expected<void> finish_options(run_options& o) {
   return {};
 }
 
+// Aggregated: one pool "backend". Disaggregated: "prefill" (role prefill)
+// and "backend" (role decode) over the same model. Dies on a start-up error.
+std::vector<std::unique_ptr<actors::worker_service>> start_workers(const run_options& o, caf::actor_system& sys,
+                                                                   planes::discovery_plane& discovery) {
+  std::vector<std::unique_ptr<actors::worker_service>> services;
+  auto start_pool = [&](const std::string& component, const std::string& role, uint32_t n) {
+    auto setup = actors::prepare_engines(o.pool, static_cast<size_t>(o.kv_cache_mib * 1048576.0));
+    if (!setup)
+      apps::die("dynamo-run", setup.error());
+    actors::worker_service_config wc;
+    wc.component = component;
+    wc.role = role;
+    wc.card = setup->plan.card;
+    wc.num_workers = n;
+    wc.detached = setup->plan.detached;
+    wc.kv_transport = o.disagg_opts.transfer;
+    auto svc = actors::worker_service::start(sys, discovery, wc, setup->make_factory);
+    if (!svc)
+      apps::die("dynamo-run", svc.error());
+    services.push_back(std::move(*svc));
+  };
+  if (o.disagg) {
+    start_pool("prefill", "prefill", o.prefill_workers);
+    start_pool(o.pool.name, "decode", o.decode_workers);
+  } else {
+    start_pool(o.pool.name, "aggregated", o.pool.replicas);
+  }
+  return services;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -134,31 +164,7 @@ int main(int argc, char** argv) {
   if (!discovery)
     apps::die("dynamo-run", discovery.error());
 
-  // Aggregated: one pool "backend". Disaggregated: "prefill" (role prefill)
-  // and "backend" (role decode) over the same model.
-  std::vector<std::unique_ptr<actors::worker_service>> services;
-  auto start_pool = [&](const std::string& component, const std::string& role, uint32_t n) {
-    auto setup = actors::prepare_engines(o.pool, static_cast<size_t>(o.kv_cache_mib * 1048576.0));
-    if (!setup)
-      apps::die("dynamo-run", setup.error());
-    actors::worker_service_config wc;
-    wc.component = component;
-    wc.role = role;
-    wc.card = setup->plan.card;
-    wc.num_workers = n;
-    wc.detached = setup->plan.detached;
-    wc.kv_transport = o.disagg_opts.transfer;
-    auto svc = actors::worker_service::start(*rt.system, **discovery, wc, setup->make_factory);
-    if (!svc)
-      apps::die("dynamo-run", svc.error());
-    services.push_back(std::move(*svc));
-  };
-  if (o.disagg) {
-    start_pool("prefill", "prefill", o.prefill_workers);
-    start_pool(o.pool.name, "decode", o.decode_workers);
-  } else {
-    start_pool(o.pool.name, "aggregated", o.pool.replicas);
-  }
+  auto services = start_workers(o, *rt.system, **discovery);
 
   frontend::frontend_options fo;
   fo.http.host = o.http_host;
