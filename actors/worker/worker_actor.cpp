@@ -142,6 +142,8 @@ caf::actor spawn_worker(caf::actor_system& sys, worker_config cfg, engine_factor
         if (auto ok = st.engine->add_request(std::move(job->request)); !ok)
           return reject(*job, code_of(ok.error()), describe(ok.error()));
         st.sinks[id] = std::move(job->sink);
+        for (const auto& refused : st.engine->take_refused_prefills())
+          release_remote_hold(self, refused);
         start_pending_pulls(self);
         schedule_step(self);
       },

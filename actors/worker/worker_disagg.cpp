@@ -24,6 +24,17 @@ void fill_prefill_result(worker_ptr self, protocol::engine_output& chunk) {
   chunk.disagg = protocol::encode(*r);
 }
 
+void release_remote_hold(worker_ptr self, const protocol::kv_prefill_result& source) {
+  auto& st = self->state;
+  if (!st.cfg.handoff || source.transfer_address.empty())
+    return; // the hold expires on the prefill worker
+  protocol::kv_push_request release;
+  release.hold_id = source.hold_id;
+  release.layout = source.layout;
+  release.release = true;
+  st.cfg.handoff->pull(source, std::move(release), [](caf::error) {});
+}
+
 void start_pending_pulls(worker_ptr self) {
   auto& st = self->state;
   if (st.cfg.role != "decode" || !st.cfg.handoff)

@@ -43,6 +43,9 @@ void schedule_step(worker_ptr self);
 void fill_prefill_result(worker_ptr self, protocol::engine_output& chunk);
 /// Starts the transfers the engine is waiting for (decode role).
 void start_pending_pulls(worker_ptr self);
+/// Tells a prefill worker to free a hold this worker will not pull (the
+/// engine refused it, e.g. a layout mismatch, and prefills locally).
+void release_remote_hold(worker_ptr self, const protocol::kv_prefill_result& source);
 /// Serves a decode worker's kv_push (prefill role).
 void handle_kv_push(worker_ptr self, const kv_push_job_ptr& job);
 void handle_push_done(worker_ptr self, const kv_push_job_ptr& job,

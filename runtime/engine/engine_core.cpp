@@ -83,16 +83,25 @@ expected<void> engine_core::add_request(protocol::preprocessed_request req) {
     if (!params) {
       why = "disaggregation parameters do not decode: " + message_of(params.error());
     } else if (params->role == protocol::disagg_role::prefill) {
-      mode.hold_prompt = true;
-      req.stop.max_tokens = 1; // a prefill worker produces the first token only
+      if (!exec_->kv_transfer_layout()) {
+        // Its blocks could never be handed off: fail now (the router then
+        // prefills on the decode worker) rather than compute and hold them.
+        why = "the " + exec_->name() + " executor cannot hand off KV (prefill role)";
+      } else {
+        mode.hold_prompt = true;
+        req.stop.max_tokens = 1; // a prefill worker produces the first token only
+      }
     } else if (params->role == protocol::disagg_role::decode) {
       std::string refusal = params->prefill ? pull_refusal(*params->prefill, req.token_ids.size())
                                             : std::string{"no prefill result"};
-      if (refusal.empty())
+      if (refusal.empty()) {
         mode.remote_prompt = std::move(params->prefill);
-      else
+      } else {
         spdlog::warn("request {}: cannot pull the prompt's KV ({}); prefilling locally",
                      req.request_id, refusal);
+        if (params->prefill)
+          refused_.push_back(std::move(*params->prefill));
+      }
     }
   }
   if (why.empty()) {

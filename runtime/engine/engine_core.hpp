@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace dynamo::engine {
@@ -113,6 +114,11 @@ public:
 
   /// Transfers to start, each returned once.
   [[nodiscard]] std::vector<kv_pull> pending_transfers();
+  /// Prefill results of decode requests this engine refused to pull (it
+  /// prefills them locally): their holds should be released. Drains the list.
+  [[nodiscard]] std::vector<protocol::kv_prefill_result> take_refused_prefills() {
+    return std::exchange(refused_, {});
+  }
   /// Ends a transfer of a WAITING_FOR_KV request. ok: the prompt counts as
   /// computed, its full blocks are registered (stored events in the next
   /// step()), and first_token is the request's first generated token,
@@ -144,6 +150,7 @@ private:
   scheduler sched_;
   std::chrono::milliseconds hold_ttl_;
   std::vector<request_output> pending_; ///< chunks produced outside step()
+  std::vector<protocol::kv_prefill_result> refused_; ///< see take_refused_prefills()
 };
 
 } // namespace dynamo::engine

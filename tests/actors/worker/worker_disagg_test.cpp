@@ -123,11 +123,12 @@ struct fixture {
     return out;
   }
 
-  // Asks the prefill worker to release `hold` (what a decode worker does).
-  protocol::kv_transfer_status release(const std::string& hold) {
+  // Asks the prefill worker to release `hold` (what a decode worker does), or
+  // with `release` false only whether it still holds it.
+  protocol::kv_transfer_status release(const std::string& hold, bool release = true) {
     protocol::kv_push_request r;
     r.hold_id = hold;
-    r.release = true;
+    r.release = release;
     auto out = std::make_shared<std::pair<std::mutex, std::optional<protocol::kv_transfer_status>>>();
     auto done = std::make_shared<collected>();
     (void) client->call(
@@ -196,6 +197,24 @@ BOOST_AUTO_TEST_CASE(unknown_hold_falls_back_to_local_prefill) {
   auto out = f.run_decode(req, result); // the blocks are gone: kv_push says not_found
   BOOST_TEST(!out->end_error);
   BOOST_TEST(out->tokens == mocker::continuation(req.token_ids, 5));
+}
+
+BOOST_AUTO_TEST_CASE(a_refused_hand_off_releases_the_hold_and_prefills_locally) {
+  fixture f;
+  auto req = make_request("r", 6);
+  auto result = f.run_prefill(req);
+  result.layout.block_size = 8; // the decode worker uses blocks of 4: it cannot pull these
+  auto out = f.run_decode(req, result);
+  BOOST_TEST(!out->end_error);
+  BOOST_TEST(out->tokens == mocker::continuation(req.token_ids, 6));
+  // The decode worker told the prefill worker to free its hold (well before the 30 s TTL).
+  bool released = false;
+  for (int i = 0; i < 100 && !released; ++i) {
+    released = f.release(result.hold_id, false).code == static_cast<uint8_t>(errc::not_found);
+    if (!released)
+      std::this_thread::sleep_for(10ms);
+  }
+  BOOST_TEST(released);
 }
 
 BOOST_AUTO_TEST_CASE(unpulled_holds_expire) {

@@ -68,26 +68,35 @@ protocol::kv_prefill_result remote(uint32_t num_tokens, ids blocks) {
 
 BOOST_AUTO_TEST_SUITE(engine_core_disagg)
 
-BOOST_AUTO_TEST_CASE(an_executor_without_a_layout_prefills_locally_and_reports_no_usable_layout) {
+BOOST_AUTO_TEST_CASE(an_executor_without_a_layout_prefills_locally_and_refuses_the_prefill_role) {
   auto core = make_core(std::nullopt);
+  // Decode: the prefill result cannot be used; it is reported for release.
   BOOST_REQUIRE(core->add_request(with_role(request("d", iota_tokens(6, 1), 3), protocol::disagg_role::decode,
                                             remote(6, {7, 8}))));
   BOOST_TEST(core->pending_transfers().empty());
+  auto refused = core->take_refused_prefills();
+  BOOST_REQUIRE_EQUAL(refused.size(), 1u);
+  BOOST_TEST(refused[0].hold_id == "remote");
+  BOOST_TEST(core->take_refused_prefills().empty());
+  // Prefill: failed at once, nothing computed or held.
   BOOST_REQUIRE(core->add_request(with_role(request("p", iota_tokens(6, 50), 1), protocol::disagg_role::prefill)));
   std::optional<engine::request_output> last;
-  for (int i = 0; i < 20 && core->has_work(); ++i) {
+  ids decoded;
+  for (int i = 0; i < 20 && (core->has_work() || !last); ++i) {
     auto r = core->step();
     BOOST_REQUIRE(r);
-    for (auto& o : r->outputs)
+    for (auto& o : r->outputs) {
       if (o.request_id == "p")
         last = o;
+      if (o.request_id == "d")
+        decoded.insert(decoded.end(), o.output.token_ids.begin(), o.output.token_ids.end());
+    }
   }
   BOOST_REQUIRE(last.has_value());
-  auto result = protocol::decode<protocol::kv_prefill_result>(last->output.disagg);
-  BOOST_REQUIRE(result);
-  BOOST_TEST(result->block_ids.size() == 2u);
-  BOOST_TEST(!protocol::validate(result->layout)); // no decode worker accepts it
-  BOOST_TEST(core->num_holds() == 1u);
+  BOOST_TEST(static_cast<int>(last->output.finish) == static_cast<int>(finish_reason::error));
+  BOOST_TEST(last->output.disagg.empty());
+  BOOST_TEST(core->num_holds() == 0u);
+  BOOST_TEST(decoded.size() == 3u); // the decode request ran locally
 }
 
 BOOST_AUTO_TEST_CASE(an_executor_failure_frees_holds_and_fails_decodes_waiting_for_kv) {
