@@ -188,8 +188,14 @@ std::vector<kv_pull> scheduler::take_pulls() {
 
 bool scheduler::complete_transfer(std::string_view request_id, bool ok, std::vector<request_output>& out) {
   auto found = by_request_id_.find(std::string{request_id});
-  if (found == by_request_id_.end())
+  if (found == by_request_id_.end()) {
+    // Aborted while its blocks were being written: now nothing writes there.
+    if (auto o = orphaned_pulls_.find(std::string{request_id}); o != orphaned_pulls_.end()) {
+      kv_.free_detached(o->second);
+      orphaned_pulls_.erase(o);
+    }
     return false;
+  }
   sequence& s = seq(found->second);
   if (!s.waiting_for_kv)
     return false;
@@ -399,11 +405,14 @@ void scheduler::forget(uint64_t id) {
   auto it = seqs_.find(id);
   if (it == seqs_.end())
     return;
-  kv_.free(id); // a no-op for a held prefill: its table was detached
+  const sequence& s = it->second;
+  const bool untaken = std::erase_if(pulls_, [&](const kv_pull& p) { return p.request_id == s.request_id; }) > 0;
+  if (s.waiting_for_kv && !untaken)
+    orphaned_pulls_[s.request_id] = kv_.detach(id); // a push may be writing into them
+  else
+    kv_.free(id); // a no-op for a held prefill: its table was detached
   if (std::erase(running_, id) == 0 && std::erase(kv_waiting_, id) == 0)
     std::erase(waiting_, id);
-  if (it->second.remote_prompt)
-    std::erase_if(pulls_, [&](const kv_pull& p) { return p.request_id == it->second.request_id; });
   by_request_id_.erase(it->second.request_id);
   seqs_.erase(it);
 }

@@ -205,6 +205,9 @@ private:
   std::vector<uint64_t> running_; ///< admission order
   std::vector<uint64_t> kv_waiting_; ///< WAITING_FOR_KV, admission order
   std::vector<kv_pull> pulls_;       ///< not yet taken
+  /// Blocks of aborted requests whose pull was already taken: a push may
+  /// still write into them, so they stay in use until complete_transfer().
+  std::unordered_map<std::string, std::vector<uint32_t>> orphaned_pulls_;
 
   struct kv_hold {
     std::vector<uint32_t> blocks; ///< position order

@@ -124,6 +124,29 @@ BOOST_AUTO_TEST_CASE(an_executor_failure_frees_holds_and_fails_decodes_waiting_f
   BOOST_TEST(out["q"].finish == finish_reason::error);
 }
 
+BOOST_AUTO_TEST_CASE(an_aborted_request_keeps_its_blocks_until_its_transfer_ends) {
+  auto core = make_core(tiny_layout);
+  BOOST_REQUIRE(core->add_request(with_role(request("d", iota_tokens(6, 1), 3), protocol::disagg_role::decode,
+                                            remote(6, {7, 8}))));
+  BOOST_REQUIRE_EQUAL(core->pending_transfers().size(), 1u); // the worker started the pull
+  const auto used = core->sched().kv().pool().num_used_blocks();
+  BOOST_TEST(used == 2u);
+  BOOST_TEST(core->abort("d"));
+  // A push may still land in them: not reusable yet.
+  BOOST_TEST(core->sched().kv().pool().num_used_blocks() == used);
+  BOOST_TEST(!core->complete_transfer("d", false));
+  BOOST_TEST(core->sched().kv().pool().num_used_blocks() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(an_aborted_request_whose_pull_was_not_taken_frees_at_once) {
+  auto core = make_core(tiny_layout);
+  BOOST_REQUIRE(core->add_request(with_role(request("d", iota_tokens(6, 1), 3), protocol::disagg_role::decode,
+                                            remote(6, {7, 8}))));
+  BOOST_TEST(core->abort("d"));
+  BOOST_TEST(core->sched().kv().pool().num_used_blocks() == 0u);
+  BOOST_TEST(core->pending_transfers().empty());
+}
+
 BOOST_AUTO_TEST_CASE(a_successful_transfer_continues_from_the_first_token) {
   auto core = make_core(tiny_layout);
   BOOST_REQUIRE(core->add_request(with_role(request("d", iota_tokens(6, 1), 3), protocol::disagg_role::decode,
