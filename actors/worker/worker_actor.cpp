@@ -159,8 +159,11 @@ caf::actor spawn_worker(caf::actor_system& sys, worker_config cfg, engine_factor
         self->delayed_send(self, housekeeping_interval(self->state.cfg), housekeep_atom::value);
       },
       [self](abort_atom, const std::string& request_id) {
-        if (self->state.engine->abort(request_id))
-          schedule_step(self);
+        if (!self->state.engine->abort(request_id))
+          return;
+        for (const auto& unpulled : self->state.engine->take_refused_prefills())
+          release_remote_hold(self, unpulled);
+        schedule_step(self);
       },
       [self](step_atom) { run_step(self); },
       [self](deliver_atom) {

@@ -118,8 +118,11 @@ expected<void> engine_core::add_request(protocol::preprocessed_request req) {
 }
 
 bool engine_core::abort(std::string_view request_id) {
+  auto unpulled = sched_.unpulled_remote_prompt(request_id);
   if (!sched_.abort(request_id))
     return false;
+  if (unpulled) // its prefill worker's hold would wait for the TTL otherwise
+    refused_.push_back(std::move(*unpulled));
   protocol::engine_output out;
   out.finish = protocol::finish_reason::cancelled;
   pending_.push_back(request_output{std::string{request_id}, std::move(out)});

@@ -114,8 +114,9 @@ public:
 
   /// Transfers to start, each returned once.
   [[nodiscard]] std::vector<kv_pull> pending_transfers();
-  /// Prefill results of decode requests this engine refused to pull (it
-  /// prefills them locally): their holds should be released. Drains the list.
+  /// Prefill results this engine will never pull (it refused them and
+  /// prefills locally, or their request was aborted before its pull started):
+  /// their holds should be released. Drains the list.
   [[nodiscard]] std::vector<protocol::kv_prefill_result> take_refused_prefills() {
     return std::exchange(refused_, {});
   }

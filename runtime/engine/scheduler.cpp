@@ -373,6 +373,19 @@ protocol::finish_reason scheduler::append_token(sequence& s, uint32_t token) {
   return check_stop(token, s.num_output, s.tokens.size(), s.stop, cfg_.max_model_len);
 }
 
+std::optional<protocol::kv_prefill_result> scheduler::unpulled_remote_prompt(std::string_view request_id) const {
+  auto it = by_request_id_.find(std::string{request_id});
+  if (it == by_request_id_.end())
+    return std::nullopt;
+  const sequence& s = seqs_.at(it->second);
+  if (!s.remote_prompt)
+    return std::nullopt;
+  bool pull_taken = s.waiting_for_kv && std::none_of(pulls_.begin(), pulls_.end(), [&](const kv_pull& p) {
+                      return p.request_id == s.request_id;
+                    });
+  return pull_taken ? std::nullopt : s.remote_prompt;
+}
+
 bool scheduler::abort(std::string_view request_id) {
   auto it = by_request_id_.find(std::string{request_id});
   if (it == by_request_id_.end())

@@ -127,6 +127,9 @@ public:
   /// Drops a request (waiting, waiting for KV or running) and frees its
   /// blocks. false when unknown.
   [[nodiscard]] bool abort(std::string_view request_id);
+  /// The prefill result of a decode request whose pull has not been handed
+  /// out yet (nullopt otherwise): nobody will fetch it if the request goes.
+  [[nodiscard]] std::optional<protocol::kv_prefill_result> unpulled_remote_prompt(std::string_view request_id) const;
   /// Drops every request; returns their ids (running first, then waiting for
   /// KV, then waiting). Holds are not touched (release_all_holds()).
   [[nodiscard]] std::vector<std::string> abort_all();

@@ -132,6 +132,7 @@ BOOST_AUTO_TEST_CASE(an_aborted_request_keeps_its_blocks_until_its_transfer_ends
   const auto used = core->sched().kv().pool().num_used_blocks();
   BOOST_TEST(used == 2u);
   BOOST_TEST(core->abort("d"));
+  BOOST_TEST(core->take_refused_prefills().empty()); // the running push releases the hold
   // A push may still land in them: not reusable yet.
   BOOST_TEST(core->sched().kv().pool().num_used_blocks() == used);
   BOOST_TEST(!core->complete_transfer("d", false));
@@ -145,6 +146,10 @@ BOOST_AUTO_TEST_CASE(an_aborted_request_whose_pull_was_not_taken_frees_at_once) 
   BOOST_TEST(core->abort("d"));
   BOOST_TEST(core->sched().kv().pool().num_used_blocks() == 0u);
   BOOST_TEST(core->pending_transfers().empty());
+  // Nobody will pull the prefill worker's hold now: the worker releases it.
+  auto unpulled = core->take_refused_prefills();
+  BOOST_REQUIRE_EQUAL(unpulled.size(), 1u);
+  BOOST_TEST(unpulled[0].hold_id == "remote");
 }
 
 BOOST_AUTO_TEST_CASE(a_successful_transfer_continues_from_the_first_token) {
