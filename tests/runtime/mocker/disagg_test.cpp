@@ -5,6 +5,7 @@
 #include "runtime/protocol/codec.hpp"
 #include "runtime/protocol/disagg.hpp"
 #include "tests/runtime/engine/test_util.hpp"
+#include "tests/runtime/mocker/mocker_test_util.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -12,28 +13,12 @@ using namespace dynamo;
 using namespace std::chrono_literals;
 using ids = std::vector<uint32_t>;
 using protocol::finish_reason;
+using test::engine_of;
 using test::iota_tokens;
 using test::request;
+using test::tiny;
 
 namespace {
-
-// 16 blocks of 4 tokens, no simulated delay.
-mocker::mocker_config tiny(uint32_t num_blocks = 16) {
-  mocker::mocker_config c;
-  c.block_size = 4;
-  c.num_blocks = num_blocks;
-  c.context_length = 64;
-  c.speedup_ratio = 0;
-  c.max_num_batched_tokens = 32;
-  return c;
-}
-
-std::unique_ptr<engine::engine_core> engine_of(const mocker::mocker_config& c,
-                                               engine::engine_config base = {}) {
-  auto core = mocker::make_engine(c, std::move(base));
-  BOOST_REQUIRE(core);
-  return std::move(*core);
-}
 
 protocol::preprocessed_request prefill_request(std::string id, ids prompt, uint32_t max_tokens = 1) {
   auto r = request(std::move(id), std::move(prompt), max_tokens);

@@ -1,5 +1,6 @@
 #include "runtime/mocker/mock_executor.hpp"
 #include "tests/runtime/engine/test_util.hpp"
+#include "tests/runtime/mocker/mocker_test_util.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -8,27 +9,12 @@
 
 using namespace dynamo;
 using protocol::finish_reason;
+using test::engine_of;
 using test::iota_tokens;
 using test::request;
+using test::tiny;
 
 namespace {
-
-// 16 blocks of 4 tokens, no simulated delay.
-mocker::mocker_config tiny(uint32_t num_blocks = 16) {
-  mocker::mocker_config c;
-  c.block_size = 4;
-  c.num_blocks = num_blocks;
-  c.context_length = 64;
-  c.speedup_ratio = 0;
-  c.max_num_batched_tokens = 32;
-  return c;
-}
-
-std::unique_ptr<engine::engine_core> engine_of(const mocker::mocker_config& c) {
-  auto core = mocker::make_engine(c);
-  BOOST_REQUIRE(core);
-  return std::move(*core);
-}
 
 // The router's view of one worker's cache, rebuilt from its events; fails on
 // an event that does not fit what came before.
