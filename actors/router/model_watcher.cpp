@@ -42,11 +42,16 @@ struct model_watcher::impl {
   mutable std::mutex mtx;
   std::map<std::string, served_model> models;
   std::map<std::string, std::set<uint64_t>> instances_by_model;
-  std::map<uint64_t, std::pair<std::string, std::string>> instance_model_addr; ///< id -> (model, event addr)
-  std::map<uint64_t, std::shared_ptr<actor_handle>> router_of; ///< instance -> its router (events)
-  std::map<uint64_t, worker_info> info_of;  ///< instance -> what its router was told
+  /// What the watcher knows of one instance it routes to.
+  struct instance_entry {
+    std::string model;
+    std::string event_address;
+    std::shared_ptr<actor_handle> router; ///< the router it was given to (its KV events go there)
+    worker_info info;                     ///< what that router was told
+    bool prefill = false;                 ///< counted in its model's prefill pool
+  };
+  std::map<uint64_t, instance_entry> instances;
   std::weak_ptr<impl> weak_self;
-  std::set<uint64_t> prefill_instances;
   std::set<std::string> unlisted; ///< models whose instances all left (kept for their requests)
   std::unique_ptr<planes::event_subscriber> subscriber;
   std::unique_ptr<planes::discovery_watch> watch;
@@ -58,10 +63,10 @@ struct model_watcher::impl {
     caf::actor router;
     {
       std::lock_guard lk{mtx};
-      auto it = router_of.find(ev->worker_id);
-      if (it == router_of.end())
+      auto it = instances.find(ev->worker_id);
+      if (it == instances.end())
         return;
-      router = it->second->get();
+      router = it->second.router->get();
     }
     caf::anon_send(router, kv_event_atom::value, std::move(*ev));
   }
@@ -138,13 +143,12 @@ struct model_watcher::impl {
           spdlog::info("model {}: disaggregated (prefill workers present)", card->name);
         }
         router = m->prefill->router;
-        if (prefill_instances.insert(rec.instance).second)
-          m->prefill->instances++;
       }
+      auto& entry = instances[rec.instance];
+      if (is_prefill && !entry.prefill)
+        m->prefill->instances++;
+      entry = {card->name, rec.event_address, router, info, is_prefill || entry.prefill};
       connect = instances_by_model[card->name].insert(rec.instance).second;
-      instance_model_addr[rec.instance] = {card->name, rec.event_address};
-      router_of[rec.instance] = router;
-      info_of[rec.instance] = info;
     }
     if (connect && !rec.event_address.empty())
       if (auto ok = subscriber->connect(rec.event_address); !ok)
@@ -158,18 +162,17 @@ struct model_watcher::impl {
     bool last = false;
     {
       std::lock_guard lk{mtx};
-      auto it = instance_model_addr.find(rec.instance);
-      if (it == instance_model_addr.end())
+      auto it = instances.find(rec.instance);
+      if (it == instances.end())
         return;
-      std::tie(model_name, event_addr) = it->second;
-      instance_model_addr.erase(it);
-      router = router_of[rec.instance];
-      router_of.erase(rec.instance);
-      info_of.erase(rec.instance);
+      model_name = it->second.model;
+      event_addr = it->second.event_address;
+      router = it->second.router;
+      if (it->second.prefill && models[model_name].prefill)
+        models[model_name].prefill->instances--;
+      instances.erase(it);
       auto& set = instances_by_model[model_name];
       set.erase(rec.instance);
-      if (prefill_instances.erase(rec.instance) && models[model_name].prefill)
-        models[model_name].prefill->instances--;
       last = set.empty();
     }
     if (!event_addr.empty())
@@ -200,9 +203,9 @@ struct model_watcher::impl {
     std::vector<worker_info> infos;
     {
       std::lock_guard lk{mtx};
-      for (const auto& [id, r] : router_of)
-        if (r == router)
-          infos.push_back(info_of[id]);
+      for (const auto& [id, e] : instances)
+        if (e.router == router)
+          infos.push_back(e.info);
     }
     spdlog::warn("router restarted; re-adding its {} worker(s)", infos.size());
     for (auto& info : infos)
