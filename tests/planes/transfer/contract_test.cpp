@@ -27,17 +27,7 @@ namespace bdata = boost::unit_test::data;
 
 namespace {
 
-struct backend {
-  std::string name;
-  std::string transport;
-  ucx_method method = ucx_method::am;
-  uint32_t batch_runs = 1;
-  ucx_error_mode error_mode = ucx_error_mode::none;
-};
-
-std::ostream& operator<<(std::ostream& os, const backend& b) {
-  return os << b.name;
-}
+using backend = transport_backend;
 
 const std::vector<backend> all_backends{
     {"inproc", "inproc"}, {"tcp", "tcp"}, {"ucx-am", "ucx", ucx_method::am},
@@ -48,14 +38,6 @@ const protocol::kv_layout small_layout = protocol::make_block_major_layout(2, 4,
 const protocol::kv_layout large_layout = protocol::make_block_major_layout(4, 16, 4, 32, protocol::kv_dtype::f32); // 64 KiB
 
 constexpr auto transfer_timeout = std::chrono::milliseconds{15'000};
-
-kv_transport_options options_for(const backend& b) {
-  kv_transport_options o;
-  o.ucx.method = b.method;
-  o.ucx.batch_runs = b.batch_runs;
-  o.ucx.error_mode = b.error_mode;
-  return o;
-}
 
 // A receiver and a sender over fresh regions; the sender's blocks hold seeded patterns.
 struct pair_fixture {
@@ -75,14 +57,7 @@ struct pair_fixture {
 
   protocol::kv_transfer_request request(uint64_t id, std::vector<uint32_t> s,
                                         std::vector<uint32_t> d) const {
-    protocol::kv_transfer_request r;
-    r.transfer_id = id;
-    r.source_worker_id = 77;
-    r.source_block_ids = std::move(s);
-    r.destination_block_ids = std::move(d);
-    r.layout = layout_;
-    r.connection = receiver->offers().at(0);
-    return r;
+    return make_transfer_request(id, 77, std::move(s), std::move(d), layout_, receiver->offers().at(0));
   }
 
   std::optional<protocol::kv_transfer_status> run(const protocol::kv_transfer_request& r,

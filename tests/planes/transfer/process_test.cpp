@@ -18,54 +18,32 @@ namespace bdata = boost::unit_test::data;
 
 namespace {
 
-struct process_backend {
-  std::string name;
-  std::string transport;
-  ucx_method method = ucx_method::am;
-  ucx_error_mode error_mode = ucx_error_mode::none;
-};
-
-std::ostream& operator<<(std::ostream& os, const process_backend& b) {
-  return os << b.name;
-}
-
-const std::vector<process_backend> process_backends{
+const std::vector<transport_backend> process_backends{
     {"tcp", "tcp"}, {"ucx-am", "ucx", ucx_method::am}, {"ucx-put", "ucx", ucx_method::put},
-    {"ucx-am-peer-errmode", "ucx", ucx_method::am, ucx_error_mode::peer}};
+    {"ucx-am-peer-errmode", "ucx", ucx_method::am, 1, ucx_error_mode::peer}};
 
 const protocol::kv_layout layout = protocol::make_block_major_layout(4, 16, 4, 32, protocol::kv_dtype::f32); // 64 KiB
 constexpr uint64_t seed = 99;
 
 struct process_fixture {
-  explicit process_fixture(const process_backend& b) : src(32, layout.bytes_per_block) {
+  explicit process_fixture(const transport_backend& b) : src(32, layout.bytes_per_block) {
     src.fill_all(seed);
     peer_args args;
     args.transport = b.transport;
     args.num_blocks = 64;
     args.layout = layout;
-    args.ucx.method = b.method;
-    args.ucx.error_mode = b.error_mode;
+    args.ucx = options_for(b).ucx;
     auto p = spawn_peer(TRANSFER_TEST_PEER, to_argv(args));
     BOOST_REQUIRE_MESSAGE(p.has_value(), "peer did not start");
     peer.emplace(std::move(*p));
-    kv_transport_options o;
-    o.ucx.method = b.method;
-    o.ucx.error_mode = b.error_mode;
-    auto s = make_kv_sender(b.transport, {layout, src.region(), o});
+    auto s = make_kv_sender(b.transport, {layout, src.region(), options_for(b)});
     BOOST_REQUIRE_MESSAGE(static_cast<bool>(s), why(s));
     sender = std::move(*s);
   }
 
   protocol::kv_transfer_request request(uint64_t id, std::vector<uint32_t> s,
                                         std::vector<uint32_t> d) const {
-    protocol::kv_transfer_request r;
-    r.transfer_id = id;
-    r.source_worker_id = 5;
-    r.source_block_ids = std::move(s);
-    r.destination_block_ids = std::move(d);
-    r.layout = layout;
-    r.connection = peer->offers.at(0);
-    return r;
+    return make_transfer_request(id, 5, std::move(s), std::move(d), layout, peer->offers.at(0));
   }
 
   std::string ask(const std::string& command) {

@@ -243,6 +243,33 @@ std::optional<std::vector<uint8_t>> from_hex(const std::string& text) {
   return out;
 }
 
+std::ostream& operator<<(std::ostream& os, const transport_backend& b) {
+  return os << b.name;
+}
+
+kv_transport_options options_for(const transport_backend& b) {
+  kv_transport_options o;
+  o.ucx.method = b.method;
+  o.ucx.batch_runs = b.batch_runs;
+  o.ucx.error_mode = b.error_mode;
+  return o;
+}
+
+protocol::kv_transfer_request make_transfer_request(uint64_t id, uint64_t source_worker,
+                                                    std::vector<uint32_t> source,
+                                                    std::vector<uint32_t> destination,
+                                                    const protocol::kv_layout& layout,
+                                                    protocol::kv_connection_info connection) {
+  protocol::kv_transfer_request r;
+  r.transfer_id = id;
+  r.source_worker_id = source_worker;
+  r.source_block_ids = std::move(source);
+  r.destination_block_ids = std::move(destination);
+  r.layout = layout;
+  r.connection = std::move(connection);
+  return r;
+}
+
 std::vector<std::string> to_argv(const peer_args& a) {
   const auto& l = a.layout;
   return {a.transport,

@@ -96,6 +96,23 @@ template <class T>
 [[nodiscard]] std::string to_hex(const std::vector<uint8_t>& bytes);
 [[nodiscard]] std::optional<std::vector<uint8_t>> from_hex(const std::string& text);
 
+/// One transport configuration the data-driven tests run over.
+struct transport_backend {
+  std::string name;
+  std::string transport;
+  ucx_method method = ucx_method::am;
+  uint32_t batch_runs = 1;
+  ucx_error_mode error_mode = ucx_error_mode::none;
+};
+std::ostream& operator<<(std::ostream& os, const transport_backend& b);
+/// The transport options `b` names.
+[[nodiscard]] kv_transport_options options_for(const transport_backend& b);
+
+/// A transfer of `source` blocks into `destination` blocks over `connection`.
+[[nodiscard]] protocol::kv_transfer_request make_transfer_request(
+    uint64_t id, uint64_t source_worker, std::vector<uint32_t> source, std::vector<uint32_t> destination,
+    const protocol::kv_layout& layout, protocol::kv_connection_info connection);
+
 /// The receiver-peer arguments: transport, blocks, layout dims, UCX knobs.
 struct peer_args {
   std::string transport = "tcp";
