@@ -6,19 +6,21 @@
 namespace dynamo::kernels::gpu {
 namespace {
 
-// One block per token; threads copy the token's n_kv_head * head_dim K and V values.
+// One block per token; threads copy the token's n_kv_head * head_dim K and V
+// values, head h's row to its own [block_size][head_dim] plane of the block.
 __global__ void kv_store_kernel(kv_store_args a) {
   const uint32_t t = blockIdx.x;
   const uint32_t slot = a.slots[t];
   if (slot == no_slot) return;
   const uint32_t block = slot / a.kv.block_size, in_block = slot % a.kv.block_size;
-  const uint32_t row = a.kv.n_kv_head * a.kv.head_dim;
-  const size_t dst = block * a.kv.block_stride + static_cast<size_t>(in_block) * row;
+  const uint32_t D = a.kv.head_dim, row = a.kv.n_kv_head * D;
   const __nv_bfloat16* k = a.k + t * a.k_stride;
   const __nv_bfloat16* v = a.v + t * a.v_stride;
   for (uint32_t i = threadIdx.x; i < row; i += blockDim.x) {
-    a.kv.k[dst + i] = k[i];
-    a.kv.v[dst + i] = v[i];
+    const uint32_t h = i / D, d = i % D;
+    const size_t dst = kv_offset(a.kv, block, in_block, h) + d;
+    a.kv.k[dst] = k[i];
+    a.kv.v[dst] = v[i];
   }
 }
 

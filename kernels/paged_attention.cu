@@ -3,34 +3,26 @@
 #include "kernels/cuda_check.cuh"
 #include "kernels/cuda_common.cuh"
 
+#include <type_traits>
+
 namespace dynamo::kernels::gpu {
 namespace {
 
-constexpr int n_warps = 4;
-constexpr int max_group = 8;
+constexpr int n_threads = 128;           // 4 warps
+constexpr int key_tile = 32;             // keys per tile: one per lane in the softmax step
+constexpr int max_acc = 32;              // output values per thread: rows * head_dim <= 128 * 32
+constexpr uint32_t max_rows_x_dim = n_threads * max_acc;
 
-/// VPL = head-dimension values per lane: lane l owns dims [l * VPL, l * VPL + VPL).
-template <int VPL>
-struct alignas(2 * VPL) bf16_vec {
-  __nv_bfloat16 v[VPL];
-};
-
-/// Loads this lane's values of a head row (zeros past head_dim).
-template <int VPL>
-__device__ __forceinline__ void load_lane(const __nv_bfloat16* row, uint32_t lane, uint32_t head_dim, bool vec,
-                                          float (&y)[VPL]) {
-  const uint32_t d0 = lane * VPL;
-  if (vec && head_dim == 32 * VPL) { // full rows whose starts are 16-byte aligned: one vector load
-    const bf16_vec<VPL> v = *reinterpret_cast<const bf16_vec<VPL>*>(row + d0);
-#pragma unroll
-    for (int j = 0; j < VPL; ++j) y[j] = __bfloat162float(v.v[j]);
-  } else {
-#pragma unroll
-    for (int j = 0; j < VPL; ++j) y[j] = d0 + j < head_dim ? __bfloat162float(row[d0 + j]) : 0.0f;
-  }
+/// Query tokens one CTA may take: a run of consecutive positions of one
+/// sequence, so every K/V tile is read once for all of them.
+__host__ __device__ inline uint32_t query_tile(uint32_t group, uint32_t head_dim) {
+  uint32_t qt = max_rows_x_dim / (group * head_dim);
+  qt = qt > 16 ? 16 : (qt == 0 ? 1 : qt);
+  while (qt & (qt - 1)) qt &= qt - 1; // a power of two, so tiles align to positions
+  return qt;
 }
 
-/// Key range [begin, end) of partition `part` for a query at context length ctx.
+/// Key range [begin, end) of partition `part` for keys below ctx.
 __device__ __forceinline__ void key_range(const paged_attention_args& a, uint32_t ctx, uint32_t part, uint32_t& begin,
                                           uint32_t& end) {
   if (a.partition_size == 0) {
@@ -42,99 +34,191 @@ __device__ __forceinline__ void key_range(const paged_attention_args& a, uint32_
   end = part + 1 == a.max_partitions ? ctx : min(ctx, begin + a.partition_size);
 }
 
-template <int VPL>
-__global__ void __launch_bounds__(n_warps * 32) attention_kernel(paged_attention_args a, bool vec) {
-  __shared__ float sm_m[n_warps][max_group];
-  __shared__ float sm_l[n_warps][max_group];
-  __shared__ float sm_acc[n_warps][max_group][32 * VPL];
+/// Token t leads a query tile when it starts a run (another sequence or a
+/// position gap before it) or sits on a tile boundary of positions. The tile
+/// runs on while tokens continue the run, up to qt of them.
+__device__ __forceinline__ uint32_t tile_length(const paged_attention_args& a, uint32_t t, uint32_t qt) {
+  const uint32_t seq = a.token_seq[t], pos = a.positions[t];
+  const bool starts_run = t == 0 || a.token_seq[t - 1] != seq || a.positions[t - 1] + 1 != pos;
+  if (!starts_run && pos % qt != 0) return 0;
+  uint32_t n = 1;
+  while (n < qt && t + n < a.n_tokens && a.token_seq[t + n] == seq && a.positions[t + n] == pos + n &&
+         (pos + n) % qt != 0) {
+    ++n;
+  }
+  return n;
+}
 
-  const uint32_t t = blockIdx.x, kvh = blockIdx.y, part = blockIdx.z;
-  const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const uint32_t D = a.kv.head_dim, group = a.n_head / a.kv.n_kv_head, h0 = kvh * group;
-  const uint32_t ctx = a.positions[t] + 1;
+/// One tile of key_tile keys of K and V for one KV head, held in registers
+/// between fetch (global loads) and stash (fp32 into shared memory). VEC: 16-byte
+/// loads of 8 values (rows 16-byte aligned, head_dim % 8 == 0); else one value each.
+template <bool VEC>
+struct kv_tile_loader {
+  static constexpr uint32_t width = VEC ? 8 : 1;                          // values per load
+  static constexpr uint32_t max_loads = key_tile * 256 / width / n_threads; // per thread, head_dim <= 256
+  using word = std::conditional_t<VEC, uint4, __nv_bfloat16>;
+  word k[max_loads], v[max_loads];
+  uint32_t tile_keys = 0;
+
+  __device__ __forceinline__ void fetch(const paged_attention_args& a, const uint32_t* table, uint32_t kvh,
+                                        uint32_t tile, uint32_t end) {
+    const uint32_t D = a.kv.head_dim, n = key_tile * D / width;
+    tile_keys = min(key_tile, end - tile);
+#pragma unroll
+    for (uint32_t c = 0; c < max_loads; ++c) {
+      const uint32_t e = threadIdx.x + c * n_threads;
+      if (e >= n) break;
+      const uint32_t j = e * width / D, d = e * width % D;
+      if (j < tile_keys) {
+        const uint32_t key = tile + j;
+        const size_t off = kv_offset(a.kv, table[key / a.kv.block_size], key % a.kv.block_size, kvh) + d;
+        k[c] = *reinterpret_cast<const word*>(a.kv.k + off);
+        v[c] = *reinterpret_cast<const word*>(a.kv.v + off);
+      }
+    }
+  }
+
+  __device__ __forceinline__ void stash(uint32_t D, uint32_t KS, float* ks, float* vs) const {
+    const uint32_t n = key_tile * D / width;
+#pragma unroll
+    for (uint32_t c = 0; c < max_loads; ++c) {
+      const uint32_t e = threadIdx.x + c * n_threads;
+      if (e >= n) break;
+      const uint32_t j = e * width / D, d = e * width % D;
+      const bool live = j < tile_keys; // keys past the end read as zeros
+      if constexpr (VEC) {
+        const auto* kh = reinterpret_cast<const __nv_bfloat16*>(&k[c]);
+        const auto* vh = reinterpret_cast<const __nv_bfloat16*>(&v[c]);
+#pragma unroll
+        for (uint32_t i = 0; i < width; ++i) {
+          ks[j * KS + d + i] = live ? __bfloat162float(kh[i]) : 0.0f;
+          vs[j * KS + d + i] = live ? __bfloat162float(vh[i]) : 0.0f;
+        }
+      } else {
+        ks[j * KS + d] = live ? __bfloat162float(k[c]) : 0.0f;
+        vs[j * KS + d] = live ? __bfloat162float(v[c]) : 0.0f;
+      }
+    }
+  }
+};
+
+// One CTA per (query tile, KV head[, partition]). Rows r = token i of the tile
+// x query head g of the group (r = i * group + g). Per tile of 32 keys: K and V
+// go to shared memory as fp32, every thread scores (row, key) pairs, one warp
+// per row updates the online softmax, and each thread folds P.V into the
+// output values it owns (value e = row e / D, dim e % D: coalesced).
+template <bool VEC>
+__global__ void __launch_bounds__(n_threads) attention_kernel(paged_attention_args a, uint32_t qt) {
+  extern __shared__ float smem[];
+  const uint32_t t0 = blockIdx.x, kvh = blockIdx.y, part = blockIdx.z;
+  const uint32_t nq = tile_length(a, t0, qt);
+  if (nq == 0) return;
+  const uint32_t D = a.kv.head_dim, KS = D + 1; // K/V rows padded: scoring reads columns of ks
+  const uint32_t group = a.n_head / a.kv.n_kv_head, h0 = kvh * group, R = nq * group;
+  const uint32_t ctx = a.positions[t0 + nq - 1] + 1;
   uint32_t begin, end;
   key_range(a, ctx, part, begin, end);
   if (begin >= end) return; // an empty partition: the merge kernel never reads it
 
-  float q[max_group][VPL];
-  float m[max_group], l[max_group], acc[max_group][VPL];
-  const __nv_bfloat16* q_row = a.q + t * a.q_stride;
-#pragma unroll
-  for (int g = 0; g < max_group; ++g) {
-    m[g] = -INFINITY;
-    l[g] = 0.0f;
-#pragma unroll
-    for (int j = 0; j < VPL; ++j) acc[g][j] = 0.0f;
-    if (g < group) {
-      load_lane<VPL>(q_row + static_cast<size_t>(h0 + g) * D, lane, D, vec, q[g]);
-#pragma unroll
-      for (int j = 0; j < VPL; ++j) q[g][j] *= a.scale;
-    }
-  }
+  float* qs = smem;                        // [R][D], pre-scaled
+  float* ks = qs + max_rows_x_dim;         // [key_tile][KS]
+  float* vs = ks + key_tile * KS;          // [key_tile][KS]
+  float* sc = vs + key_tile * KS;          // [R][key_tile] scores, then probabilities
+  float* row_m = sc + R * key_tile;        // [R]
+  float* row_l = row_m + R;
+  float* row_scale = row_l + R;
 
-  const uint32_t* table = a.block_tables + static_cast<size_t>(a.token_seq[t]) * a.block_table_stride;
-  const size_t slot_stride = static_cast<size_t>(a.kv.n_kv_head) * D;
-  const size_t head_off = static_cast<size_t>(kvh) * D;
-  for (uint32_t key = begin + warp; key < end; key += n_warps) {
-    const size_t off = table[key / a.kv.block_size] * a.kv.block_stride + (key % a.kv.block_size) * slot_stride +
-                       head_off;
-    float kf[VPL], vf[VPL];
-    load_lane<VPL>(a.kv.k + off, lane, D, vec, kf);
-    load_lane<VPL>(a.kv.v + off, lane, D, vec, vf);
+  for (uint32_t e = threadIdx.x; e < R * D; e += n_threads) {
+    const uint32_t r = e / D, d = e % D, i = r / group, g = r % group;
+    qs[e] = __bfloat162float(a.q[static_cast<size_t>(t0 + i) * a.q_stride + static_cast<size_t>(h0 + g) * D + d]) *
+            a.scale;
+  }
+  for (uint32_t r = threadIdx.x; r < R; r += n_threads) {
+    row_m[r] = -INFINITY;
+    row_l[r] = 0.0f;
+  }
+  float acc[max_acc];
 #pragma unroll
-    for (int g = 0; g < max_group; ++g) {
-      if (g < group) {
-        float s = 0.0f;
-#pragma unroll
-        for (int j = 0; j < VPL; ++j) s += q[g][j] * kf[j];
-        s = detail::warp_sum(s);
-        const float m_new = fmaxf(m[g], s);
-        const float alpha = expf(m[g] - m_new); // 0 on the first key (m = -inf)
-        const float p = expf(s - m_new);
-        l[g] = l[g] * alpha + p;
-#pragma unroll
-        for (int j = 0; j < VPL; ++j) acc[g][j] = acc[g][j] * alpha + p * vf[j];
-        m[g] = m_new;
+  for (int k = 0; k < max_acc; ++k) acc[k] = 0.0f;
+
+  const uint32_t* table = a.block_tables + static_cast<size_t>(a.token_seq[t0]) * a.block_table_stride;
+  const uint32_t pos0 = a.positions[t0];
+  const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  // K/V tiles travel through registers: the next tile's loads are issued
+  // before this tile is scored, so their latency hides behind the math.
+  kv_tile_loader<VEC> loader;
+  loader.fetch(a, table, kvh, begin, end);
+  for (uint32_t tile = begin; tile < end; tile += key_tile) {
+    loader.stash(D, KS, ks, vs);
+    __syncthreads();
+    if (tile + key_tile < end) loader.fetch(a, table, kvh, tile + key_tile, end);
+    for (uint32_t p = threadIdx.x; p < R * key_tile; p += n_threads) {
+      const uint32_t r = p / key_tile, j = p % key_tile, key = tile + j;
+      float s = -INFINITY;
+      if (key < end && key <= pos0 + r / group) { // causal: row r's token sits at pos0 + r / group
+        const float* qr = qs + r * D;
+        const float* kr = ks + j * KS;
+        s = 0.0f;
+#pragma unroll 8
+        for (uint32_t d = 0; d < D; ++d) s += qr[d] * kr[d];
       }
+      sc[p] = s;
     }
-  }
-
-  // Merge the warps' softmax states: weights exp(m_w - M) rescale each warp.
-#pragma unroll
-  for (int g = 0; g < max_group; ++g) {
-    if (g < group) {
+    __syncthreads();
+    for (uint32_t r = warp; r < R; r += n_threads / 32) {
+      const float s = sc[r * key_tile + lane];
+      const float m_old = row_m[r], m_new = fmaxf(m_old, detail::warp_max(s));
+      // A row that has seen no key yet keeps m = -inf: nothing to rescale or add.
+      const float p = m_new == -INFINITY ? 0.0f : expf(s - m_new);
+      const float scale = m_new == -INFINITY ? 1.0f : expf(m_old - m_new);
+      const float sum = detail::warp_sum(p);
+      sc[r * key_tile + lane] = p;
       if (lane == 0) {
-        sm_m[warp][g] = m[g];
-        sm_l[warp][g] = l[g];
+        row_l[r] = row_l[r] * scale + sum;
+        row_m[r] = m_new;
+        row_scale[r] = scale;
       }
+    }
+    __syncthreads();
 #pragma unroll
-      for (int j = 0; j < VPL; ++j) sm_acc[warp][g][lane * VPL + j] = acc[g][j];
+    for (int k = 0; k < max_acc; ++k) {
+      const uint32_t e = threadIdx.x + k * n_threads;
+      if (e < R * D) {
+        const uint32_t r = e / D, d = e % D;
+        const float* pr = sc + r * key_tile;
+        float v = acc[k] * row_scale[r];
+#pragma unroll 8
+        for (uint32_t j = 0; j < key_tile; ++j) v += pr[j] * vs[j * KS + d];
+        acc[k] = v;
+      }
     }
+    __syncthreads(); // the next tile overwrites ks, vs and sc
   }
-  __syncthreads();
-  for (uint32_t idx = threadIdx.x; idx < group * D; idx += blockDim.x) {
-    const uint32_t g = idx / D, d = idx % D;
-    float M = -INFINITY;
-    for (int w = 0; w < n_warps; ++w) M = fmaxf(M, sm_m[w][g]);
-    float L = 0.0f, A = 0.0f;
-    for (int w = 0; w < n_warps; ++w) {
-      if (sm_m[w][g] == -INFINITY) continue; // a warp that saw no key
-      const float s = expf(sm_m[w][g] - M);
-      L += sm_l[w][g] * s;
-      A += sm_acc[w][g][d] * s;
-    }
-    const uint32_t h = h0 + g;
-    if (a.partition_size == 0) {
-      a.out[t * a.out_stride + static_cast<size_t>(h) * D + d] = __float2bfloat16_rn(A / L);
-    } else {
-      float* ws = a.workspace + ((static_cast<size_t>(t) * a.n_head + h) * a.max_partitions + part) * (D + 2);
-      ws[d] = A;
-      if (d == 0) {
-        ws[D] = M;
-        ws[D + 1] = L;
+
+#pragma unroll
+  for (int k = 0; k < max_acc; ++k) {
+    const uint32_t e = threadIdx.x + k * n_threads;
+    if (e < R * D) {
+      const uint32_t r = e / D, d = e % D, t = t0 + r / group, h = h0 + r % group;
+      if (a.partition_size == 0) {
+        a.out[static_cast<size_t>(t) * a.out_stride + static_cast<size_t>(h) * D + d] =
+            __float2bfloat16_rn(acc[k] / row_l[r]);
+      } else {
+        // A row with no key in this partition writes m = -inf, l = 0; the merge
+        // reads only partitions that start below the token's own context.
+        float* ws = a.workspace + ((static_cast<size_t>(t) * a.n_head + h) * a.max_partitions + part) * (D + 2);
+        ws[d] = acc[k];
+        if (d == 0) {
+          ws[D] = row_m[r];
+          ws[D + 1] = row_l[r];
+        }
       }
     }
   }
+}
+
+size_t attention_smem_bytes(uint32_t head_dim, uint32_t rows) {
+  return sizeof(float) * (max_rows_x_dim + 2 * key_tile * (head_dim + 1) + rows * key_tile + 3 * rows);
 }
 
 // Merges the partitions of one (token, head): out = sum_p acc_p e^(m_p - M) / sum_p l_p e^(m_p - M).
@@ -161,7 +245,7 @@ cudaError_t launch_paged_attention(const paged_attention_args& a, cudaStream_t s
   const uint32_t D = a.kv.head_dim, nkv = a.kv.n_kv_head;
   if (a.q == nullptr || a.out == nullptr || a.positions == nullptr || a.token_seq == nullptr ||
       a.block_tables == nullptr || a.kv.k == nullptr || a.kv.v == nullptr || a.kv.block_size == 0 || D == 0 ||
-      D > 256 || nkv == 0 || nkv > 65535 || a.n_head % nkv != 0 || a.n_head / nkv > max_group ||
+      D > 256 || nkv == 0 || nkv > 65535 || a.n_head % nkv != 0 || a.n_head / nkv > 8 ||
       a.q_stride < static_cast<size_t>(a.n_head) * D || a.out_stride < static_cast<size_t>(a.n_head) * D) {
     return cudaErrorInvalidValue;
   }
@@ -169,20 +253,18 @@ cudaError_t launch_paged_attention(const paged_attention_args& a, cudaStream_t s
   if (split && (a.workspace == nullptr || a.max_partitions == 0 || a.max_partitions > 65535)) {
     return cudaErrorInvalidValue;
   }
-  const dim3 grid(a.n_tokens, nkv, split ? a.max_partitions : 1);
-  // Vector loads need every row start 16-byte aligned (rows are head_dim apart
-  // within a token, so head_dim, the strides and the base pointers decide).
+  const uint32_t group = a.n_head / nkv, qt = query_tile(group, D);
+  const size_t smem = attention_smem_bytes(D, qt * group);
+  // 16-byte K/V loads need every row start aligned: head_dim, the block stride
+  // and the base pointers decide.
   auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  const bool vec = aligned(a.q) && aligned(a.kv.k) && aligned(a.kv.v) && D % 8 == 0 && a.q_stride % 8 == 0 &&
-                   a.kv.block_stride % 8 == 0;
-  const unsigned threads = n_warps * 32;
-  if (D <= 64) {
-    attention_kernel<2><<<grid, threads, 0, stream>>>(a, vec);
-  } else if (D <= 128) {
-    attention_kernel<4><<<grid, threads, 0, stream>>>(a, vec);
-  } else {
-    attention_kernel<8><<<grid, threads, 0, stream>>>(a, vec);
+  const bool vec = aligned(a.kv.k) && aligned(a.kv.v) && D % 8 == 0 && a.kv.block_stride % 8 == 0;
+  const auto kernel = vec ? attention_kernel<true> : attention_kernel<false>;
+  if (smem > 48 * 1024) {
+    DYNAMO_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   }
+  const dim3 grid(a.n_tokens, nkv, split ? a.max_partitions : 1);
+  kernel<<<grid, n_threads, smem, stream>>>(a, qt);
   DYNAMO_CUDA_TRY(last_launch_error());
   if (split) {
     attention_merge_kernel<<<dim3(a.n_tokens, a.n_head), 128, 0, stream>>>(a);

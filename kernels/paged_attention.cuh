@@ -3,9 +3,11 @@
 // Query token t attends to keys at positions [0, positions[t]] of its
 // sequence (block table row token_seq[t]); its own K/V must already be stored.
 //
-// One CTA per (query token, KV head[, key partition]) handles all the query
-// heads of that KV head's group, so each K/V row is read once per group. Four
-// warps stride over the keys with an online softmax (fp32), then merge.
+// One CTA per (query tile, KV head[, key partition]): a tile is up to 16
+// consecutive query tokens of one sequence (fewer for wide heads), and the CTA
+// handles all the query heads of the KV head's group for all of them, so each
+// K/V tile of 32 keys is loaded once into shared memory for tile x group rows.
+// Online softmax in fp32. Tokens that do not lead a tile exit at once.
 // Split-K (flash-decoding): with partition_size > 0 each CTA covers one
 // partition of keys and writes an unnormalised partial (acc, max, sum) to the
 // workspace; a second kernel merges the partitions. Use it for decode-heavy

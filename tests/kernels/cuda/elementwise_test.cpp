@@ -51,7 +51,7 @@ BOOST_AUTO_TEST_CASE(embedding_gathers_bf16_and_f16_rows_exactly) {
 }
 
 BOOST_AUTO_TEST_CASE(rms_norm_with_residual_and_row_gather_matches_reference) {
-  for (const uint32_t n : {64u, 576u, 4097u}) {
+  for (const uint32_t n : {64u, 576u, 4097u, 9000u}) {
     for (const bool with_residual : {false, true}) {
       for (const bool gather : {false, true}) {
         const uint32_t n_x_rows = 7;
@@ -167,7 +167,7 @@ BOOST_AUTO_TEST_CASE(kv_store_writes_slots_like_reference_and_skips_no_slot) {
   for (auto& s : slots) s = (s * 37 + 5) % (num_blocks * bs); // distinct, scattered
   slots[4] = gpu::no_slot;
 
-  // Cache laid out [block][k|v][slot][head][dim] so block_stride and the V offset matter.
+  // Cache laid out [block][k|v][head][slot][dim] so block_stride and the V offset matter.
   device_buffer<__nv_bfloat16> cache(num_blocks * 2 * per_kv);
   cache.fill_bytes(0);
   device_buffer<__nv_bfloat16> d_src(to_bf16_vector(src));
