@@ -11,6 +11,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 #include <cstddef>
 #include <random>
 
@@ -79,12 +81,16 @@ expected<void> upload_weights(cuda_state& s) {
     std::byte* dst = s.weights.get() + u.dst.offset;
     if (u.norm != nullptr) {
       if (u.norm->size() != u.dst.cols) return make_error(errc::internal, "cuda_executor: norm weight size mismatch");
-      CUDA_OR_RETURN("norm upload", cudaMemcpy(dst, u.norm->data(), u.norm->size() * 4, cudaMemcpyHostToDevice));
+      CUDA_OR_RETURN("norm upload", cudaMemcpyAsync(dst, u.norm->data(), u.norm->size() * 4, cudaMemcpyHostToDevice,
+                                                    s.stream));
       continue;
     }
     const weight_matrix& m = *u.matrix;
     const size_t bytes = size_t(m.n) * kernels::ref::row_bytes(m.type, m.k);
-    CUDA_OR_RETURN("weight upload", cudaMemcpy(staging.get(), m.data, bytes, cudaMemcpyHostToDevice));
+    // On the executor's stream: it does not wait for the legacy default stream
+    // (cudaStreamNonBlocking), and a pageable cudaMemcpy may return before its
+    // DMA lands, so a plain cudaMemcpy let the dequantize read stale staging.
+    CUDA_OR_RETURN("weight upload", cudaMemcpyAsync(staging.get(), m.data, bytes, cudaMemcpyHostToDevice, s.stream));
     gpu::dequantize_args d;
     d.type = m.type;
     d.src = staging.get();
@@ -131,6 +137,9 @@ expected<void> allocate_kv(cuda_state& s) {
 expected<void> setup(cuda_state& s) {
   const llama_config& c = s.cfg;
   CUDA_OR_RETURN("cudaSetDevice", cudaSetDevice(s.config.device));
+  // Launch checks read cudaGetLastError: drop an error left on this thread by an
+  // earlier failed call (another executor's missing device, say) so it is not ours.
+  (void)cudaGetLastError();
   CUDA_OR_RETURN("stream", cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
   if (auto st = cublasCreate(&s.cublas); st != CUBLAS_STATUS_SUCCESS) {
     s.cublas = nullptr;
@@ -154,8 +163,11 @@ expected<void> setup(cuda_state& s) {
   const auto rope = kernels::ref::make_rope_table(c.rot_dim, s.max_model_len, c.rope_base);
   CUDA_OR_RETURN("RoPE tables", s.rope_cos.allocate(rope.cos.size() * 4));
   CUDA_OR_RETURN("RoPE tables", s.rope_sin.allocate(rope.sin.size() * 4));
-  CUDA_OR_RETURN("RoPE upload", cudaMemcpy(s.rope_cos.get(), rope.cos.data(), rope.cos.size() * 4, cudaMemcpyHostToDevice));
-  CUDA_OR_RETURN("RoPE upload", cudaMemcpy(s.rope_sin.get(), rope.sin.data(), rope.sin.size() * 4, cudaMemcpyHostToDevice));
+  CUDA_OR_RETURN("RoPE upload", cudaMemcpyAsync(s.rope_cos.get(), rope.cos.data(), rope.cos.size() * 4,
+                                                 cudaMemcpyHostToDevice, s.stream));
+  CUDA_OR_RETURN("RoPE upload", cudaMemcpyAsync(s.rope_sin.get(), rope.sin.data(), rope.sin.size() * 4,
+                                                 cudaMemcpyHostToDevice, s.stream));
+  CUDA_OR_RETURN("RoPE upload", cudaStreamSynchronize(s.stream)); // `rope` is freed when setup returns
 
   s.split = plan_attention_split(s.max_model_len, s.config.block_size, s.config.attention_partition);
   s.act_layout = plan_activations(c, s.config.max_num_tokens, s.config.max_num_seqs, s.split);
@@ -169,6 +181,11 @@ expected<void> setup(cuda_state& s) {
   CUDA_OR_RETURN("pinned results", s.sampled_host.allocate(size_t(s.config.max_num_seqs) * 4));
 
   if (auto ok = allocate_kv(s); !ok) return ok.error();
+  if (const char* v = std::getenv("DYNAMO_CUDA_CHECK_FINITE"); v != nullptr && std::string_view(v) == "1") {
+    CUDA_OR_RETURN("finite check counter", s.finite_count.allocate(4));
+    s.check_finite = true;
+    spdlog::warn("cuda_executor: DYNAMO_CUDA_CHECK_FINITE=1: eager steps are checked op by op (slow)");
+  }
   CUDA_OR_RETURN("setup", cudaStreamSynchronize(s.stream));
   return {};
 }
@@ -182,7 +199,8 @@ cuda_step_pointers pointers_of(const cuda_state& s, const cuda_step_layout& l) {
 /// first use runs the step eagerly (which also loads every kernel and lets
 /// cuBLAS pick its algorithms) and then captures the graph for later steps.
 cudaError_t run_graph(cuda_state& s, uint32_t bucket, const cuda_step_pointers& m) {
-  const bool split = s.split.partition_size > 0;
+  const cuda_attention_split split =
+      step_attention_split(s.split, s.config.max_num_seqs, bucket, s.config.block_size);
   if (auto it = s.graphs.find(bucket); it != s.graphs.end()) {
     ++s.graph_replays;
     return cudaGraphLaunch(it->second, s.stream);
@@ -190,7 +208,9 @@ cudaError_t run_graph(cuda_state& s, uint32_t bucket, const cuda_step_pointers& 
   DYNAMO_CUDA_TRY(encode_forward(s, m, bucket, bucket, split));
   DYNAMO_CUDA_TRY(cudaStreamSynchronize(s.stream));
   DYNAMO_CUDA_TRY(cudaStreamBeginCapture(s.stream, cudaStreamCaptureModeThreadLocal));
+  s.capturing = true;
   const cudaError_t encoded = encode_forward(s, m, bucket, bucket, split);
+  s.capturing = false;
   cudaGraph_t graph = nullptr;
   const cudaError_t ended = cudaStreamEndCapture(s.stream, &graph); // always end the capture
   DYNAMO_CUDA_TRY(encoded);
@@ -254,6 +274,7 @@ expected<engine::batch_result> cuda_executor::execute(const engine::batch& b) {
     return err;
   };
   if (auto e = cudaSetDevice(s.config.device); e != cudaSuccess) return fail("cudaSetDevice", e);
+  (void)cudaGetLastError(); // as in setup(): only this step's launch errors count
 
   bool decode_only = true;
   for (const auto& e : b.entries) decode_only = decode_only && e.tokens.size() == 1;
@@ -272,7 +293,9 @@ expected<engine::batch_result> cuda_executor::execute(const engine::batch& b) {
     return fail("metadata upload", e);
   }
   const cuda_step_pointers m = pointers_of(s, layout);
-  const bool split = p.decode_only && s.split.partition_size > 0;
+  const cuda_attention_split split = p.decode_only ? step_attention_split(s.split, s.config.max_num_seqs, p.n_tokens,
+                                                                         s.config.block_size)
+                                                  : cuda_attention_split{};
   if (auto e = bucket > 0 ? run_graph(s, bucket, m) : encode_forward(s, m, p.n_tokens, p.n_lm_rows, split);
       e != cudaSuccess) {
     return fail(bucket > 0 ? "decode graph" : "forward pass", e);

@@ -4,10 +4,13 @@
 #include "kernels/embedding.cuh"
 #include "kernels/gemm.cuh"
 #include "kernels/kv_store.cuh"
+#include "kernels/nonfinite.cuh"
 #include "kernels/paged_attention.cuh"
 #include "kernels/rms_norm.cuh"
 #include "kernels/rope.cuh"
 #include "kernels/swiglu.cuh"
+
+#include <spdlog/spdlog.h>
 
 #include <cmath>
 
@@ -104,6 +107,23 @@ cudaError_t rms_norm(cuda_state& s, const bf16* residual, const cuda_tensor_slot
   return gpu::launch_rms_norm(a, s.stream);
 }
 
+/// The debug check (cuda_state::check_finite): counts non-finite values in an
+/// op's output and logs the first op that made any, then stops checking.
+cudaError_t check_finite(cuda_state& s, const char* op, uint32_t layer, const void* data, size_t n, bool bf16) {
+  if (!s.check_finite || s.capturing) return cudaSuccess;
+  auto* count = s.finite_count.at<uint32_t>(0);
+  DYNAMO_CUDA_TRY(cudaMemsetAsync(count, 0, 4, s.stream));
+  DYNAMO_CUDA_TRY(gpu::launch_count_nonfinite(data, n, bf16, count, s.stream));
+  uint32_t host = 0;
+  DYNAMO_CUDA_TRY(cudaMemcpyAsync(&host, count, 4, cudaMemcpyDeviceToHost, s.stream));
+  DYNAMO_CUDA_TRY(cudaStreamSynchronize(s.stream));
+  if (host != 0) {
+    spdlog::error("cuda_executor: {} non-finite values after {} (layer {})", host, op, layer);
+    s.check_finite = false;
+  }
+  return cudaSuccess;
+}
+
 /// Layer `l`'s K/V as the kernels address them (the CPU cache's layout).
 gpu::paged_kv layer_kv(cuda_state& s, uint32_t l) {
   const llama_config& c = s.cfg;
@@ -112,7 +132,8 @@ gpu::paged_kv layer_kv(cuda_state& s, uint32_t l) {
   return {base, base + per_kv, size_t(c.n_layer) * 2 * per_kv, s.config.block_size, c.n_kv_head, c.head_dim};
 }
 
-cudaError_t encode_layer(cuda_state& s, uint32_t l, const cuda_step_pointers& m, uint32_t T, bool split) {
+cudaError_t encode_layer(cuda_state& s, uint32_t l, const cuda_step_pointers& m, uint32_t T,
+                         const cuda_attention_split& split) {
   const llama_config& c = s.cfg;
   const cuda_layer_slots& w = s.weights_layout.layers[l];
   const cuda_activation_layout& al = s.act_layout;
@@ -127,7 +148,9 @@ cudaError_t encode_layer(cuda_state& s, uint32_t l, const cuda_step_pointers& m,
 
   // x += previous sub-block output (none before layer 0); h = norm(x).
   DYNAMO_CUDA_TRY(rms_norm(s, l == 0 ? nullptr : delta, w.attn_norm, h, nullptr, T));
+  DYNAMO_CUDA_TRY(check_finite(s, "attn_norm", l, h, size_t(T) * E, true));
   DYNAMO_CUDA_TRY(gemm(s, h, E, w.wqkv, qkv, QKV, T));
+  DYNAMO_CUDA_TRY(check_finite(s, "qkv gemm", l, qkv, size_t(T) * QKV, true));
 
   gpu::rope_args r;
   r.x = qkv; // Q heads then K heads: one launch rotates both
@@ -142,6 +165,7 @@ cudaError_t encode_layer(cuda_state& s, uint32_t l, const cuda_step_pointers& m,
   r.max_positions = s.max_model_len;
   r.style = c.rope == kernels::ref::rope_style::norm ? gpu::rope_style::norm : gpu::rope_style::neox;
   DYNAMO_CUDA_TRY(gpu::launch_rope(r, s.stream));
+  DYNAMO_CUDA_TRY(check_finite(s, "rope", l, qkv, size_t(T) * QKV, true));
 
   const gpu::paged_kv kv = layer_kv(s, l);
   gpu::kv_store_args st;
@@ -167,23 +191,30 @@ cudaError_t encode_layer(cuda_state& s, uint32_t l, const cuda_step_pointers& m,
   at.token_seq = m.token_seq;
   at.block_tables = m.tables;
   at.block_table_stride = s.table_stride;
-  if (split) {
-    at.partition_size = s.split.partition_size;
-    at.max_partitions = s.split.max_partitions;
+  if (split.partition_size > 0) {
+    at.partition_size = split.partition_size;
+    at.max_partitions = split.max_partitions;
     at.workspace = s.activations.at<float>(al.attn_ws.offset);
   }
   DYNAMO_CUDA_TRY(gpu::launch_paged_attention(at, s.stream));
+  DYNAMO_CUDA_TRY(check_finite(s, "attention", l, attn, size_t(T) * QD, true));
   DYNAMO_CUDA_TRY(gemm(s, attn, QD, w.wo, delta, E, T));
+  DYNAMO_CUDA_TRY(check_finite(s, "o gemm", l, delta, size_t(T) * E, true));
 
   DYNAMO_CUDA_TRY(rms_norm(s, delta, w.ffn_norm, h, nullptr, T));
+  DYNAMO_CUDA_TRY(check_finite(s, "ffn_norm", l, h, size_t(T) * E, true));
   DYNAMO_CUDA_TRY(gemm(s, h, E, w.wgu, gu, 2 * size_t(F), T));
+  DYNAMO_CUDA_TRY(check_finite(s, "gate|up gemm", l, gu, size_t(T) * 2 * F, true));
   DYNAMO_CUDA_TRY(gpu::launch_swiglu({gu, gu + F, 2 * size_t(F), act, F, T, F}, s.stream));
-  return gemm(s, act, F, w.wdown, delta, E, T);
+  DYNAMO_CUDA_TRY(check_finite(s, "swiglu", l, act, size_t(T) * F, true));
+  DYNAMO_CUDA_TRY(gemm(s, act, F, w.wdown, delta, E, T));
+  return check_finite(s, "down gemm", l, delta, size_t(T) * E, true);
 }
 
 } // namespace
 
-cudaError_t encode_forward(cuda_state& s, const cuda_step_pointers& m, uint32_t T, uint32_t n_lm_rows, bool split) {
+cudaError_t encode_forward(cuda_state& s, const cuda_step_pointers& m, uint32_t T, uint32_t n_lm_rows,
+                           const cuda_attention_split& split) {
   const llama_config& c = s.cfg;
   const cuda_activation_layout& al = s.act_layout;
   const cuda_weight_layout& wl = s.weights_layout;
@@ -197,13 +228,16 @@ cudaError_t encode_forward(cuda_state& s, const cuda_step_pointers& m, uint32_t 
   e.out = s.activations.at<float>(al.x.offset);
   e.out_stride = c.n_embd;
   DYNAMO_CUDA_TRY(gpu::launch_embedding(e, s.stream));
+  DYNAMO_CUDA_TRY(check_finite(s, "embedding", 0, e.out, size_t(T) * c.n_embd, false));
   for (uint32_t l = 0; l < c.n_layer; ++l) DYNAMO_CUDA_TRY(encode_layer(s, l, m, T, split));
   if (n_lm_rows == 0) return cudaSuccess;
   // Only the LM-head rows need the last residual add and the final norm.
   bf16* hs = s.activations.at<bf16>(al.hs.offset);
   DYNAMO_CUDA_TRY(rms_norm(s, s.activations.at<bf16>(al.delta.offset), wl.output_norm, hs, m.lm_rows, n_lm_rows));
-  return gemm(s, hs, c.n_embd, wl.output, s.activations.at<float>(al.logits.offset), c.n_vocab, n_lm_rows,
-              gpu::gemm_out::f32);
+  DYNAMO_CUDA_TRY(check_finite(s, "output_norm", c.n_layer, hs, size_t(n_lm_rows) * c.n_embd, true));
+  DYNAMO_CUDA_TRY(gemm(s, hs, c.n_embd, wl.output, s.activations.at<float>(al.logits.offset), c.n_vocab, n_lm_rows,
+              gpu::gemm_out::f32));
+  return check_finite(s, "lm_head", c.n_layer, s.activations.at<float>(al.logits.offset), size_t(n_lm_rows) * c.n_vocab, false);
 }
 
 } // namespace dynamo::model

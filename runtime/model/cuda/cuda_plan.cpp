@@ -79,6 +79,17 @@ cuda_attention_split plan_attention_split(uint32_t max_model_len, uint32_t block
   return {static_cast<uint32_t>(p), std::max(1u, n)};
 }
 
+cuda_attention_split step_attention_split(const cuda_attention_split& base, uint32_t max_seqs, uint32_t n_seqs,
+                                          uint32_t block_size, uint32_t min_partition) noexcept {
+  if (base.partition_size == 0 || n_seqs == 0 || n_seqs > max_seqs || block_size == 0) return base;
+  const uint64_t keys = uint64_t(base.partition_size) * base.max_partitions; // the context the base covers
+  const uint64_t room = std::min<uint64_t>(uint64_t(base.max_partitions) * (max_seqs / n_seqs), 65535);
+  uint64_t p = std::max<uint64_t>({min_partition, (keys + room - 1) / room, 1});
+  p = (p + block_size - 1) / block_size * block_size;
+  if (p >= base.partition_size) return base;
+  return {static_cast<uint32_t>(p), static_cast<uint32_t>((keys + p - 1) / p)};
+}
+
 cuda_activation_layout plan_activations(const llama_config& c, uint32_t max_tokens, uint32_t max_seqs,
                                         const cuda_attention_split& split) {
   const uint32_t qd = c.n_head * c.head_dim, kvd = c.n_kv_head * c.head_dim, T = max_tokens, R = max_seqs;

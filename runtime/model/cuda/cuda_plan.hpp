@@ -78,6 +78,15 @@ struct cuda_attention_split {
 [[nodiscard]] cuda_attention_split plan_attention_split(uint32_t max_model_len, uint32_t block_size,
                                                         uint32_t partition, uint32_t max_partitions_cap = 64) noexcept;
 
+/// The split for a decode step of `n_seqs` sequences. The workspace holds
+/// `max_seqs` x `base.max_partitions` partials per head, so a smaller step may
+/// cut its keys into more, shorter partitions (down to `min_partition` keys,
+/// a block multiple): more CTAs work on few sequences, which is what a batch of
+/// one needs. Returns `base` when it cannot split finer.
+[[nodiscard]] cuda_attention_split step_attention_split(const cuda_attention_split& base, uint32_t max_seqs,
+                                                        uint32_t n_seqs, uint32_t block_size,
+                                                        uint32_t min_partition = 64) noexcept;
+
 /// Activation buffers of one step at the executor's limits (one arena).
 struct cuda_activation_layout {
   cuda_tensor_slot x;        ///< [max_tokens, n_embd] fp32 residual stream

@@ -88,7 +88,7 @@ struct cuda_state {
   device_memory metadata;     ///< per-step metadata image (largest layout)
   device_memory cublas_workspace;
   device_memory rope_cos, rope_sin;
-  device_memory kv;           ///< [num_blocks][n_layer][2][block_size][n_kv_head][head_dim] bf16
+  device_memory kv;           ///< [num_blocks][n_layer][2][n_kv_head][block_size][head_dim] bf16 (the CPU cache's layout)
   pinned_memory staging;      ///< host image of `metadata`
   pinned_memory sampled_host; ///< u32 [max_num_seqs]
   uint32_t num_blocks = 0;
@@ -102,6 +102,11 @@ struct cuda_state {
   size_t last_entries = 0;             ///< entries of the last step
 
   bool failed = false;        ///< a device error happened: every later step fails
+  /// DYNAMO_CUDA_CHECK_FINITE=1: eager steps count non-finite outputs after each
+  /// op and log the first op that made one (a debugging aid: it synchronizes).
+  bool check_finite = false;
+  bool capturing = false;     ///< inside graph capture (no checks, no syncs)
+  device_memory finite_count; ///< one uint32 for the check
   std::string failure;
 
   ~cuda_state();
@@ -110,8 +115,9 @@ struct cuda_state {
 /// Records one forward pass on s.stream (embedding, all layers, final norm on
 /// the LM-head rows, LM head into the logits buffer). Kernel arguments depend
 /// only on the shape and the pointers, so the same call is captured into a
-/// graph for a bucket. `split` selects split-K attention (decode-only steps).
+/// graph for a bucket. `split` is the split-K geometry (decode-only steps;
+/// partition_size 0: one pass).
 [[nodiscard]] cudaError_t encode_forward(cuda_state& s, const cuda_step_pointers& m, uint32_t n_tokens,
-                                         uint32_t n_lm_rows, bool split);
+                                         uint32_t n_lm_rows, const cuda_attention_split& split);
 
 } // namespace dynamo::model

@@ -103,7 +103,7 @@ std::vector<uint32_t> parse_list(const std::string& s) {
 
 int main(int argc, char** argv) {
   std::string model_path, batches = "1,16,64,256";
-  uint32_t context = 512, steps = 32, max_tokens = 8192, kv_blocks = 0;
+  uint32_t context = 512, steps = 32, max_tokens = 8192, kv_blocks = 0, partition = 256, max_model_len = 0;
   double fraction = 0.9;
   cli c("cuda_executor_bench", "CUDA executor decode/prefill throughput, graphs off vs on (JSON)");
   c.option("model", &model_path, "GGUF model (e.g. from dynamo-gguf-random)")
@@ -112,6 +112,8 @@ int main(int argc, char** argv) {
       .option("steps", &steps, "timed decode steps")
       .option("max-num-tokens", &max_tokens, "executor token budget per step")
       .option("kv-blocks", &kv_blocks, "KV blocks (0: from memory)")
+      .option("attention-partition", &partition, "split-K keys per partition for decode steps (0: no split)")
+      .option("max-model-len", &max_model_len, "context the executor is sized for (0: the model's)")
       .option("gpu-memory-fraction", &fraction, "fraction of device memory for the executor");
   auto parsed = c.parse(argc, argv);
   if (!parsed) {
@@ -140,9 +142,17 @@ int main(int argc, char** argv) {
     xc.num_blocks = kv_blocks;
     xc.gpu_memory_fraction = fraction;
     xc.process_seed = 1;
+    xc.attention_partition = partition;
+    xc.max_model_len = max_model_len;
     auto ex = model::cuda_executor::create(*m, xc);
     if (!ex) {
       std::fprintf(stderr, "cuda_executor_bench: %s\n", describe(ex.error()).c_str());
+      return 1;
+    }
+    // Warm-up (not reported): loads the kernel modules and lets cuBLAS pick its
+    // algorithms, so the first measured batch does not pay for them.
+    if (auto w = run_one(**ex, 1, std::min<uint32_t>(context, 64), 2, (*m)->config().n_vocab, max_tokens); !w) {
+      std::fprintf(stderr, "cuda_executor_bench: warm-up: %s\n", describe(w.error()).c_str());
       return 1;
     }
     for (uint32_t b : sizes) {

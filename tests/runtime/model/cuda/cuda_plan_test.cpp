@@ -116,6 +116,25 @@ BOOST_AUTO_TEST_CASE(attention_split_grows_partitions_for_long_contexts) {
   check(8192, 16, 0, 0, 1);         // off
 }
 
+BOOST_AUTO_TEST_CASE(small_decode_steps_split_keys_finer_within_the_workspace) {
+  const cuda_attention_split base{256, 32}; // 8192 keys, workspace for 256 sequences x 32 partials
+  auto check = [&](uint32_t n_seqs, uint32_t bs, uint32_t want_p, uint32_t want_n) {
+    const auto s = step_attention_split(base, 256, n_seqs, bs);
+    BOOST_TEST_INFO("n_seqs " << n_seqs << " block " << bs);
+    BOOST_TEST(s.partition_size == want_p);
+    BOOST_TEST(s.max_partitions == want_n);
+    BOOST_TEST(uint64_t(n_seqs) * s.max_partitions <= 256u * 32u); // the partials fit the workspace
+    BOOST_TEST(uint64_t(s.partition_size) * s.max_partitions >= 8192u); // every key is covered
+  };
+  check(1, 16, 64, 128);   // down to the 64-key floor
+  check(64, 16, 64, 128);  // 64 x 128 partials = the workspace exactly
+  check(128, 16, 128, 64);
+  check(256, 16, 256, 32); // a full batch keeps the base split
+  check(1, 48, 96, 86);    // whole blocks: 64 rounds up to 96
+  const auto off = step_attention_split({0, 1}, 256, 1, 16);
+  BOOST_TEST(off.partition_size == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(activation_layout_sizes_follow_the_limits) {
   const auto c = smollm2();
   const auto split = plan_attention_split(8192, 16, 256);
