@@ -6,12 +6,15 @@
 #include "planes/transfer/tcp_transport.hpp"
 #include "planes/transfer/transfer_common.hpp"
 
+#include "kernels/block_copy.cuh"
+
 #include <cuda_runtime.h>
 
 #include <spdlog/spdlog.h>
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <map>
@@ -84,6 +87,10 @@ public:
     cudaStreamSynchronize(stream_);
     for (auto& [id, ptr] : opened_)
       cudaIpcCloseMemHandle(ptr);
+    if (run_list_device_ != nullptr)
+      cudaFree(run_list_device_);
+    if (run_list_host_ != nullptr)
+      cudaFreeHost(run_list_host_);
     cudaStreamDestroy(stream_);
   }
 
@@ -117,6 +124,9 @@ private:
   cudaStream_t stream_ = nullptr;
   std::map<uint64_t, void*> opened_; // receiver id -> mapped base (copy thread only)
   std::atomic<size_t> opened_count_{0};
+  void* run_list_device_ = nullptr; // the block-copy kernel's run list (copy thread only)
+  void* run_list_host_ = nullptr;   // pinned staging for it; the stream is idle between transfers
+  size_t run_list_bytes_ = 0;
   std::unique_ptr<task_thread> thread_ = std::make_unique<task_thread>();
 };
 
@@ -173,13 +183,42 @@ expected<void> cuda_ipc_sender::copy(const protocol::kv_transfer_request& req, u
     return cuda_error(e, "cudaSetDevice");
   auto runs = plan_runs(req.source_block_ids, req.destination_block_ids, config_.region.block_stride,
                         g.block_stride, config_.layout.bytes_per_block);
-  auto* src = static_cast<const uint8_t*>(config_.region.base);
-  for (const auto& r : runs) {
-    if (auto e = cudaMemcpyAsync(dst + r.dst_offset, src + r.src_offset, r.length, cudaMemcpyDefault,
-                                 stream_);
-        e != cudaSuccess)
-      return cuda_error(e, "cudaMemcpyAsync");
+  // One kernel copies every run (a cudaMemcpyAsync per run costs ~5 us of
+  // overhead each: 512 KiB blocks then moved at under 100 GB/s). The run list
+  // goes to the device on the same stream, from pinned memory.
+  if (runs.size() > 65535)
+    return make_error(errc::invalid_argument, "cuda-ipc transport: more than 65535 runs in one transfer");
+  const size_t list_bytes = runs.size() * sizeof(kernels::gpu::byte_run);
+  if (list_bytes > run_list_bytes_) {
+    if (run_list_device_ != nullptr)
+      cudaFree(run_list_device_);
+    if (run_list_host_ != nullptr)
+      cudaFreeHost(run_list_host_);
+    run_list_device_ = run_list_host_ = nullptr;
+    run_list_bytes_ = 0;
+    if (auto e = cudaMalloc(&run_list_device_, list_bytes); e != cudaSuccess)
+      return cuda_error(e, "cudaMalloc (run list)");
+    if (auto e = cudaMallocHost(&run_list_host_, list_bytes); e != cudaSuccess)
+      return cuda_error(e, "cudaMallocHost (run list)");
+    run_list_bytes_ = list_bytes;
   }
+  auto* list = static_cast<kernels::gpu::byte_run*>(run_list_host_);
+  uint64_t longest = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    list[i] = {runs[i].src_offset, runs[i].dst_offset, runs[i].length};
+    longest = std::max(longest, runs[i].length);
+  }
+  if (auto e = cudaMemcpyAsync(run_list_device_, run_list_host_, list_bytes, cudaMemcpyHostToDevice, stream_);
+      e != cudaSuccess)
+    return cuda_error(e, "run list upload");
+  kernels::gpu::block_copy_args a;
+  a.runs = static_cast<const kernels::gpu::byte_run*>(run_list_device_);
+  a.n_runs = static_cast<uint32_t>(runs.size());
+  a.longest = longest;
+  a.src = config_.region.base;
+  a.dst = dst;
+  if (auto e = kernels::gpu::launch_block_copy(a, stream_); e != cudaSuccess)
+    return cuda_error(e, "block copy");
   cudaEvent_t ev = nullptr;
   if (auto e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming); e != cudaSuccess)
     return cuda_error(e, "cudaEventCreate");

@@ -11,6 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
+#if DYNAMO_TRANSFER_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -30,6 +34,7 @@ struct path {
   std::string transport;
   ucx_transport_options ucx;
   bool cross_process = true;
+  bool device = false; ///< source and destination blocks in GPU memory (cuda-ipc)
 };
 
 std::vector<path> all_paths(std::chrono::microseconds spin) {
@@ -50,7 +55,8 @@ std::vector<path> all_paths(std::chrono::microseconds spin) {
           {"ucx-shm-peer-errmode", "ucx", peer},
           {"ucx-shm-put", "ucx", put},
           {"ucx-tcp", "ucx", tcp},
-          {"tcp", "tcp", {}}};
+          {"tcp", "tcp", {}},
+          {"cuda-ipc", "cuda-ipc", {}, true, true}};
 }
 
 std::vector<std::string> split(const std::string& text) {
@@ -81,6 +87,31 @@ struct bench_config {
   std::string self;
 };
 
+#if DYNAMO_TRANSFER_HAVE_CUDA
+// The source blocks of a cuda-ipc path: a device copy of the host pattern.
+struct device_copy {
+  void* ptr = nullptr;
+  kv_region region;
+  device_copy() = default;
+  device_copy(const device_copy&) = delete;
+  device_copy& operator=(const device_copy&) = delete;
+  ~device_copy() {
+    if (ptr != nullptr)
+      (void)cudaFree(ptr);
+  }
+  // Empty on success, else what CUDA refused.
+  std::string upload(const kv_region& host) {
+    const size_t bytes = host.num_blocks * host.block_stride;
+    if (auto err = cudaMalloc(&ptr, bytes); err != cudaSuccess)
+      return std::string("cudaMalloc: ") + cudaGetErrorString(err);
+    if (auto err = cudaMemcpy(ptr, host.base, bytes, cudaMemcpyHostToDevice); err != cudaSuccess)
+      return std::string("cudaMemcpy: ") + cudaGetErrorString(err);
+    region = {ptr, host.num_blocks, host.block_stride, kv_memory::cuda_device, 0};
+    return {};
+  }
+};
+#endif
+
 // The receiving end of one path: a child process, or a receiver in this process.
 struct endpoint {
   std::optional<spawned_peer> peer;
@@ -92,12 +123,14 @@ struct endpoint {
 // Empty string on success, else why the receiver did not start.
 std::string start_receiver(const path& p, const bench_config& cfg, uint64_t max_blocks, endpoint& e) {
   if (p.cross_process) {
-    auto argv = to_argv(peer_args{p.transport, max_blocks, cfg.layout, p.ucx, ""});
+    auto argv = to_argv(peer_args{p.transport, max_blocks, cfg.layout, p.ucx, p.device ? "cuda" : ""});
     argv.insert(argv.begin(), "--serve");
     auto spawned = spawn_peer(cfg.self, argv);
     if (!spawned)
       return "receiver process did not start";
     e.peer.emplace(std::move(*spawned));
+    if (e.peer->offers.empty())
+      return "receiver process made no offer";
     e.offer = e.peer->offers.at(0);
     return {};
   }
@@ -173,6 +206,22 @@ json run_path(const path& p, const bench_config& cfg) {
   json out{{"path", p.name}, {"cross_process", p.cross_process}, {"results", json::array()}};
   host_region src{max_blocks, bpb};
   src.fill_all(7);
+  kv_region src_region = src.region();
+#if DYNAMO_TRANSFER_HAVE_CUDA
+  device_copy device_src;
+  if (p.device) {
+    if (auto why_not = device_src.upload(src.region()); !why_not.empty()) {
+      out["error"] = why_not;
+      return out;
+    }
+    src_region = device_src.region;
+  }
+#else
+  if (p.device) {
+    out["error"] = "this build has no CUDA";
+    return out;
+  }
+#endif
   endpoint e;
   if (auto why_not = start_receiver(p, cfg, max_blocks, e); !why_not.empty()) {
     out["error"] = why_not;
@@ -180,7 +229,7 @@ json run_path(const path& p, const bench_config& cfg) {
   }
   kv_transport_options opts;
   opts.ucx = p.ucx;
-  auto sender = make_kv_sender(p.transport, {cfg.layout, src.region(), opts});
+  auto sender = make_kv_sender(p.transport, {cfg.layout, src_region, opts});
   if (!sender) {
     out["error"] = describe(sender.error());
     return out;
@@ -212,7 +261,8 @@ int main(int argc, char** argv) {
   uint32_t layers = 32, block_size = 16, kv_heads = 2, head_dim = 128;
   cli c{"dynamo-transfer-bench", "KV-block hand-off bandwidth by transport path, as JSON."};
   c.option("sizes", &sizes, "transfer sizes in MiB, comma-separated")
-      .option("paths", &paths, "paths to run: inproc-memcpy, ucx-shm, ucx-shm-iov16, ucx-shm-peer-errmode, ucx-shm-put, ucx-tcp, tcp")
+      .option("paths", &paths, "paths to run: inproc-memcpy, ucx-shm, ucx-shm-iov16, ucx-shm-peer-errmode, ucx-shm-put, ucx-tcp, tcp, "
+                               "cuda-ipc (CUDA builds, GPU memory at both ends)")
       .option("iterations", &iterations, "timed transfers per size (after one verified warm-up)")
       .option("ucx-spin-us", &spin_us, "UCX progress thread: busy-poll this long after an event")
       .option("layers", &layers, "layout: layers").option("block-size", &block_size, "layout: tokens per block")
