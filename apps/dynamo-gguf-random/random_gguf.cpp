@@ -198,7 +198,9 @@ byte_vocab make_byte_vocab(uint32_t n_vocab) {
       add(l + r, 1);
     }
   }
-  for (uint32_t i = 0; v.tokens.size() < n_vocab; ++i) add("<unused_" + std::to_string(i) + ">", 5);
+  // The rest are visible user-defined words, not "unused" ones: a random model
+  // samples them often, and a streaming client counts only tokens with text.
+  for (uint32_t i = 0; v.tokens.size() < n_vocab; ++i) add("<w" + std::to_string(i) + ">", 4);
   return v;
 }
 
