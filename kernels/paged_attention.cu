@@ -3,6 +3,8 @@
 #include "kernels/cuda_check.cuh"
 #include "kernels/cuda_common.cuh"
 
+#include <mma.h>
+
 #include <type_traits>
 
 namespace dynamo::kernels::gpu {
@@ -12,6 +14,7 @@ constexpr int n_threads = 128;           // 4 warps
 constexpr int key_tile = 32;             // keys per tile: one per lane in the softmax step
 constexpr int max_acc = 32;              // output values per thread: rows * head_dim <= 128 * 32
 constexpr uint32_t max_rows_x_dim = n_threads * max_acc;
+constexpr int max_group_decode = 8;      // query heads per KV head
 
 /// Query tokens one CTA may take: a run of consecutive positions of one
 /// sequence, so every K/V tile is read once for all of them.
@@ -75,6 +78,21 @@ struct kv_tile_loader {
         k[c] = *reinterpret_cast<const word*>(a.kv.k + off);
         v[c] = *reinterpret_cast<const word*>(a.kv.v + off);
       }
+    }
+  }
+
+  /// VEC only: the bf16 rows as loaded, `stride` elements apart (a multiple of 8).
+  __device__ __forceinline__ void stash_bf16(uint32_t D, uint32_t stride, __nv_bfloat16* ks,
+                                             __nv_bfloat16* vs) const {
+    const uint32_t n = key_tile * D / width;
+#pragma unroll
+    for (uint32_t c = 0; c < max_loads; ++c) {
+      const uint32_t e = threadIdx.x + c * n_threads;
+      if (e >= n) break;
+      const uint32_t j = e * width / D, d = e * width % D;
+      const bool live = j < tile_keys;
+      *reinterpret_cast<uint4*>(ks + j * stride + d) = live ? k[c] : make_uint4(0, 0, 0, 0);
+      *reinterpret_cast<uint4*>(vs + j * stride + d) = live ? v[c] : make_uint4(0, 0, 0, 0);
     }
   }
 
@@ -221,6 +239,289 @@ size_t attention_smem_bytes(uint32_t head_dim, uint32_t rows) {
   return sizeof(float) * (max_rows_x_dim + 2 * key_tile * (head_dim + 1) + rows * key_tile + 3 * rows);
 }
 
+// Prefill attention on tensor cores (bf16 WMMA 16x16x16, fp32 accumulate): the
+// query-tile kernel's structure with S = Q.K^T and P.V as matrix products. Rows
+// are padded to 16; P is rounded to bf16 for the second product (as
+// FlashAttention does), the softmax statistics stay fp32. One pass (no split).
+// Needs 16-byte aligned rows and head_dim % 16 == 0, head_dim <= 128.
+constexpr uint32_t mma_max_d = 128;
+
+__host__ __device__ inline uint32_t pad16(uint32_t n) { return (n + 15) / 16 * 16; }
+__host__ __device__ inline size_t align128(size_t bytes) { return (bytes + 127) / 128 * 128; }
+
+struct mma_smem_layout {
+  size_t q, k, v, s, p, pv, stats, total; // byte offsets
+  __host__ __device__ mma_smem_layout(uint32_t D, uint32_t max_rows) {
+    const size_t rp = pad16(max_rows), st = D + 8;
+    q = 0;
+    k = q + align128(rp * st * 2);
+    v = k + align128(key_tile * st * 2);
+    s = v + align128(key_tile * st * 2);
+    p = s + align128(rp * key_tile * 4);
+    pv = p + align128(rp * (key_tile + 8) * 2);
+    stats = pv + align128(rp * D * 4);
+    total = stats + align128(3 * rp * 4);
+  }
+};
+
+__global__ void __launch_bounds__(n_threads) attention_prefill_mma_kernel(paged_attention_args a, uint32_t qt) {
+  using namespace nvcuda;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  const uint32_t t0 = blockIdx.x, kvh = blockIdx.y;
+  const uint32_t nq = tile_length(a, t0, qt);
+  if (nq == 0) return;
+  const uint32_t D = a.kv.head_dim, group = a.n_head / a.kv.n_kv_head, h0 = kvh * group, R = nq * group;
+  const uint32_t RP = pad16(R), ST = D + 8, PS = key_tile + 8;
+  const uint32_t end = a.positions[t0 + nq - 1] + 1;
+  const mma_smem_layout lay(D, qt * group);
+  auto* qs = reinterpret_cast<__nv_bfloat16*>(smem_raw + lay.q);
+  auto* ks = reinterpret_cast<__nv_bfloat16*>(smem_raw + lay.k);
+  auto* vs = reinterpret_cast<__nv_bfloat16*>(smem_raw + lay.v);
+  auto* sc = reinterpret_cast<float*>(smem_raw + lay.s);
+  auto* ps = reinterpret_cast<__nv_bfloat16*>(smem_raw + lay.p);
+  auto* pv = reinterpret_cast<float*>(smem_raw + lay.pv);
+  float* row_m = reinterpret_cast<float*>(smem_raw + lay.stats);
+  float* row_l = row_m + RP;
+  float* row_scale = row_l + RP;
+
+  for (uint32_t e = threadIdx.x; e < RP * D; e += n_threads) {
+    const uint32_t r = e / D, d = e % D, i = r / group, g = r % group;
+    qs[r * ST + d] = r < R ? a.q[static_cast<size_t>(t0 + i) * a.q_stride + static_cast<size_t>(h0 + g) * D + d]
+                           : __float2bfloat16_rn(0.0f);
+  }
+  for (uint32_t e = threadIdx.x; e < RP * PS; e += n_threads) ps[e] = __float2bfloat16_rn(0.0f);
+  for (uint32_t r = threadIdx.x; r < RP; r += n_threads) {
+    row_m[r] = -INFINITY;
+    row_l[r] = 0.0f;
+  }
+  float acc[max_acc];
+#pragma unroll
+  for (int k = 0; k < max_acc; ++k) acc[k] = 0.0f;
+
+  const uint32_t* table = a.block_tables + static_cast<size_t>(a.token_seq[t0]) * a.block_table_stride;
+  const uint32_t pos0 = a.positions[t0];
+  const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, n_warps = n_threads / 32;
+  kv_tile_loader<true> loader;
+  loader.fetch(a, table, kvh, 0, end);
+  for (uint32_t tile = 0; tile < end; tile += key_tile) {
+    loader.stash_bf16(D, ST, ks, vs);
+    __syncthreads();
+    if (tile + key_tile < end) loader.fetch(a, table, kvh, tile + key_tile, end);
+    // S = Q . K^T (RP x key_tile), one 16x16 output tile per warp at a time.
+    for (uint32_t w = warp; w < (RP / 16) * (key_tile / 16); w += n_warps) {
+      const uint32_t ti = w / (key_tile / 16), tj = w % (key_tile / 16);
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
+      wmma::fill_fragment(c, 0.0f);
+      for (uint32_t k0 = 0; k0 < D; k0 += 16) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa;
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> fb;
+        wmma::load_matrix_sync(fa, qs + ti * 16 * ST + k0, ST);
+        wmma::load_matrix_sync(fb, ks + tj * 16 * ST + k0, ST);
+        wmma::mma_sync(c, fa, fb, c);
+      }
+      wmma::store_matrix_sync(sc + ti * 16 * key_tile + tj * 16, c, key_tile, wmma::mem_row_major);
+    }
+    __syncthreads();
+    for (uint32_t r = warp; r < R; r += n_warps) {
+      const uint32_t key = tile + lane;
+      const bool ok = key < end && key <= pos0 + r / group;
+      const float s = ok ? sc[r * key_tile + lane] * a.scale : -INFINITY;
+      const float m_old = row_m[r], m_new = fmaxf(m_old, detail::warp_max(s));
+      const float p = m_new == -INFINITY ? 0.0f : expf(s - m_new);
+      const float scale = m_new == -INFINITY ? 1.0f : expf(m_old - m_new);
+      const float sum = detail::warp_sum(p);
+      ps[r * PS + lane] = __float2bfloat16_rn(p);
+      if (lane == 0) {
+        row_l[r] = row_l[r] * scale + sum;
+        row_m[r] = m_new;
+        row_scale[r] = scale;
+      }
+    }
+    __syncthreads();
+    // PV = P . V (RP x D).
+    for (uint32_t w = warp; w < (RP / 16) * (D / 16); w += n_warps) {
+      const uint32_t ti = w / (D / 16), tj = w % (D / 16);
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
+      wmma::fill_fragment(c, 0.0f);
+#pragma unroll
+      for (uint32_t k0 = 0; k0 < key_tile; k0 += 16) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa;
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> fb;
+        wmma::load_matrix_sync(fa, ps + ti * 16 * PS + k0, PS);
+        wmma::load_matrix_sync(fb, vs + k0 * ST + tj * 16, ST);
+        wmma::mma_sync(c, fa, fb, c);
+      }
+      wmma::store_matrix_sync(pv + ti * 16 * D + tj * 16, c, D, wmma::mem_row_major);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < max_acc; ++k) {
+      const uint32_t e = threadIdx.x + k * n_threads;
+      if (e < R * D) {
+        const uint32_t r = e / D;
+        acc[k] = acc[k] * row_scale[r] + pv[e];
+      }
+    }
+    __syncthreads(); // the next tile overwrites ks, vs, sc, ps and pv
+  }
+#pragma unroll
+  for (int k = 0; k < max_acc; ++k) {
+    const uint32_t e = threadIdx.x + k * n_threads;
+    if (e < R * D) {
+      const uint32_t r = e / D, d = e % D, t = t0 + r / group, h = h0 + r % group;
+      a.out[static_cast<size_t>(t) * a.out_stride + static_cast<size_t>(h) * D + d] =
+          __float2bfloat16_rn(acc[k] / row_l[r]);
+    }
+  }
+}
+
+// Decode attention: one CTA per (token, KV head, partition), for steps whose
+// tokens each need only their own keys (split-K steps). Each warp takes its own
+// chunks of 32 keys, one key per lane: a lane scores its key against every
+// query head of the group (q from shared memory, its K row by 16-byte loads),
+// the warp keeps an online softmax per head, and P.V runs with the lanes over
+// the head dimension (lane l owns dims [l * VPL, l * VPL + VPL)). No block-wide
+// barrier inside the key loop; the four warps merge at the end.
+template <int VPL>
+__global__ void __launch_bounds__(n_threads) attention_decode_kernel(paged_attention_args a) {
+  constexpr int max_d = 32 * VPL;
+  __shared__ float q_s[max_group_decode][max_d];
+  __shared__ float sm_m[n_threads / 32][max_group_decode];
+  __shared__ float sm_l[n_threads / 32][max_group_decode];
+  __shared__ float sm_acc[n_threads / 32][max_group_decode][max_d];
+
+  const uint32_t t = blockIdx.x, kvh = blockIdx.y, part = blockIdx.z;
+  const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, n_warps = n_threads / 32;
+  const uint32_t D = a.kv.head_dim, group = a.n_head / a.kv.n_kv_head, h0 = kvh * group;
+  const uint32_t ctx = a.positions[t] + 1;
+  uint32_t begin, end;
+  key_range(a, ctx, part, begin, end);
+  if (begin >= end) return;
+
+  for (uint32_t e = threadIdx.x; e < group * D; e += n_threads) {
+    const uint32_t g = e / D, d = e % D;
+    q_s[g][d] = __bfloat162float(a.q[static_cast<size_t>(t) * a.q_stride + static_cast<size_t>(h0 + g) * D + d]) *
+                a.scale;
+  }
+  __syncthreads();
+
+  const uint32_t* table = a.block_tables + static_cast<size_t>(a.token_seq[t]) * a.block_table_stride;
+  float m[max_group_decode], l[max_group_decode], acc[max_group_decode][VPL];
+#pragma unroll
+  for (int g = 0; g < max_group_decode; ++g) {
+    m[g] = -INFINITY;
+    l[g] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < VPL; ++i) acc[g][i] = 0.0f;
+  }
+  const uint32_t d0 = lane * VPL;
+  for (uint32_t chunk = begin + warp * 32; chunk < end; chunk += n_warps * 32) {
+    const uint32_t key = chunk + lane;
+    const bool live = key < end;
+    const uint32_t blk = live ? table[key / a.kv.block_size] : 0;
+    const size_t row = live ? kv_offset(a.kv, blk, key % a.kv.block_size, kvh) : 0;
+    float s[max_group_decode];
+#pragma unroll
+    for (int g = 0; g < max_group_decode; ++g) s[g] = 0.0f;
+    if (live) {
+      const __nv_bfloat16* k = a.kv.k + row;
+#pragma unroll 4
+      for (uint32_t d = 0; d < D; d += 8) {
+        const uint4 w = *reinterpret_cast<const uint4*>(k + d);
+        const auto* kh = reinterpret_cast<const __nv_bfloat16*>(&w);
+        float kf[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) kf[i] = __bfloat162float(kh[i]);
+#pragma unroll
+        for (int g = 0; g < max_group_decode; ++g) {
+          if (g < group) {
+#pragma unroll
+            for (int i = 0; i < 8; ++i) s[g] += q_s[g][d + i] * kf[i];
+          }
+        }
+      }
+    }
+    // Per head: the chunk's max, rescale, probabilities; then P.V over the chunk.
+    float p[max_group_decode];
+#pragma unroll
+    for (int g = 0; g < max_group_decode; ++g) {
+      if (g < group) {
+        const float sg = live ? s[g] : -INFINITY;
+        const float m_new = fmaxf(m[g], detail::warp_max(sg));
+        const float scale = expf(m[g] - m_new); // m_new is finite: the chunk has a live key
+        p[g] = live ? expf(sg - m_new) : 0.0f;
+        l[g] = l[g] * scale + detail::warp_sum(p[g]);
+        m[g] = m_new;
+#pragma unroll
+        for (int i = 0; i < VPL; ++i) acc[g][i] *= scale;
+      }
+    }
+    const uint32_t n_live = min(32u, end - chunk);
+    for (uint32_t j = 0; j < n_live; ++j) {
+      const size_t vrow = __shfl_sync(detail::full_mask, row, j);
+      float vf[VPL];
+      if (d0 < D) {
+        if constexpr (VPL == 2) {
+          const __nv_bfloat162 v2 = *reinterpret_cast<const __nv_bfloat162*>(a.kv.v + vrow + d0);
+          vf[0] = __low2float(v2);
+          vf[1] = __high2float(v2);
+        } else {
+#pragma unroll
+          for (int i = 0; i < VPL; ++i) vf[i] = __bfloat162float(a.kv.v[vrow + d0 + i]);
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < VPL; ++i) vf[i] = 0.0f;
+      }
+#pragma unroll
+      for (int g = 0; g < max_group_decode; ++g) {
+        if (g < group) {
+          const float pj = __shfl_sync(detail::full_mask, p[g], j);
+#pragma unroll
+          for (int i = 0; i < VPL; ++i) acc[g][i] += pj * vf[i];
+        }
+      }
+    }
+  }
+
+  // Merge the warps: weights exp(m_w - M).
+#pragma unroll
+  for (int g = 0; g < max_group_decode; ++g) {
+    if (g < group) {
+      if (lane == 0) {
+        sm_m[warp][g] = m[g];
+        sm_l[warp][g] = l[g];
+      }
+#pragma unroll
+      for (int i = 0; i < VPL; ++i) sm_acc[warp][g][d0 + i] = acc[g][i];
+    }
+  }
+  __syncthreads();
+  for (uint32_t e = threadIdx.x; e < group * D; e += n_threads) {
+    const uint32_t g = e / D, d = e % D;
+    float M = -INFINITY;
+    for (uint32_t w = 0; w < n_warps; ++w) M = fmaxf(M, sm_m[w][g]);
+    float L = 0.0f, A = 0.0f;
+    for (uint32_t w = 0; w < n_warps; ++w) {
+      if (sm_m[w][g] == -INFINITY) continue; // a warp that saw no key
+      const float f = expf(sm_m[w][g] - M);
+      L += sm_l[w][g] * f;
+      A += sm_acc[w][g][d] * f;
+    }
+    const uint32_t h = h0 + g;
+    if (a.partition_size == 0) {
+      a.out[static_cast<size_t>(t) * a.out_stride + static_cast<size_t>(h) * D + d] = __float2bfloat16_rn(A / L);
+    } else {
+      float* ws = a.workspace + ((static_cast<size_t>(t) * a.n_head + h) * a.max_partitions + part) * (D + 2);
+      ws[d] = A;
+      if (d == 0) {
+        ws[D] = M;
+        ws[D + 1] = L;
+      }
+    }
+  }
+}
+
 // Merges the partitions of one (token, head): out = sum_p acc_p e^(m_p - M) / sum_p l_p e^(m_p - M).
 __global__ void attention_merge_kernel(paged_attention_args a) {
   const uint32_t t = blockIdx.x, h = blockIdx.y, D = a.kv.head_dim;
@@ -264,7 +565,25 @@ cudaError_t launch_paged_attention(const paged_attention_args& a, cudaStream_t s
     DYNAMO_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   }
   const dim3 grid(a.n_tokens, nkv, split ? a.max_partitions : 1);
-  kernel<<<grid, n_threads, smem, stream>>>(a, qt);
+  if (split && vec) {
+    // Split steps are decode steps: one CTA per token, warps over key chunks.
+    if (D <= 64) {
+      attention_decode_kernel<2><<<grid, n_threads, 0, stream>>>(a);
+    } else if (D <= 128) {
+      attention_decode_kernel<4><<<grid, n_threads, 0, stream>>>(a);
+    } else {
+      attention_decode_kernel<8><<<grid, n_threads, 0, stream>>>(a);
+    }
+  } else if (!split && vec && D % 16 == 0 && D <= mma_max_d) {
+    const size_t mma_smem = mma_smem_layout(D, qt * group).total;
+    if (mma_smem > 48 * 1024) {
+      DYNAMO_CUDA_TRY(cudaFuncSetAttribute(attention_prefill_mma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(mma_smem)));
+    }
+    attention_prefill_mma_kernel<<<grid, n_threads, mma_smem, stream>>>(a, qt);
+  } else {
+    kernel<<<grid, n_threads, smem, stream>>>(a, qt);
+  }
   DYNAMO_CUDA_TRY(last_launch_error());
   if (split) {
     attention_merge_kernel<<<dim3(a.n_tokens, a.n_head), 128, 0, stream>>>(a);

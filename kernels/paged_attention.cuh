@@ -8,6 +8,9 @@
 // handles all the query heads of the KV head's group for all of them, so each
 // K/V tile of 32 keys is loaded once into shared memory for tile x group rows.
 // Online softmax in fp32. Tokens that do not lead a tile exit at once.
+// Split steps (decode) with 16-byte aligned rows use a decode kernel instead:
+// one CTA per (token, KV head, partition), each warp scoring its own chunks of
+// 32 keys one key per lane, with no block-wide barrier inside the key loop.
 // Split-K (flash-decoding): with partition_size > 0 each CTA covers one
 // partition of keys and writes an unnormalised partial (acc, max, sum) to the
 // workspace; a second kernel merges the partitions. Use it for decode-heavy

@@ -116,7 +116,8 @@ void check_attention(uint32_t n_head, uint32_t n_kv, uint32_t hd, const std::vec
 struct head_shape {
   uint32_t n_head, n_kv, hd;
 };
-const head_shape shapes[] = {{4, 4, 64}, {9, 3, 64}, {8, 2, 128}, {8, 1, 128}, {4, 2, 80}, {6, 3, 40}, {4, 2, 256}};
+const head_shape shapes[] = {{4, 4, 64}, {9, 3, 64}, {8, 2, 128}, {8, 1, 128}, {4, 2, 80}, {6, 3, 40}, {4, 2, 256},
+                             {4, 2, 36}}; // 36: rows not 16-byte aligned, the scalar-load kernels
 
 } // namespace
 
