@@ -377,21 +377,37 @@ __global__ void __launch_bounds__(n_threads) attention_prefill_mma_kernel(paged_
 
 // Decode attention: one CTA per (token, KV head, partition), for steps whose
 // tokens each need only their own keys (split-K steps). Each warp takes its own
-// chunks of 32 keys, one key per lane: a lane scores its key against every
-// query head of the group (q from shared memory, its K row by 16-byte loads),
-// the warp keeps an online softmax per head, and P.V runs with the lanes over
-// the head dimension (lane l owns dims [l * VPL, l * VPL + VPL)). No block-wide
-// barrier inside the key loop; the four warps merge at the end.
+// chunks of 32 keys, one key per lane: a lane loads its key's K and V rows with
+// 16-byte loads, scores the key against every query head of the group (q from
+// shared memory), the warp keeps an online softmax per head, and P.V runs with
+// the lanes over the head dimension (lane l owns dims [l * VPL, l * VPL + VPL))
+// reading V and P from the warp's own shared buffers. No block-wide barrier
+// inside the key loop; the four warps merge at the end.
+template <int VPL>
+struct decode_smem {
+  static constexpr int max_d = 32 * VPL, vs = max_d + 8; // V rows padded by 16 bytes
+  static constexpr size_t q_bytes = sizeof(float) * max_group_decode * max_d;
+  static constexpr size_t v_bytes = 2 * (n_threads / 32) * 32 * vs;
+  static constexpr size_t acc_bytes = sizeof(float) * (n_threads / 32) * max_group_decode * max_d;
+  static constexpr size_t p_bytes = sizeof(float) * (n_threads / 32) * max_group_decode * 32;
+  static constexpr size_t big = v_bytes > acc_bytes ? v_bytes : acc_bytes; // V staging, then the merge
+  static constexpr size_t total = q_bytes + big + p_bytes;
+};
+
 template <int VPL>
 __global__ void __launch_bounds__(n_threads) attention_decode_kernel(paged_attention_args a) {
-  constexpr int max_d = 32 * VPL;
-  __shared__ float q_s[max_group_decode][max_d];
-  __shared__ float sm_m[n_threads / 32][max_group_decode];
-  __shared__ float sm_l[n_threads / 32][max_group_decode];
-  __shared__ float sm_acc[n_threads / 32][max_group_decode][max_d];
+  using L = decode_smem<VPL>;
+  constexpr int max_d = L::max_d, VS = L::vs, n_warps = n_threads / 32;
+  __shared__ __align__(16) unsigned char raw[L::total];
+  __shared__ float sm_m[n_warps][max_group_decode];
+  __shared__ float sm_l[n_warps][max_group_decode];
+  auto& q_s = *reinterpret_cast<float(*)[max_group_decode][max_d]>(raw);
+  auto& v_s = *reinterpret_cast<__nv_bfloat16(*)[n_warps][32][VS]>(raw + L::q_bytes);
+  auto& sm_acc = *reinterpret_cast<float(*)[n_warps][max_group_decode][max_d]>(raw + L::q_bytes); // after the loop
+  auto& p_s = *reinterpret_cast<float(*)[n_warps][max_group_decode][32]>(raw + L::q_bytes + L::big);
 
   const uint32_t t = blockIdx.x, kvh = blockIdx.y, part = blockIdx.z;
-  const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, n_warps = n_threads / 32;
+  const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const uint32_t D = a.kv.head_dim, group = a.n_head / a.kv.n_kv_head, h0 = kvh * group;
   const uint32_t ctx = a.positions[t] + 1;
   uint32_t begin, end;
@@ -415,20 +431,22 @@ __global__ void __launch_bounds__(n_threads) attention_decode_kernel(paged_atten
     for (int i = 0; i < VPL; ++i) acc[g][i] = 0.0f;
   }
   const uint32_t d0 = lane * VPL;
+  __nv_bfloat16* my_v = v_s[warp][lane];
   for (uint32_t chunk = begin + warp * 32; chunk < end; chunk += n_warps * 32) {
     const uint32_t key = chunk + lane;
     const bool live = key < end;
-    const uint32_t blk = live ? table[key / a.kv.block_size] : 0;
-    const size_t row = live ? kv_offset(a.kv, blk, key % a.kv.block_size, kvh) : 0;
     float s[max_group_decode];
 #pragma unroll
     for (int g = 0; g < max_group_decode; ++g) s[g] = 0.0f;
     if (live) {
+      const size_t row = kv_offset(a.kv, table[key / a.kv.block_size], key % a.kv.block_size, kvh);
       const __nv_bfloat16* k = a.kv.k + row;
+      const __nv_bfloat16* v = a.kv.v + row;
 #pragma unroll 4
       for (uint32_t d = 0; d < D; d += 8) {
-        const uint4 w = *reinterpret_cast<const uint4*>(k + d);
-        const auto* kh = reinterpret_cast<const __nv_bfloat16*>(&w);
+        const uint4 kw = *reinterpret_cast<const uint4*>(k + d);
+        *reinterpret_cast<uint4*>(my_v + d) = *reinterpret_cast<const uint4*>(v + d);
+        const auto* kh = reinterpret_cast<const __nv_bfloat16*>(&kw);
         float kf[8];
 #pragma unroll
         for (int i = 0; i < 8; ++i) kf[i] = __bfloat162float(kh[i]);
@@ -441,48 +459,46 @@ __global__ void __launch_bounds__(n_threads) attention_decode_kernel(paged_atten
         }
       }
     }
-    // Per head: the chunk's max, rescale, probabilities; then P.V over the chunk.
-    float p[max_group_decode];
+    // Per head: the chunk's max, rescale, probabilities into the warp's P buffer.
 #pragma unroll
     for (int g = 0; g < max_group_decode; ++g) {
       if (g < group) {
         const float sg = live ? s[g] : -INFINITY;
         const float m_new = fmaxf(m[g], detail::warp_max(sg));
         const float scale = expf(m[g] - m_new); // m_new is finite: the chunk has a live key
-        p[g] = live ? expf(sg - m_new) : 0.0f;
-        l[g] = l[g] * scale + detail::warp_sum(p[g]);
+        const float p = live ? expf(sg - m_new) : 0.0f;
+        l[g] = l[g] * scale + detail::warp_sum(p);
         m[g] = m_new;
+        p_s[warp][g][lane] = p;
 #pragma unroll
         for (int i = 0; i < VPL; ++i) acc[g][i] *= scale;
       }
     }
+    __syncwarp();
     const uint32_t n_live = min(32u, end - chunk);
-    for (uint32_t j = 0; j < n_live; ++j) {
-      const size_t vrow = __shfl_sync(detail::full_mask, row, j);
-      float vf[VPL];
-      if (d0 < D) {
-        if constexpr (VPL == 2) {
-          const __nv_bfloat162 v2 = *reinterpret_cast<const __nv_bfloat162*>(a.kv.v + vrow + d0);
-          vf[0] = __low2float(v2);
-          vf[1] = __high2float(v2);
-        } else {
+    if (d0 < D) {
+#pragma unroll 4
+      for (uint32_t j = 0; j < n_live; ++j) {
+        float vf[VPL];
 #pragma unroll
-          for (int i = 0; i < VPL; ++i) vf[i] = __bfloat162float(a.kv.v[vrow + d0 + i]);
+        for (int i = 0; i < VPL; i += 2) {
+          const __nv_bfloat162 v2 = *reinterpret_cast<const __nv_bfloat162*>(&v_s[warp][j][d0 + i]);
+          vf[i] = __low2float(v2);
+          vf[i + 1] = __high2float(v2);
         }
-      } else {
 #pragma unroll
-        for (int i = 0; i < VPL; ++i) vf[i] = 0.0f;
-      }
+        for (int g = 0; g < max_group_decode; ++g) {
+          if (g < group) {
+            const float pj = p_s[warp][g][j];
 #pragma unroll
-      for (int g = 0; g < max_group_decode; ++g) {
-        if (g < group) {
-          const float pj = __shfl_sync(detail::full_mask, p[g], j);
-#pragma unroll
-          for (int i = 0; i < VPL; ++i) acc[g][i] += pj * vf[i];
+            for (int i = 0; i < VPL; ++i) acc[g][i] += pj * vf[i];
+          }
         }
       }
     }
+    __syncwarp(); // the next chunk overwrites this warp's V and P buffers
   }
+  __syncthreads(); // V staging becomes the merge buffer
 
   // Merge the warps: weights exp(m_w - M).
 #pragma unroll
@@ -500,23 +516,23 @@ __global__ void __launch_bounds__(n_threads) attention_decode_kernel(paged_atten
   for (uint32_t e = threadIdx.x; e < group * D; e += n_threads) {
     const uint32_t g = e / D, d = e % D;
     float M = -INFINITY;
-    for (uint32_t w = 0; w < n_warps; ++w) M = fmaxf(M, sm_m[w][g]);
-    float L = 0.0f, A = 0.0f;
-    for (uint32_t w = 0; w < n_warps; ++w) {
+    for (int w = 0; w < n_warps; ++w) M = fmaxf(M, sm_m[w][g]);
+    float Lsum = 0.0f, A = 0.0f;
+    for (int w = 0; w < n_warps; ++w) {
       if (sm_m[w][g] == -INFINITY) continue; // a warp that saw no key
       const float f = expf(sm_m[w][g] - M);
-      L += sm_l[w][g] * f;
+      Lsum += sm_l[w][g] * f;
       A += sm_acc[w][g][d] * f;
     }
     const uint32_t h = h0 + g;
     if (a.partition_size == 0) {
-      a.out[static_cast<size_t>(t) * a.out_stride + static_cast<size_t>(h) * D + d] = __float2bfloat16_rn(A / L);
+      a.out[static_cast<size_t>(t) * a.out_stride + static_cast<size_t>(h) * D + d] = __float2bfloat16_rn(A / Lsum);
     } else {
       float* ws = a.workspace + ((static_cast<size_t>(t) * a.n_head + h) * a.max_partitions + part) * (D + 2);
       ws[d] = A;
       if (d == 0) {
         ws[D] = M;
-        ws[D + 1] = L;
+        ws[D + 1] = Lsum;
       }
     }
   }
@@ -565,14 +581,14 @@ cudaError_t launch_paged_attention(const paged_attention_args& a, cudaStream_t s
     DYNAMO_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   }
   const dim3 grid(a.n_tokens, nkv, split ? a.max_partitions : 1);
-  if (split && vec) {
-    // Split steps are decode steps: one CTA per token, warps over key chunks.
+  // Split steps are decode steps. With many of them (or long contexts, which
+  // split into many partitions) the warp-per-chunk kernel wins; a handful of
+  // short decodes leaves its warps idle, and the query-tile kernel is faster.
+  if (split && vec && D <= 128 && uint64_t(a.n_tokens) * nkv >= a.decode_kernel_min_rows) {
     if (D <= 64) {
       attention_decode_kernel<2><<<grid, n_threads, 0, stream>>>(a);
-    } else if (D <= 128) {
-      attention_decode_kernel<4><<<grid, n_threads, 0, stream>>>(a);
     } else {
-      attention_decode_kernel<8><<<grid, n_threads, 0, stream>>>(a);
+      attention_decode_kernel<4><<<grid, n_threads, 0, stream>>>(a);
     }
   } else if (!split && vec && D % 16 == 0 && D <= mma_max_d) {
     const size_t mma_smem = mma_smem_layout(D, qt * group).total;

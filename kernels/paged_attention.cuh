@@ -8,7 +8,8 @@
 // handles all the query heads of the KV head's group for all of them, so each
 // K/V tile of 32 keys is loaded once into shared memory for tile x group rows.
 // Online softmax in fp32. Tokens that do not lead a tile exit at once.
-// Split steps (decode) with 16-byte aligned rows use a decode kernel instead:
+// Split steps (decode) with 16-byte aligned rows, head_dim <= 128 and enough
+// (token, KV head) pairs use a decode kernel instead:
 // one CTA per (token, KV head, partition), each warp scoring its own chunks of
 // 32 keys one key per lane, with no block-wide barrier inside the key loop.
 // Split-K (flash-decoding): with partition_size > 0 each CTA covers one
@@ -47,6 +48,10 @@ struct paged_attention_args {
   uint32_t partition_size = 0;
   uint32_t max_partitions = 1;      ///< partitions launched per (token, KV head) when splitting
   float* workspace = nullptr;       ///< split only: paged_attention_workspace_floats(...) floats, device
+  /// Split steps use the decode kernel from this many (token, KV head) pairs on
+  /// (fewer leave its warps idle: the query-tile kernel is faster there). Tests
+  /// pass 0 or UINT32_MAX to pick one kernel.
+  uint32_t decode_kernel_min_rows = 96;
 };
 
 /// Floats of workspace a split launch needs.

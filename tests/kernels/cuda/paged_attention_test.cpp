@@ -23,6 +23,7 @@ struct seq_spec {
 
 struct split_spec {
   uint32_t partition_size, max_partitions; // 0, 1: no split
+  uint32_t decode_kernel_min_rows = 0;     // split steps: 0 = the decode kernel, UINT32_MAX = the query-tile one
 };
 
 void check_attention(uint32_t n_head, uint32_t n_kv, uint32_t hd, const std::vector<seq_spec>& specs, split_spec split) {
@@ -95,10 +96,11 @@ void check_attention(uint32_t n_head, uint32_t n_kv, uint32_t hd, const std::vec
   a.partition_size = split.partition_size;
   a.max_partitions = split.max_partitions;
   a.workspace = d_ws.get();
+  a.decode_kernel_min_rows = split.decode_kernel_min_rows;
   CUDA_CHECK(gpu::launch_paged_attention(a, nullptr));
   const auto got = to_float_vector(d_out.download());
   BOOST_TEST_INFO("heads " << n_head << "/" << n_kv << " head_dim " << hd << " partition " << split.partition_size
-                           << " x " << split.max_partitions);
+                           << " x " << split.max_partitions << " decode kernel from " << split.decode_kernel_min_rows);
   const double err = nmse(got, want);
   BOOST_TEST(err < nmse_bf16_out);
   if (err >= nmse_bf16_out) { // say where it goes wrong: the first bad element's token, head and dim
@@ -137,15 +139,18 @@ BOOST_AUTO_TEST_CASE(mixed_prefill_and_decode_batch_matches_reference) {
 
 BOOST_AUTO_TEST_CASE(split_k_decode_matches_reference) {
   const std::vector<seq_spec> decodes = {{0, 1}, {16, 1}, {700, 1}, {1000, 1}, {63, 1}, {64, 1}};
-  for (const auto& s : shapes) {
-    check_attention(s.n_head, s.n_kv, s.hd, decodes, {64, 16}); // every context fits the partitions
-    check_attention(s.n_head, s.n_kv, s.hd, decodes, {64, 4});  // the last partition absorbs the tail
+  for (const uint32_t from : {0u, UINT32_MAX}) { // the decode kernel, then the query-tile kernel
+    for (const auto& s : shapes) {
+      check_attention(s.n_head, s.n_kv, s.hd, decodes, {64, 16, from}); // every context fits the partitions
+      check_attention(s.n_head, s.n_kv, s.hd, decodes, {64, 4, from});  // the last partition absorbs the tail
+    }
   }
 }
 
 BOOST_AUTO_TEST_CASE(split_k_also_handles_prefill_tokens) {
   const std::vector<seq_spec> specs = {{0, 37}, {50, 13}, {300, 2}};
-  check_attention(8, 2, 128, specs, {32, 8});
+  check_attention(8, 2, 128, specs, {32, 8, 0});
+  check_attention(8, 2, 128, specs, {32, 8, UINT32_MAX});
 }
 
 BOOST_AUTO_TEST_CASE(rejects_groups_larger_than_eight_and_huge_heads) {
