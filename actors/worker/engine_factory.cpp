@@ -104,6 +104,7 @@ expected<engine_setup> prepare_cuda(const config::pool_config& pool) {
   xc.max_num_tokens = ec.max_num_batched_tokens;
   xc.max_num_seqs = ec.max_num_seqs;
   xc.max_model_len = ec.max_model_len;
+  xc.gpu_memory_fraction = pool.engine_opts.gpu_memory_fraction;
   auto probe = model::make_cuda_executor(*model, xc);
   if (!probe)
     return probe.error();

@@ -11,6 +11,8 @@ planes::kv_region region_of(const engine::kv_memory_view& mem) {
   r.base = mem.base;
   r.num_blocks = mem.num_blocks;
   r.block_stride = mem.block_stride;
+  r.memory = mem.on_device ? planes::kv_memory::cuda_device : planes::kv_memory::host;
+  r.device = mem.device;
   return r;
 }
 
@@ -65,7 +67,7 @@ void kv_handoff::push(const engine::kv_memory_view& mem, const protocol::kv_push
       return done(protocol::failed_status(id, worker_id_, s.error()));
     sender_ = std::move(*s);
   }
-  auto offer = planes::select_offer(req.offers, planes::local_host_id(), planes::kv_memory::host);
+  auto offer = planes::select_offer(req.offers, planes::local_host_id(), region_of(mem).memory);
   if (!offer)
     return done(protocol::failed_status(id, worker_id_, offer.error()));
   protocol::kv_transfer_request tr;

@@ -23,6 +23,7 @@ struct run_options {
   uint32_t http_port = 8000, io_threads = 2, threads = 0;
   std::string router_mode = "round-robin", discovery = "memory";
   double kv_cache_mib = 512;
+  double gpu_memory_fraction = 0.9; ///< for all CUDA workers of the process together
   uint32_t grace_ms = 5000;
   config::pool_config pool;
   config::router_config router;
@@ -49,6 +50,8 @@ expected<bool> parse(int argc, char** argv, run_options& o) {
     .option("block-size", &o.pool.engine_opts.block_size, "KV block size in tokens")
     .option("kv-blocks", &o.pool.engine_opts.kv_blocks, "KV blocks per worker (0: from --kv-cache-mib / mocker default)")
     .option("kv-cache-mib", &o.kv_cache_mib, "CPU engine KV cache budget per worker in MiB")
+    .option("gpu-memory-fraction", &o.gpu_memory_fraction,
+            "out=cuda: device memory for all workers together, split evenly among them")
     .option("max-num-seqs", &o.pool.engine_opts.max_num_seqs, "running sequences per worker")
     .option("max-num-batched-tokens", &o.pool.engine_opts.max_num_batched_tokens, "tokens per engine step")
     .option("context-length", &o.pool.engine_opts.context_length, "cap on prompt + output tokens (0: the model's)")
@@ -106,6 +109,11 @@ expected<void> finish_options(run_options& o) {
     return make_error(errc::invalid_argument, "--num-workers must be >= 1");
   if (o.disagg && (o.prefill_workers == 0 || o.decode_workers == 0))
     return make_error(errc::invalid_argument, "--disagg needs --prefill-workers and --decode-workers >= 1");
+  if (!(o.gpu_memory_fraction > 0.0 && o.gpu_memory_fraction <= 1.0))
+    return make_error(errc::invalid_argument, "--gpu-memory-fraction must be in (0, 1]");
+  // Every CUDA executor of this process shares one device: each gets an even share.
+  const uint32_t executors = o.disagg ? o.prefill_workers + o.decode_workers : o.pool.replicas;
+  o.pool.engine_opts.gpu_memory_fraction = o.gpu_memory_fraction / executors;
   if (o.disagg && o.disagg_opts.transfer != "auto" && o.disagg_opts.transfer != "ucx" &&
       o.disagg_opts.transfer != "tcp" && o.disagg_opts.transfer != "inproc")
     return make_error(errc::invalid_argument, "--kv-transfer " + o.disagg_opts.transfer +

@@ -5,6 +5,10 @@
 
 #include <fmt/format.h>
 
+#if DYNAMO_TRANSFER_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -134,8 +138,22 @@ private:
     auto* src = static_cast<const uint8_t*>(config_.region.base);
     auto* dst = static_cast<uint8_t*>(region.base);
     uint64_t bytes = 0;
+    const bool device = config_.region.memory == kv_memory::cuda_device || region.memory == kv_memory::cuda_device;
     for (const auto& r : runs) {
-      std::memcpy(dst + r.dst_offset, src + r.src_offset, r.length);
+      if (device) {
+#if DYNAMO_TRANSFER_HAVE_CUDA
+        // Unified addressing: one call covers device-device and host-device copies.
+        const int dev = config_.region.memory == kv_memory::cuda_device ? config_.region.device : region.device;
+        if (auto e = cudaSetDevice(dev); e != cudaSuccess)
+          return fail(make_error(errc::device_error, fmt::format("inproc transport: cudaSetDevice: {}",
+                                                                 cudaGetErrorString(e))));
+        if (auto e = cudaMemcpy(dst + r.dst_offset, src + r.src_offset, r.length, cudaMemcpyDefault); e != cudaSuccess)
+          return fail(make_error(errc::device_error, fmt::format("inproc transport: cudaMemcpy: {}",
+                                                                 cudaGetErrorString(e))));
+#endif
+      } else {
+        std::memcpy(dst + r.dst_offset, src + r.src_offset, r.length);
+      }
       bytes += r.length;
     }
     auto status = ok_status(req.transfer_id, req.source_worker_id, req.source_block_ids.size(),
@@ -149,13 +167,26 @@ private:
   task_thread thread_; // last member: stops before config_ goes away
 };
 
+// Host memory always; device memory (copied with cudaMemcpy) in CUDA builds,
+// so two CUDA workers of one process can hand KV over without IPC.
+expected<void> check_memory(const kv_region& region) {
+#if DYNAMO_TRANSFER_HAVE_CUDA
+  if (region.memory == kv_memory::host || region.memory == kv_memory::cuda_device)
+    return {};
+#else
+  if (region.memory == kv_memory::host)
+    return {};
+#endif
+  return make_error(errc::unsupported, "inproc transport: host memory only in a build without CUDA");
+}
+
 } // namespace
 
 expected<std::unique_ptr<inproc_receiver>> make_inproc_receiver(kv_receiver_config config) {
   if (auto ok = check_region(config.region, config.layout); !ok)
     return ok.error();
-  if (config.region.memory != kv_memory::host)
-    return make_error(errc::unsupported, "inproc transport: host memory only");
+  if (auto ok = check_memory(config.region); !ok)
+    return ok.error();
   auto t = std::make_shared<inproc_target>();
   t->id = new_receiver_id();
   t->config = std::move(config);
@@ -165,8 +196,8 @@ expected<std::unique_ptr<inproc_receiver>> make_inproc_receiver(kv_receiver_conf
 expected<std::unique_ptr<kv_sender>> make_inproc_sender(kv_sender_config config) {
   if (auto ok = check_region(config.region, config.layout); !ok)
     return ok.error();
-  if (config.region.memory != kv_memory::host)
-    return make_error(errc::unsupported, "inproc transport: host memory only");
+  if (auto ok = check_memory(config.region); !ok)
+    return ok.error();
   return std::unique_ptr<kv_sender>{new inproc_sender{std::move(config)}};
 }
 

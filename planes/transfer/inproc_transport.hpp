@@ -1,5 +1,6 @@
-// The in-process fake KV transport: a sender memcpy's into a receiver of this process
-// found through a process-wide registry. For tests and single-process prefill/decode.
+// The in-process KV transport: a sender copies into a receiver of this process (memcpy;
+// cudaMemcpy when either side is device memory, in CUDA builds), found through a
+// process-wide registry. For tests and single-process prefill/decode.
 // Thread rules: as kv_transport.hpp; on_received runs on the sender's thread, and a
 // receiver's destructor waits for a copy into it to finish.
 #pragma once

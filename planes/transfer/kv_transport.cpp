@@ -181,11 +181,14 @@ select_offer(const std::vector<protocol::kv_connection_info>& offers, std::strin
     return nullptr;
   };
   if (local_memory == kv_memory::cuda_device) {
-    if (auto* o = find("cuda-ipc", true))
-      return *o;
+    // cuda-ipc across processes on this host; inproc (cudaMemcpy) inside this process.
+    for (auto* o : {find("cuda-ipc", true), find("inproc", true)}) {
+      if (o)
+        return *o;
+    }
     return make_error(errc::unsupported,
-                      "kv transfer: device blocks need a cuda-ipc receiver on this host (or staging "
-                      "through host memory)");
+                      "kv transfer: device blocks need a cuda-ipc or inproc receiver on this host (or "
+                      "staging through host memory, not built yet)");
   }
   for (auto* o : {find("ucx", false), find("tcp", false), find("inproc", true)}) {
     if (o)

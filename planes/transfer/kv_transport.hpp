@@ -145,8 +145,9 @@ public:
 [[nodiscard]] expected<std::unique_ptr<kv_sender>> make_kv_sender(std::string_view transport,
                                                                    kv_sender_config config);
 
-/// Picks the offer to use: cuda-ipc when both ends are on this host and the sender
-/// has CUDA device memory, else ucx, else tcp, else inproc when on this host.
+/// Picks the offer to use. A sender with CUDA device memory: cuda-ipc on this host,
+/// else inproc on this host (same process), else none. Host memory: ucx, else tcp,
+/// else inproc when on this host.
 /// errc::unsupported when none fits.
 [[nodiscard]] expected<protocol::kv_connection_info>
 select_offer(const std::vector<protocol::kv_connection_info>& offers, std::string_view local_host_id,

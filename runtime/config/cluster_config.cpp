@@ -150,6 +150,9 @@ caf::error parse_engine_opts(YAML::Node n, const std::string& path, engine_optio
   DYN_TRY(s.read("prefix_caching", e.prefix_caching));
   DYN_TRY(s.read("threads", e.threads));
   DYN_TRY(s.read("context_length", e.context_length));
+  DYN_TRY(s.read("gpu_memory_fraction", e.gpu_memory_fraction));
+  if (!(e.gpu_memory_fraction > 0.0 && e.gpu_memory_fraction <= 1.0))
+    return s.fail("gpu_memory_fraction", "must be in (0, 1]");
   if (e.block_size == 0)
     return s.fail("block_size", "must be > 0");
   if (e.max_num_seqs == 0)

@@ -37,6 +37,7 @@ struct engine_options {
   bool prefix_caching = true;
   uint32_t threads = 0;                 ///< cpu engine threads; 0: all cores
   uint32_t context_length = 0;          ///< 0: the model's
+  double gpu_memory_fraction = 0.9;     ///< cuda: of device memory for each executor's weights, activations and KV
 };
 
 struct pool_config {

@@ -64,6 +64,8 @@ struct kv_memory_view {
   uint64_t block_stride = 0;
   uint32_t num_blocks = 0;
   protocol::kv_layout layout;
+  bool on_device = false; ///< CUDA device memory (base is the cudaMalloc base), not host memory
+  int device = 0;         ///< the CUDA device ordinal when on_device
 };
 
 class executor {

@@ -113,8 +113,10 @@ expected<void> allocate_kv(cuda_state& s) {
   CUDA_OR_RETURN("cudaMemGetInfo", cudaMemGetInfo(&free_bytes, &total_bytes));
   uint32_t blocks = s.config.num_blocks;
   if (blocks == 0) {
+    const size_t own = s.weights.bytes() + s.activations.bytes() + s.metadata.bytes() + s.rope_cos.bytes() +
+                       s.rope_sin.bytes() + s.cublas_workspace.bytes();
     blocks = kv_blocks_for_memory(
-        {total_bytes, free_bytes, s.config.gpu_memory_fraction, s.config.reserve_bytes, s.kv_block_bytes});
+        {total_bytes, free_bytes, s.config.gpu_memory_fraction, s.config.reserve_bytes, s.kv_block_bytes, own});
   }
   if (blocks == 0) {
     return make_error(errc::config_error,
@@ -345,6 +347,19 @@ expected<std::vector<std::vector<float>>> cuda_executor::last_logits() const {
     CUDA_OR_RETURN("logits download", cudaMemcpy(row.data(), src, size_t(V) * 4, cudaMemcpyDeviceToHost));
   }
   return out;
+}
+
+std::optional<engine::kv_memory_view> cuda_executor::kv_memory() {
+  const cuda_state& s = *s_;
+  engine::kv_memory_view v;
+  v.base = s.kv.get(); // the cudaMalloc base, as cuda-ipc needs
+  v.block_stride = s.kv_block_bytes;
+  v.num_blocks = s.num_blocks;
+  v.layout = protocol::make_head_major_layout(s.cfg.n_layer, s.config.block_size, s.cfg.n_kv_head, s.cfg.head_dim,
+                                              protocol::kv_dtype::bf16);
+  v.on_device = true;
+  v.device = s.config.device;
+  return v;
 }
 
 uint64_t cuda_executor::graph_replays() const noexcept { return s_->graph_replays; }

@@ -25,7 +25,8 @@ namespace dynamo::model {
 struct cuda_executor_config {
   // Device and memory.
   int device = 0;                     ///< CUDA device ordinal
-  double gpu_memory_fraction = 0.9;   ///< of total device memory for weights + activations + KV (vLLM's 0.9)
+  double gpu_memory_fraction = 0.9;   ///< of total device memory for this executor's weights + activations + KV
+                                      ///< (vLLM v1's per-instance gpu_memory_utilization: several fit one GPU)
   size_t reserve_bytes = size_t(512) << 20; ///< kept free for CUDA graphs, cuBLAS and the runtime
   // KV cache.
   uint32_t block_size = 16;           ///< tokens per KV block
@@ -70,6 +71,9 @@ public:
   [[nodiscard]] size_t weight_bytes() const noexcept;
   [[nodiscard]] size_t activation_bytes() const noexcept;
   [[nodiscard]] size_t kv_cache_bytes() const noexcept;
+  /// The KV cache as device memory ([block][layer][K, V][Hkv][block_size][D] bf16,
+  /// head-major): what cuda-ipc and inproc KV transfers move.
+  [[nodiscard]] std::optional<engine::kv_memory_view> kv_memory() override;
   /// Logits of the last step, per batch entry (empty for entries not
   /// sampled); copied from the device. For tests and diagnostics.
   [[nodiscard]] expected<std::vector<std::vector<float>>> last_logits() const;

@@ -114,9 +114,9 @@ cuda_activation_layout plan_activations(const llama_config& c, uint32_t max_toke
 uint32_t kv_blocks_for_memory(const kv_memory_inputs& in) noexcept {
   if (in.block_bytes == 0 || in.free_bytes > in.total_bytes) return 0;
   const double allowed = std::clamp(in.fraction, 0.0, 1.0) * static_cast<double>(in.total_bytes);
-  const double used = static_cast<double>(in.total_bytes - in.free_bytes);
   // Never more than what is actually free now, whatever the fraction says.
-  const double budget = std::min(allowed - used, static_cast<double>(in.free_bytes)) - static_cast<double>(in.reserve_bytes);
+  const double budget = std::min(allowed - static_cast<double>(in.own_bytes), static_cast<double>(in.free_bytes)) -
+                        static_cast<double>(in.reserve_bytes);
   if (!(budget > 0.0)) return 0;
   const double blocks = std::floor(budget / static_cast<double>(in.block_bytes));
   return static_cast<uint32_t>(std::min(blocks, double(UINT32_MAX)));

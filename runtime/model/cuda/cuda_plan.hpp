@@ -108,12 +108,16 @@ struct cuda_activation_layout {
 
 /// KV blocks that fit: (fraction * total - used - reserve) / block_bytes,
 /// where used = total - free (weights, activations, other processes).
+/// KV blocks = min(fraction * total - own - reserve, free - reserve) / block: the
+/// fraction bounds this executor alone (other executors and processes on the
+/// device only shrink `free`), so several executors can share one GPU.
 struct kv_memory_inputs {
   size_t total_bytes = 0;   ///< cudaMemGetInfo total
   size_t free_bytes = 0;    ///< cudaMemGetInfo free, after weights and activations
   double fraction = 0.9;    ///< of total this executor may use
   size_t reserve_bytes = 0; ///< kept free for graphs, cuBLAS and the runtime
   size_t block_bytes = 0;   ///< one KV block, all layers, K and V
+  size_t own_bytes = 0;     ///< what this executor already holds (weights, activations, buffers)
 };
 [[nodiscard]] uint32_t kv_blocks_for_memory(const kv_memory_inputs& in) noexcept;
 

@@ -130,6 +130,10 @@ BOOST_AUTO_TEST_CASE(select_offer_prefers_cuda_ipc_then_ucx_then_tcp) {
   BOOST_TEST(!select_offer({{"inproc", "h1", {}}}, "h2", kv_memory::host));
   BOOST_TEST(select_offer({{"inproc", "h1", {}}}, "h1", kv_memory::host)->transport == "inproc");
   BOOST_TEST(!select_offer({}, "h1", kv_memory::host));
+  // Device blocks inside one process: inproc (cudaMemcpy), never tcp or ucx.
+  BOOST_TEST(select_offer({{"tcp", "h1", {}}, {"inproc", "h1", {}}}, "h1", kv_memory::cuda_device)->transport ==
+             "inproc");
+  BOOST_TEST(!select_offer({{"tcp", "h1", {}}, {"ucx", "h1", {}}}, "h1", kv_memory::cuda_device));
 }
 
 BOOST_AUTO_TEST_CASE(unknown_transport_names_are_errors) {

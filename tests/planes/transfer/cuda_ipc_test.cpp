@@ -97,3 +97,29 @@ BOOST_AUTO_TEST_CASE(same_process_and_layout_mismatch_are_refused, *boost::unit_
   BOOST_REQUIRE(st.has_value());
   BOOST_TEST(!st->ok());
 }
+
+BOOST_AUTO_TEST_CASE(inproc_copies_device_blocks_inside_one_process, *boost::unit_test::precondition(gpu_present{})) {
+  // Two CUDA workers of one process (dynamo-run --disagg out=cuda) hand KV over this way.
+  device_blocks src{8, 5}, dst{8, 6};
+  auto receiver = make_kv_receiver("inproc", {layout, dst.region, {}, {}});
+  BOOST_REQUIRE_MESSAGE(static_cast<bool>(receiver), why(receiver));
+  auto offer = select_offer((*receiver)->offers(), local_host_id(), kv_memory::cuda_device);
+  BOOST_REQUIRE_MESSAGE(static_cast<bool>(offer), why(offer));
+  BOOST_TEST(offer->transport == "inproc");
+  auto sender = make_kv_sender("inproc", {layout, src.region, {}});
+  BOOST_REQUIRE_MESSAGE(static_cast<bool>(sender), why(sender));
+  const std::vector<uint32_t> s{0, 3, 7, 4}, d{5, 1, 2, 6};
+  status_waiter done;
+  (*sender)->send({4, 3, s, d, layout, *offer}, std::chrono::seconds{20}, done.callback());
+  auto st = done.wait(4);
+  BOOST_REQUIRE(st.has_value());
+  BOOST_TEST(st->ok(), st->message);
+  const uint64_t bpb = layout.bytes_per_block;
+  std::vector<uint8_t> back(8 * bpb);
+  BOOST_REQUIRE(cudaMemcpy(back.data(), dst.ptr, back.size(), cudaMemcpyDeviceToHost) == cudaSuccess);
+  for (size_t i = 0; i < s.size(); ++i) {
+    BOOST_TEST_INFO("block " << s[i] << " -> " << d[i]);
+    BOOST_TEST(!find_mismatch(back.data() + d[i] * bpb, bpb, block_seed(5, s[i])));
+  }
+  BOOST_TEST(!find_mismatch(back.data() + 0 * bpb, bpb, block_seed(6, 0))); // untouched block keeps its bytes
+}

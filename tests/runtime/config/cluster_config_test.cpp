@@ -86,6 +86,8 @@ BOOST_AUTO_TEST_CASE(errors_name_the_field) {
   BOOST_TEST(error_of("pools: [{name: b, model: m, engine: cpu}]") ==
              "pools[0].model_path: is required for engine cpu");
   BOOST_TEST(error_of("pools: [{name: b}]") == "pools[0].model: is required");
+  BOOST_TEST(error_of("pools: [{name: b, model: m, engine_args: {gpu_memory_fraction: 1.5}}]") ==
+             "pools[0].engine_args.gpu_memory_fraction: must be in (0, 1]");
   BOOST_TEST(error_of("pools: []") == "pools: expected a non-empty list of worker pools");
   BOOST_TEST(error_of("pools: [{name: b, model: m}, {name: b, model: m}]") ==
              "pools[1].name: 'b' is used twice");

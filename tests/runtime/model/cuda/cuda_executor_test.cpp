@@ -178,6 +178,21 @@ BOOST_AUTO_TEST_CASE(blocks_far_into_a_cache_sized_from_memory_give_the_same_log
   }
 }
 
+BOOST_AUTO_TEST_CASE(kv_memory_is_the_device_cache_in_the_cpu_head_major_layout) {
+  auto m = tiny_model(options(gguf::tensor_type::bf16, gguf::tensor_type::bf16));
+  auto gpu = make_cuda(m, false);
+  const auto v = gpu->kv_memory();
+  BOOST_REQUIRE(v.has_value());
+  BOOST_TEST(v->on_device);
+  BOOST_TEST(v->num_blocks == 96u);
+  BOOST_TEST((v->layout.dtype == protocol::kv_dtype::bf16));
+  BOOST_TEST(v->layout.name == "head-major");
+  BOOST_TEST(v->layout.bytes_per_block == v->block_stride); // 2 layers x K, V x 2 heads x 4 tokens x 32 x 2 bytes
+  BOOST_TEST(v->block_stride == 2u * 2 * 2 * block_size * 32 * 2);
+  BOOST_TEST(static_cast<bool>(protocol::validate(v->layout)));
+  BOOST_TEST((gpu->kv_transfer_layout() == v->layout)); // so CUDA workers take prefill and decode roles
+}
+
 BOOST_AUTO_TEST_CASE(graph_replay_and_eager_decode_agree_for_every_bucket) {
   auto m = tiny_model(options(gguf::tensor_type::bf16, gguf::tensor_type::bf16));
   auto eager = make_cuda(m, false);

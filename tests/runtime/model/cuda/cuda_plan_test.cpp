@@ -153,16 +153,20 @@ BOOST_AUTO_TEST_CASE(activation_layout_sizes_follow_the_limits) {
 }
 
 BOOST_AUTO_TEST_CASE(kv_blocks_come_from_the_fraction_minus_what_is_used) {
-  const size_t GiB = size_t(1) << 30, block = size_t(2) << 20; // 2 MiB blocks
-  // 80 GiB device, 20 GiB used (weights + activations): 0.9 * 80 - 20 - 0.5 = 51.5 GiB.
-  BOOST_TEST(kv_blocks_for_memory({80 * GiB, 60 * GiB, 0.9, GiB / 2, block}) == 51u * 512 + 256);
-  // Another process holds 50 GiB: 72 - 70 - 0.5 = 1.5 GiB.
-  BOOST_TEST(kv_blocks_for_memory({80 * GiB, 10 * GiB, 0.9, GiB / 2, block}) == 768u);
-  // Nothing left once the reserve is kept.
-  BOOST_TEST(kv_blocks_for_memory({80 * GiB, 8 * GiB, 0.9, GiB / 2, block}) == 0u);
+  const size_t GiB = size_t(1) << 30;
+  const size_t block = size_t(2) << 20;
+  // 80 GiB device, this executor holds 20 GiB (weights + activations): 0.9 * 80 - 20 - 0.5 = 51.5 GiB.
+  BOOST_TEST(kv_blocks_for_memory({80 * GiB, 60 * GiB, 0.9, GiB / 2, block, 20 * GiB}) == 51u * 512 + 256);
+  // Another process holds 50 GiB: only what is free bounds us, 10 - 0.5 = 9.5 GiB.
+  BOOST_TEST(kv_blocks_for_memory({80 * GiB, 10 * GiB, 0.9, GiB / 2, block, 20 * GiB}) == 9u * 512 + 256);
+  // Our own weights fill our share: nothing left for KV.
+  BOOST_TEST(kv_blocks_for_memory({80 * GiB, 8 * GiB, 0.9, GiB / 2, block, 72 * GiB}) == 0u);
+  // Two executors at 0.45 each on one device: the second, after the first took 36 GiB,
+  // gets 0.45 * 80 - 1 - 0.5 = 34.5 GiB (free is 43).
+  BOOST_TEST(kv_blocks_for_memory({80 * GiB, 43 * GiB, 0.45, GiB / 2, block, GiB}) == 34u * 512 + 256);
   // Never more than is free, even at fraction 1.
-  BOOST_TEST(kv_blocks_for_memory({80 * GiB, 4 * GiB, 1.0, 0, block}) == 2048u);
-  BOOST_TEST(kv_blocks_for_memory({80 * GiB, 60 * GiB, 0.9, 0, 0}) == 0u);
+  BOOST_TEST(kv_blocks_for_memory({80 * GiB, 4 * GiB, 1.0, 0, block, 0}) == 2048u);
+  BOOST_TEST(kv_blocks_for_memory({80 * GiB, 60 * GiB, 0.9, 0, 0, 0}) == 0u);
   // The 8B model's KV block (32 layers, 8 KV heads, 128 dims, 16 tokens, bf16) is 2 MiB.
   BOOST_TEST(size_t(32) * 2 * 16 * 8 * 128 * 2 == block);
 }
