@@ -37,6 +37,25 @@ __device__ __forceinline__ void key_range(const paged_attention_args& a, uint32_
   end = part + 1 == a.max_partitions ? ctx : min(ctx, begin + a.partition_size);
 }
 
+/// One warp's online-softmax step for row r over a tile of 32 keys (lane = key):
+/// folds the lane's score `s` (-inf when masked) into the row's max and sum,
+/// records the factor that rescales the row's output, and returns the lane's
+/// unnormalised probability. A row that has seen no key yet keeps m = -inf:
+/// nothing to rescale or add.
+__device__ __forceinline__ float softmax_step(float s, uint32_t r, uint32_t lane, float* row_m, float* row_l,
+                                              float* row_scale) {
+  const float m_old = row_m[r], m_new = fmaxf(m_old, detail::warp_max(s));
+  const float p = m_new == -INFINITY ? 0.0f : expf(s - m_new);
+  const float scale = m_new == -INFINITY ? 1.0f : expf(m_old - m_new);
+  const float sum = detail::warp_sum(p);
+  if (lane == 0) {
+    row_l[r] = row_l[r] * scale + sum;
+    row_m[r] = m_new;
+    row_scale[r] = scale;
+  }
+  return p;
+}
+
 /// Token t leads a query tile when it starts a run (another sequence or a
 /// position gap before it) or sits on a tile boundary of positions. The tile
 /// runs on while tokens continue the run, up to qt of them.
@@ -184,18 +203,7 @@ __global__ void __launch_bounds__(n_threads) attention_kernel(paged_attention_ar
     }
     __syncthreads();
     for (uint32_t r = warp; r < R; r += n_threads / 32) {
-      const float s = sc[r * key_tile + lane];
-      const float m_old = row_m[r], m_new = fmaxf(m_old, detail::warp_max(s));
-      // A row that has seen no key yet keeps m = -inf: nothing to rescale or add.
-      const float p = m_new == -INFINITY ? 0.0f : expf(s - m_new);
-      const float scale = m_new == -INFINITY ? 1.0f : expf(m_old - m_new);
-      const float sum = detail::warp_sum(p);
-      sc[r * key_tile + lane] = p;
-      if (lane == 0) {
-        row_l[r] = row_l[r] * scale + sum;
-        row_m[r] = m_new;
-        row_scale[r] = scale;
-      }
+      sc[r * key_tile + lane] = softmax_step(sc[r * key_tile + lane], r, lane, row_m, row_l, row_scale);
     }
     __syncthreads();
 #pragma unroll
@@ -326,16 +334,7 @@ __global__ void __launch_bounds__(n_threads) attention_prefill_mma_kernel(paged_
       const uint32_t key = tile + lane;
       const bool ok = key < end && key <= pos0 + r / group;
       const float s = ok ? sc[r * key_tile + lane] * a.scale : -INFINITY;
-      const float m_old = row_m[r], m_new = fmaxf(m_old, detail::warp_max(s));
-      const float p = m_new == -INFINITY ? 0.0f : expf(s - m_new);
-      const float scale = m_new == -INFINITY ? 1.0f : expf(m_old - m_new);
-      const float sum = detail::warp_sum(p);
-      ps[r * PS + lane] = __float2bfloat16_rn(p);
-      if (lane == 0) {
-        row_l[r] = row_l[r] * scale + sum;
-        row_m[r] = m_new;
-        row_scale[r] = scale;
-      }
+      ps[r * PS + lane] = __float2bfloat16_rn(softmax_step(s, r, lane, row_m, row_l, row_scale));
     }
     __syncthreads();
     // PV = P . V (RP x D).
