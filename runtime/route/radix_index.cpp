@@ -125,12 +125,46 @@ void radix_index::impl::erase_entry(uint32_t node, uint32_t slot) {
   --entries;
 }
 
+uint32_t radix_index::impl::take_free_id(uint32_t near) {
+  if (free_count == 0)
+    return no_node;
+  constexpr size_t window = 4; // words searched after `near`: 256 ids, 8 KiB of hot nodes
+  const size_t words = free_bits.size();
+  size_t w = near / 64;
+  if (w < words) {
+    uint64_t bits = free_bits[w] & (~uint64_t{0} << (near % 64));
+    for (size_t k = 0; bits == 0 && k < window && ++w < words; ++k)
+      bits = free_bits[w];
+    if (bits != 0) {
+      const auto id = static_cast<uint32_t>(w * 64 + std::countr_zero(bits));
+      free_bits[w] &= ~(uint64_t{1} << (id % 64));
+      --free_count;
+      return id;
+    }
+  }
+  for (size_t n = 0; n < words; ++n, ++free_scan) {
+    if (free_scan >= words)
+      free_scan = 0;
+    if (uint64_t bits = free_bits[free_scan]; bits != 0) {
+      const auto id = static_cast<uint32_t>(free_scan * 64 + std::countr_zero(bits));
+      free_bits[free_scan] &= bits - 1;
+      --free_count;
+      return id;
+    }
+  }
+  return no_node;
+}
+
+void radix_index::impl::release_id(uint32_t id) {
+  if (id / 64 >= free_bits.size())
+    free_bits.resize(id / 64 + 1, 0);
+  free_bits[id / 64] |= uint64_t{1} << (id % 64);
+  ++free_count;
+}
+
 uint32_t radix_index::impl::create_child(uint32_t parent, uint64_t tokens_hash, uint64_t ext) {
-  uint32_t id;
-  if (!free_nodes.empty()) {
-    id = free_nodes.back();
-    free_nodes.pop_back();
-  } else {
+  uint32_t id = take_free_id(parent + 1);
+  if (id == no_node) {
     id = static_cast<uint32_t>(hot.size());
     hot.emplace_back();
     cold.emplace_back();
@@ -196,7 +230,7 @@ void radix_index::impl::free_subtree(uint32_t top) {
     cold[id].parent = no_node;
     cold[id].prev_sibling = no_node;
     cold[id].more.reset();
-    free_nodes.push_back(id);
+    release_id(id);
     --live_nodes;
   }
 }

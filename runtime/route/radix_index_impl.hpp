@@ -66,7 +66,12 @@ struct radix_index::impl {
   radix_index_options options;
   std::vector<node_hot> hot;   ///< node id -> hot part; id 0 is the root
   std::vector<node_cold> cold; ///< node id -> cold part
-  std::vector<uint32_t> free_nodes;
+  /// Free node ids, one bit each (set: free). A new child takes the first free
+  /// id just after its parent when there is one, so a chain stays close in
+  /// the hot array and its walk streams through memory.
+  std::vector<uint64_t> free_bits;
+  size_t free_count = 0;
+  size_t free_scan = 0; ///< word where the search for any free id resumes
   flat_map<child_key, uint32_t, child_key_hash> children; ///< of parents past the walk limit
   std::vector<worker_slot> slots;
   flat_map<worker_key, uint32_t, worker_key_hash> slot_of;
@@ -128,6 +133,8 @@ struct radix_index::impl {
     return no_node;
   }
   void unlink(uint32_t id);
+  [[nodiscard]] uint32_t take_free_id(uint32_t near);
+  void release_id(uint32_t id);
   [[nodiscard]] uint32_t create_child(uint32_t parent, uint64_t tokens_hash, uint64_t ext);
   void free_subtree(uint32_t top);
   void remove_from_subtree(uint32_t top, uint32_t slot);
