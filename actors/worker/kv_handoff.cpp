@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace dynamo::actors {
 
 planes::kv_region region_of(const engine::kv_memory_view& mem) {
@@ -22,12 +24,26 @@ kv_handoff::kv_handoff(kv_handoff_config cfg, uint64_t worker_id,
 
 kv_handoff::~kv_handoff() = default;
 
+uint32_t kv_handoff::staging_slots(const engine::kv_memory_view& mem) const noexcept {
+  const uint64_t slots = cfg_.staging_bytes / std::max<uint64_t>(1, mem.layout.bytes_per_block);
+  return static_cast<uint32_t>(std::clamp<uint64_t>(slots, 1, mem.num_blocks));
+}
+
+bool kv_handoff::staged(const engine::kv_memory_view& mem) const noexcept {
+  return mem.on_device && (cfg_.transport == "ucx" || cfg_.transport == "tcp");
+}
+
 expected<std::vector<protocol::kv_connection_info>>
 kv_handoff::receiver_offers(const engine::kv_memory_view& mem) {
   if (!receiver_) {
     planes::kv_receiver_config rc;
     rc.layout = mem.layout;
     rc.region = region_of(mem);
+    if (staged(mem)) {
+      recv_staging_ = std::make_shared<planes::kv_staging_pool>(staging_slots(mem), mem.layout.bytes_per_block);
+      recv_device_ = rc.region;
+      rc.region = recv_staging_->region();
+    }
     auto r = planes::make_kv_receiver(cfg_.transport, rc);
     if (!r)
       return r.error();
@@ -39,6 +55,24 @@ kv_handoff::receiver_offers(const engine::kv_memory_view& mem) {
 
 void kv_handoff::pull(const protocol::kv_prefill_result& source, protocol::kv_push_request req,
                       std::function<void(caf::error)> done) {
+  if (recv_staging_ && !req.destination_block_ids.empty()) {
+    // The prefill worker writes into staging slots; they are copied into the
+    // device blocks once every byte has landed.
+    auto slots = recv_staging_->acquire(req.destination_block_ids.size());
+    if (!slots)
+      return done(make_error(errc::overloaded, "kv staging: no free host slots for the transfer"));
+    auto device_blocks = std::move(req.destination_block_ids);
+    req.destination_block_ids = *slots;
+    done = [pool = recv_staging_, device = recv_device_, slots = *slots, device_blocks = std::move(device_blocks),
+            done = std::move(done)](caf::error err) {
+      if (!err) {
+        if (auto copied = pool->scatter(slots, device, device_blocks); !copied)
+          err = copied.error();
+      }
+      pool->release(slots);
+      done(std::move(err));
+    };
+  }
   auto result = std::make_shared<std::optional<protocol::kv_transfer_status>>();
   (void) client_->call(
     source.transfer_address, source.transfer_endpoint, protocol::encode(req),
@@ -58,16 +92,23 @@ void kv_handoff::pull(const protocol::kv_prefill_result& source, protocol::kv_pu
 void kv_handoff::push(const engine::kv_memory_view& mem, const protocol::kv_push_request& req,
                       std::function<void(protocol::kv_transfer_status)> done) {
   uint64_t id = next_transfer_++;
+  const bool staging = staged(mem);
   if (!sender_) {
     planes::kv_sender_config sc;
     sc.layout = mem.layout;
     sc.region = region_of(mem);
+    if (staging) {
+      send_staging_ = std::make_shared<planes::kv_staging_pool>(staging_slots(mem), mem.layout.bytes_per_block);
+      sc.region = send_staging_->region();
+    }
     auto s = planes::make_kv_sender(cfg_.transport, sc);
     if (!s)
       return done(protocol::failed_status(id, worker_id_, s.error()));
     sender_ = std::move(*s);
   }
-  auto offer = planes::select_offer(req.offers, planes::local_host_id(), region_of(mem).memory);
+  // Staged: the transport sees host memory (the slots), not the device.
+  auto offer = planes::select_offer(req.offers, planes::local_host_id(),
+                                    staging ? planes::kv_memory::host : region_of(mem).memory);
   if (!offer)
     return done(protocol::failed_status(id, worker_id_, offer.error()));
   protocol::kv_transfer_request tr;
@@ -77,6 +118,21 @@ void kv_handoff::push(const engine::kv_memory_view& mem, const protocol::kv_push
   tr.destination_block_ids = req.destination_block_ids;
   tr.layout = req.layout;
   tr.connection = std::move(*offer);
+  if (staging && !tr.source_block_ids.empty()) {
+    auto slots = send_staging_->acquire(tr.source_block_ids.size());
+    if (!slots)
+      return done(protocol::failed_status(
+          id, worker_id_, make_error(errc::overloaded, "kv staging: no free host slots for the transfer")));
+    if (auto copied = send_staging_->gather(region_of(mem), tr.source_block_ids, *slots); !copied) {
+      send_staging_->release(*slots);
+      return done(protocol::failed_status(id, worker_id_, copied.error()));
+    }
+    tr.source_block_ids = *slots;
+    done = [pool = send_staging_, slots = *slots, done = std::move(done)](protocol::kv_transfer_status st) {
+      pool->release(slots);
+      done(std::move(st));
+    };
+  }
   sender_->send(tr, cfg_.timeout, std::move(done));
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "planes/request/request_plane.hpp"
+#include "planes/transfer/kv_staging.hpp"
 #include "planes/transfer/kv_transport.hpp"
 #include "runtime/engine/executor.hpp"
 #include "runtime/protocol/disagg.hpp"
@@ -21,6 +22,11 @@ struct kv_handoff_config {
   std::string transport = "auto";                  ///< auto | ucx | tcp | inproc | cuda-ipc
   std::chrono::milliseconds timeout{10'000};       ///< one transfer, end to end
   double simulated_bandwidth = 64e9;               ///< bytes/s when the executor has no KV bytes (mocker)
+  /// Device KV over ucx or tcp goes through this much pinned host memory per
+  /// side, in whole blocks (a transfer that finds too few free fails and is
+  /// prefilled locally). With 256 slots (94 MB of SmolLM2's 368 KiB blocks),
+  /// 16 concurrent 512-token prompts left half the transfers without slots.
+  uint64_t staging_bytes = uint64_t{1} << 30;
 };
 
 class kv_handoff {
@@ -49,8 +55,15 @@ public:
 
 private:
   kv_handoff_config cfg_;
+  /// Device KV over a host-only transport (ucx, tcp) is staged through host memory.
+  [[nodiscard]] bool staged(const engine::kv_memory_view& mem) const noexcept;
+  [[nodiscard]] uint32_t staging_slots(const engine::kv_memory_view& mem) const noexcept;
+
   uint64_t worker_id_;
   std::shared_ptr<planes::request_client> client_;
+  std::shared_ptr<planes::kv_staging_pool> recv_staging_; ///< decode side, when staged
+  planes::kv_region recv_device_;                         ///< the device blocks recv_staging_ feeds
+  std::shared_ptr<planes::kv_staging_pool> send_staging_; ///< prefill side, when staged
   std::unique_ptr<planes::kv_receiver> receiver_;
   std::unique_ptr<planes::kv_sender> sender_;
   uint64_t next_transfer_ = 1;
