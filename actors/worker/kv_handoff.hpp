@@ -24,7 +24,7 @@ struct kv_handoff_config {
   double simulated_bandwidth = 64e9;               ///< bytes/s when the executor has no KV bytes (mocker)
   /// Device KV over ucx or tcp goes through this much pinned host memory per
   /// side, in whole blocks (a transfer that finds too few free fails and is
-  /// prefilled locally). With 256 slots (94 MB of SmolLM2's 368 KiB blocks),
+  /// prefilled locally). With 256 slots (94 MB of SmolLM2's 360 KiB blocks),
   /// 16 concurrent 512-token prompts left half the transfers without slots.
   uint64_t staging_bytes = uint64_t{1} << 30;
 };
