@@ -24,7 +24,7 @@ BOOST_AUTO_TEST_CASE(a_killed_process_disappears_from_watchers) {
   auto w = (*plane)->watch("dyn/worker", rec.callback());
   BOOST_REQUIRE(w);
   // The peer uses the production defaults: TTL 1000 ms, keep-alive 250 ms.
-  auto peer = peer_process::spawn({"register", dir.path(), "dyn/worker/generate", "1000", "250"});
+  auto peer = spawn_planes_peer({"register", dir.path(), "dyn/worker/generate", "1000", "250"});
   BOOST_REQUIRE(peer);
   auto line = peer->read_line();
   BOOST_REQUIRE(line && line->starts_with("REGISTERED "));

@@ -59,7 +59,7 @@ BOOST_AUTO_TEST_SUITE(request_plane_zmq)
 
 BOOST_AUTO_TEST_CASE(killed_server_process_fails_its_calls_as_disconnected) {
   auto timing = test_timing();
-  auto peer = peer_process::spawn({"serve-request", "tcp://127.0.0.1:0", "dyn/worker/generate",
+  auto peer = spawn_planes_peer({"serve-request", "tcp://127.0.0.1:0", "dyn/worker/generate",
                                    ms(timing.heartbeat_interval), ms(timing.peer_timeout)});
   BOOST_REQUIRE(peer);
   auto line = peer->read_line();
@@ -90,7 +90,7 @@ BOOST_AUTO_TEST_CASE(killed_client_process_gets_its_streams_cancelled) {
     std::lock_guard lock{mutex};
     held.push_back(std::move(s)); // sends nothing: only the heartbeat can notice
   }));
-  auto peer = peer_process::spawn({"call-request", (*server)->address(), "dyn/worker/generate",
+  auto peer = spawn_planes_peer({"call-request", (*server)->address(), "dyn/worker/generate",
                                    ms(timing.heartbeat_interval), ms(timing.peer_timeout)});
   BOOST_REQUIRE(peer);
   BOOST_REQUIRE(peer->read_line() == std::optional<std::string>{"CALLED"});

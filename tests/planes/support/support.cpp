@@ -8,13 +8,7 @@
 #include <filesystem>
 #include <thread>
 
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-extern char** environ;
 
 namespace dynamo::planes::testing {
 
@@ -40,77 +34,8 @@ temp_dir::~temp_dir() {
   std::filesystem::remove_all(path_, ec);
 }
 
-std::optional<peer_process> peer_process::spawn(const std::vector<std::string>& args) {
-  int fds[2];
-  if (::pipe(fds) != 0)
-    return std::nullopt;
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addclose(&actions, fds[0]);
-  posix_spawn_file_actions_addclose(&actions, fds[1]);
-  std::vector<std::string> all{DYNAMO_PLANES_PEER};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : all)
-    argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  int rc = ::posix_spawn(&pid, DYNAMO_PLANES_PEER, &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(fds[1]);
-  if (rc != 0) {
-    spdlog::error("posix_spawn {}: {}", DYNAMO_PLANES_PEER, std::strerror(rc));
-    ::close(fds[0]);
-    return std::nullopt;
-  }
-  return peer_process{pid, fds[0]};
-}
-
-peer_process::peer_process(peer_process&& other) noexcept
-    : pid_(std::exchange(other.pid_, -1)), fd_(std::exchange(other.fd_, -1)),
-      buffer_(std::move(other.buffer_)) {}
-
-peer_process::~peer_process() {
-  kill_hard();
-  if (fd_ >= 0)
-    ::close(fd_);
-}
-
-std::optional<std::string> peer_process::read_line(std::chrono::milliseconds timeout) {
-  auto end = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    if (auto nl = buffer_.find('\n'); nl != std::string::npos) {
-      auto line = buffer_.substr(0, nl);
-      buffer_.erase(0, nl + 1);
-      return line;
-    }
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        end - std::chrono::steady_clock::now());
-    if (left.count() <= 0 || fd_ < 0)
-      return std::nullopt;
-    pollfd p{fd_, POLLIN, 0};
-    int rc = ::poll(&p, 1, static_cast<int>(left.count()));
-    if (rc < 0 && errno == EINTR)
-      continue;
-    if (rc <= 0)
-      return std::nullopt;
-    char buf[256];
-    auto n = ::read(fd_, buf, sizeof buf);
-    if (n <= 0)
-      return std::nullopt;
-    buffer_.append(buf, static_cast<size_t>(n));
-  }
-}
-
-void peer_process::kill_hard() {
-  if (pid_ <= 0)
-    return;
-  ::kill(pid_, SIGKILL);
-  int status = 0;
-  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-  }
-  pid_ = -1;
+std::optional<peer_process> spawn_planes_peer(const std::vector<std::string>& args) {
+  return test::child_process::spawn(DYNAMO_PLANES_PEER, args);
 }
 
 item_callback call_recorder::on_item() {

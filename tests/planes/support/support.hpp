@@ -4,6 +4,8 @@
 // recorder for request-plane calls. Thread-safe where noted.
 #pragma once
 
+#include "tests/support/child_process.hpp"
+
 #include "planes/request/request_plane.hpp"
 
 #include <chrono>
@@ -39,26 +41,10 @@ private:
   std::string path_;
 };
 
-/// A planes_test_peer child with its stdout on a pipe. The destructor SIGKILLs it.
-class peer_process {
-public:
-  /// Starts the helper with `args`; nullopt (and a logged reason) on failure.
-  [[nodiscard]] static std::optional<peer_process> spawn(const std::vector<std::string>& args);
-  peer_process(peer_process&& other) noexcept;
-  peer_process& operator=(peer_process&&) = delete;
-  ~peer_process();
-
-  /// The next stdout line (without '\n'), or nullopt at EOF or after `timeout`.
-  [[nodiscard]] std::optional<std::string> read_line(std::chrono::milliseconds timeout = 10s);
-  /// SIGKILL and reap. Idempotent.
-  void kill_hard();
-
-private:
-  peer_process(pid_t pid, int fd) : pid_(pid), fd_(fd) {}
-  pid_t pid_ = -1;
-  int fd_ = -1;
-  std::string buffer_;
-};
+/// A planes_test_peer child (stdout on a pipe). The destructor SIGKILLs it.
+using peer_process = test::child_process;
+/// Starts the planes_test_peer helper with `args`; nullopt on failure.
+[[nodiscard]] std::optional<peer_process> spawn_planes_peer(const std::vector<std::string>& args);
 
 /// Records one call's items and its end. Callbacks are thread-safe and keep
 /// the record alive, so a recorder may die before the client that calls them.

@@ -4,6 +4,8 @@
 // status_waiter is thread-safe; the rest belongs to one thread.
 #pragma once
 
+#include "tests/support/child_process.hpp"
+
 #include "planes/transfer/kv_transport.hpp"
 
 #include <chrono>
@@ -63,29 +65,9 @@ private:
   std::shared_ptr<state> s_ = std::make_shared<state>();
 };
 
-/// A child process with pipes on stdin and stdout. The destructor SIGKILLs it.
-class child_process {
-public:
-  [[nodiscard]] static std::optional<child_process> spawn(const std::string& program,
-                                                          const std::vector<std::string>& args);
-  child_process(child_process&& o) noexcept;
-  child_process& operator=(child_process&&) = delete;
-  ~child_process();
-  [[nodiscard]] bool write_line(const std::string& line);
-  /// The next stdout line, or nullopt at EOF or after `timeout`. Lines of UCX's own
-  /// log (it writes warnings to stdout: "[<timestamp>] ...") are skipped.
-  [[nodiscard]] std::optional<std::string> read_line(std::chrono::milliseconds timeout = 20s);
-  void kill_hard();
-  /// Sends `sig` (SIGSTOP / SIGCONT) to the child.
-  void signal(int sig);
-
-private:
-  child_process(pid_t pid, int in, int out) : pid_(pid), in_(in), out_(out) {}
-  pid_t pid_ = -1;
-  int in_ = -1;
-  int out_ = -1;
-  std::string buffer_;
-};
+/// A child process with pipes on stdin and stdout (spawn with log prefix '[' to
+/// skip UCX's own log lines, which it writes to stdout). The destructor SIGKILLs it.
+using child_process = test::child_process;
 
 /// The error text of a failed expected (test messages are built eagerly), else "".
 template <class T>
