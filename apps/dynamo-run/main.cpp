@@ -63,7 +63,8 @@ expected<bool> parse(int argc, char** argv, run_options& o) {
     .option("decode-workers", &o.decode_workers, "--disagg: decode workers")
     .option("max-local-prefill-length", &o.disagg_opts.max_local_prefill_length,
             "--disagg: shorter prompts are prefilled on the decode worker")
-    .option("kv-transfer", &o.disagg_opts.transfer, "--disagg: KV hand-off transport: auto | ucx | tcp | inproc")
+    .option("kv-transfer", &o.disagg_opts.transfer,
+            "--disagg: KV hand-off transport: auto | ucx | tcp | inproc (auto with out=cuda: inproc)")
     .option("router-mode", &o.router_mode, "round-robin | random | kv")
     .option("migration-limit", &o.router.migration_limit, "re-routes of a request whose worker died")
     .option("shutdown-grace-ms", &o.grace_ms, "on SIGTERM/SIGINT, time for in-flight requests to finish")
@@ -111,6 +112,10 @@ expected<void> finish_options(run_options& o) {
     return make_error(errc::invalid_argument, "--disagg needs --prefill-workers and --decode-workers >= 1");
   if (!(o.gpu_memory_fraction > 0.0 && o.gpu_memory_fraction <= 1.0))
     return make_error(errc::invalid_argument, "--gpu-memory-fraction must be in (0, 1]");
+  // All workers share this process: for device KV, "auto" (cuda-ipc, which
+  // refuses its own process) would fail every hand-off; inproc copies on the device.
+  if (o.disagg && o.out == "cuda" && o.disagg_opts.transfer == "auto")
+    o.disagg_opts.transfer = "inproc";
   // Every CUDA executor of this process shares one device: each gets an even share.
   const uint32_t executors = o.disagg ? o.prefill_workers + o.decode_workers : o.pool.replicas;
   o.pool.engine_opts.gpu_memory_fraction = o.gpu_memory_fraction / executors;
