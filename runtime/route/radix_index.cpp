@@ -128,7 +128,7 @@ void radix_index::impl::erase_entry(uint32_t node, uint32_t slot) {
 uint32_t radix_index::impl::take_free_id(uint32_t near) {
   if (free_count == 0)
     return no_node;
-  constexpr size_t window = 4; // words searched after `near`: 256 ids, 8 KiB of hot nodes
+  constexpr size_t window = 64; // words searched after `near`: 4096 ids, 128 KiB of hot nodes
   const size_t words = free_bits.size();
   size_t w = near / 64;
   if (w < words) {
