@@ -64,12 +64,14 @@ void kv_handoff::pull(const protocol::kv_prefill_result& source, protocol::kv_pu
     auto device_blocks = std::move(req.destination_block_ids);
     req.destination_block_ids = *slots;
     done = [pool = recv_staging_, device = recv_device_, slots = *slots, device_blocks = std::move(device_blocks),
-            done = std::move(done)](caf::error err) {
-      if (!err) {
+            quarantine = cfg_.timeout, done = std::move(done)](caf::error err) {
+      if (err) {
+        pool->release_later(slots, quarantine); // the push may still be landing in them
+      } else {
         if (auto copied = pool->scatter(slots, device, device_blocks); !copied)
           err = copied.error();
+        pool->release(slots);
       }
-      pool->release(slots);
       done(std::move(err));
     };
   }
@@ -128,8 +130,12 @@ void kv_handoff::push(const engine::kv_memory_view& mem, const protocol::kv_push
       return done(protocol::failed_status(id, worker_id_, copied.error()));
     }
     tr.source_block_ids = *slots;
-    done = [pool = send_staging_, slots = *slots, done = std::move(done)](protocol::kv_transfer_status st) {
-      pool->release(slots);
+    done = [pool = send_staging_, slots = *slots, quarantine = cfg_.timeout,
+            done = std::move(done)](protocol::kv_transfer_status st) {
+      if (st.ok())
+        pool->release(slots);
+      else
+        pool->release_later(slots, quarantine); // a failed send may still be reading them
       done(std::move(st));
     };
   }

@@ -46,8 +46,24 @@ kv_region kv_staging_pool::region() const noexcept {
   return r;
 }
 
+void kv_staging_pool::reclaim_locked() {
+  const auto now = std::chrono::steady_clock::now();
+  std::erase_if(quarantine_, [&](auto& q) {
+    if (q.first > now)
+      return false;
+    free_.insert(free_.end(), q.second.begin(), q.second.end());
+    return true;
+  });
+}
+
+void kv_staging_pool::release_later(const std::vector<uint32_t>& slots, std::chrono::milliseconds delay) {
+  std::lock_guard lock{mutex_};
+  quarantine_.emplace_back(std::chrono::steady_clock::now() + delay, slots);
+}
+
 std::optional<std::vector<uint32_t>> kv_staging_pool::acquire(size_t n) {
   std::lock_guard lock{mutex_};
+  reclaim_locked();
   if (n > free_.size())
     return std::nullopt;
   std::vector<uint32_t> out(free_.end() - static_cast<std::ptrdiff_t>(n), free_.end());
@@ -62,7 +78,7 @@ void kv_staging_pool::release(const std::vector<uint32_t>& slots) {
 
 size_t kv_staging_pool::free_slots() const {
   std::lock_guard lock{mutex_};
-  return free_.size();
+  return free_.size(); // quarantined slots not yet reclaimed do not count
 }
 
 expected<void> kv_staging_pool::gather(const kv_region& from, const std::vector<uint32_t>& blocks,

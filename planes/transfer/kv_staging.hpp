@@ -7,6 +7,7 @@
 
 #include "planes/transfer/kv_transport.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -32,6 +33,9 @@ public:
   /// and the request is prefilled locally).
   [[nodiscard]] std::optional<std::vector<uint32_t>> acquire(size_t n);
   void release(const std::vector<uint32_t>& slots);
+  /// Releases `slots` only after `delay`: a failed or timed-out transfer may
+  /// still be writing into them (or reading from them) for a while.
+  void release_later(const std::vector<uint32_t>& slots, std::chrono::milliseconds delay);
   [[nodiscard]] size_t free_slots() const;
 
   /// Copies blocks[i] of `from` into slots[i] (sender side).
@@ -51,6 +55,8 @@ private:
   bool pinned_ = false;
   mutable std::mutex mutex_;
   std::vector<uint32_t> free_; // guarded by mutex_
+  std::vector<std::pair<std::chrono::steady_clock::time_point, std::vector<uint32_t>>> quarantine_; // by mutex_
+  void reclaim_locked(); // moves quarantined slots whose time has come to free_
 };
 
 } // namespace dynamo::planes

@@ -8,6 +8,8 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <thread>
+
 using namespace dynamo;
 using namespace dynamo::planes;
 using namespace dynamo::planes::transfer_testing;
@@ -27,6 +29,16 @@ BOOST_AUTO_TEST_CASE(slots_are_handed_out_and_returned) {
   pool.release(*a);
   BOOST_TEST(pool.free_slots() == 4u);
   BOOST_TEST(pool.acquire(4).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(slots_of_a_failed_transfer_come_back_only_after_the_delay) {
+  kv_staging_pool pool{2, 64};
+  auto a = pool.acquire(2);
+  BOOST_REQUIRE(a.has_value());
+  pool.release_later(*a, std::chrono::milliseconds{200});
+  BOOST_TEST(!pool.acquire(1).has_value()); // still quarantined
+  std::this_thread::sleep_for(std::chrono::milliseconds{250});
+  BOOST_TEST(pool.acquire(2).has_value());
 }
 
 BOOST_AUTO_TEST_CASE(gather_then_scatter_moves_exact_blocks) {
