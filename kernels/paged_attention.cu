@@ -14,7 +14,7 @@ constexpr int n_threads = 128;           // 4 warps
 constexpr int key_tile = 32;             // keys per tile: one per lane in the softmax step
 constexpr int max_acc = 32;              // output values per thread: rows * head_dim <= 128 * 32
 constexpr uint32_t max_rows_x_dim = n_threads * max_acc;
-constexpr int max_group_decode = 8;      // query heads per KV head
+constexpr int max_group = 8;             // query heads per KV head (the launcher refuses more)
 
 /// Query tokens one CTA may take: a run of consecutive positions of one
 /// sequence, so every K/V tile is read once for all of them.
@@ -385,10 +385,10 @@ __global__ void __launch_bounds__(n_threads) attention_prefill_mma_kernel(paged_
 template <int VPL>
 struct decode_smem {
   static constexpr int max_d = 32 * VPL, vs = max_d + 8; // V rows padded by 16 bytes
-  static constexpr size_t q_bytes = sizeof(float) * max_group_decode * max_d;
+  static constexpr size_t q_bytes = sizeof(float) * max_group * max_d;
   static constexpr size_t v_bytes = 2 * (n_threads / 32) * 32 * vs;
-  static constexpr size_t acc_bytes = sizeof(float) * (n_threads / 32) * max_group_decode * max_d;
-  static constexpr size_t p_bytes = sizeof(float) * (n_threads / 32) * max_group_decode * 32;
+  static constexpr size_t acc_bytes = sizeof(float) * (n_threads / 32) * max_group * max_d;
+  static constexpr size_t p_bytes = sizeof(float) * (n_threads / 32) * max_group * 32;
   static constexpr size_t big = v_bytes > acc_bytes ? v_bytes : acc_bytes; // V staging, then the merge
   static constexpr size_t total = q_bytes + big + p_bytes;
 };
@@ -398,12 +398,12 @@ __global__ void __launch_bounds__(n_threads) attention_decode_kernel(paged_atten
   using L = decode_smem<VPL>;
   constexpr int max_d = L::max_d, VS = L::vs, n_warps = n_threads / 32;
   __shared__ __align__(16) unsigned char raw[L::total];
-  __shared__ float sm_m[n_warps][max_group_decode];
-  __shared__ float sm_l[n_warps][max_group_decode];
-  auto& q_s = *reinterpret_cast<float(*)[max_group_decode][max_d]>(raw);
+  __shared__ float sm_m[n_warps][max_group];
+  __shared__ float sm_l[n_warps][max_group];
+  auto& q_s = *reinterpret_cast<float(*)[max_group][max_d]>(raw);
   auto& v_s = *reinterpret_cast<__nv_bfloat16(*)[n_warps][32][VS]>(raw + L::q_bytes);
-  auto& sm_acc = *reinterpret_cast<float(*)[n_warps][max_group_decode][max_d]>(raw + L::q_bytes); // after the loop
-  auto& p_s = *reinterpret_cast<float(*)[n_warps][max_group_decode][32]>(raw + L::q_bytes + L::big);
+  auto& sm_acc = *reinterpret_cast<float(*)[n_warps][max_group][max_d]>(raw + L::q_bytes); // after the loop
+  auto& p_s = *reinterpret_cast<float(*)[n_warps][max_group][32]>(raw + L::q_bytes + L::big);
 
   const uint32_t t = blockIdx.x, kvh = blockIdx.y, part = blockIdx.z;
   const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -421,9 +421,9 @@ __global__ void __launch_bounds__(n_threads) attention_decode_kernel(paged_atten
   __syncthreads();
 
   const uint32_t* table = a.block_tables + static_cast<size_t>(a.token_seq[t]) * a.block_table_stride;
-  float m[max_group_decode], l[max_group_decode], acc[max_group_decode][VPL];
+  float m[max_group], l[max_group], acc[max_group][VPL];
 #pragma unroll
-  for (int g = 0; g < max_group_decode; ++g) {
+  for (int g = 0; g < max_group; ++g) {
     m[g] = -INFINITY;
     l[g] = 0.0f;
 #pragma unroll
@@ -434,9 +434,9 @@ __global__ void __launch_bounds__(n_threads) attention_decode_kernel(paged_atten
   for (uint32_t chunk = begin + warp * 32; chunk < end; chunk += n_warps * 32) {
     const uint32_t key = chunk + lane;
     const bool live = key < end;
-    float s[max_group_decode];
+    float s[max_group];
 #pragma unroll
-    for (int g = 0; g < max_group_decode; ++g) s[g] = 0.0f;
+    for (int g = 0; g < max_group; ++g) s[g] = 0.0f;
     if (live) {
       const size_t row = kv_offset(a.kv, table[key / a.kv.block_size], key % a.kv.block_size, kvh);
       const __nv_bfloat16* k = a.kv.k + row;
@@ -450,7 +450,7 @@ __global__ void __launch_bounds__(n_threads) attention_decode_kernel(paged_atten
 #pragma unroll
         for (int i = 0; i < 8; ++i) kf[i] = __bfloat162float(kh[i]);
 #pragma unroll
-        for (int g = 0; g < max_group_decode; ++g) {
+        for (int g = 0; g < max_group; ++g) {
           if (g < group) {
 #pragma unroll
             for (int i = 0; i < 8; ++i) s[g] += q_s[g][d + i] * kf[i];
@@ -460,7 +460,7 @@ __global__ void __launch_bounds__(n_threads) attention_decode_kernel(paged_atten
     }
     // Per head: the chunk's max, rescale, probabilities into the warp's P buffer.
 #pragma unroll
-    for (int g = 0; g < max_group_decode; ++g) {
+    for (int g = 0; g < max_group; ++g) {
       if (g < group) {
         const float sg = live ? s[g] : -INFINITY;
         const float m_new = fmaxf(m[g], detail::warp_max(sg));
@@ -486,7 +486,7 @@ __global__ void __launch_bounds__(n_threads) attention_decode_kernel(paged_atten
           vf[i + 1] = __high2float(v2);
         }
 #pragma unroll
-        for (int g = 0; g < max_group_decode; ++g) {
+        for (int g = 0; g < max_group; ++g) {
           if (g < group) {
             const float pj = p_s[warp][g][j];
 #pragma unroll
@@ -501,7 +501,7 @@ __global__ void __launch_bounds__(n_threads) attention_decode_kernel(paged_atten
 
   // Merge the warps: weights exp(m_w - M).
 #pragma unroll
-  for (int g = 0; g < max_group_decode; ++g) {
+  for (int g = 0; g < max_group; ++g) {
     if (g < group) {
       if (lane == 0) {
         sm_m[warp][g] = m[g];
@@ -561,7 +561,7 @@ cudaError_t launch_paged_attention(const paged_attention_args& a, cudaStream_t s
   const uint32_t D = a.kv.head_dim, nkv = a.kv.n_kv_head;
   if (a.q == nullptr || a.out == nullptr || a.positions == nullptr || a.token_seq == nullptr ||
       a.block_tables == nullptr || a.kv.k == nullptr || a.kv.v == nullptr || a.kv.block_size == 0 || D == 0 ||
-      D > 256 || nkv == 0 || nkv > 65535 || a.n_head % nkv != 0 || a.n_head / nkv > 8 ||
+      D > 256 || nkv == 0 || nkv > 65535 || a.n_head % nkv != 0 || a.n_head / nkv > max_group ||
       a.q_stride < static_cast<size_t>(a.n_head) * D || a.out_stride < static_cast<size_t>(a.n_head) * D) {
     return cudaErrorInvalidValue;
   }
@@ -570,15 +570,10 @@ cudaError_t launch_paged_attention(const paged_attention_args& a, cudaStream_t s
     return cudaErrorInvalidValue;
   }
   const uint32_t group = a.n_head / nkv, qt = query_tile(group, D);
-  const size_t smem = attention_smem_bytes(D, qt * group);
   // 16-byte K/V loads need every row start aligned: head_dim, the block stride
   // and the base pointers decide.
   auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   const bool vec = aligned(a.kv.k) && aligned(a.kv.v) && D % 8 == 0 && a.kv.block_stride % 8 == 0;
-  const auto kernel = vec ? attention_kernel<true> : attention_kernel<false>;
-  if (smem > 48 * 1024) {
-    DYNAMO_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-  }
   const dim3 grid(a.n_tokens, nkv, split ? a.max_partitions : 1);
   // Split steps are decode steps. With many of them (or long contexts, which
   // split into many partitions) the warp-per-chunk kernel wins; a handful of
@@ -597,6 +592,12 @@ cudaError_t launch_paged_attention(const paged_attention_args& a, cudaStream_t s
     }
     attention_prefill_mma_kernel<<<grid, n_threads, mma_smem, stream>>>(a, qt);
   } else {
+    const auto kernel = vec ? attention_kernel<true> : attention_kernel<false>;
+    const size_t smem = attention_smem_bytes(D, qt * group);
+    if (smem > 48 * 1024) {
+      DYNAMO_CUDA_TRY(
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    }
     kernel<<<grid, n_threads, smem, stream>>>(a, qt);
   }
   DYNAMO_CUDA_TRY(last_launch_error());

@@ -11,10 +11,10 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <string_view>
 #include <cstddef>
+#include <cstdlib>
 #include <random>
+#include <string_view>
 
 namespace dynamo::model {
 
@@ -201,12 +201,12 @@ cuda_step_pointers pointers_of(const cuda_state& s, const cuda_step_layout& l) {
 /// first use runs the step eagerly (which also loads every kernel and lets
 /// cuBLAS pick its algorithms) and then captures the graph for later steps.
 cudaError_t run_graph(cuda_state& s, uint32_t bucket, const cuda_step_pointers& m) {
-  const cuda_attention_split split =
-      step_attention_split(s.split, s.config.max_num_seqs, bucket, s.config.block_size);
   if (auto it = s.graphs.find(bucket); it != s.graphs.end()) {
     ++s.graph_replays;
     return cudaGraphLaunch(it->second, s.stream);
   }
+  const cuda_attention_split split =
+      step_attention_split(s.split, s.config.max_num_seqs, bucket, s.config.block_size);
   DYNAMO_CUDA_TRY(encode_forward(s, m, bucket, bucket, split));
   DYNAMO_CUDA_TRY(cudaStreamSynchronize(s.stream));
   DYNAMO_CUDA_TRY(cudaStreamBeginCapture(s.stream, cudaStreamCaptureModeThreadLocal));
