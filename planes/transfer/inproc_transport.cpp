@@ -139,14 +139,18 @@ private:
     auto* dst = static_cast<uint8_t*>(region.base);
     uint64_t bytes = 0;
     const bool device = config_.region.memory == kv_memory::cuda_device || region.memory == kv_memory::cuda_device;
+#if DYNAMO_TRANSFER_HAVE_CUDA
+    if (device) {
+      const int dev = config_.region.memory == kv_memory::cuda_device ? config_.region.device : region.device;
+      if (auto e = cudaSetDevice(dev); e != cudaSuccess)
+        return fail(make_error(errc::device_error, fmt::format("inproc transport: cudaSetDevice: {}",
+                                                               cudaGetErrorString(e))));
+    }
+#endif
     for (const auto& r : runs) {
       if (device) {
 #if DYNAMO_TRANSFER_HAVE_CUDA
         // Unified addressing: one call covers device-device and host-device copies.
-        const int dev = config_.region.memory == kv_memory::cuda_device ? config_.region.device : region.device;
-        if (auto e = cudaSetDevice(dev); e != cudaSuccess)
-          return fail(make_error(errc::device_error, fmt::format("inproc transport: cudaSetDevice: {}",
-                                                                 cudaGetErrorString(e))));
         if (auto e = cudaMemcpy(dst + r.dst_offset, src + r.src_offset, r.length, cudaMemcpyDefault); e != cudaSuccess)
           return fail(make_error(errc::device_error, fmt::format("inproc transport: cudaMemcpy: {}",
                                                                  cudaGetErrorString(e))));

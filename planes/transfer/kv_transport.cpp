@@ -187,8 +187,8 @@ select_offer(const std::vector<protocol::kv_connection_info>& offers, std::strin
         return *o;
     }
     return make_error(errc::unsupported,
-                      "kv transfer: device blocks need a cuda-ipc or inproc receiver on this host (or "
-                      "staging through host memory, not built yet)");
+                      "kv transfer: device blocks need a cuda-ipc or inproc receiver on this host (the "
+                      "worker stages them through host memory for ucx or tcp)");
   }
   for (auto* o : {find("ucx", false), find("tcp", false), find("inproc", true)}) {
     if (o)

@@ -146,7 +146,8 @@ public:
                                                                    kv_sender_config config);
 
 /// Picks the offer to use. A sender with CUDA device memory: cuda-ipc on this host,
-/// else inproc on this host (same process), else none. Host memory: ucx, else tcp,
+/// else inproc on this host (same process), else none (actors/worker/kv_handoff
+/// stages device blocks through host memory for ucx or tcp, and passes host). Host memory: ucx, else tcp,
 /// else inproc when on this host.
 /// errc::unsupported when none fits.
 [[nodiscard]] expected<protocol::kv_connection_info>
