@@ -27,24 +27,21 @@ struct gpu_present {
 
 const protocol::kv_layout layout = protocol::make_block_major_layout(4, 16, 4, 32, protocol::kv_dtype::f16); // 32 KiB
 
-struct device_blocks {
-  device_blocks(uint64_t blocks, uint64_t seed) : host(blocks, layout.bytes_per_block) {
+/// `blocks` blocks of the seed's pattern, on the host and copied to the device.
+struct seeded_blocks {
+  seeded_blocks(uint64_t blocks, uint64_t seed) : host(blocks, layout.bytes_per_block) {
     host.fill_all(seed);
-    BOOST_REQUIRE(cudaMalloc(&ptr, blocks * layout.bytes_per_block) == cudaSuccess);
-    BOOST_REQUIRE(cudaMemcpy(ptr, host.region().base, blocks * layout.bytes_per_block,
-                             cudaMemcpyHostToDevice) == cudaSuccess);
-    region = {ptr, blocks, layout.bytes_per_block, kv_memory::cuda_device, 0};
+    const std::string failed = device.upload(host.region());
+    BOOST_REQUIRE_MESSAGE(failed.empty(), failed);
   }
-  ~device_blocks() { cudaFree(ptr); }
   host_region host;
-  void* ptr = nullptr;
-  kv_region region;
+  device_blocks device;
 };
 
 } // namespace
 
 BOOST_AUTO_TEST_CASE(child_receiver_gets_device_blocks_byte_exact, *boost::unit_test::precondition(gpu_present{})) {
-  device_blocks src{16, 31};
+  seeded_blocks src{16, 31};
   peer_args args;
   args.transport = "cuda-ipc";
   args.num_blocks = 32;
@@ -55,7 +52,7 @@ BOOST_AUTO_TEST_CASE(child_receiver_gets_device_blocks_byte_exact, *boost::unit_
   auto offer = select_offer(peer->offers, local_host_id(), kv_memory::cuda_device);
   BOOST_REQUIRE_MESSAGE(static_cast<bool>(offer), why(offer));
   BOOST_TEST(offer->transport == "cuda-ipc");
-  auto sender = make_kv_sender("cuda-ipc", {layout, src.region, {}});
+  auto sender = make_kv_sender("cuda-ipc", {layout, src.device.region(), {}});
   BOOST_REQUIRE_MESSAGE(static_cast<bool>(sender), why(sender));
   std::vector<uint32_t> s{0, 1, 2, 3, 9, 15, 7}, d{30, 31, 0, 1, 17, 4, 12};
   protocol::kv_transfer_request req{1, 3, s, d, layout, *offer};
@@ -76,13 +73,13 @@ BOOST_AUTO_TEST_CASE(child_receiver_gets_device_blocks_byte_exact, *boost::unit_
 }
 
 BOOST_AUTO_TEST_CASE(same_process_and_layout_mismatch_are_refused, *boost::unit_test::precondition(gpu_present{})) {
-  device_blocks src{4, 1}, dst{4, 2};
-  auto receiver = make_kv_receiver("auto", {layout, dst.region, {}, {}});
+  seeded_blocks src{4, 1}, dst{4, 2};
+  auto receiver = make_kv_receiver("auto", {layout, dst.device.region(), {}, {}});
   BOOST_REQUIRE_MESSAGE(static_cast<bool>(receiver), why(receiver));
   auto offers = (*receiver)->offers();
   BOOST_REQUIRE(offers.size() == 1u);
   BOOST_TEST(offers[0].transport == "cuda-ipc");
-  auto sender = make_kv_sender("auto", {layout, src.region, {}});
+  auto sender = make_kv_sender("auto", {layout, src.device.region(), {}});
   BOOST_REQUIRE(static_cast<bool>(sender));
   status_waiter done;
   protocol::kv_transfer_request req{2, 3, {0}, {1}, layout, offers[0]};
@@ -100,13 +97,13 @@ BOOST_AUTO_TEST_CASE(same_process_and_layout_mismatch_are_refused, *boost::unit_
 
 BOOST_AUTO_TEST_CASE(inproc_copies_device_blocks_inside_one_process, *boost::unit_test::precondition(gpu_present{})) {
   // Two CUDA workers of one process (dynamo-run --disagg out=cuda) hand KV over this way.
-  device_blocks src{8, 5}, dst{8, 6};
-  auto receiver = make_kv_receiver("inproc", {layout, dst.region, {}, {}});
+  seeded_blocks src{8, 5}, dst{8, 6};
+  auto receiver = make_kv_receiver("inproc", {layout, dst.device.region(), {}, {}});
   BOOST_REQUIRE_MESSAGE(static_cast<bool>(receiver), why(receiver));
   auto offer = select_offer((*receiver)->offers(), local_host_id(), kv_memory::cuda_device);
   BOOST_REQUIRE_MESSAGE(static_cast<bool>(offer), why(offer));
   BOOST_TEST(offer->transport == "inproc");
-  auto sender = make_kv_sender("inproc", {layout, src.region, {}});
+  auto sender = make_kv_sender("inproc", {layout, src.device.region(), {}});
   BOOST_REQUIRE_MESSAGE(static_cast<bool>(sender), why(sender));
   const std::vector<uint32_t> s{0, 3, 7, 4}, d{5, 1, 2, 6};
   status_waiter done;
@@ -116,7 +113,7 @@ BOOST_AUTO_TEST_CASE(inproc_copies_device_blocks_inside_one_process, *boost::uni
   BOOST_TEST(st->ok(), st->message);
   const uint64_t bpb = layout.bytes_per_block;
   std::vector<uint8_t> back(8 * bpb);
-  BOOST_REQUIRE(cudaMemcpy(back.data(), dst.ptr, back.size(), cudaMemcpyDeviceToHost) == cudaSuccess);
+  BOOST_REQUIRE(cudaMemcpy(back.data(), dst.device.region().base, back.size(), cudaMemcpyDeviceToHost) == cudaSuccess);
   for (size_t i = 0; i < s.size(); ++i) {
     BOOST_TEST_INFO("block " << s[i] << " -> " << d[i]);
     BOOST_TEST(!find_mismatch(back.data() + d[i] * bpb, bpb, block_seed(5, s[i])));

@@ -11,10 +11,6 @@
 
 #include <nlohmann/json.hpp>
 
-#if DYNAMO_TRANSFER_HAVE_CUDA
-#include <cuda_runtime.h>
-#endif
-
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -87,30 +83,6 @@ struct bench_config {
   std::string self;
 };
 
-#if DYNAMO_TRANSFER_HAVE_CUDA
-// The source blocks of a cuda-ipc path: a device copy of the host pattern.
-struct device_copy {
-  void* ptr = nullptr;
-  kv_region region;
-  device_copy() = default;
-  device_copy(const device_copy&) = delete;
-  device_copy& operator=(const device_copy&) = delete;
-  ~device_copy() {
-    if (ptr != nullptr)
-      (void)cudaFree(ptr);
-  }
-  // Empty on success, else what CUDA refused.
-  std::string upload(const kv_region& host) {
-    const size_t bytes = host.num_blocks * host.block_stride;
-    if (auto err = cudaMalloc(&ptr, bytes); err != cudaSuccess)
-      return std::string("cudaMalloc: ") + cudaGetErrorString(err);
-    if (auto err = cudaMemcpy(ptr, host.base, bytes, cudaMemcpyHostToDevice); err != cudaSuccess)
-      return std::string("cudaMemcpy: ") + cudaGetErrorString(err);
-    region = {ptr, host.num_blocks, host.block_stride, kv_memory::cuda_device, 0};
-    return {};
-  }
-};
-#endif
 
 // The receiving end of one path: a child process, or a receiver in this process.
 struct endpoint {
@@ -208,13 +180,13 @@ json run_path(const path& p, const bench_config& cfg) {
   src.fill_all(7);
   kv_region src_region = src.region();
 #if DYNAMO_TRANSFER_HAVE_CUDA
-  device_copy device_src;
+  device_blocks device_src;
   if (p.device) {
     if (auto why_not = device_src.upload(src.region()); !why_not.empty()) {
       out["error"] = why_not;
       return out;
     }
-    src_region = device_src.region;
+    src_region = device_src.region();
   }
 #else
   if (p.device) {

@@ -72,6 +72,24 @@ host_region::~host_region() {
   std::free(region_.base);
 }
 
+#if DYNAMO_TRANSFER_HAVE_CUDA
+device_blocks::~device_blocks() {
+  if (region_.base != nullptr)
+    (void)cudaFree(region_.base);
+}
+
+std::string device_blocks::upload(const kv_region& host) {
+  const size_t bytes = host.num_blocks * host.block_stride;
+  void* ptr = nullptr;
+  if (auto err = cudaMalloc(&ptr, bytes); err != cudaSuccess)
+    return std::string("cudaMalloc: ") + cudaGetErrorString(err);
+  region_ = {ptr, host.num_blocks, host.block_stride, kv_memory::cuda_device, 0};
+  if (auto err = cudaMemcpy(ptr, host.base, bytes, cudaMemcpyHostToDevice); err != cudaSuccess)
+    return std::string("cudaMemcpy: ") + cudaGetErrorString(err);
+  return {};
+}
+#endif
+
 uint8_t* host_region::block(uint64_t i) const noexcept {
   return static_cast<uint8_t*>(region_.base) + i * region_.block_stride;
 }

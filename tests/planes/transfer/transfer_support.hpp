@@ -47,6 +47,25 @@ private:
   kv_region region_;
 };
 
+#if DYNAMO_TRANSFER_HAVE_CUDA
+/// A device copy of host blocks (the cuda-ipc and device inproc tests, the
+/// bench's cuda-ipc path): cudaMalloc'ed by upload(), freed on destruction.
+class device_blocks {
+public:
+  device_blocks() = default;
+  ~device_blocks();
+  device_blocks(const device_blocks&) = delete;
+  device_blocks& operator=(const device_blocks&) = delete;
+  /// Copies `host` to the device; empty on success, else what CUDA refused.
+  [[nodiscard]] std::string upload(const kv_region& host);
+  /// The device blocks (memory cuda_device, device 0), once uploaded.
+  [[nodiscard]] const kv_region& region() const noexcept { return region_; }
+
+private:
+  kv_region region_;
+};
+#endif
+
 /// Collects kv_transfer_status values by transfer id.
 class status_waiter {
 public:
