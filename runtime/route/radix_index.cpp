@@ -30,42 +30,53 @@ uint32_t overlap_scores::blocks_of(const worker_key& w) const noexcept {
 }
 
 // ---------------------------------------------------------------------------
-// impl: membership, slots, nodes
+// impl: membership, slots, entries
 
 radix_index::impl::impl(radix_index_options o) : options(o) {
-  hot.emplace_back(); // the root
-  cold.emplace_back();
+  segs.emplace_back(); // the root: no blocks, no workers
 }
 
-void radix_index::impl::add(uint32_t id, uint32_t slot) {
+bool radix_index::impl::only(uint32_t s, uint32_t slot) const noexcept {
+  const segment& seg = segs[s];
+  if (slot < 64)
+    return seg.mask == uint64_t{1} << slot && !seg.more;
+  return seg.mask == 0 && seg.more && seg.more->size() == 1 && seg.more->front() == slot;
+}
+
+bool radix_index::impl::same_workers(uint32_t a, uint32_t b) const noexcept {
+  const segment& x = segs[a];
+  const segment& y = segs[b];
+  if (x.mask != y.mask || bool(x.more) != bool(y.more))
+    return false;
+  return !x.more || *x.more == *y.more;
+}
+
+void radix_index::impl::add(uint32_t s, uint32_t slot) {
   if (slot < 64) {
-    hot[id].mask |= uint64_t{1} << slot;
+    segs[s].mask |= uint64_t{1} << slot;
     return;
   }
-  auto& more = cold[id].more;
+  auto& more = segs[s].more;
   if (!more)
     more = std::make_unique<std::vector<uint32_t>>();
   auto it = std::lower_bound(more->begin(), more->end(), slot);
   if (it == more->end() || *it != slot)
     more->insert(it, slot);
-  hot[id].has_more = 1;
 }
 
-void radix_index::impl::drop(uint32_t id, uint32_t slot) noexcept {
+void radix_index::impl::drop(uint32_t s, uint32_t slot) noexcept {
   if (slot < 64) {
-    hot[id].mask &= ~(uint64_t{1} << slot);
+    segs[s].mask &= ~(uint64_t{1} << slot);
     return;
   }
-  auto& more = cold[id].more;
+  auto& more = segs[s].more;
   if (!more)
     return;
   auto it = std::lower_bound(more->begin(), more->end(), slot);
   if (it != more->end() && *it == slot)
     more->erase(it);
-  if (more->empty()) {
+  if (more->empty())
     more.reset();
-    hot[id].has_more = 0;
-  }
 }
 
 uint32_t radix_index::impl::acquire_slot(const worker_key& w) {
@@ -93,172 +104,55 @@ void radix_index::impl::release_slot_if_empty(uint32_t slot) {
   ws.live = false;
 }
 
-uint64_t radix_index::impl::ext_of(uint32_t node, uint32_t slot) const noexcept {
-  if (const uint64_t* a = slots[slot].alias.find(node))
+uint64_t radix_index::impl::ext_of(uint32_t block, uint32_t slot) const noexcept {
+  if (const uint64_t* a = slots[slot].alias.find(block))
     return *a;
-  return cold[node].ext_hash;
+  return blocks[block].ext_hash;
 }
 
-bool radix_index::impl::set_entry(uint32_t node, uint32_t slot, uint64_t ext) {
+bool radix_index::impl::set_entry(uint32_t block, uint32_t slot, uint64_t ext, bool held) {
   worker_slot& ws = slots[slot];
-  auto [mapped, inserted] = ws.lookup.insert(ext, node);
+  auto [mapped, inserted] = ws.lookup.insert(ext, block);
   if (!inserted)
-    return *mapped == node; // already recorded, or `ext` names another block
-  if (has(node, slot)) {
-    ws.lookup.erase(ext_of(node, slot)); // the engine renamed this block
-  } else {
-    add(node, slot);
-    ++entries;
-  }
-  if (ext == cold[node].ext_hash)
-    ws.alias.erase(node);
+    return *mapped == block; // already recorded, or `ext` names another block
+  if (held)
+    ws.lookup.erase(ext_of(block, slot)); // the engine renamed this block
   else
-    ws.alias.assign(node, ext);
+    ++entries;
+  if (ext == blocks[block].ext_hash)
+    ws.alias.erase(block);
+  else
+    ws.alias.assign(block, ext);
   return true;
 }
 
-void radix_index::impl::erase_entry(uint32_t node, uint32_t slot) {
+void radix_index::impl::erase_entry(uint32_t block, uint32_t slot) {
   worker_slot& ws = slots[slot];
-  ws.lookup.erase(ext_of(node, slot));
-  ws.alias.erase(node);
-  drop(node, slot);
+  ws.lookup.erase(ext_of(block, slot));
+  if (!ws.alias.empty())
+    ws.alias.erase(block);
   --entries;
 }
 
-uint32_t radix_index::impl::take_free_id(uint32_t near) {
-  if (free_count == 0)
-    return no_node;
-  constexpr size_t window = 64; // words searched after `near`: 4096 ids, 128 KiB of hot nodes
-  const size_t words = free_bits.size();
-  size_t w = near / 64;
-  if (w < words) {
-    uint64_t bits = free_bits[w] & (~uint64_t{0} << (near % 64));
-    for (size_t k = 0; bits == 0 && k < window && ++w < words; ++k)
-      bits = free_bits[w];
-    if (bits != 0) {
-      const auto id = static_cast<uint32_t>(w * 64 + std::countr_zero(bits));
-      free_bits[w] &= ~(uint64_t{1} << (id % 64));
-      --free_count;
-      return id;
-    }
-  }
-  for (size_t n = 0; n < words; ++n, ++free_scan) {
-    if (free_scan >= words)
-      free_scan = 0;
-    if (uint64_t bits = free_bits[free_scan]; bits != 0) {
-      const auto id = static_cast<uint32_t>(free_scan * 64 + std::countr_zero(bits));
-      free_bits[free_scan] &= bits - 1;
-      --free_count;
-      return id;
-    }
-  }
-  return no_node;
-}
-
-void radix_index::impl::release_id(uint32_t id) {
-  if (id / 64 >= free_bits.size())
-    free_bits.resize(id / 64 + 1, 0);
-  free_bits[id / 64] |= uint64_t{1} << (id % 64);
-  ++free_count;
-}
-
-uint32_t radix_index::impl::create_child(uint32_t parent, uint64_t tokens_hash, uint64_t ext) {
-  uint32_t id = take_free_id(parent + 1);
-  if (id == no_node) {
-    id = static_cast<uint32_t>(hot.size());
-    hot.emplace_back();
-    cold.emplace_back();
-  }
-  node_hot& p = hot[parent];
-  hot[id] = node_hot{tokens_hash, 0, no_node, p.first_child, 0, 0};
-  node_cold& c = cold[id];
-  c.ext_hash = ext;
-  c.stamp = 0;
-  c.more.reset();
-  c.parent = parent;
-  c.prev_sibling = no_node;
-  c.depth = cold[parent].depth + 1;
-  if (p.first_child != no_node)
-    cold[p.first_child].prev_sibling = id;
-  p.first_child = id;
-  ++p.child_count;
-  if (p.child_count == sibling_walk_limit + 1) {
-    for (uint32_t k = p.first_child; k != no_node; k = hot[k].next_sibling)
-      children.insert(child_key{hot[k].tokens_hash, parent}, k);
-  } else if (p.child_count > sibling_walk_limit + 1) {
-    children.insert(child_key{tokens_hash, parent}, id);
-  }
-  ++live_nodes;
-  return id;
-}
-
-// Detaches `id` from its parent's child list (and the children map).
-void radix_index::impl::unlink(uint32_t id) {
-  const uint32_t parent = cold[id].parent;
-  const uint32_t prev = cold[id].prev_sibling;
-  const uint32_t next = hot[id].next_sibling;
-  node_hot& p = hot[parent];
-  if (p.child_count > sibling_walk_limit)
-    children.erase(child_key{hot[id].tokens_hash, parent});
-  if (prev != no_node)
-    hot[prev].next_sibling = next;
-  else
-    p.first_child = next;
-  if (next != no_node)
-    cold[next].prev_sibling = prev;
-  if (--p.child_count == sibling_walk_limit)
-    for (uint32_t k = p.first_child; k != no_node; k = hot[k].next_sibling)
-      children.erase(child_key{hot[k].tokens_hash, parent});
-}
-
-// Frees `top` and its descendants. REQUIRES: none of them holds a worker.
-void radix_index::impl::free_subtree(uint32_t top) {
-  unlink(top);
-  stack.clear();
-  stack.push_back(top);
-  while (!stack.empty()) {
-    uint32_t id = stack.back();
-    stack.pop_back();
-    node_hot& n = hot[id];
-    bool mapped = n.child_count > sibling_walk_limit;
-    for (uint32_t k = n.first_child; k != no_node; k = hot[k].next_sibling) {
-      stack.push_back(k);
-      if (mapped)
-        children.erase(child_key{hot[k].tokens_hash, id});
-    }
-    n = node_hot{};
-    cold[id].parent = no_node;
-    cold[id].prev_sibling = no_node;
-    cold[id].more.reset();
-    release_id(id);
-    --live_nodes;
-  }
-}
-
-// Removes worker `slot` from `top` and every descendant it holds; frees the
-// nodes left without workers (their whole subtrees are then worker-free).
-void radix_index::impl::remove_from_subtree(uint32_t top, uint32_t slot) {
-  to_free.clear();
-  stack.clear();
-  stack.push_back(top);
-  while (!stack.empty()) {
-    uint32_t id = stack.back();
-    stack.pop_back();
-    erase_entry(id, slot);
-    if (empty(id))
-      to_free.push_back(id);
-    for (uint32_t c = hot[id].first_child; c != no_node; c = hot[c].next_sibling)
-      if (has(c, slot))
-        stack.push_back(c);
-  }
-  for (uint32_t id : to_free) // free_subtree reuses `stack`, now empty
-    if (alive(id))
-      free_subtree(id); // pre-order: ancestors are freed first, descendants skipped
+void radix_index::impl::leave(uint32_t s, uint32_t slot) {
+  for (const seg_entry& e : segs[s].entries)
+    erase_entry(e.block, slot);
+  drop(s, slot);
 }
 
 // ---------------------------------------------------------------------------
 // impl: events
 
+void radix_index::impl::join(uint32_t s, uint32_t n, uint32_t slot) {
+  if (n < segs[s].size())
+    (void)split(s, n);
+  add(s, slot);
+  try_merge(segs[s].parent); // `s` may now have its parent's workers
+}
+
+// Walks the event's chain from its parent block. The walk is at the first `n`
+// blocks of segment `s`; `joining` while the worker is not one of `s`'s workers
+// (it entered `s` at its first block), so `s` takes it once the walk leaves.
 apply_status radix_index::impl::store(uint32_t slot, const protocol::kv_event& ev) {
   // A block listed twice, or equal to its parent, would make a cycle.
   order.clear();
@@ -273,28 +167,70 @@ apply_status radix_index::impl::store(uint32_t slot, const protocol::kv_event& e
   if (std::adjacent_find(order.begin(), order.end()) != order.end())
     return apply_status::invalid_block;
 
-  uint32_t parent = root_node;
+  uint32_t s = root_seg;
+  uint32_t n = 0;
   if (ev.parent_hash) {
     const uint32_t* p = ws.lookup.find(*ev.parent_hash);
     if (p == nullptr)
       return apply_status::parent_block_not_found;
-    parent = *p;
+    s = blocks[*p].seg;
+    n = blocks[*p].off + 1;
   }
   ++clock;
+  bool joining = false;
+  apply_status status = apply_status::ok;
   for (const auto& b : ev.blocks) {
-    uint32_t child = find_child(parent, b.tokens_hash);
-    bool created = child == no_node;
-    if (created)
-      child = create_child(parent, b.tokens_hash, b.block_hash);
-    if (!set_entry(child, slot, b.block_hash)) { // the same block hash at two places
-      if (created)
-        free_subtree(child);
-      return apply_status::invalid_block;
+    uint32_t at = no_id; // the block already at the chain's next position
+    if (n < segs[s].size() && segs[s].entries[n].tokens_hash == b.tokens_hash) {
+      at = segs[s].entries[n].block;
+    } else {
+      if (joining) {
+        const uint32_t last = segs[s].entries[n - 1].block;
+        join(s, n, slot); // may merge `s` into its parent
+        s = blocks[last].seg;
+        n = blocks[last].off + 1;
+      }
+      joining = false;
+      if (n == segs[s].size()) {
+        if (uint32_t c = find_child(s, b.tokens_hash); c != no_id) {
+          joining = !has(c, slot);
+          s = c;
+          n = 0;
+          at = segs[c].entries[0].block;
+        }
+      }
     }
-    cold[child].stamp = clock;
-    parent = child;
+    if (at != no_id) {
+      if (!set_entry(at, slot, b.block_hash, !joining)) { // the same block hash at two places
+        status = apply_status::invalid_block;
+        break;
+      }
+    } else {
+      auto [entry, fresh] = ws.lookup.insert(b.block_hash, no_id); // filled in below
+      if (!fresh) { // the worker uses this hash for another block
+        status = apply_status::invalid_block;
+        break;
+      }
+      if (n < segs[s].size())
+        (void)split(s, n); // the chain branches off inside `s`
+      if (s == root_seg || segs[s].first_child != no_id || !only(s, slot)) {
+        uint32_t c = new_segment(s);
+        segs[c].first_token = b.tokens_hash;
+        add(c, slot);
+        link_child(s, c);
+        s = c;
+        n = 0;
+      }
+      at = new_block(s, b.tokens_hash, b.block_hash); // appends to `s`
+      *entry = at; // a new block has no alias: freed blocks leave none behind
+      ++entries;
+    }
+    blocks[at].stamp = clock;
+    ++n;
   }
-  return apply_status::ok;
+  if (joining && n > 0)
+    join(s, n, slot);
+  return status;
 }
 
 apply_status radix_index::impl::remove(uint32_t slot, const protocol::kv_event& ev) {
@@ -306,19 +242,22 @@ apply_status radix_index::impl::remove(uint32_t slot, const protocol::kv_event& 
     ws.lookup.prefetch(h);
   apply_status status = apply_status::ok;
   for (uint64_t h : ev.removed_hashes) {
-    const uint32_t* n = ws.lookup.find(h);
-    if (n == nullptr)
+    const uint32_t* b = ws.lookup.find(h);
+    if (b == nullptr)
       status = apply_status::block_not_found;
     else
-      order.emplace_back(cold[*n].depth, *n);
+      order.emplace_back(depth_of(*b), *b);
   }
   std::sort(order.begin(), order.end(), std::greater<>{});
-  for (const auto& [depth, node] : order) {
-    if (!alive(static_cast<uint32_t>(node)) || !has(static_cast<uint32_t>(node), slot)) {
+  for (const auto& [depth, id] : order) {
+    const auto b = static_cast<uint32_t>(id);
+    if (!block_alive(b) || !has(blocks[b].seg, slot)) {
       status = apply_status::block_not_found; // listed twice
       continue;
     }
-    remove_from_subtree(static_cast<uint32_t>(node), slot);
+    const uint32_t s = blocks[b].seg;
+    const uint32_t off = blocks[b].off;
+    remove_from_subtree(off > 0 ? split(s, off) : s, slot);
   }
   return status;
 }
@@ -386,43 +325,51 @@ void radix_index::find_matches(std::span<const uint64_t> local_hashes, bool earl
   };
   uint64_t cand = 0;
   std::vector<uint32_t>& more = out.scratch; // candidates in slots >= 64
-  uint32_t parent = root_node;
-  uint32_t matched = 0;
-  for (uint32_t d = 0; d < local_hashes.size(); ++d) {
-    uint32_t c = m.find_child(parent, local_hashes[d]);
-    if (c == no_node)
+  uint32_t s = root_seg;
+  const auto q = static_cast<uint32_t>(local_hashes.size());
+  uint32_t d = 0; // blocks matched
+  while (d < q) {
+    const uint32_t c = m.find_child(s, local_hashes[d]);
+    if (c == no_id)
       break;
-    const node_hot& n = m.hot[c];
+    const segment& seg = m.segs[c];
     if (d == 0) {
-      cand = n.mask;
-      if (n.has_more)
-        more.assign(m.cold[c].more->begin(), m.cold[c].more->end());
+      cand = seg.mask;
+      if (seg.more)
+        more.assign(seg.more->begin(), seg.more->end());
     } else {
-      for (uint64_t gone = cand & ~n.mask; gone != 0; gone &= gone - 1)
+      for (uint64_t gone = cand & ~seg.mask; gone != 0; gone &= gone - 1)
         record(static_cast<uint32_t>(std::countr_zero(gone)), d);
-      cand &= n.mask;
+      cand &= seg.mask;
       if (!more.empty()) {
         size_t keep = 0;
-        for (uint32_t s : more) {
-          if (m.has(c, s))
-            more[keep++] = s;
+        for (uint32_t x : more) {
+          if (m.has(c, x))
+            more[keep++] = x;
           else
-            record(s, d);
+            record(x, d);
         }
         more.resize(keep);
       }
     }
     if (cand == 0 && more.empty())
       return;
-    matched = d + 1;
-    parent = c;
+    // Every candidate holds the whole segment: match along it.
+    const uint32_t len = std::min(seg.size(), q - d);
+    uint32_t k = 1;
+    while (k < len && seg.entries[k].tokens_hash == local_hashes[d + k])
+      ++k;
+    d += k;
+    if (k < seg.size())
+      break;
+    s = c;
     if (early_exit && std::popcount(cand) + more.size() == 1)
       break;
   }
   for (uint64_t left = cand; left != 0; left &= left - 1)
-    record(static_cast<uint32_t>(std::countr_zero(left)), matched);
-  for (uint32_t s : more)
-    record(s, matched);
+    record(static_cast<uint32_t>(std::countr_zero(left)), d);
+  for (uint32_t x : more)
+    record(x, d);
 }
 
 overlap_scores radix_index::find_matches(std::span<const uint64_t> local_hashes,
@@ -442,7 +389,7 @@ bool radix_index::holds(const worker_key& worker, uint64_t block_hash) const noe
   return s && impl_->slots[*s].lookup.contains(block_hash);
 }
 
-size_t radix_index::node_count() const noexcept { return impl_->live_nodes; }
+size_t radix_index::node_count() const noexcept { return impl_->live_blocks; }
 size_t radix_index::entry_count() const noexcept { return impl_->entries; }
 uint64_t radix_index::pruned_entries() const noexcept { return impl_->pruned; }
 

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -47,14 +48,18 @@ struct radix_index_options {
   double prune_target_ratio = 0.8;     ///< prune down to this fraction of max_blocks
 };
 
-/// Nodes are keyed by their local tokens_hash under their parent and carry the
-/// set of workers caching that prefix; each worker maps its external block
-/// hashes to nodes.
+/// A radix tree with compressed edges: each tree position (a block, keyed by
+/// its local tokens_hash under its parent) lives in a segment, a chain of
+/// blocks held by exactly the same set of workers, so that find_matches walks
+/// contiguous arrays rather than one node per block (Dynamo's
+/// ConcurrentRadixTreeCompressed does the same). Each worker maps its external
+/// block hashes to blocks; block ids are stable across segment splits/merges.
 ///
-/// Invariant: a worker holding a node holds its parent. Stores extend a chain
+/// Invariant: a worker holding a block holds its parent. Stores extend a chain
 /// the worker holds; removing a block removes the worker from that block's whole
-/// subtree (those blocks are unreachable for prefix matching anyway). A node with
-/// no worker is freed at once, so memory follows the cached set (no zombie nodes).
+/// subtree (those blocks are unreachable for prefix matching anyway). A block with
+/// no worker is freed at once, so memory follows the cached set (no zombie nodes);
+/// segments split where worker sets differ and merge back when they agree again.
 /// `max_blocks` bounds the number of (worker, block) entries: past it, the oldest
 /// leaves (deepest first on ties) are pruned down to `prune_target_ratio` of it.
 class radix_index {
@@ -106,6 +111,10 @@ public:
   [[nodiscard]] size_t entry_count() const noexcept; ///< (worker, block) pairs
   [[nodiscard]] uint64_t pruned_entries() const noexcept;
   [[nodiscard]] uint64_t applied(protocol::kv_event_kind kind, apply_status status) const noexcept;
+
+  /// Walks the whole structure (O(size); for tests and debugging): empty when
+  /// its invariants hold, else the first one found broken.
+  [[nodiscard]] std::string check_invariants() const;
 
 private:
   struct impl;

@@ -252,10 +252,16 @@ BOOST_AUTO_TEST_CASE(long_sequences_match_to_full_depth) {
   require_ok(idx, store(1, {}, half));
   BOOST_TEST(score(idx, chain, w0) == 5000u);
   BOOST_TEST(score(idx, chain, w1) == 2500u);
-  // Early exit stops once one worker is left: worker 0's score is then a lower bound.
+  // Early exit stops once one worker is left, at the end of the segment the walk
+  // is in (a lower bound in general). Here that segment, blocks 2501..5000 of
+  // worker 0 alone, ends the chain, so the bound is exact.
   auto early = idx.find_matches(chain, true);
   BOOST_TEST(early.blocks_of(w1) == 2500u);
-  BOOST_TEST(early.blocks_of(w0) == 2501u);
+  BOOST_TEST(early.blocks_of(w0) == 5000u);
+  auto branch = chain;
+  branch[3000] = 1; // worker 0 holds 3,000 blocks of this one
+  auto early_branch = idx.find_matches(branch, true);
+  BOOST_TEST(early_branch.blocks_of(w0) == 3000u);
   BOOST_TEST(idx.remove_worker(uint64_t{0}) == 5000u);
   BOOST_TEST(idx.node_count() == 2500u);
 }
