@@ -128,6 +128,9 @@ std::vector<std::string> available_transports() {
 
 expected<std::unique_ptr<kv_receiver>> make_kv_receiver(std::string_view transport,
                                                         kv_receiver_config config) {
+  if (config.allocate_region && transport != "ucx")
+    return make_error(errc::unsupported,
+                      fmt::format("kv transport '{}' cannot allocate its region (only ucx can)", transport));
   if (transport == "auto")
     return make_auto_receiver(config);
   if (transport == "inproc") {

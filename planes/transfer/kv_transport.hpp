@@ -72,6 +72,11 @@ struct ucx_transport_options {
   /// The progress thread keeps polling this long after the last event before it
   /// sleeps on the worker's event fd (0: sleep at once; lowest CPU, more wake-ups).
   std::chrono::microseconds progress_spin{0};
+  /// Sender: a receiver on this host whose region UCX allocated in shared memory
+  /// (kv_receiver_config::allocate_region) is mapped here with ucp_rkey_ptr and
+  /// written directly, one memcpy per byte, by this many copy threads; then the
+  /// receiver is told by a done message. 0: active messages for every receiver.
+  uint32_t copy_threads = 2;
 };
 
 struct tcp_transport_options {
@@ -91,9 +96,15 @@ struct kv_transport_options {
 
 struct kv_receiver_config {
   protocol::kv_layout layout;
+  /// With allocate_region, base must be null: the transport allocates
+  /// num_blocks * block_stride bytes of host memory itself (see region()).
   kv_region region;
   kv_status_callback on_received; ///< may be empty
   kv_transport_options options;
+  /// ucx only: the receiver allocates its region with UCX in shared memory, so a
+  /// sender on the same host copies blocks straight into it (copy_threads). For
+  /// staging slots; an engine's own KV memory cannot be moved there.
+  bool allocate_region = false;
 };
 
 struct kv_sender_config {
@@ -112,6 +123,9 @@ public:
   [[nodiscard]] virtual std::vector<protocol::kv_connection_info> offers() const = 0;
   /// Human-readable transport details for debugging (UCX: lanes per sender).
   [[nodiscard]] virtual std::string debug_info() const = 0;
+  /// The memory it allocated with allocate_region (valid while the receiver
+  /// lives); an empty region when it lands into the caller's memory.
+  [[nodiscard]] virtual kv_region region() const { return {}; }
 };
 
 class kv_sender {

@@ -29,10 +29,12 @@ std::vector<copy_run> plan_runs(const std::vector<uint32_t>& src_ids,
   return runs;
 }
 
-expected<void> check_region(const kv_region& r, const protocol::kv_layout& layout) {
+expected<void> check_region(const kv_region& r, const protocol::kv_layout& layout, bool allocate) {
   if (auto ok = protocol::validate(layout); !ok)
     return ok;
-  if (r.num_blocks > 0 && r.base == nullptr)
+  if (allocate && (r.base != nullptr || r.memory != kv_memory::host))
+    return make_error(errc::invalid_argument, "kv region to allocate: base must be null, memory host");
+  if (!allocate && r.num_blocks > 0 && r.base == nullptr)
     return make_error(errc::invalid_argument, "kv region: null base with blocks");
   if (r.num_blocks > 0 && r.block_stride < layout.bytes_per_block)
     return make_error(errc::invalid_argument,

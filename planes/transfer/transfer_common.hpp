@@ -39,9 +39,10 @@ inline constexpr uint64_t max_run_bytes = uint64_t{16} << 20;
                                               uint64_t max_run = max_run_bytes);
 
 /// errc::invalid_argument unless the layout is valid and the region holds it:
-/// base set when there are blocks, stride >= bytes_per_block, no size overflow.
+/// base set when there are blocks (null, in host memory, when the transport is
+/// to `allocate` it), stride >= bytes_per_block, no size overflow.
 [[nodiscard]] expected<void> check_region(const kv_region& region,
-                                          const protocol::kv_layout& layout);
+                                          const protocol::kv_layout& layout, bool allocate = false);
 
 /// The geometry a receiver advertises for `region`.
 [[nodiscard]] protocol::kv_region_geometry geometry_of(const kv_region& region,

@@ -44,9 +44,12 @@ public:
 
   std::string debug_info() const override {
     std::lock_guard lock{info_mutex_};
-    return fmt::format("ucx receiver {:016x}: {} blocks, stride {}\n{}", id_,
-                       config_.region.num_blocks, config_.region.block_stride, info_);
+    return fmt::format("ucx receiver {:016x}: {} blocks, stride {}{}\n{}", id_,
+                       config_.region.num_blocks, config_.region.block_stride,
+                       config_.allocate_region ? ", region allocated by UCX" : "", info_);
   }
+
+  kv_region region() const override { return config_.allocate_region ? config_.region : kv_region{}; }
 
 private:
   struct op {
@@ -122,10 +125,18 @@ expected<void> ucx_receiver::setup() {
   worker_ = std::move(*w);
   const uint64_t bytes = config_.region.num_blocks * config_.region.block_stride;
   if (bytes > 0) {
-    auto m = worker_->map(config_.region.base, bytes);
-    if (!m)
-      return m.error();
-    memh_ = *m;
+    if (config_.allocate_region) {
+      auto a = worker_->allocate(bytes);
+      if (!a)
+        return a.error();
+      memh_ = a->first;
+      config_.region.base = a->second;
+    } else {
+      auto m = worker_->map(config_.region.base, bytes);
+      if (!m)
+        return m.error();
+      memh_ = *m;
+    }
     void* packed = nullptr;
     size_t size = 0;
     if (auto st = ucp_rkey_pack(worker_->context(), memh_, &packed, &size); st != UCS_OK)
@@ -341,7 +352,7 @@ void ucx_receiver::remember_ep(ucp_ep_h ep) {
 } // namespace
 
 expected<std::unique_ptr<kv_receiver>> make_ucx_receiver(kv_receiver_config config) {
-  if (auto ok = check_region(config.region, config.layout); !ok)
+  if (auto ok = check_region(config.region, config.layout, config.allocate_region); !ok)
     return ok.error();
   if (config.region.memory != kv_memory::host)
     return make_error(errc::unsupported,

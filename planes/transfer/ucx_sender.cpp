@@ -1,7 +1,9 @@
 // The ucx transport's sender: one endpoint per receiver (by worker address), data by
-// active messages or RMA put + flush, then a done message; a transfer completes when
-// the receiver's ack arrives. Deadlines, cancel and endpoint errors end it early.
+// active messages, RMA put + flush, or direct copies into a same-host receiver's
+// shared memory (copy threads), then a done message; a transfer completes when the
+// receiver's ack arrives. Deadlines, cancel and endpoint errors end it early.
 #include "planes/transfer/frame.hpp"
+#include "planes/transfer/task_thread.hpp"
 #include "planes/transfer/ucx_transport.hpp"
 #include "planes/transfer/ucx_worker.hpp"
 
@@ -11,6 +13,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <map>
 #include <unordered_set>
 
@@ -26,6 +29,31 @@ constexpr size_t max_batch_runs = 256;
 constexpr uint64_t max_batch_bytes = uint64_t{64} << 20;
 // Data messages in flight per transfer.
 constexpr int max_outstanding = 16;
+constexpr uint32_t max_copy_threads = 16;
+
+// A same-host receiver's region mapped into this process (ucp_rkey_ptr). Released
+// (ucp_rkey_destroy, which unmaps) on the progress thread once no copy uses it.
+struct mapping {
+  mapping(ucp_rkey_h k, uint8_t* b) : rkey(k), base(b) {}
+  ~mapping() { ucp_rkey_destroy(rkey); }
+  mapping(const mapping&) = delete;
+  mapping& operator=(const mapping&) = delete;
+  ucp_rkey_h rkey;
+  uint8_t* base;
+};
+
+// The part [from, to) of the byte stream the runs make, as runs.
+std::vector<copy_run> slice_runs(const std::vector<copy_run>& runs, uint64_t from, uint64_t to) {
+  std::vector<copy_run> out;
+  uint64_t at = 0;
+  for (const copy_run& r : runs) {
+    const uint64_t lo = std::max(from, at), hi = std::min(to, at + r.length);
+    if (lo < hi)
+      out.push_back({r.src_offset + (lo - at), r.dst_offset + (lo - at), hi - lo, r.dst_block, 0});
+    at += r.length;
+  }
+  return out;
+}
 
 class ucx_sender final : public kv_sender {
 public:
@@ -33,7 +61,8 @@ public:
 
   ~ucx_sender() override {
     stopping_ = true;
-    worker_->stop(); // runs shutdown(): cancels transfers, closes endpoints
+    copiers_.clear(); // joins; their completions still reach the running worker
+    worker_->stop();  // runs shutdown(): cancels transfers, closes endpoints
     worker_.reset();
     for (auto* o : ops_)
       delete o;
@@ -68,6 +97,7 @@ private:
     uint64_t remote_base = 0;
     bool failed = false;
     bool info_refreshed = false;
+    std::shared_ptr<mapping> mapped; ///< the receiver's region, when directly writable
   };
   struct transfer {
     uint64_t id = 0;
@@ -103,6 +133,9 @@ private:
   void pump(const std::shared_ptr<transfer>& t);
   bool post_put(const std::shared_ptr<transfer>& t);
   bool post_batch(const std::shared_ptr<transfer>& t);
+  void post_direct(const std::shared_ptr<transfer>& t);
+  void copied(const std::shared_ptr<transfer>& t, bool ok);
+  void try_map(peer& p, const protocol::kv_ucx_descriptor& d);
   ucp_request_param_t data_param(op* o) const;
   bool issue(const std::shared_ptr<transfer>& t, op_kind kind, ucs_status_ptr_t req, op* o);
   op* new_op(const std::shared_ptr<transfer>& t, op_kind kind);
@@ -122,6 +155,7 @@ private:
 
   kv_sender_config config_;
   std::unique_ptr<ucx_worker> worker_;
+  std::vector<std::unique_ptr<task_thread>> copiers_; ///< direct copies (same-host shared memory)
   ucp_mem_h memh_ = nullptr;
   std::map<uint64_t, std::unique_ptr<peer>> peers_; // by receiver id
   std::map<uint64_t, std::shared_ptr<transfer>> in_flight_;
@@ -153,6 +187,9 @@ expected<std::unique_ptr<kv_sender>> ucx_sender::create(kv_sender_config c) {
   hp.arg = self.get();
   if (auto st = ucp_worker_set_am_recv_handler(self->worker_->worker(), &hp); st != UCS_OK)
     return ucx_error(st, "ucp_worker_set_am_recv_handler");
+  const uint32_t copiers = std::min(self->config_.options.ucx.copy_threads, max_copy_threads);
+  for (uint32_t i = 0; i < copiers; ++i)
+    self->copiers_.push_back(std::make_unique<task_thread>());
   auto* raw = self.get();
   raw->worker_->start({[raw](clock::time_point now) { raw->tick(now); },
                        [raw] { return raw->next_wake(); }, [raw] { raw->shutdown(); }});
@@ -222,10 +259,28 @@ expected<ucx_sender::peer*> ucx_sender::get_peer(const protocol::kv_ucx_descript
       return ucx_error(st, "ucp_ep_rkey_unpack");
     }
   }
+  try_map(*p, d);
   auto* raw = p.get();
   peers_[d.receiver_id] = std::move(p); // replaces a failed peer of the same receiver
   refresh_info(*raw);
   return raw;
+}
+
+// A receiver whose region UCX allocated in shared memory on this host can be
+// mapped here; any other (registered memory, another host) cannot, and is served
+// by active messages. Not an error either way.
+void ucx_sender::try_map(peer& p, const protocol::kv_ucx_descriptor& d) {
+  if (copiers_.empty() || d.rkey.empty() || d.geometry.num_blocks == 0)
+    return;
+  ucp_rkey_h rkey = nullptr;
+  if (ucp_ep_rkey_unpack(p.ep, d.rkey.data(), &rkey) != UCS_OK)
+    return;
+  void* local = nullptr;
+  if (ucp_rkey_ptr(rkey, d.remote_base, &local) != UCS_OK || local == nullptr) {
+    ucp_rkey_destroy(rkey);
+    return;
+  }
+  p.mapped = std::make_shared<mapping>(rkey, static_cast<uint8_t*>(local));
 }
 
 ucx_sender::op* ucx_sender::new_op(const std::shared_ptr<transfer>& t, op_kind kind) {
@@ -263,7 +318,43 @@ void ucx_sender::post_data(const std::shared_ptr<transfer>& t,
   t->runs = plan_runs(req.source_block_ids, req.destination_block_ids,
                       config_.region.block_stride, d.geometry.block_stride,
                       config_.layout.bytes_per_block);
+  if (t->to->mapped && !t->runs.empty())
+    return post_direct(t);
   pump(t);
+}
+
+// Splits the transfer's bytes evenly over the copy threads; the last one to
+// finish hands the transfer back to the progress thread.
+void ucx_sender::post_direct(const std::shared_ptr<transfer>& t) {
+  uint64_t total = 0;
+  for (const copy_run& r : t->runs)
+    total += r.length;
+  t->bytes = total;
+  t->posted = true;
+  const size_t lanes = copiers_.size();
+  auto left = std::make_shared<std::atomic<size_t>>(lanes);
+  auto ok = std::make_shared<std::atomic<bool>>(true);
+  const auto* src = static_cast<const uint8_t*>(config_.region.base);
+  for (size_t k = 0; k < lanes; ++k) {
+    auto share = slice_runs(t->runs, total * k / lanes, total * (k + 1) / lanes);
+    copiers_[k]->post([this, t, map = t->to->mapped, src, share = std::move(share), left, ok](bool cancelled) {
+      if (cancelled)
+        ok->store(false);
+      else
+        for (const copy_run& r : share)
+          std::memcpy(map->base + r.dst_offset, src + r.src_offset, r.length);
+      if (left->fetch_sub(1) == 1) // `map` lives until the progress thread runs this
+        (void)worker_->post([this, t, map, ok] { copied(t, ok->load()); });
+    });
+  }
+}
+
+void ucx_sender::copied(const std::shared_ptr<transfer>& t, bool ok) {
+  if (t->finished)
+    return; // timed out or failed meanwhile
+  if (!ok || stopping_)
+    return fail(t, errc::cancelled, "kv sender destroyed");
+  send_ctrl(t, frame_kind::done_rma); // the bytes are in the receiver's memory
 }
 
 // Issues runs while fewer than max_outstanding messages are in flight (a window keeps
@@ -456,6 +547,7 @@ void ucx_sender::fail_peer(peer& p, errc code, const std::string& why) {
   }
   for (auto& t : victims)
     fail(t, code, why);
+  p.mapped.reset(); // copies in flight keep it until they end
   if (config_.options.ucx.error_mode != ucx_error_mode::peer)
     return;
   if (p.rkey)
@@ -498,6 +590,7 @@ void ucx_sender::shutdown() {
   for (auto& t : left)
     fail(t, errc::cancelled, "kv sender destroyed");
   for (auto& [id, p] : peers_) {
+    p->mapped.reset(); // the copy threads are joined: nothing else holds it
     if (p->rkey)
       ucp_rkey_destroy(p->rkey);
     p->rkey = nullptr;
@@ -525,7 +618,8 @@ void ucx_sender::refresh_info(peer& p) {
   std::lock_guard lock{info_mutex_};
   infos_[p.receiver_id] = fmt::format("ucx sender endpoint to receiver {:016x} ({}, error mode {}):\n{}",
                       p.receiver_id,
-                      config_.options.ucx.method == ucx_method::put ? "rma put" : "active messages",
+                      p.mapped ? fmt::format("direct copy into its shared memory, {} threads", copiers_.size())
+                      : config_.options.ucx.method == ucx_method::put ? "rma put" : "active messages",
                       config_.options.ucx.error_mode == ucx_error_mode::peer ? "peer" : "none", text);
 }
 

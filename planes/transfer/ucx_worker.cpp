@@ -138,6 +138,24 @@ expected<ucp_mem_h> ucx_worker::map(void* base, uint64_t length) {
   return memh;
 }
 
+expected<std::pair<ucp_mem_h, void*>> ucx_worker::allocate(uint64_t length) {
+  ucp_mem_map_params_t mp{};
+  mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                  UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+  mp.address = nullptr;
+  mp.length = length;
+  mp.flags = UCP_MEM_MAP_ALLOCATE;
+  ucp_mem_h memh = nullptr;
+  if (auto st = ucp_mem_map(context_, &mp, &memh); st != UCS_OK)
+    return ucx_error(st, "ucp_mem_map (allocate)");
+  maps_.push_back(memh);
+  ucp_mem_attr_t attr{};
+  attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
+  if (auto st = ucp_mem_query(memh, &attr); st != UCS_OK)
+    return ucx_error(st, "ucp_mem_query");
+  return std::pair{memh, attr.address};
+}
+
 void ucx_worker::run_tasks() {
   std::vector<std::function<void()>> batch;
   {

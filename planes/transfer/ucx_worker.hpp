@@ -62,6 +62,9 @@ public:
   bool post(std::function<void()> fn);
   /// Registers the memory [base, base + length) with this context.
   [[nodiscard]] expected<ucp_mem_h> map(void* base, uint64_t length);
+  /// Allocates `length` bytes with UCX (shared memory where UCX's memory domains
+  /// allow, so same-host peers can map them), unmapped with the context.
+  [[nodiscard]] expected<std::pair<ucp_mem_h, void*>> allocate(uint64_t length);
 
 private:
   ucx_worker() = default;

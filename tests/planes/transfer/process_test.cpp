@@ -20,7 +20,8 @@ namespace {
 
 const std::vector<transport_backend> process_backends{
     {"tcp", "tcp"}, {"ucx-am", "ucx", ucx_method::am}, {"ucx-put", "ucx", ucx_method::put},
-    {"ucx-am-peer-errmode", "ucx", ucx_method::am, 1, ucx_error_mode::peer}};
+    {"ucx-am-peer-errmode", "ucx", ucx_method::am, 1, ucx_error_mode::peer},
+    {"ucx-shm-allocated", "ucx", ucx_method::am, 1, ucx_error_mode::peer, true}};
 
 const protocol::kv_layout layout = protocol::make_block_major_layout(4, 16, 4, 32, protocol::kv_dtype::f32); // 64 KiB
 constexpr uint64_t seed = 99;
@@ -33,6 +34,7 @@ struct process_fixture {
     args.num_blocks = 64;
     args.layout = layout;
     args.ucx = options_for(b).ucx;
+    args.allocate = b.allocate;
     auto p = spawn_peer(TRANSFER_TEST_PEER, to_argv(args));
     BOOST_REQUIRE_MESSAGE(p.has_value(), "peer did not start");
     peer.emplace(std::move(*p));
@@ -93,6 +95,10 @@ BOOST_DATA_TEST_CASE(child_receiver_gets_scattered_blocks_byte_exact, bdata::mak
   BOOST_TEST(st->ok(), st->message);
   BOOST_TEST(f.ask("VERIFY " + std::to_string(seed) + " " + pairs_text(s2, d2)) == "OK");
   BOOST_TEST_MESSAGE(b.name << " sender: " << f.sender->debug_info());
+  // A receiver in UCX shared memory on this host is written directly; any other
+  // goes by messages.
+  const bool direct = f.sender->debug_info().find("direct copy") != std::string::npos;
+  BOOST_TEST(direct == b.allocate, f.sender->debug_info());
 }
 
 BOOST_DATA_TEST_CASE(killed_child_receiver_is_an_error, bdata::make(process_backends), b) {

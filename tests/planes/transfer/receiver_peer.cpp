@@ -94,6 +94,10 @@ int run_receiver_peer(const peer_args& args) {
     return 1;
 #endif
   }
+  if (args.allocate) {
+    config.allocate_region = true;
+    config.region = {nullptr, args.num_blocks, bpb, kv_memory::host, 0};
+  }
   status_waiter waiter;
   config.on_received = waiter.callback();
   auto receiver = make_kv_receiver(args.transport, config);
@@ -101,6 +105,8 @@ int run_receiver_peer(const peer_args& args) {
     say("ERROR " + describe(receiver.error()));
     return 1;
   }
+  if (args.allocate)
+    config.region = (*receiver)->region();
   say("OFFER " + to_hex(protocol::encode((*receiver)->offers())));
   std::string line;
   while (std::getline(std::cin, line)) {

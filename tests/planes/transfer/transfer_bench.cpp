@@ -31,6 +31,7 @@ struct path {
   ucx_transport_options ucx;
   bool cross_process = true;
   bool device = false; ///< source and destination blocks in GPU memory (cuda-ipc)
+  bool allocate = false; ///< the receiver allocates its region (UCX shared memory)
 };
 
 std::vector<path> all_paths(std::chrono::microseconds spin) {
@@ -45,11 +46,15 @@ std::vector<path> all_paths(std::chrono::microseconds spin) {
   put.method = ucx_method::put;
   ucx_transport_options iov = shm;      // 16 runs per message: UCX's iov rendezvous pipeline
   iov.batch_runs = 16;
+  ucx_transport_options one_copier = peer; // direct copies on one thread
+  one_copier.copy_threads = 1;
   return {{"inproc-memcpy", "inproc", {}, false},
           {"ucx-shm", "ucx", shm},
           {"ucx-shm-iov16", "ucx", iov},
           {"ucx-shm-peer-errmode", "ucx", peer},
           {"ucx-shm-put", "ucx", put},
+          {"ucx-shm-staged", "ucx", peer, true, false, true},
+          {"ucx-shm-staged-1copy", "ucx", one_copier, true, false, true},
           {"ucx-tcp", "ucx", tcp},
           {"tcp", "tcp", {}},
           {"cuda-ipc", "cuda-ipc", {}, true, true}};
@@ -95,7 +100,7 @@ struct endpoint {
 // Empty string on success, else why the receiver did not start.
 std::string start_receiver(const path& p, const bench_config& cfg, uint64_t max_blocks, endpoint& e) {
   if (p.cross_process) {
-    auto argv = to_argv(peer_args{p.transport, max_blocks, cfg.layout, p.ucx, p.device ? "cuda" : ""});
+    auto argv = to_argv(peer_args{p.transport, max_blocks, cfg.layout, p.ucx, p.device ? "cuda" : "", p.allocate});
     argv.insert(argv.begin(), "--serve");
     auto spawned = spawn_peer(cfg.self, argv);
     if (!spawned)
@@ -227,13 +232,15 @@ int main(int argc, char** argv) {
     auto args = parse_peer_args(argc, argv, 2);
     return args ? run_receiver_peer(*args) : 2;
   }
-  std::string sizes = "1,4,16,64,256", paths = "inproc-memcpy,ucx-shm,ucx-shm-iov16,ucx-shm-peer-errmode,ucx-shm-put,ucx-tcp,tcp";
+  std::string sizes = "1,4,16,64,256", paths = "inproc-memcpy,ucx-shm,ucx-shm-iov16,ucx-shm-peer-errmode,ucx-shm-put,ucx-shm-staged,ucx-tcp,tcp";
   int64_t iterations = 5;
   int64_t spin_us = ucx_transport_options{}.progress_spin.count();
   uint32_t layers = 32, block_size = 16, kv_heads = 2, head_dim = 128;
   cli c{"dynamo-transfer-bench", "KV-block hand-off bandwidth by transport path, as JSON."};
   c.option("sizes", &sizes, "transfer sizes in MiB, comma-separated")
-      .option("paths", &paths, "paths to run: inproc-memcpy, ucx-shm, ucx-shm-iov16, ucx-shm-peer-errmode, ucx-shm-put, ucx-tcp, tcp, "
+      .option("paths", &paths, "paths to run: inproc-memcpy, ucx-shm, ucx-shm-iov16, ucx-shm-peer-errmode, ucx-shm-put, "
+                               "ucx-shm-staged (receiver region in UCX shared memory, as staging slots are), "
+                               "ucx-shm-staged-1copy, ucx-tcp, tcp, "
                                "cuda-ipc (CUDA builds, GPU memory at both ends)")
       .option("iterations", &iterations, "timed transfers per size (after one verified warm-up)")
       .option("ucx-spin-us", &spin_us, "UCX progress thread: busy-poll this long after an event")

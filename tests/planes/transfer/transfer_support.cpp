@@ -192,11 +192,12 @@ std::vector<std::string> to_argv(const peer_args& a) {
           a.ucx.tls.empty() ? "-" : a.ucx.tls,
           a.device_memory.empty() ? "host" : a.device_memory,
           std::to_string(a.ucx.progress_spin.count()),
-          std::to_string(a.ucx.batch_runs)};
+          std::to_string(a.ucx.batch_runs),
+          a.allocate ? "allocate" : "given"};
 }
 
 std::optional<peer_args> parse_peer_args(int argc, char** argv, int first) {
-  if (argc - first != 13)
+  if (argc - first != 14)
     return std::nullopt;
   try {
     peer_args a;
@@ -214,6 +215,7 @@ std::optional<peer_args> parse_peer_args(int argc, char** argv, int first) {
     a.device_memory = std::string{v[10]} == "host" ? "" : v[10];
     a.ucx.progress_spin = std::chrono::microseconds{std::stoll(v[11])};
     a.ucx.batch_runs = static_cast<uint32_t>(std::stoul(v[12]));
+    a.allocate = std::string{v[13]} == "allocate";
     return a;
   } catch (const std::exception&) {
     return std::nullopt;

@@ -104,6 +104,7 @@ struct transport_backend {
   ucx_method method = ucx_method::am;
   uint32_t batch_runs = 1;
   ucx_error_mode error_mode = ucx_error_mode::none;
+  bool allocate = false; ///< the receiver allocates its region (UCX shared memory)
 };
 std::ostream& operator<<(std::ostream& os, const transport_backend& b);
 /// The transport options `b` names.
@@ -121,6 +122,7 @@ struct peer_args {
   protocol::kv_layout layout;
   ucx_transport_options ucx;
   std::string device_memory; ///< "cuda" for a cuda-ipc receiver in device memory
+  bool allocate = false;     ///< kv_receiver_config::allocate_region
 };
 [[nodiscard]] std::vector<std::string> to_argv(const peer_args& a);
 [[nodiscard]] std::optional<peer_args> parse_peer_args(int argc, char** argv, int first);
