@@ -39,15 +39,25 @@ kv_handoff::receiver_offers(const engine::kv_memory_view& mem) {
     planes::kv_receiver_config rc;
     rc.layout = mem.layout;
     rc.region = region_of(mem);
+    // ucx allocates the slots itself, in shared memory: a prefill worker on this
+    // host then copies its blocks straight in (one copy, several threads).
+    const bool ucx_slots = staged(mem) && cfg_.transport == "ucx";
     if (staged(mem)) {
-      recv_staging_ = std::make_shared<planes::kv_staging_pool>(staging_slots(mem), mem.layout.bytes_per_block);
       recv_device_ = rc.region;
-      rc.region = recv_staging_->region();
+      if (ucx_slots) {
+        rc.allocate_region = true;
+        rc.region = {nullptr, staging_slots(mem), mem.layout.bytes_per_block, planes::kv_memory::host, 0};
+      } else {
+        recv_staging_ = std::make_shared<planes::kv_staging_pool>(staging_slots(mem), mem.layout.bytes_per_block);
+        rc.region = recv_staging_->region();
+      }
     }
     auto r = planes::make_kv_receiver(cfg_.transport, rc);
     if (!r)
       return r.error();
     receiver_ = std::move(*r);
+    if (ucx_slots) // the pool keeps the receiver, and so the slots, alive
+      recv_staging_ = std::make_shared<planes::kv_staging_pool>(receiver_->region(), receiver_);
     spdlog::info("worker {:016x}: KV receiver ready ({})", worker_id_, receiver_->transport());
   }
   return receiver_->offers();

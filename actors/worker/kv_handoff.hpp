@@ -64,7 +64,7 @@ private:
   std::shared_ptr<planes::kv_staging_pool> recv_staging_; ///< decode side, when staged
   planes::kv_region recv_device_;                         ///< the device blocks recv_staging_ feeds
   std::shared_ptr<planes::kv_staging_pool> send_staging_; ///< prefill side, when staged
-  std::unique_ptr<planes::kv_receiver> receiver_;
+  std::shared_ptr<planes::kv_receiver> receiver_; ///< shared with recv_staging_ when it owns the slots
   std::unique_ptr<planes::kv_sender> sender_;
   uint64_t next_transfer_ = 1;
 };

@@ -27,14 +27,30 @@ kv_staging_pool::kv_staging_pool(uint32_t slots, uint64_t block_bytes) : block_b
   std::iota(free_.rbegin(), free_.rend(), 0u); // pop_back hands out 0, 1, 2, ...
 }
 
+kv_staging_pool::kv_staging_pool(const kv_region& memory, std::shared_ptr<void> owner)
+    : block_bytes_(memory.block_stride), slots_(static_cast<uint32_t>(memory.num_blocks)),
+      base_(memory.base), owner_(std::move(owner)) {
+#if DYNAMO_TRANSFER_HAVE_CUDA
+  const size_t bytes = size_t(slots_) * block_bytes_;
+  registered_ = bytes > 0 && cudaHostRegister(base_, bytes, cudaHostRegisterDefault) == cudaSuccess;
+  if (!registered_)
+    (void)cudaGetLastError(); // no device, or memory CUDA cannot pin: copies still work, slower
+#endif
+  free_.resize(slots_);
+  std::iota(free_.rbegin(), free_.rend(), 0u);
+}
+
 kv_staging_pool::~kv_staging_pool() {
 #if DYNAMO_TRANSFER_HAVE_CUDA
+  if (registered_)
+    (void)cudaHostUnregister(base_);
   if (pinned_) {
     (void)cudaFreeHost(base_);
     return;
   }
 #endif
-  std::free(base_);
+  if (!owner_)
+    std::free(base_);
 }
 
 kv_region kv_staging_pool::region() const noexcept {

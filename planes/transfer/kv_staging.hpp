@@ -21,6 +21,10 @@ public:
   /// `slots` slots of `block_bytes` each; pinned (cudaMallocHost) in CUDA builds
   /// when a device is usable, plain host memory otherwise.
   kv_staging_pool(uint32_t slots, uint64_t block_bytes);
+  /// Slots over host memory someone else allocated (a ucx receiver's shared
+  /// memory): one per block of `memory`, which `owner` keeps alive as long as the
+  /// pool. Pinned with cudaHostRegister in CUDA builds when a device is usable.
+  kv_staging_pool(const kv_region& memory, std::shared_ptr<void> owner);
   ~kv_staging_pool();
   kv_staging_pool(const kv_staging_pool&) = delete;
   kv_staging_pool& operator=(const kv_staging_pool&) = delete;
@@ -53,6 +57,8 @@ private:
   uint32_t slots_;
   void* base_ = nullptr;
   bool pinned_ = false;
+  bool registered_ = false;     ///< pinned by cudaHostRegister (adopted memory)
+  std::shared_ptr<void> owner_; ///< of adopted memory; null when the pool allocated
   mutable std::mutex mutex_;
   std::vector<uint32_t> free_; // guarded by mutex_
   std::vector<std::pair<std::chrono::steady_clock::time_point, std::vector<uint32_t>>> quarantine_; // by mutex_

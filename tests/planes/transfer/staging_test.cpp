@@ -65,6 +65,60 @@ BOOST_AUTO_TEST_CASE(gather_then_scatter_moves_exact_blocks) {
   BOOST_TEST(!find_mismatch(dest.block(5), bpb, block_seed(12, 5))); // untouched
 }
 
+BOOST_AUTO_TEST_CASE(slots_in_a_ucx_receivers_shared_memory_take_a_transfer) {
+  // The decode side of a ucx hand-off of device blocks (kv_handoff): the receiver
+  // allocates the slots in UCX shared memory and the pool adopts them; the
+  // prefill side sends into slots, which are then scattered into the blocks.
+  const auto layout = protocol::make_block_major_layout(2, 4, 2, 8, protocol::kv_dtype::f32); // 512 B
+  const uint64_t bpb = layout.bytes_per_block;
+  kv_receiver_config rc;
+  rc.layout = layout;
+  rc.region = {nullptr, 6, bpb, kv_memory::host, 0};
+  rc.allocate_region = true;
+  auto receiver = make_kv_receiver("ucx", rc);
+  BOOST_REQUIRE_MESSAGE(static_cast<bool>(receiver), why(receiver));
+  std::shared_ptr<kv_receiver> shared = std::move(*receiver);
+  const kv_region slots = shared->region();
+  BOOST_REQUIRE(slots.base != nullptr);
+  BOOST_TEST(slots.num_blocks == 6u);
+  BOOST_TEST(shared->debug_info().find("allocated by UCX") != std::string::npos);
+  const auto offer = shared->offers().at(0);
+  auto pool = std::make_shared<kv_staging_pool>(slots, shared);
+  shared.reset(); // the pool keeps the receiver, and so its memory, alive
+  BOOST_TEST(pool->region().base == slots.base);
+  auto r = pool->acquire(2);
+  BOOST_REQUIRE(r.has_value());
+
+  host_region source{4, bpb};
+  source.fill_all(21);
+  auto sender = make_kv_sender("ucx", {layout, source.region(), {}});
+  BOOST_REQUIRE_MESSAGE(static_cast<bool>(sender), why(sender));
+  status_waiter done;
+  (*sender)->send(make_transfer_request(1, 3, {3, 0}, *r, layout, offer), std::chrono::seconds{20},
+                  done.callback());
+  auto st = done.wait(1);
+  BOOST_REQUIRE(st.has_value());
+  BOOST_REQUIRE_MESSAGE(st->ok(), st->message);
+  host_region dest{4, bpb};
+  dest.fill_all(22);
+  BOOST_REQUIRE(static_cast<bool>(pool->scatter(*r, dest.region(), {1, 2})));
+  BOOST_TEST(!find_mismatch(dest.block(1), bpb, block_seed(21, 3)));
+  BOOST_TEST(!find_mismatch(dest.block(2), bpb, block_seed(21, 0)));
+  BOOST_TEST(!find_mismatch(dest.block(0), bpb, block_seed(22, 0))); // untouched
+  BOOST_TEST_MESSAGE((*sender)->debug_info());
+}
+
+BOOST_AUTO_TEST_CASE(only_ucx_allocates_a_region) {
+  const auto layout = protocol::make_block_major_layout(2, 4, 2, 8, protocol::kv_dtype::f32);
+  kv_receiver_config rc;
+  rc.layout = layout;
+  rc.region = {nullptr, 2, layout.bytes_per_block, kv_memory::host, 0};
+  rc.allocate_region = true;
+  BOOST_TEST(code_of(make_kv_receiver("tcp", rc).error()) == errc::unsupported);
+  rc.region.base = &rc; // a region to allocate has no base yet
+  BOOST_TEST(code_of(make_kv_receiver("ucx", rc).error()) == errc::invalid_argument);
+}
+
 BOOST_AUTO_TEST_CASE(out_of_range_ids_are_refused) {
   host_region source{2, 64};
   kv_staging_pool pool{2, 64};
