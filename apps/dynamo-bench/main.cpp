@@ -32,13 +32,8 @@ int main(int argc, char** argv) {
     .option("output", &output, "also write the JSON report to this file")
     .epilog("Examples:\n  dynamo-bench --url http://127.0.0.1:8000 --concurrency 64 --isl 512 --osl 128\n"
             "  dynamo-bench --long-fraction 0.1 --long-isl 4096 --long-osl 16   # chat + long prompts");
-  auto parsed = cli.parse(argc, argv);
-  if (!parsed) {
-    std::fprintf(stderr, "dynamo-bench: %s\n", dynamo::message_of(parsed.error()).c_str());
-    return 2;
-  }
-  if (!*parsed)
-    return 0;
+  if (auto code = dynamo::cli_exit_code("dynamo-bench", cli.parse(argc, argv)))
+    return *code;
   cfg.seed = static_cast<uint64_t>(seed);
   std::string rest = url;
   if (rest.rfind("http://", 0) == 0)

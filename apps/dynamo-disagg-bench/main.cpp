@@ -65,13 +65,8 @@ int main(int argc, char** argv) {
     .option("log-level", &log_level, "this program's log level (stderr)")
     .epilog("Example:\n  dynamo-disagg-bench --prefill-workers 1 --decode-workers 3 --long-fraction 0.1\n"
             "The summary's itl_p99_ratio is the short (chat) class's ITL p99, aggregated / disaggregated.");
-  auto parsed = c.parse(argc, argv);
-  if (!parsed) {
-    std::fprintf(stderr, "dynamo-disagg-bench: %s\n", dynamo::message_of(parsed.error()).c_str());
-    return 2;
-  }
-  if (!*parsed)
-    return 0;
+  if (auto code = dynamo::cli_exit_code("dynamo-disagg-bench", c.parse(argc, argv)))
+    return *code;
   dynamo::init_logging("dynamo-disagg-bench", log_level);
   load.seed = static_cast<uint64_t>(seed);
   auto report = dynamo::disagg_bench::run(cfg);

@@ -20,11 +20,8 @@ int main(int argc, char** argv) {
     .option("http-host", &host, "override frontend.host")
     .option("http-port", &port, "override frontend.port (0: pick a free one)")
     .option("log-level", &log_level, "trace | debug | info | warn | error");
-  auto parsed = c.parse(argc, argv);
-  if (!parsed)
-    apps::die("dynamo-frontend", parsed.error());
-  if (!*parsed)
-    return 0;
+  if (auto code = cli_exit_code("dynamo-frontend", c.parse(argc, argv)))
+    return *code;
   if (config_path.empty())
     apps::die("dynamo-frontend", make_error(errc::invalid_argument, "--config is required"));
   init_logging("dynamo-frontend", log_level);

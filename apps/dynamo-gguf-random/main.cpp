@@ -40,12 +40,8 @@ int main(int argc, char** argv) {
       .epilog("Examples:\n  dynamo-gguf-random --preset llama-3.1-8b --type bf16 --out /tmp/llama8b-random.gguf\n"
               "  dynamo-gguf-random --layers 4 --hidden 256 --heads 8 --kv-heads 2 --ffn 512 --vocab 1024 "
               "--context 2048 --type q8_0 --out /tmp/small.gguf");
-  auto parsed = c.parse(argc, argv);
-  if (!parsed) {
-    std::fprintf(stderr, "dynamo-gguf-random: %s\n", message_of(parsed.error()).c_str());
-    return 2;
-  }
-  if (!*parsed) return 0;
+  if (auto code = cli_exit_code("dynamo-gguf-random", c.parse(argc, argv)))
+    return *code;
   if (out.empty()) {
     std::fprintf(stderr, "dynamo-gguf-random: --out is required\n");
     return 2;

@@ -75,11 +75,8 @@ int main(int argc, char** argv) {
   c.option("config", &config_path, "cluster config file (YAML)")
     .option("bin-dir", &bin_dir, "directory holding dynamo-frontend, dynamo-worker, ... (default: this binary's)")
     .option("log-level", &log_level, "passed to every process");
-  auto parsed = c.parse(argc, argv);
-  if (!parsed)
-    apps::die("dynamo-launch", parsed.error());
-  if (!*parsed)
-    return 0;
+  if (auto code = cli_exit_code("dynamo-launch", c.parse(argc, argv)))
+    return *code;
   if (config_path.empty())
     apps::die("dynamo-launch", make_error(errc::invalid_argument, "--config is required"));
   init_logging("dynamo-launch", log_level);

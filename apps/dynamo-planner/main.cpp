@@ -74,11 +74,8 @@ expected<std::function<expected<std::string>()>> metrics_fetcher(const config::c
 int main(int argc, char** argv) {
   apps::block_shutdown_signals();
   planner_options o;
-  auto parsed = parse(argc, argv, o);
-  if (!parsed)
-    apps::die("dynamo-planner", parsed.error());
-  if (!*parsed)
-    return 0;
+  if (auto code = cli_exit_code("dynamo-planner", parse(argc, argv, o)))
+    return *code;
   init_logging("dynamo-planner", o.log_level);
   if (o.config_path.empty())
     apps::die("dynamo-planner", make_error(errc::invalid_argument, "--config is required"));

@@ -16,11 +16,8 @@ int main(int argc, char** argv) {
   cli c("dynamo-router", "standalone KV-aware router for the pools of a cluster config");
   c.option("config", &config_path, "cluster config file (YAML)")
     .option("log-level", &log_level, "trace | debug | info | warn | error");
-  auto parsed = c.parse(argc, argv);
-  if (!parsed)
-    apps::die("dynamo-router", parsed.error());
-  if (!*parsed)
-    return 0;
+  if (auto code = cli_exit_code("dynamo-router", c.parse(argc, argv)))
+    return *code;
   if (config_path.empty())
     apps::die("dynamo-router", make_error(errc::invalid_argument, "--config is required"));
   init_logging("dynamo-router", log_level);

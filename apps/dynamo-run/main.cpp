@@ -161,11 +161,8 @@ std::vector<std::unique_ptr<actors::worker_service>> start_workers(const run_opt
 int main(int argc, char** argv) {
   apps::block_shutdown_signals();
   run_options o;
-  auto parsed = parse(argc, argv, o);
-  if (!parsed)
-    apps::die("dynamo-run", parsed.error());
-  if (!*parsed)
-    return 0;
+  if (auto code = cli_exit_code("dynamo-run", parse(argc, argv, o)))
+    return *code;
   init_logging("dynamo-run", o.log_level);
   if (auto ok = finish_options(o); !ok)
     apps::die("dynamo-run", ok.error());

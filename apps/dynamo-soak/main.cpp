@@ -26,13 +26,8 @@ int main(int argc, char** argv) {
     .option("router-mode", &cfg.router_mode, "kv | round-robin | random")
     .option("seed", &seed, "RNG seed (prompts and victims)")
     .option("log-level", &cfg.log_level, "log level of the cluster's processes");
-  auto parsed = c.parse(argc, argv);
-  if (!parsed) {
-    std::fprintf(stderr, "dynamo-soak: %s\n", dynamo::message_of(parsed.error()).c_str());
-    return 2;
-  }
-  if (!*parsed)
-    return 0;
+  if (auto code = dynamo::cli_exit_code("dynamo-soak", c.parse(argc, argv)))
+    return *code;
   cfg.seed = static_cast<uint64_t>(seed);
   bool ok = false;
   auto report = dynamo::soak::run(cfg, ok);

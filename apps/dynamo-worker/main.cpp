@@ -22,11 +22,8 @@ int main(int argc, char** argv) {
     .option("workers", &workers, "engines in this process (default: the pool's workers_per_process)")
     .option("kv-cache-mib", &kv_cache_mib, "CPU engine KV cache budget per worker in MiB")
     .option("log-level", &log_level, "trace | debug | info | warn | error");
-  auto parsed = c.parse(argc, argv);
-  if (!parsed)
-    apps::die("dynamo-worker", parsed.error());
-  if (!*parsed)
-    return 0;
+  if (auto code = cli_exit_code("dynamo-worker", c.parse(argc, argv)))
+    return *code;
   if (config_path.empty() || pool_name.empty())
     apps::die("dynamo-worker", make_error(errc::invalid_argument, "--config and --pool are required"));
   init_logging("dynamo-worker:" + pool_name, log_level);

@@ -186,4 +186,15 @@ std::string cli::help() const {
   return out;
 }
 
+std::optional<int> cli_exit_code(std::string_view program, const expected<bool>& parsed) {
+  if (!parsed) {
+    std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(program.size()), program.data(),
+                 message_of(parsed.error()).c_str());
+    return 2;
+  }
+  if (!*parsed)
+    return 0;
+  return std::nullopt;
+}
+
 } // namespace dynamo

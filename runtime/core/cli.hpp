@@ -8,7 +8,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dynamo {
@@ -53,5 +55,10 @@ private:
   std::string epilog_;
   std::vector<entry> entries_;
 };
+
+/// What a main does with parse()'s result: nullopt to go on; 0 after --help;
+/// 2 after a bad command line, printed to stderr as "<program>: <message>".
+/// Usage: `if (auto code = cli_exit_code("prog", c.parse(argc, argv))) return *code;`
+[[nodiscard]] std::optional<int> cli_exit_code(std::string_view program, const expected<bool>& parsed);
 
 } // namespace dynamo

@@ -248,13 +248,8 @@ int main(int argc, char** argv) {
       .option("kv-heads", &kv_heads, "layout: KV heads").option("head-dim", &head_dim, "layout: head dim (f16)")
       .epilog("The default layout (32 layers, 16 tokens, 2 KV heads, head dim 128, f16) gives 512 KiB "
               "blocks. Destination blocks are a random permutation, so nothing coalesces.");
-  auto parsed = c.parse(argc, argv);
-  if (!parsed) {
-    std::cerr << describe(parsed.error()) << "\n" << c.help();
-    return 2;
-  }
-  if (!*parsed)
-    return 0;
+  if (auto code = cli_exit_code("dynamo-transfer-bench", c.parse(argc, argv)))
+    return *code;
   bench_config cfg;
   cfg.layout = protocol::make_block_major_layout(layers, block_size, kv_heads, head_dim, protocol::kv_dtype::f16);
   cfg.iterations = static_cast<int>(std::max<int64_t>(iterations, 1));

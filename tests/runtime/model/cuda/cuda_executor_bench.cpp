@@ -115,12 +115,8 @@ int main(int argc, char** argv) {
       .option("attention-partition", &partition, "split-K keys per partition for decode steps (0: no split)")
       .option("max-model-len", &max_model_len, "context the executor is sized for (0: the model's)")
       .option("gpu-memory-fraction", &fraction, "fraction of device memory for the executor");
-  auto parsed = c.parse(argc, argv);
-  if (!parsed) {
-    std::fprintf(stderr, "cuda_executor_bench: %s\n", message_of(parsed.error()).c_str());
-    return 2;
-  }
-  if (!*parsed) return 0;
+  if (auto code = cli_exit_code("cuda_executor_bench", c.parse(argc, argv)))
+    return *code;
   if (model_path.empty() || steps == 0) {
     std::fprintf(stderr, "cuda_executor_bench: --model is required and --steps must be positive\n");
     return 2;
