@@ -4,29 +4,31 @@
 
 namespace dynamo::route {
 
-uint32_t radix_index::impl::new_segment(uint32_t parent) {
-  uint32_t s;
-  if (!free_segs.empty()) {
-    s = free_segs.back();
-    free_segs.pop_back();
-  } else {
-    s = static_cast<uint32_t>(segs.size());
-    segs.emplace_back();
+namespace {
+
+// A free id from `free`, else a new element at the end of `items`.
+template <class T>
+uint32_t take_id(std::vector<uint32_t>& free, std::vector<T>& items) {
+  if (free.empty()) {
+    items.emplace_back();
+    return static_cast<uint32_t>(items.size() - 1);
   }
+  const uint32_t id = free.back();
+  free.pop_back();
+  return id;
+}
+
+} // namespace
+
+uint32_t radix_index::impl::new_segment(uint32_t parent) {
+  const uint32_t s = take_id(free_segs, segs);
   const segment& p = segs[parent];
   segs[s].depth = parent == root_seg ? 1 : p.depth + p.size();
   return s;
 }
 
 uint32_t radix_index::impl::new_block(uint32_t s, uint64_t tokens_hash, uint64_t ext) {
-  uint32_t b;
-  if (!free_blocks.empty()) {
-    b = free_blocks.back();
-    free_blocks.pop_back();
-  } else {
-    b = static_cast<uint32_t>(blocks.size());
-    blocks.emplace_back();
-  }
+  const uint32_t b = take_id(free_blocks, blocks);
   segment& seg = segs[s];
   blocks[b] = block_info{ext, clock, s, seg.size()};
   if (seg.entries.empty())
