@@ -32,12 +32,25 @@ using backend = transport_backend;
 const std::vector<backend> all_backends{
     {"inproc", "inproc"}, {"tcp", "tcp"}, {"ucx-am", "ucx", ucx_method::am},
     {"ucx-am-iov", "ucx", ucx_method::am, 4}, {"ucx-put", "ucx", ucx_method::put},
-    {"ucx-am-peer-errmode", "ucx", ucx_method::am, 1, ucx_error_mode::peer}};
+    {"ucx-am-peer-errmode", "ucx", ucx_method::am, 1, ucx_error_mode::peer},
+    {"ucx-shm-allocated", "ucx", ucx_method::am, 1, ucx_error_mode::peer, true}};
 
 const protocol::kv_layout small_layout = protocol::make_block_major_layout(2, 4, 2, 8, protocol::kv_dtype::f16);  // 512 B
 const protocol::kv_layout large_layout = protocol::make_block_major_layout(4, 16, 4, 32, protocol::kv_dtype::f32); // 64 KiB
 
 constexpr auto transfer_timeout = std::chrono::milliseconds{15'000};
+
+// A receiver config for `b` over `dst`; a backend that allocates gets a region of
+// dst's shape to allocate instead (its memory is then the receiver's region()).
+kv_receiver_config receiver_config(const backend& b, const protocol::kv_layout& layout,
+                                   const host_region& dst, kv_status_callback on_received) {
+  kv_receiver_config rc{layout, dst.region(), std::move(on_received), options_for(b)};
+  if (b.allocate) {
+    rc.allocate_region = true;
+    rc.region.base = nullptr;
+  }
+  return rc;
+}
 
 // A receiver and a sender over fresh regions; the sender's blocks hold seeded patterns.
 struct pair_fixture {
@@ -46,10 +59,15 @@ struct pair_fixture {
       : layout_(layout), src(src_blocks, layout.bytes_per_block), dst(dst_blocks, dst_stride),
         seed_(seed) {
     src.fill_all(seed);
-    kv_receiver_config rc{layout, dst.region(), received.callback(), options_for(b)};
-    auto r = make_kv_receiver(b.transport, rc);
+    auto r = make_kv_receiver(b.transport, receiver_config(b, layout, dst, received.callback()));
     BOOST_REQUIRE_MESSAGE(static_cast<bool>(r), why(r));
     receiver = std::move(*r);
+    landing = dst.region();
+    if (b.allocate) {
+      landing = receiver->region();
+      BOOST_REQUIRE(landing.base != nullptr && landing.num_blocks == dst_blocks);
+      std::memset(landing.base, 0, landing.num_blocks * landing.block_stride);
+    }
     auto s = make_kv_sender(b.transport, {layout, src.region(), options_for(b)});
     BOOST_REQUIRE_MESSAGE(static_cast<bool>(s), why(s));
     sender = std::move(*s);
@@ -66,20 +84,24 @@ struct pair_fixture {
     return done.wait(r.transfer_id);
   }
 
+  const uint8_t* landed(uint64_t block) const {
+    return static_cast<const uint8_t*>(landing.base) + block * landing.block_stride;
+  }
+
   // Every destination block holds its source's pattern; every other one is still zero.
   void verify(const std::vector<uint32_t>& s, const std::vector<uint32_t>& d) const {
-    std::vector<bool> written(dst.region().num_blocks, false);
+    std::vector<bool> written(landing.num_blocks, false);
     for (size_t i = 0; i < s.size(); ++i) {
       written[d[i]] = true;
-      auto bad = find_mismatch(dst.block(d[i]), layout_.bytes_per_block, block_seed(seed_, s[i]));
+      auto bad = find_mismatch(landed(d[i]), layout_.bytes_per_block, block_seed(seed_, s[i]));
       BOOST_TEST(!bad.has_value(), "block " << s[i] << " -> " << d[i] << " differs at byte "
                                             << bad.value_or(0));
     }
     for (uint64_t b = 0; b < written.size(); ++b) {
       if (written[b])
         continue;
-      const uint8_t* p = dst.block(b);
-      BOOST_TEST(std::all_of(p, p + dst.region().block_stride, [](uint8_t x) { return x == 0; }),
+      const uint8_t* p = landed(b);
+      BOOST_TEST(std::all_of(p, p + landing.block_stride, [](uint8_t x) { return x == 0; }),
                  "block " << b << " was written but is not a destination");
     }
   }
@@ -87,6 +109,7 @@ struct pair_fixture {
   protocol::kv_layout layout_;
   host_region src;
   host_region dst;
+  kv_region landing; ///< where blocks land: dst, or the receiver's own region
   uint64_t seed_;
   status_waiter received;
   status_waiter done;
@@ -183,7 +206,7 @@ BOOST_DATA_TEST_CASE(layout_mismatch_is_rejected, bdata::make(all_backends), b) 
   host_region src{4, small_layout.bytes_per_block};
   host_region dst{4, other.bytes_per_block};
   status_waiter received, done;
-  auto r = make_kv_receiver(b.transport, {other, dst.region(), received.callback(), options_for(b)});
+  auto r = make_kv_receiver(b.transport, receiver_config(b, other, dst, received.callback()));
   BOOST_REQUIRE(static_cast<bool>(r));
   auto s = make_kv_sender(b.transport, {small_layout, src.region(), options_for(b)});
   BOOST_REQUIRE(static_cast<bool>(s));
