@@ -1,7 +1,9 @@
-// The UCX (ucp) KV transport: the receiver maps its region and offers its worker address
-// and rkey; the sender opens an endpoint and moves blocks by active messages (rendezvous,
-// CMA on one host) or RMA put + flush, then sends done and waits for the receiver's ack.
-// One progress thread per object. Thread rules: as kv_transport.hpp.
+// The UCX (ucp) KV transport: the receiver maps (or allocates, in shared memory) its region
+// and offers its worker address and rkey; the sender opens an endpoint and moves blocks by
+// active messages (rendezvous, CMA on one host), RMA put + flush, or memcpy on its copy
+// threads into a same-host receiver's shared memory it mapped (ucp_rkey_ptr), then sends
+// done and waits for the receiver's ack. One progress thread per object (plus the sender's
+// copy threads). Thread rules: as kv_transport.hpp.
 #pragma once
 
 #include "planes/transfer/kv_transport.hpp"

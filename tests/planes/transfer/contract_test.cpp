@@ -1,6 +1,7 @@
 // The kv_transport contract, run against every transport in one process: inproc,
-// tcp on loopback, ucx with active messages (single runs and iov batches) and ucx with
-// RMA put; then hostile bytes on the tcp receiver's port. Deadlines only bound a
+// tcp on loopback, ucx with active messages (single runs and iov batches), ucx with
+// RMA put and ucx into a receiver's own shared memory (direct copies); then hostile
+// bytes on the tcp receiver's port. Deadlines only bound a
 // failing test; nothing asserts on speed.
 #include "planes/transfer/frame.hpp"
 #include "planes/transfer/inproc_transport.hpp"
