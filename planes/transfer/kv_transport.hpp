@@ -76,6 +76,8 @@ struct ucx_transport_options {
   /// (kv_receiver_config::allocate_region) is mapped here with ucp_rkey_ptr and
   /// written directly, one memcpy per byte, by this many copy threads; then the
   /// receiver is told by a done message. 0: active messages for every receiver.
+  /// The mapping lasts until the endpoint fails (error mode peer) or the sender
+  /// goes; a dead receiver's memory stays mapped here until then.
   uint32_t copy_threads = 2;
 };
 
