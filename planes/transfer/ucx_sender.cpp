@@ -30,6 +30,8 @@ constexpr uint64_t max_batch_bytes = uint64_t{64} << 20;
 // Data messages in flight per transfer.
 constexpr int max_outstanding = 16;
 constexpr uint32_t max_copy_threads = 16;
+// Direct copies this small run on the progress thread.
+constexpr uint64_t inline_copy_bytes = uint64_t{8} << 20;
 
 // A same-host receiver's region mapped into this process (ucp_rkey_ptr). Released
 // (ucp_rkey_destroy, which unmaps) on the progress thread once no copy uses it.
@@ -331,13 +333,18 @@ void ucx_sender::post_direct(const std::shared_ptr<transfer>& t) {
     total += r.length;
   t->bytes = total;
   t->posted = true;
+  const auto* base = static_cast<const uint8_t*>(config_.region.base);
+  if (total <= inline_copy_bytes) { // hand-offs to the copy threads would cost more
+    for (const copy_run& r : t->runs)
+      std::memcpy(t->to->mapped->base + r.dst_offset, base + r.src_offset, r.length);
+    return copied(t, true);
+  }
   const size_t lanes = copiers_.size();
   auto left = std::make_shared<std::atomic<size_t>>(lanes);
   auto ok = std::make_shared<std::atomic<bool>>(true);
-  const auto* src = static_cast<const uint8_t*>(config_.region.base);
   for (size_t k = 0; k < lanes; ++k) {
     auto share = slice_runs(t->runs, total * k / lanes, total * (k + 1) / lanes);
-    copiers_[k]->post([this, t, map = t->to->mapped, src, share = std::move(share), left, ok](bool cancelled) {
+    copiers_[k]->post([this, t, map = t->to->mapped, src = base, share = std::move(share), left, ok](bool cancelled) {
       if (cancelled)
         ok->store(false);
       else
