@@ -162,6 +162,21 @@ BOOST_DATA_TEST_CASE(random_blocks_land_byte_exact, bdata::make(all_backends), b
   }
 }
 
+BOOST_DATA_TEST_CASE(a_transfer_past_8_mib_lands_byte_exact, bdata::make(all_backends), b) {
+  // 10 MiB: past the size that ucx copies inline, so direct copies are split
+  // across the copy threads, a cut falling inside a run of merged blocks.
+  const uint64_t bpb = large_layout.bytes_per_block;
+  pair_fixture f{b, large_layout, 160, 200, bpb};
+  auto s = random_ids(150, 150, 3);
+  auto d = random_ids(150, 190, 4);
+  for (uint32_t i = 0; i < 10; ++i) { // a run of ten consecutive blocks on both sides, mid-transfer
+    s.insert(s.begin() + 75 + i, 150 + i);
+    d.insert(d.begin() + 75 + i, 190 + i);
+  }
+  expect_landed(f.run(f.request(1, s, d)), 160, 160 * bpb);
+  f.verify(s, d);
+}
+
 BOOST_DATA_TEST_CASE(strided_destination_blocks, bdata::make(all_backends), b) {
   const uint64_t bpb = large_layout.bytes_per_block;
   pair_fixture f{b, large_layout, 8, 8, bpb + 4096};
