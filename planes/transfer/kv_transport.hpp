@@ -74,8 +74,9 @@ struct ucx_transport_options {
   std::chrono::microseconds progress_spin{0};
   /// Sender: a receiver on this host whose region UCX allocated in shared memory
   /// (kv_receiver_config::allocate_region) is mapped here with ucp_rkey_ptr and
-  /// written directly, one memcpy per byte, by this many copy threads; then the
-  /// receiver is told by a done message. 0: active messages for every receiver.
+  /// written directly, one memcpy per byte, by this many copy threads (transfers up
+  /// to 8 MiB by the progress thread itself); then the receiver is told by a done
+  /// message. 0: active messages for every receiver.
   /// The mapping lasts until the endpoint fails (error mode peer) or the sender
   /// goes; a dead receiver's memory stays mapped here until then.
   uint32_t copy_threads = 2;
