@@ -63,8 +63,7 @@ public:
 
   ~ucx_sender() override {
     stopping_ = true;
-    copiers_.clear(); // joins; their completions still reach the running worker
-    worker_->stop();  // runs shutdown(): cancels transfers, closes endpoints
+    worker_->stop(); // runs shutdown(): joins the copy threads, cancels transfers, closes endpoints
     worker_.reset();
     for (auto* o : ops_)
       delete o;
@@ -116,6 +115,15 @@ private:
     size_t next = 0;          // first run not issued yet
     bool finished = false;
   };
+  // One transfer's direct copies, split over the copy threads. Owned by the
+  // progress thread (direct_), so the mapping is only ever released there; the
+  // copy threads use it until they count `left` down.
+  struct direct_job {
+    std::shared_ptr<transfer> t;
+    std::shared_ptr<mapping> map;
+    std::atomic<size_t> left{0};
+    std::atomic<bool> ok{true};
+  };
   enum class op_kind : uint8_t { data, flush, ctrl };
   struct op {
     ucx_sender* self = nullptr;
@@ -137,6 +145,7 @@ private:
   bool post_batch(const std::shared_ptr<transfer>& t);
   void post_direct(const std::shared_ptr<transfer>& t);
   void copied(const std::shared_ptr<transfer>& t, bool ok);
+  void direct_done(uint64_t job);
   void try_map(peer& p, const protocol::kv_ucx_descriptor& d);
   ucp_request_param_t data_param(op* o) const;
   bool issue(const std::shared_ptr<transfer>& t, op_kind kind, ucs_status_ptr_t req, op* o);
@@ -158,6 +167,8 @@ private:
   kv_sender_config config_;
   std::unique_ptr<ucx_worker> worker_;
   std::vector<std::unique_ptr<task_thread>> copiers_; ///< direct copies (same-host shared memory)
+  std::map<uint64_t, std::unique_ptr<direct_job>> direct_; ///< by job number; progress thread only
+  uint64_t next_job_ = 0;
   ucp_mem_h memh_ = nullptr;
   std::map<uint64_t, std::unique_ptr<peer>> peers_; // by receiver id
   std::map<uint64_t, std::shared_ptr<transfer>> in_flight_;
@@ -340,20 +351,33 @@ void ucx_sender::post_direct(const std::shared_ptr<transfer>& t) {
     return copied(t, true);
   }
   const size_t lanes = copiers_.size();
-  auto left = std::make_shared<std::atomic<size_t>>(lanes);
-  auto ok = std::make_shared<std::atomic<bool>>(true);
+  const uint64_t key = next_job_++;
+  auto& job = direct_[key] = std::make_unique<direct_job>();
+  job->t = t;
+  job->map = t->to->mapped;
+  job->left = lanes;
+  direct_job* raw = job.get(); // lives until direct_done, after every lane counted down
   for (size_t k = 0; k < lanes; ++k) {
     auto share = slice_runs(t->runs, total * k / lanes, total * (k + 1) / lanes);
-    copiers_[k]->post([this, t, map = t->to->mapped, src = base, share = std::move(share), left, ok](bool cancelled) {
+    copiers_[k]->post([this, raw, key, src = base, share = std::move(share)](bool cancelled) {
       if (cancelled)
-        ok->store(false);
+        raw->ok = false;
       else
         for (const copy_run& r : share)
-          std::memcpy(map->base + r.dst_offset, src + r.src_offset, r.length);
-      if (left->fetch_sub(1) == 1) // `map` lives until the progress thread runs this
-        (void)worker_->post([this, t, map, ok] { copied(t, ok->load()); });
+          std::memcpy(raw->map->base + r.dst_offset, src + r.src_offset, r.length);
+      if (raw->left.fetch_sub(1) == 1) // the last lane: `raw` is not touched after this
+        (void)worker_->post([this, key] { direct_done(key); });
     });
   }
+}
+
+void ucx_sender::direct_done(uint64_t key) {
+  auto it = direct_.find(key);
+  if (it == direct_.end())
+    return;
+  auto job = std::move(it->second);
+  direct_.erase(it);
+  copied(job->t, job->ok.load()); // the mapping reference goes here, on this thread
 }
 
 void ucx_sender::copied(const std::shared_ptr<transfer>& t, bool ok) {
@@ -591,13 +615,15 @@ clock::time_point ucx_sender::next_wake() const {
 
 void ucx_sender::shutdown() {
   stopping_ = true;
+  copiers_.clear(); // joins; lanes still queued count down cancelled, their posts refused
+  direct_.clear();  // so no copy uses a mapping any more
   std::vector<std::shared_ptr<transfer>> left;
   for (auto& [id, t] : in_flight_)
     left.push_back(t);
   for (auto& t : left)
     fail(t, errc::cancelled, "kv sender destroyed");
   for (auto& [id, p] : peers_) {
-    p->mapped.reset(); // the copy threads are joined: nothing else holds it
+    p->mapped.reset(); // the copy threads are joined and their jobs gone
     if (p->rkey)
       ucp_rkey_destroy(p->rkey);
     p->rkey = nullptr;
