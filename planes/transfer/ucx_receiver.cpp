@@ -96,7 +96,7 @@ private:
   mutable std::mutex info_mutex_;
   std::string info_;
   clock::time_point next_tick_ = clock::now();
-  bool closing_ = false;
+  std::atomic<bool> closing_{false}; // set by the destructor, read on the progress thread
 };
 
 expected<std::unique_ptr<kv_receiver>> ucx_receiver::create(kv_receiver_config c) {
