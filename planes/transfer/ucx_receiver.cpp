@@ -125,18 +125,11 @@ expected<void> ucx_receiver::setup() {
   worker_ = std::move(*w);
   const uint64_t bytes = config_.region.num_blocks * config_.region.block_stride;
   if (bytes > 0) {
-    if (config_.allocate_region) {
-      auto a = worker_->allocate(bytes);
-      if (!a)
-        return a.error();
-      memh_ = a->first;
-      config_.region.base = a->second;
-    } else {
-      auto m = worker_->map(config_.region.base, bytes);
-      if (!m)
-        return m.error();
-      memh_ = *m;
-    }
+    auto m = worker_->map(config_.region.base, bytes); // allocate_region: base is null
+    if (!m)
+      return m.error();
+    memh_ = m->memh;
+    config_.region.base = m->base;
     void* packed = nullptr;
     size_t size = 0;
     if (auto st = ucp_rkey_pack(worker_->context(), memh_, &packed, &size); st != UCS_OK)

@@ -189,7 +189,7 @@ expected<std::unique_ptr<kv_sender>> ucx_sender::create(kv_sender_config c) {
     auto m = self->worker_->map(self->config_.region.base, bytes);
     if (!m)
       return m.error();
-    self->memh_ = *m;
+    self->memh_ = m->memh;
   }
   ucp_am_handler_param_t hp{};
   hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |

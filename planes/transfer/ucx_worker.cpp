@@ -126,34 +126,27 @@ bool ucx_worker::post(std::function<void()> fn) {
   return true;
 }
 
-expected<ucp_mem_h> ucx_worker::map(void* base, uint64_t length) {
-  ucp_mem_map_params_t mp{};
-  mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-  mp.address = base;
-  mp.length = length;
-  ucp_mem_h memh = nullptr;
-  if (auto st = ucp_mem_map(context_, &mp, &memh); st != UCS_OK)
-    return ucx_error(st, "ucp_mem_map");
-  maps_.push_back(memh);
-  return memh;
-}
-
-expected<std::pair<ucp_mem_h, void*>> ucx_worker::allocate(uint64_t length) {
+expected<ucx_worker::mapped> ucx_worker::map(void* base, uint64_t length) {
+  const bool allocate = base == nullptr;
   ucp_mem_map_params_t mp{};
   mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
                   UCP_MEM_MAP_PARAM_FIELD_FLAGS;
-  mp.address = nullptr;
+  mp.address = base;
   mp.length = length;
-  mp.flags = UCP_MEM_MAP_ALLOCATE;
-  ucp_mem_h memh = nullptr;
-  if (auto st = ucp_mem_map(context_, &mp, &memh); st != UCS_OK)
-    return ucx_error(st, "ucp_mem_map (allocate)");
-  maps_.push_back(memh);
-  ucp_mem_attr_t attr{};
-  attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
-  if (auto st = ucp_mem_query(memh, &attr); st != UCS_OK)
-    return ucx_error(st, "ucp_mem_query");
-  return std::pair{memh, attr.address};
+  mp.flags = allocate ? UCP_MEM_MAP_ALLOCATE : 0;
+  mapped m;
+  if (auto st = ucp_mem_map(context_, &mp, &m.memh); st != UCS_OK)
+    return ucx_error(st, allocate ? "ucp_mem_map (allocate)" : "ucp_mem_map");
+  maps_.push_back(m.memh);
+  m.base = base;
+  if (allocate) {
+    ucp_mem_attr_t attr{};
+    attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
+    if (auto st = ucp_mem_query(m.memh, &attr); st != UCS_OK)
+      return ucx_error(st, "ucp_mem_query");
+    m.base = attr.address;
+  }
+  return m;
 }
 
 void ucx_worker::run_tasks() {

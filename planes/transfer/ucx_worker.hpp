@@ -60,11 +60,14 @@ public:
   void stop();
   /// Runs `fn` on the progress thread; false when it is stopping (fn not run).
   bool post(std::function<void()> fn);
-  /// Registers the memory [base, base + length) with this context.
-  [[nodiscard]] expected<ucp_mem_h> map(void* base, uint64_t length);
-  /// Allocates `length` bytes with UCX (shared memory where UCX's memory domains
-  /// allow, so same-host peers can map them), unmapped with the context.
-  [[nodiscard]] expected<std::pair<ucp_mem_h, void*>> allocate(uint64_t length);
+  struct mapped {
+    ucp_mem_h memh = nullptr;
+    void* base = nullptr;
+  };
+  /// Registers the memory [base, base + length) with this context; with a null
+  /// base, UCX allocates `length` bytes (shared memory where its memory domains
+  /// allow, so same-host peers can map them). Unmapped with the context.
+  [[nodiscard]] expected<mapped> map(void* base, uint64_t length);
 
 private:
   ucx_worker() = default;
