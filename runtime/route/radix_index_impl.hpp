@@ -166,6 +166,8 @@ struct radix_index::impl {
   /// parent with what is left. REQUIRES: none of them has a worker.
   void free_subtree(uint32_t top);
   void remove_from_subtree(uint32_t top, uint32_t slot);
+  /// After `touched` segments lost a worker: frees those left empty, merges the rest.
+  void settle_touched();
   [[nodiscard]] size_t remove_slot(uint32_t slot);
   void prune_if_needed();
 

@@ -23,18 +23,7 @@ size_t radix_index::impl::remove_slot(uint32_t slot) {
   entries -= removed;
   ws.lookup.clear();
   ws.alias.clear();
-  // Worker-free segments form whole subtrees (a worker of a segment is one of
-  // its parent's); free each from its top, whose parent still has workers.
-  for (uint32_t s : touched) {
-    if (!seg_alive(s) || !empty(s))
-      continue;
-    const uint32_t parent = segs[s].parent;
-    if (parent == root_seg || !empty(parent))
-      free_subtree(s);
-  }
-  for (uint32_t s : touched)
-    if (seg_alive(s))
-      try_merge(s);
+  settle_touched();
   release_slot_if_empty(slot);
   return removed;
 }

@@ -187,11 +187,20 @@ void radix_index::impl::remove_from_subtree(uint32_t top, uint32_t slot) {
       if (has(c, slot))
         stack.push_back(c);
   }
-  // Pre-order: an emptied segment comes before its descendants, which its
-  // free takes along.
-  for (uint32_t s : touched)
-    if (seg_alive(s) && empty(s))
+  settle_touched();
+}
+
+// Worker-free segments form whole subtrees (a worker of a segment is one of its
+// parent's): frees each from its top, whose parent still has workers, then
+// merges the survivors whose worker sets now agree with their only child's.
+void radix_index::impl::settle_touched() {
+  for (uint32_t s : touched) {
+    if (!seg_alive(s) || !empty(s))
+      continue;
+    const uint32_t parent = segs[s].parent;
+    if (parent == root_seg || !empty(parent))
       free_subtree(s);
+  }
   for (uint32_t s : touched)
     if (seg_alive(s))
       try_merge(s);
