@@ -257,7 +257,13 @@ caf::actor spawn_router(caf::actor_system& sys, router_actor_config cfg,
     st.cfg = cfg;
     st.client = client;
     uint64_t seed = cfg.seed != 0 ? cfg.seed : std::random_device{}();
-    st.router = std::make_unique<route::kv_router>(cfg.kv, cfg.block_size, cfg.mode, seed);
+    // Resync requests come from the router's event threads: they reach this
+    // actor as messages (by address, so the router does not keep it alive).
+    auto sink = [addr = self->address()](protocol::kv_resync_request req) {
+      if (auto me = caf::actor_cast<caf::actor>(addr))
+        caf::anon_send(me, resync_atom::value, std::move(req), 0);
+    };
+    st.router = std::make_unique<route::kv_router>(cfg.kv, cfg.block_size, cfg.mode, seed, sink);
     return {
       [self](add_worker_atom, const worker_info& w) {
         auto& st = self->state;
@@ -266,7 +272,7 @@ caf::actor spawn_router(caf::actor_system& sys, router_actor_config cfg,
         e.info = w;
         e.down_until = {};
         if (fresh) {
-          request_resync(self, st.router->add_worker({w.instance_id, 0}));
+          st.router->add_worker({w.instance_id, 0}); // its dump request comes back as resync_atom
           spdlog::info("{}: worker {:016x} at {} joined", st.cfg.name, w.instance_id, w.address);
         }
       },
@@ -287,13 +293,9 @@ caf::actor spawn_router(caf::actor_system& sys, router_actor_config cfg,
                          st.cfg.quarantine.count());
         }
       },
-      [self](kv_event_atom, const protocol::router_event& ev) {
-        if (auto req = self->state.router->on_event(ev))
-          request_resync(self, *req);
-      },
-      [self](replay_atom, const protocol::kv_replay& replay) {
-        if (auto req = self->state.router->on_replay(replay))
-          request_resync(self, *req);
+      [self](kv_event_atom, protocol::router_event& ev) { self->state.router->on_event(std::move(ev)); },
+      [self](replay_atom, protocol::kv_replay& replay) {
+        self->state.router->on_replay(std::move(replay));
       },
       [self](resync_atom, const protocol::kv_resync_request& req, int attempt) {
         request_resync(self, req, attempt);

@@ -8,11 +8,23 @@
 
 namespace dynamo::route {
 
+namespace {
+
+kv_indexer_options indexer_options(const kv_router_config& c) {
+  kv_indexer_options o;
+  o.index = radix_index_options{static_cast<size_t>(c.router_max_tree_size),
+                                c.router_prune_target_ratio};
+  // Approximate mode writes from route() itself: applied at once, on the caller.
+  o.event_threads = c.use_kv_events ? c.router_event_threads : 1;
+  return o;
+}
+
+} // namespace
+
 kv_router::kv_router(kv_router_config config, uint32_t block_size, router_mode mode,
-                     uint64_t seed)
+                     uint64_t seed, resync_sink sink)
     : config_(std::move(config)), block_size_(block_size == 0 ? 1 : block_size), mode_(mode),
-      index_(radix_index_options{static_cast<size_t>(config_.router_max_tree_size),
-                                 config_.router_prune_target_ratio}),
+      index_(indexer_options(config_), std::move(sink)),
       sequences_(block_size_), kv_selector_(seed), random_(seed ^ 0x5bd1e995u),
       hash_rng_(seed + 1) {}
 
@@ -121,7 +133,7 @@ void kv_router::record_approximate(const worker_key& w, std::span<const uint64_t
   ev.event.kind = protocol::kv_event_kind::stored;
   for (size_t i = 0; i < local.size(); ++i)
     ev.event.blocks.push_back({seq[i], local[i]});
-  (void)index_.apply(ev);
+  index_.apply_unsequenced(std::move(ev));
 }
 
 bool kv_router::mark_prefill_completed(const std::string& request_id) {
@@ -130,32 +142,15 @@ bool kv_router::mark_prefill_completed(const std::string& request_id) {
 
 bool kv_router::free(const std::string& request_id) { return sequences_.free(request_id); }
 
-std::optional<protocol::kv_resync_request>
-kv_router::on_event(const protocol::router_event& event) {
-  sequence_step step = sequencer_.on_event(event);
-  if (step.verdict == sequence_verdict::apply)
-    (void)index_.apply(event); // statuses are counted by the index
-  return step.resync;
-}
+void kv_router::on_event(protocol::router_event event) { index_.on_event(std::move(event)); }
 
-std::optional<protocol::kv_resync_request>
-kv_router::on_replay(const protocol::kv_replay& replay) {
-  recovery_step step = sequencer_.on_replay(replay);
-  if (step.replace)
-    (void)index_.replace_worker(worker_key{replay.worker_id, replay.dp_rank}, step.dump);
-  for (const protocol::router_event& ev : step.ready)
-    (void)index_.apply(ev);
-  return step.resync;
-}
+void kv_router::on_replay(protocol::kv_replay replay) { index_.on_replay(std::move(replay)); }
 
-protocol::kv_resync_request kv_router::add_worker(const worker_key& worker) {
-  return sequencer_.request_dump(worker);
-}
+void kv_router::add_worker(const worker_key& worker) { index_.add_worker(worker); }
 
 void kv_router::remove_worker(uint64_t worker_id) {
-  (void)index_.remove_worker(worker_id);
+  index_.remove_worker(worker_id);
   (void)sequences_.remove_worker(worker_id);
-  sequencer_.forget(worker_id);
 }
 
 } // namespace dynamo::route

@@ -1,7 +1,8 @@
-// The router's decision core: prefix index (fed by KV events through an
-// event_sequencer) + predicted load (active_sequences) + selector, behind
+// The router's decision core: prefix index (a kv_indexer, fed by KV events on
+// its own event threads) + predicted load (active_sequences) + selector, behind
 // route() and the request lifecycle calls. Owned by the router actor (or the
-// simulation benchmark); not thread-safe.
+// simulation benchmark); not thread-safe, except that resync requests reach the
+// sink on an event thread.
 #pragma once
 
 #include "runtime/core/error.hpp"
@@ -9,8 +10,7 @@
 #include "runtime/protocol/kv_recovery.hpp"
 #include "runtime/route/active_sequences.hpp"
 #include "runtime/route/config.hpp"
-#include "runtime/route/event_sequencer.hpp"
-#include "runtime/route/radix_index.hpp"
+#include "runtime/route/kv_indexer.hpp"
 #include "runtime/route/selector.hpp"
 
 #include <cstdint>
@@ -42,10 +42,16 @@ struct route_decision {
 /// every candidate (research/dynamo.md 3.6), choose, and book the request on the
 /// chosen worker. Call mark_prefill_completed() on its first token and free() at
 /// its end. Without KV events (--no-kv-events) the index is fed from the
-/// router's own decisions instead (approximate mode; size-bounded, no TTL yet).
+/// router's own decisions instead (approximate mode; size-bounded, no TTL yet;
+/// applied on the caller, so the next route() sees it).
+///
+/// KV events are applied by `router_event_threads` event threads (one: on the
+/// caller), so route() sees an event shortly after on_event() returns, not at
+/// once; flush() waits for them. Resync requests go to `sink`.
 class kv_router {
 public:
-  kv_router(kv_router_config config, uint32_t block_size, router_mode mode, uint64_t seed);
+  kv_router(kv_router_config config, uint32_t block_size, router_mode mode, uint64_t seed,
+            resync_sink sink = {});
 
   /// Chooses a worker and books the request on it. errc::no_workers without
   /// candidates, errc::invalid_argument for a duplicate id or bad input.
@@ -58,20 +64,20 @@ public:
   [[nodiscard]] bool mark_prefill_completed(const std::string& request_id);
   [[nodiscard]] bool free(const std::string& request_id);
 
-  /// A KV event from the event plane: applied in order; returns a resync
-  /// request to send to the worker when a gap opened.
-  [[nodiscard]] std::optional<protocol::kv_resync_request>
-  on_event(const protocol::router_event& event);
+  /// A KV event from the event plane: applied in order per worker; when a gap
+  /// opens, a resync request goes to the sink.
+  void on_event(protocol::router_event event);
   /// The worker's answer to a resync request.
-  [[nodiscard]] std::optional<protocol::kv_resync_request>
-  on_replay(const protocol::kv_replay& replay);
+  void on_replay(protocol::kv_replay replay);
+  /// Returns once every event and replay given before the call is applied.
+  void flush() { index_.flush(); }
 
-  /// A newly discovered worker: returns the dump request to send it.
-  [[nodiscard]] protocol::kv_resync_request add_worker(const worker_key& worker);
+  /// A newly discovered worker: its dump request goes to the sink.
+  void add_worker(const worker_key& worker);
   /// Discovery expiry: forget its blocks, bookings and event stream.
   void remove_worker(uint64_t worker_id);
 
-  [[nodiscard]] const radix_index& index() const noexcept { return index_; }
+  [[nodiscard]] const kv_indexer& index() const noexcept { return index_; }
   [[nodiscard]] const active_sequences& sequences() const noexcept { return sequences_; }
   [[nodiscard]] const kv_router_config& config() const noexcept { return config_; }
   [[nodiscard]] router_mode mode() const noexcept { return mode_; }
@@ -87,8 +93,7 @@ private:
   kv_router_config config_;
   uint32_t block_size_;
   router_mode mode_;
-  radix_index index_;
-  event_sequencer sequencer_;
+  kv_indexer index_;
   active_sequences sequences_;
   kv_selector kv_selector_;
   round_robin_selector round_robin_;

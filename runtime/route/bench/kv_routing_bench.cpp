@@ -71,7 +71,9 @@ struct sim_result {
 class simulation {
 public:
   simulation(const options& o, router_mode mode, const std::vector<trace_record>& trace)
-      : o_(o), trace_(trace), router_(kv_router_config{}, o.engine.block_size, mode, o.seed) {
+      : o_(o), trace_(trace),
+        router_(inline_events(), o.engine.block_size, mode, o.seed,
+                [this](const protocol::kv_resync_request&) { ++result_.resyncs; }) {
     for (uint32_t w = 0; w < o.workers; ++w) {
       auto core = mocker::make_engine(o.engine);
       if (!core) {
@@ -173,8 +175,7 @@ private:
     double now = e.step_end_us;
     result_.end_us = std::max(result_.end_us, now);
     for (const auto& ev : e.pending.kv_events)
-      if (router_.on_event(protocol::router_event{e.key.worker_id, ev}))
-        ++result_.resyncs;
+      router_.on_event(protocol::router_event{e.key.worker_id, ev});
     for (const auto& out : e.pending.outputs)
       on_output(out, now);
     e.pending = {};
@@ -197,6 +198,14 @@ private:
       if (!router_.free(out.request_id))
         ++result_.lifecycle_mismatches;
     }
+  }
+
+  /// Dynamo's defaults, with events applied on this thread: virtual time needs
+  /// each event in the index before the next routing decision.
+  static kv_router_config inline_events() {
+    kv_router_config c;
+    c.router_event_threads = 1;
+    return c;
   }
 
   const options& o_;

@@ -51,7 +51,8 @@ BOOST_AUTO_TEST_SUITE(kv_router_decisions)
 BOOST_AUTO_TEST_CASE(a_request_goes_to_the_worker_caching_its_prefix) {
   kv_router router(kv_router_config{}, bs, router_mode::kv, 1);
   auto system = prompt(1, 32);
-  BOOST_TEST(!router.on_event(cached(2, system, 0)));
+  router.on_event(cached(2, system, 0));
+  router.flush(); // event threads (Dynamo\'s default 4)
   auto p = prompt(1, 40); // the 32 cached tokens plus 8 more
   auto d = router.route(request("r1", p));
   BOOST_REQUIRE(d);
@@ -92,7 +93,8 @@ BOOST_AUTO_TEST_CASE(active_requests_sharing_a_prefix_add_only_their_new_blocks)
 
 BOOST_AUTO_TEST_CASE(overrides_and_pinning_change_the_decision) {
   kv_router router(kv_router_config{}, bs, router_mode::kv, 1);
-  BOOST_TEST(!router.on_event(cached(2, prompt(1, 32), 0)));
+  router.on_event(cached(2, prompt(1, 32), 0));
+  router.flush(); // event threads (Dynamo\'s default 4)
   auto p = prompt(1, 32);
   auto r = request("r", p);
   r.pinned = worker_key{1, 0};
@@ -128,7 +130,8 @@ BOOST_AUTO_TEST_CASE(bad_requests_are_error_values) {
 
 BOOST_AUTO_TEST_CASE(round_robin_mode_ignores_the_cache) {
   kv_router router(kv_router_config{}, bs, router_mode::round_robin, 1);
-  BOOST_TEST(!router.on_event(cached(2, prompt(1, 32), 0)));
+  router.on_event(cached(2, prompt(1, 32), 0));
+  router.flush(); // event threads (Dynamo\'s default 4)
   auto p = prompt(1, 32);
   auto a = router.route(request("a", p));
   auto b = router.route(request("b", p));
@@ -154,16 +157,25 @@ BOOST_AUTO_TEST_CASE(approximate_mode_learns_from_its_own_decisions) {
 }
 
 BOOST_AUTO_TEST_CASE(removing_a_worker_forgets_its_cache_and_load) {
-  kv_router router(kv_router_config{}, bs, router_mode::kv, 1);
-  BOOST_TEST(!router.on_event(cached(2, prompt(1, 32), 0)));
+  test::resync_inbox inbox;
+  kv_router router(kv_router_config{}, bs, router_mode::kv, 1, inbox.sink());
+  router.on_event(cached(2, prompt(1, 32), 0));
+  router.flush(); // event threads (Dynamo\'s default 4)
   auto p = prompt(1, 32);
   BOOST_REQUIRE(router.route(request("a", p)));
   router.remove_worker(2);
+  router.flush();
   BOOST_TEST(router.index().tree_size(worker_key{2, 0}) == 0u);
+  BOOST_TEST(router.index().entry_count() == 0u);
   BOOST_TEST(router.sequences().active_requests(worker_key{2, 0}) == 0u);
-  auto ask = router.add_worker(worker_key{2, 0});
-  BOOST_TEST(ask.from_id == 0u);
-  BOOST_TEST(ask.to_id == UINT64_MAX);
+  BOOST_TEST(!inbox.take());
+  router.add_worker(worker_key{2, 0});
+  router.flush();
+  auto ask = inbox.take();
+  BOOST_REQUIRE(ask);
+  BOOST_TEST(ask->worker_id == 2u);
+  BOOST_TEST(ask->from_id == 0u);
+  BOOST_TEST(ask->to_id == UINT64_MAX);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -44,6 +44,22 @@ std::vector<std::array<uint64_t, 3>> canonical(const std::vector<protocol::kv_ev
   return out;
 }
 
+kv_router_config with_event_threads(uint32_t n) {
+  kv_router_config c;
+  c.router_event_threads = n;
+  return c;
+}
+
+/// Answers every resync request the router has sent, from `worker`'s buffer,
+/// until none is left (each answer may open another).
+void answer_resyncs(kv_router& router, resync_inbox& inbox, const worker_event_buffer& worker) {
+  router.flush();
+  while (auto ask = inbox.take()) {
+    router.on_replay(worker.query(*ask));
+    router.flush();
+  }
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(event_sequencer_gaps)
@@ -191,8 +207,11 @@ BOOST_AUTO_TEST_CASE(non_consecutive_ids_are_refused) {
 // The router misses events older than the worker's ring: it asks, receives a
 // dump, and ends with exactly the worker's blocks.
 BOOST_AUTO_TEST_CASE(a_router_that_missed_events_converges_to_the_worker_state) {
+ for (uint32_t threads : {1u, 4u}) {
+  BOOST_TEST_CONTEXT("event threads " << threads) {
   worker_event_buffer worker(w5, 4);
-  kv_router router(kv_router_config{}, 16, router_mode::kv, 1);
+  resync_inbox inbox;
+  kv_router router(with_event_threads(threads), 16, router_mode::kv, 1, inbox.sink());
   std::vector<protocol::router_event> published;
   hashes chain;
   for (uint64_t id = 0; id < 10; ++id) {
@@ -205,22 +224,35 @@ BOOST_AUTO_TEST_CASE(a_router_that_missed_events_converges_to_the_worker_state) 
     BOOST_REQUIRE(worker.record(ev.event));
     published.push_back(ev);
   }
-  BOOST_TEST(!router.on_event(published[0]));
-  BOOST_TEST(!router.on_event(published[1]));
-  auto ask = router.on_event(published[9]); // 2..8 lost
+  router.on_event(published[0]);
+  router.on_event(published[1]);
+  router.flush();
+  BOOST_TEST(!inbox.take());
+  router.on_event(published[9]); // 2..8 lost
+  router.flush();
+  auto ask = inbox.take();
   BOOST_REQUIRE(ask);
   BOOST_TEST(ask->from_id == 2u);
   BOOST_TEST(ask->to_id == 8u);
   auto answer = worker.query(*ask);
   BOOST_TEST(answer.is_dump); // 2 fell out of the 4-event ring
-  BOOST_TEST(!router.on_replay(answer));
-  const radix_index& idx = router.index();
+  router.on_replay(answer);
+  router.flush();
+  BOOST_TEST(!inbox.take());
+  const kv_indexer& idx = router.index();
   BOOST_TEST(idx.tree_size(w5) == worker.blocks().tree_size(w5));
-  for (const hashes& q : {hashes{1, 2, 3, 4, 5}, hashes{1, 2, 3, 4, 9, 10}})
-    BOOST_TEST(idx.find_matches(q).blocks_of(w5) ==
-               worker.blocks().find_matches(q).blocks_of(w5));
-  BOOST_TEST(idx.find_matches(hashes{1, 2, 3, 4, 5}).blocks_of(w5) == 4u);
-  BOOST_TEST(idx.find_matches(hashes{1, 2, 3, 4, 9, 10}).blocks_of(w5) == 6u);
+  overlap_scores mine, theirs;
+  for (const hashes& q : {hashes{1, 2, 3, 4, 5}, hashes{1, 2, 3, 4, 9, 10}}) {
+    idx.find_matches(q, false, mine);
+    worker.blocks().find_matches(q, false, theirs);
+    BOOST_TEST(mine.blocks_of(w5) == theirs.blocks_of(w5));
+  }
+  idx.find_matches(hashes{1, 2, 3, 4, 5}, false, mine);
+  BOOST_TEST(mine.blocks_of(w5) == 4u);
+  idx.find_matches(hashes{1, 2, 3, 4, 9, 10}, false, mine);
+  BOOST_TEST(mine.blocks_of(w5) == 6u);
+  }
+ }
 }
 
 // Random events, random losses (and late duplicates) on the way to the router,
@@ -230,7 +262,9 @@ BOOST_AUTO_TEST_CASE(lossy_delivery_always_converges_to_the_worker_state) {
   for (uint64_t seed = 1; seed <= 10; ++seed) {
     std::mt19937_64 rng(seed);
     worker_event_buffer worker(w5, 8);
-    kv_router router(kv_router_config{}, 16, router_mode::kv, seed);
+    resync_inbox inbox;
+    kv_router router(with_event_threads(seed % 2 == 0 ? 4 : 1), 16, router_mode::kv, seed,
+                     inbox.sink());
     std::vector<hashes> held; // chains the worker stored, for parents and removals
     uint64_t next_local = 1;
     for (uint64_t id = 0; id < 400; ++id) {
@@ -250,17 +284,17 @@ BOOST_AUTO_TEST_CASE(lossy_delivery_always_converges_to_the_worker_state) {
       BOOST_REQUIRE(worker.record(ev.event));
       if (rng() % 5 == 0)
         continue; // lost on the event plane
-      auto ask = router.on_event(ev);
-      if (rng() % 7 == 0)
-        (void)router.on_event(ev); // delivered twice
-      while (ask)
-        ask = router.on_replay(worker.query(*ask));
+      bool twice = rng() % 7 == 0;
+      router.on_event(ev);
+      if (twice)
+        router.on_event(ev); // delivered twice
+      answer_resyncs(router, inbox, worker);
     }
     // A final event closes any trailing gap.
     auto last = with_id(store(5, {}, {next_local}), 400);
     BOOST_REQUIRE(worker.record(last.event));
-    for (auto ask = router.on_event(last); ask;)
-      ask = router.on_replay(worker.query(*ask));
+    router.on_event(last);
+    answer_resyncs(router, inbox, worker);
     BOOST_TEST(router.index().tree_size(w5) == worker.blocks().tree_size(w5));
     auto mine = canonical(router.index().dump_worker(w5, 0));
     BOOST_TEST(mine.size() == worker.blocks().tree_size(w5));

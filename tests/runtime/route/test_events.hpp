@@ -6,9 +6,14 @@
 #include "runtime/core/error.hpp"
 #include "runtime/kv/block_hash.hpp"
 #include "runtime/protocol/kv_event.hpp"
+#include "runtime/protocol/kv_recovery.hpp"
 #include "runtime/route/worker_key.hpp"
 
 #include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <optional>
 #include <ostream>
 #include <vector>
 
@@ -25,6 +30,29 @@ inline std::ostream& operator<<(std::ostream& os, const worker_key& w) {
 namespace dynamo::route::test {
 
 using hashes = std::vector<uint64_t>;
+
+/// Collects the resync requests a kv_router or kv_indexer sends, from any thread.
+class resync_inbox {
+public:
+  [[nodiscard]] std::function<void(protocol::kv_resync_request)> sink() {
+    return [this](protocol::kv_resync_request r) {
+      std::lock_guard lk{mtx_};
+      asks_.push_back(std::move(r));
+    };
+  }
+  [[nodiscard]] std::optional<protocol::kv_resync_request> take() {
+    std::lock_guard lk{mtx_};
+    if (asks_.empty())
+      return std::nullopt;
+    auto r = asks_.front();
+    asks_.pop_front();
+    return r;
+  }
+
+private:
+  std::mutex mtx_;
+  std::deque<protocol::kv_resync_request> asks_;
+};
 
 /// External (sequence) hash of the last block of `chain`.
 inline uint64_t ext(const hashes& chain) { return kv::sequence_hashes(chain).back(); }
