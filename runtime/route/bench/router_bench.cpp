@@ -6,12 +6,18 @@
 // right after the fill and again at the end (longer, fragmented chains); and the
 // fill under a memory bound that forces pruning. Events are generated before
 // any timing starts. Rates are given per wall second and per CPU second of the
-// thread (on a shared machine the two differ). Prints one JSON object.
+// thread (on a shared machine the two differ). Then the same phases through
+// kv_indexer (sequencing + sharded index) with each --event-threads count: a
+// dispatcher thread hands events over in batches and the rate is wall time from
+// the first hand-over until all are applied; find_matches is also timed while
+// another decode-style stream is being applied. Prints one JSON object.
+#include "runtime/route/kv_indexer.hpp"
 #include "runtime/route/radix_index.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <ctime>
 #include <chrono>
@@ -19,9 +25,12 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
 using namespace dynamo;
@@ -39,6 +48,8 @@ struct options {
   uint64_t churn_events = 200'000;
   uint64_t decode_events = 400'000;
   uint64_t seed = 1;
+  std::vector<uint32_t> event_threads{1, 2, 4};
+  uint32_t batch = 64; ///< events per hand-over to kv_indexer
 };
 
 struct conversation {
@@ -263,16 +274,30 @@ std::string rate_json(const char* name, size_t events, const apply_result& r) {
                      bl / r.seconds, ev / r.cpu_seconds, bl / r.cpu_seconds, r.not_ok);
 }
 
-std::string latency_json(const char* name, const radix_index& idx, generator& gen, uint32_t n) {
+/// find_matches latency over `n` queries; with `until`, calls `on_start` once
+/// the queries are built and stops early when `until` turns true.
+template <class Index>
+std::string latency_json(const char* name, const Index& idx, generator& gen, uint32_t n,
+                         const std::atomic<bool>* until = nullptr,
+                         const std::function<void()>& on_start = {}) {
   std::vector<std::vector<uint64_t>> queries(n);
   for (auto& q : queries)
     q = gen.query();
+  if (on_start)
+    on_start();
   overlap_scores scores;
   std::vector<double> us(n), cpu_us(n);
   uint64_t matched = 0;
   auto t0 = clk::now();
   double c0 = thread_cpu_seconds();
   for (uint32_t i = 0; i < n; ++i) {
+    if (until && until->load(std::memory_order_relaxed)) {
+      n = std::max<uint32_t>(i, 1);
+      us.resize(n);
+      cpu_us.resize(n);
+      queries.resize(n);
+      break;
+    }
     double ca = thread_cpu_seconds();
     auto a = clk::now();
     idx.find_matches(queries[i], false, scores);
@@ -311,6 +336,81 @@ std::string latency_json(const char* name, const radix_index& idx, generator& ge
                      at(cpu_us, 0.99), at(cpu_us, 0.999));
 }
 
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+/// Event ids from 0 per worker, in the order the phases are applied: the
+/// generator numbers events globally, while kv_indexer sequences each worker.
+void renumber(std::initializer_list<std::vector<protocol::router_event>*> phases) {
+  std::unordered_map<uint64_t, uint64_t> next;
+  for (auto* phase : phases)
+    for (auto& e : *phase)
+      e.event.event_id = next[e.worker_id]++;
+}
+
+uint64_t not_ok_count(const kv_indexer& idx) {
+  uint64_t n = 0;
+  for (auto kind : {protocol::kv_event_kind::stored, protocol::kv_event_kind::removed})
+    for (auto status : {apply_status::parent_block_not_found, apply_status::block_not_found,
+                        apply_status::invalid_block})
+      n += idx.applied(kind, status);
+  return n;
+}
+
+/// Hands a copy of `events` (made first, untimed) to `idx` in batches from this
+/// thread and waits until all are applied. CPU time is the whole process's.
+apply_result feed(kv_indexer& idx, const std::vector<protocol::router_event>& events,
+                  uint32_t batch) {
+  std::vector<protocol::router_event> copy = events;
+  apply_result r;
+  for (const auto& e : copy)
+    r.blocks += e.event.blocks.size() + e.event.removed_hashes.size();
+  uint64_t bad = not_ok_count(idx);
+  auto t0 = clk::now();
+  double c0 = process_cpu_seconds();
+  for (size_t i = 0; i < copy.size(); i += batch)
+    idx.on_events(std::span(copy.data() + i, std::min<size_t>(batch, copy.size() - i)));
+  idx.flush();
+  r.cpu_seconds = process_cpu_seconds() - c0;
+  r.seconds = seconds_since(t0);
+  r.not_ok = not_ok_count(idx) - bad;
+  return r;
+}
+
+/// The phases through a kv_indexer with `threads` event threads; the last
+/// decode-style stream is applied while this thread runs find_matches.
+std::string indexer_json(const options& o, uint32_t threads, generator& gen,
+                         const std::vector<protocol::router_event>& fill,
+                         const std::vector<protocol::router_event>& churn,
+                         const std::vector<protocol::router_event>& decode,
+                         const std::vector<protocol::router_event>& decode2) {
+  kv_indexer idx(kv_indexer_options{.index = {.max_blocks = 0}, .event_threads = threads});
+  auto filled = feed(idx, fill, o.batch);
+  auto churned = feed(idx, churn, o.batch);
+  auto decoded = feed(idx, decode, o.batch);
+  std::atomic<bool> done{false};
+  std::atomic<bool> go{false};
+  apply_result during;
+  std::thread feeder([&] {
+    while (!go.load())
+      std::this_thread::yield();
+    during = feed(idx, decode2, o.batch);
+    done = true;
+  });
+  std::string latency = latency_json("find_matches_during_decode", idx, gen, o.queries, &done,
+                                     [&] { go = true; });
+  feeder.join();
+  return fmt::format(R"({{"event_threads": {}, "entries": {}, "nodes": {}, {}, {}, {}, {}, {}}})",
+                     threads, idx.entry_count(), idx.node_count(),
+                     rate_json("fill", fill.size(), filled),
+                     rate_json("churn", churn.size(), churned),
+                     rate_json("decode", decode.size(), decoded),
+                     rate_json("decode_with_queries", decode2.size(), during), latency);
+}
+
 bool parse(int argc, char** argv, options& o) {
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
@@ -326,9 +426,12 @@ bool parse(int argc, char** argv, options& o) {
     if (a == "--help" || a == "-h") {
       std::puts("dynamo-router-bench [--workers 64] [--blocks 1000000] [--queries 100000]\n"
                 "  [--churn-events 200000] [--decode-events 400000]\n"
-                "  [--system-prompts 256] [--seed 1] [--smoke]\n"
+                "  [--system-prompts 256] [--seed 1] [--event-threads 1,2,4] [--batch 64]\n"
+                "  [--smoke]\n"
                 "Measures radix_index event application and find_matches latency on one\n"
-                "thread; prints one JSON object. --smoke: tiny sizes for CI.");
+                "thread, then kv_indexer (sequencing + sharded index) with each number of\n"
+                "event threads (0: skip), fed in batches of --batch events; prints one\n"
+                "JSON object. --smoke: tiny sizes for CI.");
       return false;
     }
     if (a == "--workers") o.workers = static_cast<uint32_t>(next());
@@ -338,9 +441,26 @@ bool parse(int argc, char** argv, options& o) {
     else if (a == "--decode-events") o.decode_events = next();
     else if (a == "--system-prompts") o.system_prompts = static_cast<uint32_t>(next());
     else if (a == "--seed") o.seed = next();
+    else if (a == "--batch") o.batch = static_cast<uint32_t>(std::max<uint64_t>(next(), 1));
+    else if (a == "--event-threads") {
+      o.event_threads.clear();
+      std::string_view list = i + 1 < argc ? argv[++i] : "";
+      while (!list.empty()) {
+        auto comma = list.find(',');
+        std::string_view item = list.substr(0, comma);
+        uint32_t v = 0;
+        if (std::from_chars(item.data(), item.data() + item.size(), v).ec != std::errc{}) {
+          std::fprintf(stderr, "--event-threads needs numbers like 1,2,4 (try --help)\n");
+          std::exit(2);
+        }
+        if (v > 0)
+          o.event_threads.push_back(v);
+        list = comma == std::string_view::npos ? "" : list.substr(comma + 1);
+      }
+    }
     else if (a == "--smoke") {
       o.workers = 4; o.blocks = 5000; o.queries = 500; o.churn_events = 2000;
-      o.decode_events = 2000; o.system_prompts = 8;
+      o.decode_events = 2000; o.system_prompts = 8; o.event_threads = {1, 2};
     } else {
       std::fprintf(stderr, "unknown argument %s (try --help)\n", argv[i]);
       std::exit(2);
@@ -387,6 +507,16 @@ int main(int argc, char** argv) {
     gen.trim(w, lane);
     return true;
   });
+  // Another such stream, applied by kv_indexer while find_matches runs.
+  std::vector<protocol::router_event> decode2;
+  interleave(o.workers, rng, decode2, [&](uint32_t w, std::vector<protocol::router_event>& lane) {
+    if (decode2.size() >= o.decode_events)
+      return false;
+    gen.extend(w, lane);
+    gen.trim(w, lane);
+    return true;
+  });
+  renumber({&fill, &churn, &decode, &decode2});
 
   radix_index idx(radix_index_options{.max_blocks = 0});
   auto filled = apply_all(idx, fill);
@@ -403,12 +533,18 @@ int main(int argc, char** argv) {
   radix_index bounded(radix_index_options{.max_blocks = full_entries / 2});
   auto pruned = apply_all(bounded, fill);
 
+  std::string indexers;
+  for (uint32_t n : o.event_threads)
+    indexers += (indexers.empty() ? "" : ", ") +
+                indexer_json(o, n, gen, fill, churn, decode, decode2);
+
   fmt::print("{{\"bench\": \"dynamo-router-bench\", \"threads\": 1, \"workers\": {}, "
+             "\"hardware_threads\": {}, "
              "\"indexed_entries\": {}, \"nodes\": {}, \"rss_kib_after_fill\": {}, {}{}, "
              "\"bounded\": {{\"max_blocks\": {}, \"final_entries\": {}, \"pruned_entries\": {}, "
-             "\"events_per_cpu_s\": {:.0f}}}}}\n",
-             o.workers, full_entries, nodes, rss, phases, latency, full_entries / 2,
-             bounded.entry_count(), bounded.pruned_entries(),
-             static_cast<double>(fill.size()) / pruned.cpu_seconds);
+             "\"events_per_cpu_s\": {:.0f}}}, \"batch\": {}, \"kv_indexer\": [{}]}}\n",
+             o.workers, std::thread::hardware_concurrency(), full_entries, nodes, rss, phases,
+             latency, full_entries / 2, bounded.entry_count(), bounded.pruned_entries(),
+             static_cast<double>(fill.size()) / pruned.cpu_seconds, o.batch, indexers);
   return 0;
 }
