@@ -52,7 +52,7 @@ struct kv_indexer::shard {
   // The queue side, guarded by qmtx.
   std::mutex qmtx;
   std::condition_variable wake;    ///< the queue is no longer empty, or stopping
-  std::condition_variable drained; ///< `finished` moved
+  std::condition_variable drained; ///< `finished` moved, or the queue was taken (room)
   std::vector<job> queue;
   uint64_t queued = 0;
   uint64_t finished = 0;
@@ -64,13 +64,30 @@ struct kv_indexer::shard {
 
 namespace {
 
-/// A reader's hold on a shard's index: it goes before the event thread's next job.
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+/// A reader's hold on a shard's index: it goes before the event thread's next
+/// job. A job takes about a microsecond, far less than a futex sleep and wake,
+/// so the reader spins for a while before it blocks.
 class reader_lock {
 public:
   template <class Shard>
   explicit reader_lock(const Shard& s) : mtx_(s.mtx) {
     s.readers.fetch_add(1, std::memory_order_relaxed);
-    mtx_.lock();
+    bool locked = false;
+    for (int spin = 0; spin < 4096 && !locked; ++spin) {
+      locked = mtx_.try_lock();
+      if (!locked)
+        cpu_relax();
+    }
+    if (!locked)
+      mtx_.lock();
     s.readers.fetch_sub(1, std::memory_order_relaxed);
   }
   ~reader_lock() { mtx_.unlock(); }
@@ -172,13 +189,19 @@ struct kv_indexer::state {
     }
     bool was_empty;
     {
-      std::lock_guard lk{s.qmtx};
+      std::unique_lock lk{s.qmtx};
+      wait_for_room(s, lk);
       was_empty = s.queue.empty();
       s.queue.push_back(std::move(j));
       ++s.queued;
     }
     if (was_empty)
       s.wake.notify_one();
+  }
+
+  /// Back-pressure: writers wait while the shard's queue is full.
+  void wait_for_room(shard& s, std::unique_lock<std::mutex>& lk) const {
+    s.drained.wait(lk, [&] { return s.queue.size() < options.max_queued; });
   }
 
   /// An event thread: applies its shard's queue in arrival order, letting
@@ -194,6 +217,7 @@ struct kv_indexer::state {
           return;
         std::swap(batch, s.queue);
       }
+      s.drained.notify_all(); // room for writers
       {
         std::unique_lock lk{s.mtx};
         for (job& j : batch) {
@@ -274,7 +298,8 @@ void kv_indexer::on_events(std::span<protocol::router_event> events) {
     shard& s = *st.shards[i];
     bool was_empty;
     {
-      std::lock_guard lk{s.qmtx};
+      std::unique_lock lk{s.qmtx};
+      st.wait_for_room(s, lk);
       was_empty = s.queue.empty();
       s.queue.insert(s.queue.end(), std::make_move_iterator(by_shard[i].begin()),
                      std::make_move_iterator(by_shard[i].end()));

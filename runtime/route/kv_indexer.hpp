@@ -25,6 +25,9 @@ struct kv_indexer_options {
   radix_index_options index;   ///< max_blocks is split evenly across the shards
   uint32_t event_threads = 1;  ///< 1: applied on the caller; N > 1: N shards and threads
   size_t max_pending = 4096;   ///< per worker, while a gap is open (event_sequencer)
+  /// Jobs a shard's queue takes before writers wait for its event thread (so a
+  /// burst cannot grow memory without bound; the event plane then buffers).
+  size_t max_queued = 16384;
 };
 
 /// Where resync requests go (to be sent to the worker). Called without locks held.
