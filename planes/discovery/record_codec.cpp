@@ -2,6 +2,8 @@
 
 #include "runtime/protocol/codec.hpp"
 
+#include "runtime/protocol/msgpack_map.hpp"
+
 #include <msgpack.hpp>
 
 namespace dynamo::planes {
@@ -50,7 +52,7 @@ struct wire_record {
   std::vector<uint8_t> payload; // msgpack bin
   int64_t lease_ttl_ms = 0;
   int64_t renewed_at_ms = 0;
-  MSGPACK_DEFINE_MAP(format, namespace_name, component_name, endpoint_name, instance_id,
+  DYNAMO_MSGPACK_MAP(format, namespace_name, component_name, endpoint_name, instance_id,
                      request_address, event_address, health, metadata, payload, lease_ttl_ms,
                      renewed_at_ms);
 };

@@ -2,6 +2,8 @@
 
 #include "runtime/protocol/codec.hpp"
 
+#include "runtime/protocol/msgpack_map.hpp"
+
 #include <msgpack.hpp>
 
 namespace dynamo::planes {
@@ -13,7 +15,7 @@ struct wire_envelope {
   std::string topic;
   int64_t published_at_ms = 0;
   std::vector<uint8_t> payload; // msgpack bin
-  MSGPACK_DEFINE_MAP(publisher_id, sequence, topic, published_at_ms, payload);
+  DYNAMO_MSGPACK_MAP(publisher_id, sequence, topic, published_at_ms, payload);
 };
 
 } // namespace

@@ -8,6 +8,8 @@
 
 #include "runtime/protocol/kv_transfer.hpp"
 
+#include "runtime/protocol/msgpack_map.hpp"
+
 #include <msgpack.hpp>
 
 #include <cstdint>
@@ -29,14 +31,14 @@ struct kv_prefill_result {
   uint32_t num_tokens = 0;           ///< prompt tokens whose KV those blocks hold
   uint32_t first_token = 0;          ///< the token sampled after the prompt
   kv_layout layout;                  ///< how the blocks are stored (must match the decode worker's)
-  MSGPACK_DEFINE_MAP(prefill_worker_id, transfer_address, transfer_endpoint, hold_id, block_ids,
+  DYNAMO_MSGPACK_MAP(prefill_worker_id, transfer_address, transfer_endpoint, hold_id, block_ids,
                      num_tokens, first_token, layout);
 };
 
 struct disagg_params {
   disagg_role role = disagg_role::aggregated;
   std::optional<kv_prefill_result> prefill; ///< decode requests: where the prompt's KV is
-  MSGPACK_DEFINE_MAP(role, prefill);
+  DYNAMO_MSGPACK_MAP(role, prefill);
 };
 
 /// The request a decode worker sends to a prefill worker's kv_push endpoint:
@@ -48,7 +50,7 @@ struct kv_push_request {
   kv_layout layout;                            ///< the decode worker's layout
   std::vector<kv_connection_info> offers;      ///< how to reach the decode worker's receiver
   bool release = true;                         ///< free the held blocks afterwards
-  MSGPACK_DEFINE_MAP(hold_id, source_block_ids, destination_block_ids, layout, offers, release);
+  DYNAMO_MSGPACK_MAP(hold_id, source_block_ids, destination_block_ids, layout, offers, release);
 };
 
 } // namespace dynamo::protocol

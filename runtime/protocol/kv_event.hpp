@@ -4,6 +4,8 @@
 // `tokens_hash` the local hash of the block's tokens. Plain values.
 #pragma once
 
+#include "runtime/protocol/msgpack_map.hpp"
+
 #include <msgpack.hpp>
 
 #include <cstdint>
@@ -20,7 +22,7 @@ enum class kv_event_kind : uint8_t { stored = 0, removed = 1, cleared = 2 };
 struct kv_stored_block {
   uint64_t block_hash = 0;  ///< engine (sequence) hash; opaque to the router
   uint64_t tokens_hash = 0; ///< local hash of the block's tokens
-  MSGPACK_DEFINE_MAP(block_hash, tokens_hash);
+  DYNAMO_MSGPACK_MAP(block_hash, tokens_hash);
 };
 
 /// One KV cache event of one worker.
@@ -31,14 +33,14 @@ struct kv_event {
   std::vector<kv_stored_block> blocks;  ///< stored: consecutive blocks, root-most first
   std::vector<uint64_t> removed_hashes; ///< removed: block (sequence) hashes
   uint32_t dp_rank = 0;
-  MSGPACK_DEFINE_MAP(event_id, kind, parent_hash, blocks, removed_hashes, dp_rank);
+  DYNAMO_MSGPACK_MAP(event_id, kind, parent_hash, blocks, removed_hashes, dp_rank);
 };
 
 /// A kv_event tagged with its worker, as the router indexes it.
 struct router_event {
   uint64_t worker_id = 0;
   kv_event event;
-  MSGPACK_DEFINE_MAP(worker_id, event);
+  DYNAMO_MSGPACK_MAP(worker_id, event);
 };
 
 /// Periodic load report of one worker (topic "kv_metrics").
@@ -51,7 +53,7 @@ struct load_metrics {
   uint32_t num_running = 0;
   uint32_t num_waiting = 0;
   float kv_usage = 0.0f;             ///< active_decode_blocks / total_blocks
-  MSGPACK_DEFINE_MAP(worker_id, dp_rank, active_decode_blocks, total_blocks,
+  DYNAMO_MSGPACK_MAP(worker_id, dp_rank, active_decode_blocks, total_blocks,
                      active_prefill_tokens, num_running, num_waiting, kv_usage);
 };
 

@@ -6,6 +6,8 @@
 
 #include "runtime/protocol/kv_event.hpp"
 
+#include "runtime/protocol/msgpack_map.hpp"
+
 #include <msgpack.hpp>
 
 #include <cstdint>
@@ -21,7 +23,7 @@ struct kv_resync_request {
   uint32_t dp_rank = 0;
   uint64_t from_id = 0;
   uint64_t to_id = 0;
-  MSGPACK_DEFINE_MAP(worker_id, dp_rank, from_id, to_id);
+  DYNAMO_MSGPACK_MAP(worker_id, dp_rank, from_id, to_id);
 };
 
 /// A worker's answer: the requested events, or (is_dump) stored events that
@@ -32,7 +34,7 @@ struct kv_replay {
   bool is_dump = false;
   std::optional<uint64_t> last_event_id; ///< newest event the worker had recorded
   std::vector<kv_event> events;
-  MSGPACK_DEFINE_MAP(worker_id, dp_rank, is_dump, last_event_id, events);
+  DYNAMO_MSGPACK_MAP(worker_id, dp_rank, is_dump, last_event_id, events);
 };
 
 /// Where a worker answers resync requests: "kv_resync" next to its generate

@@ -6,6 +6,8 @@
 
 #include "runtime/core/error.hpp"
 
+#include "runtime/protocol/msgpack_map.hpp"
+
 #include <msgpack.hpp>
 
 #include <cstdint>
@@ -47,7 +49,7 @@ struct kv_layout {
   kv_dtype dtype = kv_dtype::f16;
   uint64_t bytes_per_block = 0;
   std::string name{block_major_layout};
-  MSGPACK_DEFINE_MAP(num_layers, block_size, num_kv_heads, head_dim, dtype, bytes_per_block, name);
+  DYNAMO_MSGPACK_MAP(num_layers, block_size, num_kv_heads, head_dim, dtype, bytes_per_block, name);
   friend bool operator==(const kv_layout&, const kv_layout&) = default;
 };
 
@@ -92,7 +94,7 @@ struct kv_connection_info {
   std::string transport; ///< "inproc" | "tcp" | "ucx" | "cuda-ipc"
   std::string host_id;
   std::vector<uint8_t> descriptor;
-  MSGPACK_DEFINE_MAP(transport, host_id, descriptor);
+  DYNAMO_MSGPACK_MAP(transport, host_id, descriptor);
 };
 
 /// Largest number of blocks in one transfer.
@@ -107,7 +109,7 @@ struct kv_transfer_request {
   std::vector<uint32_t> destination_block_ids;
   kv_layout layout;
   kv_connection_info connection;
-  MSGPACK_DEFINE_MAP(transfer_id, source_worker_id, source_block_ids, destination_block_ids,
+  DYNAMO_MSGPACK_MAP(transfer_id, source_worker_id, source_block_ids, destination_block_ids,
                      layout, connection);
 };
 
@@ -125,7 +127,7 @@ struct kv_transfer_status {
   uint64_t blocks = 0;  ///< blocks that landed
   uint64_t bytes = 0;   ///< bytes that landed
   uint64_t elapsed_us = 0;
-  MSGPACK_DEFINE_MAP(transfer_id, source_worker_id, code, message, blocks, bytes, elapsed_us);
+  DYNAMO_MSGPACK_MAP(transfer_id, source_worker_id, code, message, blocks, bytes, elapsed_us);
 
   [[nodiscard]] bool ok() const noexcept { return code == 0; }
 };
@@ -148,13 +150,13 @@ struct kv_region_geometry {
   uint64_t num_blocks = 0;
   uint64_t block_stride = 0;
   kv_layout layout;
-  MSGPACK_DEFINE_MAP(num_blocks, block_stride, layout);
+  DYNAMO_MSGPACK_MAP(num_blocks, block_stride, layout);
 };
 
 struct kv_inproc_descriptor {
   uint64_t receiver_id = 0;
   kv_region_geometry geometry;
-  MSGPACK_DEFINE_MAP(receiver_id, geometry);
+  DYNAMO_MSGPACK_MAP(receiver_id, geometry);
 };
 
 struct kv_tcp_descriptor {
@@ -162,7 +164,7 @@ struct kv_tcp_descriptor {
   std::string host;
   uint16_t port = 0;
   kv_region_geometry geometry;
-  MSGPACK_DEFINE_MAP(receiver_id, host, port, geometry);
+  DYNAMO_MSGPACK_MAP(receiver_id, host, port, geometry);
 };
 
 struct kv_ucx_descriptor {
@@ -174,7 +176,7 @@ struct kv_ucx_descriptor {
   /// fingerprint(worker_address) ^ fingerprint(rkey): UCX does not validate what it
   /// unpacks, so a damaged address or rkey is refused before it reaches UCX.
   uint64_t check = 0;
-  MSGPACK_DEFINE_MAP(receiver_id, worker_address, remote_base, rkey, geometry, check);
+  DYNAMO_MSGPACK_MAP(receiver_id, worker_address, remote_base, rkey, geometry, check);
 };
 
 struct kv_cuda_ipc_descriptor {
@@ -184,7 +186,7 @@ struct kv_cuda_ipc_descriptor {
   uint64_t pid = 0;                ///< the receiver's process (same-process IPC is refused)
   kv_region_geometry geometry;
   std::vector<uint8_t> control;    ///< kv_tcp_descriptor of the completion channel
-  MSGPACK_DEFINE_MAP(receiver_id, ipc_handle, pci_bus_id, pid, geometry, control);
+  DYNAMO_MSGPACK_MAP(receiver_id, ipc_handle, pci_bus_id, pid, geometry, control);
 };
 
 } // namespace dynamo::protocol

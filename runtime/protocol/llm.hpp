@@ -4,6 +4,8 @@
 // breaking older peers. Decode with runtime/protocol/codec.hpp.
 #pragma once
 
+#include "runtime/protocol/msgpack_map.hpp"
+
 #include <msgpack.hpp>
 
 #include <cstdint>
@@ -25,7 +27,7 @@ struct sampling_options {
   float top_p = 1.0f;           ///< nucleus mass in (0, 1]
   int32_t top_k = 0;            ///< 0 means off
   std::optional<uint64_t> seed; ///< per-request RNG seed; token i uses (seed, position i)
-  MSGPACK_DEFINE_MAP(temperature, top_p, top_k, seed);
+  DYNAMO_MSGPACK_MAP(temperature, top_p, top_k, seed);
 };
 
 struct stop_conditions {
@@ -34,7 +36,7 @@ struct stop_conditions {
   std::vector<uint32_t> stop_token_ids; ///< EOS/EOT/EOG ids; generation ends on any of them
   bool ignore_eos = false;
   // Stop *strings* are matched by the frontend on detokenized text.
-  MSGPACK_DEFINE_MAP(max_tokens, min_tokens, stop_token_ids, ignore_eos);
+  DYNAMO_MSGPACK_MAP(max_tokens, min_tokens, stop_token_ids, ignore_eos);
 };
 
 /// One generation request as a worker sees it.
@@ -47,7 +49,7 @@ struct preprocessed_request {
   uint32_t prompt_tokens = 0;      ///< length of the original prompt (<= token_ids.size())
   std::optional<uint64_t> backend_instance_id; ///< pinned worker, bypasses routing
   std::vector<uint8_t> disagg;     ///< opaque prefill/decode hand-off parameters (empty = aggregated)
-  MSGPACK_DEFINE_MAP(request_id, model, token_ids, sampling, stop, prompt_tokens,
+  DYNAMO_MSGPACK_MAP(request_id, model, token_ids, sampling, stop, prompt_tokens,
                      backend_instance_id, disagg);
 };
 
@@ -60,7 +62,7 @@ struct engine_output {
   std::string error;               ///< set when finish == error
   std::vector<uint8_t> disagg;     ///< prefill result for a decode worker (disaggregation)
   uint8_t error_code = 0;          ///< dynamo::errc value when finish == error (0: unknown)
-  MSGPACK_DEFINE_MAP(token_ids, finish, cached_tokens, error, disagg, error_code);
+  DYNAMO_MSGPACK_MAP(token_ids, finish, cached_tokens, error, disagg, error_code);
 };
 
 } // namespace dynamo::protocol

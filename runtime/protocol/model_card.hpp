@@ -3,6 +3,8 @@
 // and the limits without asking the worker. Plain value.
 #pragma once
 
+#include "runtime/protocol/msgpack_map.hpp"
+
 #include <msgpack.hpp>
 
 #include <cstdint>
@@ -18,7 +20,7 @@ struct model_card {
   uint32_t total_kv_blocks = 0;
   uint32_t max_num_seqs = 0;
   uint32_t max_num_batched_tokens = 0;
-  MSGPACK_DEFINE_MAP(name, source, context_length, kv_block_size, total_kv_blocks, max_num_seqs,
+  DYNAMO_MSGPACK_MAP(name, source, context_length, kv_block_size, total_kv_blocks, max_num_seqs,
                      max_num_batched_tokens);
 };
 
