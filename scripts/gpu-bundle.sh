@@ -8,7 +8,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 targets=(kernels_cuda_tests runtime_model_cuda_tests planes_transfer_gpu_tests transfer_test_peer
-         cuda_executor_bench dynamo-gguf-random dynamo-run dynamo-bench dynamo-transfer-bench)
+         cuda_executor_bench dynamo-gguf-random dynamo-run dynamo-bench dynamo-transfer-bench
+         dynamo-router-bench)
 export CCACHE_BASEDIR="$PWD"
 cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DDYNAMO_WITH_CUDA=ON >/dev/null
 cmake --build build-cuda --parallel "${DYNAMO_JOBS:-$(nproc)}" --target "${targets[@]}"
