@@ -47,28 +47,43 @@ struct model_watcher::impl {
     std::string model;
     std::string event_address;
     std::shared_ptr<actor_handle> router; ///< the router it was given to (its KV events go there)
+    kv_event_inbox_ptr kv_inbox;          ///< that router's inbox for KV events
     worker_info info;                     ///< what that router was told
     bool prefill = false;                 ///< counted in its model's prefill pool
   };
   std::map<uint64_t, instance_entry> instances;
+  std::map<std::shared_ptr<actor_handle>, kv_event_inbox_ptr> kv_inboxes; ///< one per router
   std::weak_ptr<impl> weak_self;
   std::set<std::string> unlisted; ///< models whose instances all left (kept for their requests)
   std::unique_ptr<planes::event_subscriber> subscriber;
   std::unique_ptr<planes::discovery_watch> watch;
 
+  // On the event plane's thread: queue the event for its router, and wake the
+  // router only when its inbox was empty (one message per burst).
   void on_kv_event(const planes::event_envelope& env) {
     auto ev = protocol::decode<protocol::router_event>(env.payload);
     if (!ev)
       return;
-    caf::actor router;
+    std::shared_ptr<actor_handle> router;
+    kv_event_inbox_ptr inbox;
     {
       std::lock_guard lk{mtx};
       auto it = instances.find(ev->worker_id);
       if (it == instances.end())
         return;
-      router = it->second.router->get();
+      router = it->second.router;
+      inbox = it->second.kv_inbox;
     }
-    caf::anon_send(router, kv_event_atom::value, std::move(*ev));
+    if (inbox->push(std::move(*ev)))
+      caf::anon_send(router->get(), kv_events_atom::value, inbox);
+  }
+
+  /// REQUIRES: mtx held.
+  kv_event_inbox_ptr& inbox_of(const std::shared_ptr<actor_handle>& router) {
+    auto& inbox = kv_inboxes[router];
+    if (!inbox)
+      inbox = std::make_shared<kv_event_inbox>();
+    return inbox;
   }
 
   served_model* ensure_model(const protocol::model_card& card) {
@@ -147,7 +162,8 @@ struct model_watcher::impl {
       auto& entry = instances[rec.instance];
       if (is_prefill && !entry.prefill)
         m->prefill->instances++;
-      entry = {card->name, rec.event_address, router, info, is_prefill || entry.prefill};
+      entry = {card->name, rec.event_address, router, inbox_of(router), info,
+               is_prefill || entry.prefill};
       connect = instances_by_model[card->name].insert(rec.instance).second;
     }
     if (connect && !rec.event_address.empty())
@@ -201,15 +217,19 @@ struct model_watcher::impl {
   // asks each for a KV dump, rebuilding its index).
   void readd_workers(const std::shared_ptr<actor_handle>& router) {
     std::vector<worker_info> infos;
+    kv_event_inbox_ptr inbox;
     {
       std::lock_guard lk{mtx};
       for (const auto& [id, e] : instances)
         if (e.router == router)
           infos.push_back(e.info);
+      inbox = inbox_of(router);
     }
     spdlog::warn("router restarted; re-adding its {} worker(s)", infos.size());
     for (auto& info : infos)
       caf::anon_send(router->get(), add_worker_atom::value, info);
+    // The wake-up for events still waiting may have died with the old incarnation.
+    caf::anon_send(router->get(), kv_events_atom::value, inbox);
   }
 
   std::function<void(const std::shared_ptr<actor_handle>&)> on_router_restart() {

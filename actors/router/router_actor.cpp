@@ -293,7 +293,10 @@ caf::actor spawn_router(caf::actor_system& sys, router_actor_config cfg,
                          st.cfg.quarantine.count());
         }
       },
-      [self](kv_event_atom, protocol::router_event& ev) { self->state.router->on_event(std::move(ev)); },
+      [self](kv_events_atom, kv_event_inbox_ptr& inbox) {
+        auto events = inbox->take();
+        self->state.router->on_events(events);
+      },
       [self](replay_atom, protocol::kv_replay& replay) {
         self->state.router->on_replay(std::move(replay));
       },

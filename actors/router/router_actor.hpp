@@ -8,6 +8,7 @@
 #pragma once
 
 #include "actors/core/actor_handle.hpp"
+#include "actors/router/kv_event_inbox.hpp"
 #include "planes/request/request_plane.hpp"
 #include "runtime/protocol/kv_event.hpp"
 #include "runtime/protocol/kv_recovery.hpp"
@@ -33,7 +34,7 @@ namespace dynamo::actors {
 
 using add_worker_atom = caf::atom_constant<caf::atom("addworker")>;
 using remove_worker_atom = caf::atom_constant<caf::atom("rmworker")>;
-using kv_event_atom = caf::atom_constant<caf::atom("kvevent")>;
+using kv_events_atom = caf::atom_constant<caf::atom("kvevents")>; ///< drain a kv_event_inbox
 using route_atom = caf::atom_constant<caf::atom("route")>;
 using workers_atom = caf::atom_constant<caf::atom("workers")>;
 using peek_atom = caf::atom_constant<caf::atom("peek")>;
@@ -135,6 +136,6 @@ using route_ticket_ptr = std::shared_ptr<route_ticket>;
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynamo::actors::route_job_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynamo::actors::route_ticket_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynamo::actors::peek_job_ptr)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynamo::protocol::router_event)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynamo::actors::kv_event_inbox_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynamo::protocol::kv_replay)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynamo::protocol::kv_resync_request)

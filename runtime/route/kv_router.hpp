@@ -67,6 +67,8 @@ public:
   /// A KV event from the event plane: applied in order per worker; when a gap
   /// opens, a resync request goes to the sink.
   void on_event(protocol::router_event event);
+  /// on_event() of each, moved from.
+  void on_events(std::span<protocol::router_event> events) { index_.on_events(events); }
   /// The worker's answer to a resync request.
   void on_replay(protocol::kv_replay replay);
   /// Returns once every event and replay given before the call is applied.
