@@ -11,6 +11,7 @@
 // dispatcher thread hands events over in batches and the rate is wall time from
 // the first hand-over until all are applied; find_matches is also timed while
 // another decode-style stream is being applied. Prints one JSON object.
+#include "runtime/protocol/codec.hpp"
 #include "runtime/route/kv_indexer.hpp"
 #include "runtime/route/radix_index.hpp"
 
@@ -380,6 +381,34 @@ apply_result feed(kv_indexer& idx, const std::vector<protocol::router_event>& ev
   return r;
 }
 
+/// What the event plane's thread pays per event before any index work: msgpack
+/// decoding of each decode-style event from its wire bytes, on one thread.
+std::string wire_decode_json(const std::vector<protocol::router_event>& events) {
+  std::vector<protocol::bytes> wire;
+  size_t bytes = 0;
+  for (const auto& e : events) {
+    wire.push_back(protocol::encode(e));
+    bytes += wire.back().size();
+  }
+  uint64_t sum = 0, bad = 0;
+  auto t0 = clk::now();
+  double c0 = thread_cpu_seconds();
+  for (const auto& w : wire) {
+    auto e = protocol::decode<protocol::router_event>(w);
+    if (e)
+      sum += e->event.event_id;
+    else
+      ++bad;
+  }
+  double cpu = thread_cpu_seconds() - c0;
+  double wall = seconds_since(t0);
+  auto n = static_cast<double>(wire.size());
+  return fmt::format(R"("wire_decode": {{"events": {}, "mean_bytes": {:.1f}, "events_per_s": {:.0f}, )"
+                     R"("events_per_cpu_s": {:.0f}, "ns_per_event": {:.1f}, "failed": {}, "checksum": {}}})",
+                     wire.size(), static_cast<double>(bytes) / n, n / wall, n / cpu,
+                     1e9 * cpu / n, bad, sum);
+}
+
 /// The phases through a kv_indexer with `threads` event threads; the last
 /// decode-style stream is applied while this thread runs find_matches.
 std::string indexer_json(const options& o, uint32_t threads, generator& gen,
@@ -542,9 +571,10 @@ int main(int argc, char** argv) {
              "\"hardware_threads\": {}, "
              "\"indexed_entries\": {}, \"nodes\": {}, \"rss_kib_after_fill\": {}, {}{}, "
              "\"bounded\": {{\"max_blocks\": {}, \"final_entries\": {}, \"pruned_entries\": {}, "
-             "\"events_per_cpu_s\": {:.0f}}}, \"batch\": {}, \"kv_indexer\": [{}]}}\n",
+             "\"events_per_cpu_s\": {:.0f}}}, {}, \"batch\": {}, \"kv_indexer\": [{}]}}\n",
              o.workers, std::thread::hardware_concurrency(), full_entries, nodes, rss, phases,
              latency, full_entries / 2, bounded.entry_count(), bounded.pruned_entries(),
-             static_cast<double>(fill.size()) / pruned.cpu_seconds, o.batch, indexers);
+             static_cast<double>(fill.size()) / pruned.cpu_seconds, wire_decode_json(decode),
+             o.batch, indexers);
   return 0;
 }
