@@ -41,6 +41,12 @@ BOOST_AUTO_TEST_CASE(aligned_runs_longer_than_a_chunk_land_where_asked) {
   check_runs({{0, 5 * block, block}, {3 * block, 0, block}, {block, 2 * block, 2 * block}}, 4 * block, 6 * block);
 }
 
+BOOST_AUTO_TEST_CASE(aligned_runs_that_end_mid_chunk_copy_their_tails) {
+  // Lengths that are not multiples of a chunk or of one unrolled sweep (4 x 256 x 16 bytes).
+  check_runs({{0, 0, 16 * 1000}, {16 * 2000, 16 * 5000, 48}, {16 * 3000, 16 * 7001, 65536 + 16 * 37}},
+             16 * 8000, 16 * 13000);
+}
+
 BOOST_AUTO_TEST_CASE(odd_offsets_and_lengths_take_the_byte_path) {
   check_runs({{1, 7, 100003}, {200000, 150001, 3}, {17, 300000, 65536 + 5}}, 400000, 400000);
 }
