@@ -26,7 +26,7 @@ constexpr std::array<kv_router_flag, 17> flags{{
     {"--router-max-tree-size", "bound on indexed (worker, block) entries (1048576)"},
     {"--router-prune-target-ratio", "prune down to this fraction of the bound (0.8)"},
     {"--router-queue-threshold", "park requests when all workers exceed it (4.0)"},
-    {"--router-event-threads", "KV event threads (4)"},
+    {"--router-event-threads", "threads applying KV events, workers sharded across them; 1 = on the router (4)"},
     {"--router-queue-policy", "fcfs | lcfs | wspt (fcfs)"},
 }};
 
