@@ -527,24 +527,21 @@ int main(int argc, char** argv) {
     return true;
   });
 
-  // Decode-style traffic: single-block stores and single-block evictions.
-  std::vector<protocol::router_event> decode;
-  interleave(o.workers, rng, decode, [&](uint32_t w, std::vector<protocol::router_event>& lane) {
-    if (decode.size() >= o.decode_events)
-      return false;
-    gen.extend(w, lane);
-    gen.trim(w, lane);
-    return true;
-  });
-  // Another such stream, applied by kv_indexer while find_matches runs.
-  std::vector<protocol::router_event> decode2;
-  interleave(o.workers, rng, decode2, [&](uint32_t w, std::vector<protocol::router_event>& lane) {
-    if (decode2.size() >= o.decode_events)
-      return false;
-    gen.extend(w, lane);
-    gen.trim(w, lane);
-    return true;
-  });
+  // Decode-style traffic: single-block stores and single-block evictions; the
+  // second stream is applied by kv_indexer while find_matches runs.
+  auto decode_stream = [&] {
+    std::vector<protocol::router_event> out;
+    interleave(o.workers, rng, out, [&](uint32_t w, std::vector<protocol::router_event>& lane) {
+      if (out.size() >= o.decode_events)
+        return false;
+      gen.extend(w, lane);
+      gen.trim(w, lane);
+      return true;
+    });
+    return out;
+  };
+  std::vector<protocol::router_event> decode = decode_stream();
+  std::vector<protocol::router_event> decode2 = decode_stream();
   renumber({&fill, &churn, &decode, &decode2});
 
   radix_index idx(radix_index_options{.max_blocks = 0});
