@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
-#include <unordered_set>
+#include <optional>
+#include <vector>
 
 namespace dynamo::protocol {
 
@@ -134,6 +136,34 @@ std::optional<uint64_t> element_offset(const kv_layout& l, uint32_t layer, uint3
   return std::nullopt;
 }
 
+namespace {
+
+/// A destination id listed twice, if any. Ids of a KV pool are dense, so a
+/// bitmap over [0, max] usually does it in one pass (an unordered_set cost
+/// ~90 us for 2,048 ids); sparse ids are sorted instead.
+std::optional<uint32_t> repeated_id(const std::vector<uint32_t>& ids) {
+  if (ids.size() < 2)
+    return std::nullopt;
+  const uint64_t words = uint64_t{*std::max_element(ids.begin(), ids.end())} / 64 + 1;
+  if (words <= 4 * ids.size()) {
+    std::vector<uint64_t> seen(words, 0);
+    for (uint32_t id : ids) {
+      uint64_t& w = seen[id / 64];
+      const uint64_t bit = uint64_t{1} << (id % 64);
+      if (w & bit)
+        return id;
+      w |= bit;
+    }
+    return std::nullopt;
+  }
+  std::vector<uint32_t> sorted = ids;
+  std::sort(sorted.begin(), sorted.end());
+  auto it = std::adjacent_find(sorted.begin(), sorted.end());
+  return it == sorted.end() ? std::nullopt : std::optional<uint32_t>{*it};
+}
+
+} // namespace
+
 expected<void> validate(const kv_transfer_request& r) {
   if (r.source_block_ids.size() != r.destination_block_ids.size())
     return invalid(fmt::format("kv transfer {}: {} source blocks but {} destination blocks",
@@ -142,13 +172,9 @@ expected<void> validate(const kv_transfer_request& r) {
   if (r.source_block_ids.size() > max_transfer_blocks)
     return invalid(fmt::format("kv transfer {}: {} blocks is over the limit of {}", r.transfer_id,
                                r.source_block_ids.size(), max_transfer_blocks));
-  std::unordered_set<uint32_t> seen;
-  seen.reserve(r.destination_block_ids.size());
-  for (uint32_t id : r.destination_block_ids) {
-    if (!seen.insert(id).second)
-      return invalid(fmt::format("kv transfer {}: destination block {} appears twice",
-                                 r.transfer_id, id));
-  }
+  if (auto id = repeated_id(r.destination_block_ids))
+    return invalid(fmt::format("kv transfer {}: destination block {} appears twice",
+                               r.transfer_id, *id));
   if (auto ok = validate(r.layout); !ok)
     return ok;
   return {};

@@ -6,6 +6,8 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <fmt/format.h>
+
 using namespace dynamo;
 using namespace dynamo::protocol;
 
@@ -88,6 +90,17 @@ BOOST_AUTO_TEST_CASE(request_validation) {
   BOOST_TEST(message_of(validate(request_of({1, 2}, {5, 5})).error()) ==
              "kv transfer 7: destination block 5 appears twice");
   BOOST_TEST(static_cast<bool>(validate(request_of({1, 1}, {5, 6})))); // one source, two copies
+  // Sparse ids (the sorted path) and a large dense set (the bitmap path).
+  BOOST_TEST(message_of(validate(request_of({1, 2, 3}, {4000000000u, 9, 4000000000u})).error()) ==
+             "kv transfer 7: destination block 4000000000 appears twice");
+  BOOST_TEST(static_cast<bool>(validate(request_of({1, 2}, {4000000000u, 9}))));
+  std::vector<uint32_t> many(4096), src(4096, 0);
+  for (uint32_t i = 0; i < 4096; ++i)
+    many[i] = (i * 2654435761u) % 8192; // distinct, scattered
+  BOOST_TEST(static_cast<bool>(validate(request_of(src, many))));
+  many[4000] = many[17];
+  BOOST_TEST(message_of(validate(request_of(src, many)).error()) ==
+             fmt::format("kv transfer 7: destination block {} appears twice", many[17]));
 }
 
 BOOST_AUTO_TEST_CASE(request_round_trips_through_msgpack) {
