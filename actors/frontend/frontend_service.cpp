@@ -120,6 +120,10 @@ const metrics::registry& frontend_service::metrics_registry() const noexcept {
   return ctx_->registry;
 }
 
+std::shared_ptr<metrics::registry> frontend_service::shared_metrics_registry() const noexcept {
+  return {ctx_, &ctx_->registry}; // shares ownership of the context that holds it
+}
+
 void frontend_service::stop() {
   if (server_)
     server_->stop();

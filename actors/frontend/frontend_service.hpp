@@ -47,6 +47,9 @@ public:
   [[nodiscard]] uint16_t port() const noexcept;
   /// The Prometheus registry behind GET /metrics.
   [[nodiscard]] const metrics::registry& metrics_registry() const noexcept;
+  /// The same registry, for other components' metric families; it lives as long
+  /// as the returned pointer.
+  [[nodiscard]] std::shared_ptr<metrics::registry> shared_metrics_registry() const noexcept;
 
   /// Stops the HTTP server; in-flight requests see their clients disconnect
   /// (their generations are cancelled). Idempotent.

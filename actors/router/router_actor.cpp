@@ -49,8 +49,13 @@ struct router_state {
   /// Jobs waiting for a worker, with their deadlines.
   std::vector<std::pair<route_ticket_ptr, clock::time_point>> parked;
   bool retry_scheduled = false;
+  kv_event_inbox_ptr kv_inbox;            ///< the inbox KV events came from (its drop count)
+  route::router_metrics::cursor published; ///< what this incarnation published so far
   static inline const char* name = "dynamo.router";
 };
+
+using metrics_tick_atom = caf::atom_constant<caf::atom("mtick")>;
+constexpr std::chrono::seconds metrics_period{1};
 
 using router_ptr = caf::stateful_actor<router_state>*;
 
@@ -264,6 +269,8 @@ caf::actor spawn_router(caf::actor_system& sys, router_actor_config cfg,
         caf::anon_send(me, resync_atom::value, std::move(req), 0);
     };
     st.router = std::make_unique<route::kv_router>(cfg.kv, cfg.block_size, cfg.mode, seed, sink);
+    if (cfg.metrics)
+      self->delayed_send(self, metrics_period, metrics_tick_atom::value);
     return {
       [self](add_worker_atom, const worker_info& w) {
         auto& st = self->state;
@@ -296,6 +303,13 @@ caf::actor spawn_router(caf::actor_system& sys, router_actor_config cfg,
       [self](kv_events_atom, kv_event_inbox_ptr& inbox) {
         auto events = inbox->take();
         self->state.router->on_events(events);
+        self->state.kv_inbox = inbox;
+      },
+      [self](metrics_tick_atom) {
+        auto& st = self->state;
+        uint64_t dropped = st.kv_inbox ? st.kv_inbox->dropped() : 0;
+        st.cfg.metrics->publish(st.cfg.name, st.router->index(), dropped, st.published);
+        self->delayed_send(self, metrics_period, metrics_tick_atom::value);
       },
       [self](replay_atom, protocol::kv_replay& replay) {
         self->state.router->on_replay(std::move(replay));

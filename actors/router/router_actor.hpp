@@ -14,6 +14,7 @@
 #include "runtime/protocol/kv_recovery.hpp"
 #include "runtime/protocol/llm.hpp"
 #include "runtime/route/config.hpp"
+#include "runtime/route/router_metrics.hpp"
 
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
@@ -101,6 +102,8 @@ struct router_actor_config {
   /// How long a job waits for a worker when none is available (restarts,
   /// joins) before failing with errc::no_workers; 0 fails at once.
   std::chrono::milliseconds no_worker_wait{3000};
+  /// Where the router publishes its KV index totals (about once a second); none when null.
+  std::shared_ptr<route::router_metrics> metrics;
 };
 
 [[nodiscard]] caf::actor spawn_router(caf::actor_system& sys, router_actor_config cfg,

@@ -75,6 +75,10 @@ expected<std::unique_ptr<planes::discovery_plane>> make_discovery(const config::
 
 actors::model_watcher_config connect_frontend(actors::model_watcher_config cfg,
                                               frontend::frontend_service& fe) {
+  if (auto rm = route::router_metrics::create(fe.shared_metrics_registry()))
+    cfg.router.metrics = std::move(*rm);
+  else
+    spdlog::warn("router metrics disabled: {}", describe(rm.error()));
   cfg.on_model_added = [&fe](const actors::served_model& m) {
     frontend::model_entry e;
     e.card = m.card;

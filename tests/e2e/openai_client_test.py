@@ -191,6 +191,17 @@ class OpenAIClientTest(unittest.TestCase):
         self.assertEqual(status, 200)
         self.assertIn('dynamo_frontend_requests_total{model="%s"' % self.model, text)
         self.assertIn("dynamo_frontend_time_to_first_token_seconds_bucket", text)
+        if ARGS.router_metrics:
+            # The router publishes its KV index about once a second.
+            pattern = (r'^dynamo_router_kv_events_applied_total\{router="router\[%s\]",'
+                       r'event_type="stored",status="ok"\} (\S+)$' % re.escape(self.model))
+            deadline = time.time() + 10
+            applied = 0.0
+            while applied <= 0 and time.time() < deadline:
+                m = re.search(pattern, http_get("/metrics")[1], re.M)
+                applied = float(m.group(1)) if m else 0.0
+                time.sleep(0.2)
+            self.assertGreater(applied, 0, "no stored KV event reached the router's index")
 
     def test_client_leaving_a_stream_is_noticed(self):
         def disconnected():
@@ -240,6 +251,8 @@ def main():
     p.add_argument("--model", required=True, help="served model name")
     p.add_argument("--slow-model", help="model for the disconnect test (default: --model)")
     p.add_argument("--expect-text", help="the exact reply every request must be a prefix of")
+    p.add_argument("--router-metrics", action="store_true",
+                   help="the server routes with KV events: its router's index must show on /metrics")
     p.add_argument("--fake-failures", action="store_true",
                    help="also test the fake server's fake-fail-first / fake-fail-mid models")
     ARGS, rest = p.parse_known_args()
