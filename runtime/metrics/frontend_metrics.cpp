@@ -53,18 +53,6 @@ error_type error_type_of(errc code) noexcept {
   return error_type::internal;
 }
 
-namespace {
-
-template <class T>
-caf::error take(expected<T*> in, T*& out) {
-  if (!in)
-    return std::move(in.error());
-  out = *in;
-  return {};
-}
-
-} // namespace
-
 expected<std::unique_ptr<frontend_metrics>>
 frontend_metrics::create(registry& reg, const frontend_metrics_config& cfg) {
   std::unique_ptr<frontend_metrics> m{new frontend_metrics()};

@@ -110,6 +110,15 @@ using counter_family = family<counter>;
 using gauge_family = family<gauge>;
 using histogram_family = family<histogram>;
 
+/// Stores a family `registry::add_*` returned in `out`; its error when it failed.
+template <class T>
+[[nodiscard]] caf::error take(expected<T*> in, T*& out) {
+  if (!in)
+    return std::move(in.error());
+  out = *in;
+  return {};
+}
+
 class registry {
 public:
   /// Content type of `render()` output.
