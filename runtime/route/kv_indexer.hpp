@@ -1,8 +1,11 @@
 // The router's KV event path (research/dynamo.md 3.4-3.5): per-worker ordering
 // (event_sequencer) and the prefix index (radix_index), split into shards by
 // worker, each applied by its own event thread (Dynamo's ThreadPoolIndexer), or
-// on the caller with one thread. Owned by kv_router; every method is safe from
-// any thread. Resync requests go to the sink, on an event thread (or the caller).
+// on the caller with one thread. Owned by kv_router. Reads are safe from any
+// thread; writes may come from several threads but not concurrently for the same
+// worker (a removal racing that worker's events could leave it in two shards); the
+// router makes all writes from its actor. Resync requests go to the sink, on an
+// event thread (or the caller).
 #pragma once
 
 #include "runtime/protocol/kv_event.hpp"
