@@ -53,10 +53,14 @@ public:
   }
 
 private:
+  template <size_t N>
+  static constexpr std::string_view name_of(const char (&name)[N]) noexcept {
+    return {name, N - 1}; // a string literal: its length is known, no strlen
+  }
   template <size_t... I>
   size_t field_of(std::string_view key, std::index_sequence<I...>) const {
     size_t f = n;
-    ((f == n && key == std::string_view{std::get<2 * I>(a_)} ? (f = I, true) : false), ...);
+    ((f == n && key == name_of(std::get<2 * I>(a_)) ? (f = I, true) : false), ...);
     return f;
   }
   template <size_t... I>
