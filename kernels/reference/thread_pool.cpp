@@ -1,13 +1,8 @@
 #include "kernels/reference/thread_pool.hpp"
 
-#include <chrono>
+#include "runtime/core/cpu_relax.hpp"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define DYNAMO_CPU_RELAX() _mm_pause()
-#else
-#define DYNAMO_CPU_RELAX() ((void)0)
-#endif
+#include <chrono>
 
 namespace dynamo::kernels::ref {
 namespace {
@@ -49,7 +44,7 @@ void thread_pool::run(uint32_t n_tasks, task_fn fn, void* ctx) {
   drain(gen);
   for (unsigned spins = 0; done_.load(std::memory_order_acquire) != n_tasks; ++spins) {
     if (spins < 256) {
-      DYNAMO_CPU_RELAX();
+      cpu_relax();
     } else {
       std::this_thread::yield(); // a worker holding a task was descheduled
     }
@@ -91,7 +86,7 @@ void thread_pool::worker_loop() {
       const auto start = std::chrono::steady_clock::now();
       for (unsigned i = 0; gen == seen; ++i) {
         if (i < 2048) {
-          DYNAMO_CPU_RELAX();
+          cpu_relax();
         } else {
           std::this_thread::yield();
         }

@@ -1,5 +1,6 @@
 #include "runtime/route/kv_indexer.hpp"
 
+#include "runtime/core/cpu_relax.hpp"
 #include "runtime/route/event_sequencer.hpp"
 
 #include <fmt/format.h>
@@ -63,14 +64,6 @@ struct kv_indexer::shard {
 };
 
 namespace {
-
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
 
 /// A reader's hold on a shard's index: it goes before the event thread's next
 /// job. A job takes about a microsecond, far less than a futex sleep and wake,
