@@ -9,6 +9,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <unordered_map>
 #include <variant>
@@ -180,21 +181,23 @@ struct kv_indexer::state {
       deliver(resync);
       return;
     }
+    enqueue(s, std::span(&j, 1));
+  }
+
+  /// Moves `jobs` to the end of the shard's queue, waiting while it is full
+  /// (back-pressure), and wakes the event thread if it was idle.
+  void enqueue(shard& s, std::span<job> jobs) {
     bool was_empty;
     {
       std::unique_lock lk{s.qmtx};
-      wait_for_room(s, lk);
+      s.drained.wait(lk, [&] { return s.queue.size() < options.max_queued; });
       was_empty = s.queue.empty();
-      s.queue.push_back(std::move(j));
-      ++s.queued;
+      s.queue.insert(s.queue.end(), std::make_move_iterator(jobs.begin()),
+                     std::make_move_iterator(jobs.end()));
+      s.queued += jobs.size();
     }
     if (was_empty)
       s.wake.notify_one();
-  }
-
-  /// Back-pressure: writers wait while the shard's queue is full.
-  void wait_for_room(shard& s, std::unique_lock<std::mutex>& lk) const {
-    s.drained.wait(lk, [&] { return s.queue.size() < options.max_queued; });
   }
 
   /// An event thread: applies its shard's queue in arrival order, letting
@@ -288,18 +291,7 @@ void kv_indexer::on_events(std::span<protocol::router_event> events) {
   for (size_t i = 0; i < st.shards.size(); ++i) {
     if (by_shard[i].empty())
       continue;
-    shard& s = *st.shards[i];
-    bool was_empty;
-    {
-      std::unique_lock lk{s.qmtx};
-      st.wait_for_room(s, lk);
-      was_empty = s.queue.empty();
-      s.queue.insert(s.queue.end(), std::make_move_iterator(by_shard[i].begin()),
-                     std::make_move_iterator(by_shard[i].end()));
-      s.queued += by_shard[i].size();
-    }
-    if (was_empty)
-      s.wake.notify_one();
+    st.enqueue(*st.shards[i], by_shard[i]);
     by_shard[i].clear();
   }
 }
@@ -353,20 +345,24 @@ void kv_indexer::find_matches(std::span<const uint64_t> local_hashes, bool early
   }
 }
 
-size_t kv_indexer::tree_size(const worker_key& worker) const {
+/// f(shard) under the reader lock of the shard holding `worker`; `none` when no
+/// shard does.
+template <class R, class F>
+R kv_indexer::on_shard_of(const worker_key& worker, R none, F&& f) const {
   const shard* s = state_->find(worker.worker_id);
   if (!s)
-    return 0;
+    return none;
   reader_lock lk{*s};
-  return s->index.tree_size(worker);
+  return f(*s);
+}
+
+size_t kv_indexer::tree_size(const worker_key& worker) const {
+  return on_shard_of(worker, size_t{0}, [&](const shard& s) { return s.index.tree_size(worker); });
 }
 
 bool kv_indexer::holds(const worker_key& worker, uint64_t block_hash) const {
-  const shard* s = state_->find(worker.worker_id);
-  if (!s)
-    return false;
-  reader_lock lk{*s};
-  return s->index.holds(worker, block_hash);
+  return on_shard_of(worker, false,
+                     [&](const shard& s) { return s.index.holds(worker, block_hash); });
 }
 
 std::vector<worker_key> kv_indexer::workers() const {
@@ -382,19 +378,13 @@ std::vector<worker_key> kv_indexer::workers() const {
 
 std::vector<protocol::kv_event> kv_indexer::dump_worker(const worker_key& worker,
                                                         uint64_t event_id) const {
-  const shard* s = state_->find(worker.worker_id);
-  if (!s)
-    return {};
-  reader_lock lk{*s};
-  return s->index.dump_worker(worker, event_id);
+  return on_shard_of(worker, std::vector<protocol::kv_event>{},
+                     [&](const shard& s) { return s.index.dump_worker(worker, event_id); });
 }
 
 std::optional<uint64_t> kv_indexer::last_event_id(const worker_key& worker) const {
-  const shard* s = state_->find(worker.worker_id);
-  if (!s)
-    return std::nullopt;
-  reader_lock lk{*s};
-  return s->sequencer.last_event_id(worker);
+  return on_shard_of(worker, std::optional<uint64_t>{},
+                     [&](const shard& s) { return s.sequencer.last_event_id(worker); });
 }
 
 namespace {

@@ -85,6 +85,8 @@ public:
 private:
   struct shard;
   struct state;
+  template <class R, class F>
+  R on_shard_of(const worker_key& worker, R none, F&& f) const;
   std::unique_ptr<state> state_;
 };
 
