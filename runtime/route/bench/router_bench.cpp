@@ -224,13 +224,15 @@ void interleave(uint32_t workers, std::mt19937_64& rng, std::vector<protocol::ro
   } while (more || busy > 0);
 }
 
-/// CPU time of this thread: on a shared machine, wall time also counts the
-/// time other processes held the core.
-double thread_cpu_seconds() {
+/// CPU time of `clock` (this thread's, or the whole process's with event
+/// threads): on a shared machine, wall time also counts the time other
+/// processes held the cores.
+double cpu_seconds(clockid_t clock) {
   timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  clock_gettime(clock, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
+double thread_cpu_seconds() { return cpu_seconds(CLOCK_THREAD_CPUTIME_ID); }
 
 double seconds_since(clk::time_point t0) {
   return std::chrono::duration<double>(clk::now() - t0).count();
@@ -337,12 +339,6 @@ std::string latency_json(const char* name, const Index& idx, generator& gen, uin
                      at(cpu_us, 0.99), at(cpu_us, 0.999));
 }
 
-double process_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
 /// Event ids from 0 per worker, in the order the phases are applied: the
 /// generator numbers events globally, while kv_indexer sequences each worker.
 void renumber(std::initializer_list<std::vector<protocol::router_event>*> phases) {
@@ -371,11 +367,11 @@ apply_result feed(kv_indexer& idx, const std::vector<protocol::router_event>& ev
     r.blocks += e.event.blocks.size() + e.event.removed_hashes.size();
   uint64_t bad = not_ok_count(idx);
   auto t0 = clk::now();
-  double c0 = process_cpu_seconds();
+  double c0 = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
   for (size_t i = 0; i < copy.size(); i += batch)
     idx.on_events(std::span(copy.data() + i, std::min<size_t>(batch, copy.size() - i)));
   idx.flush();
-  r.cpu_seconds = process_cpu_seconds() - c0;
+  r.cpu_seconds = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - c0;
   r.seconds = seconds_since(t0);
   r.not_ok = not_ok_count(idx) - bad;
   return r;
