@@ -17,24 +17,26 @@ router_metrics::create(std::shared_ptr<metrics::registry> reg, const std::string
     return make_error(errc::invalid_argument, "router metrics need a registry");
   std::shared_ptr<router_metrics> m{new router_metrics()};
   const std::vector<std::string> router{"router"};
-  if (auto e = metrics::take(reg->add_counter(prefix + "_kv_events_applied_total",
-                                     "KV events applied to the router's index, by type and status",
-                                     {"router", "event_type", "status"}),
-                    m->applied_))
+  if (auto e = metrics::take(
+          reg->add_counter(prefix + "_kv_events_applied_total",
+                           "KV events applied to the router's index, by type and status",
+                           {"router", "event_type", "status"}),
+          m->applied_))
     return e;
-  if (auto e = metrics::take(reg->add_gauge(prefix + "_kv_index_entries",
-                                   "(worker, block) entries in the router's KV index", router),
-                    m->entries_))
+  if (auto e = metrics::take(
+          reg->add_gauge(prefix + "_kv_index_entries",
+                         "(worker, block) entries in the router's KV index", router),
+          m->entries_))
     return e;
-  if (auto e = metrics::take(reg->add_gauge(prefix + "_kv_index_workers",
-                                   "Workers (with dp rank) holding blocks in the router's KV index",
-                                   router),
-                    m->workers_))
+  if (auto e = metrics::take(
+          reg->add_gauge(prefix + "_kv_index_workers",
+                         "Workers (with dp rank) holding blocks in the router's KV index", router),
+          m->workers_))
     return e;
-  if (auto e = metrics::take(reg->add_counter(prefix + "_kv_events_dropped_total",
-                                     "KV events dropped before reaching the router (full inbox)",
-                                     router),
-                    m->dropped_))
+  if (auto e = metrics::take(
+          reg->add_counter(prefix + "_kv_events_dropped_total",
+                           "KV events dropped before reaching the router (full inbox)", router),
+          m->dropped_))
     return e;
   m->registry_ = std::move(reg);
   return m;
