@@ -2,7 +2,7 @@
 
 #include "runtime/mocker/mock_executor.hpp"
 #include "runtime/model/cpu_executor.hpp"
-#include "runtime/model/llama_model.hpp"
+#include "runtime/model/decoder_model.hpp"
 
 #if DYNAMO_HAVE_CUDA
 #include "runtime/model/cuda/cuda_executor.hpp"
@@ -50,13 +50,14 @@ expected<engine_setup> prepare_mocker(const config::pool_config& pool) {
 expected<engine_setup> prepare_cpu(const config::pool_config& pool, size_t kv_bytes) {
   auto t0 = std::chrono::steady_clock::now();
   spdlog::info("loading model {} from {} ...", pool.model, pool.model_path);
-  auto model = model::llama_model::load(pool.model_path);
+  auto model = model::decoder_model::load(pool.model_path);
   if (!model)
     return model.error();
   auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  spdlog::info("model {} loaded in {:.2f} s ({:.1f} MiB of weights, {} layers, context {})", pool.model,
-               secs, (*model)->weight_bytes() / 1048576.0, (*model)->config().n_layer,
-               (*model)->config().context_length);
+  const model::decoder_config& c = (*model)->config();
+  spdlog::info("model {} loaded in {:.2f} s ({}, {:.1f} MiB of weights, {} layers, context {}{})", pool.model, secs,
+               c.arch_name(), (*model)->weight_bytes() / 1048576.0, c.n_layer, c.context_length,
+               c.is_moe() ? fmt::format(", {} of {} experts per token", c.moe.n_expert_used, c.moe.n_expert) : "");
   model::cpu_executor_config xc;
   xc.model_path = pool.model_path;
   xc.block_size = pool.engine_opts.block_size;
@@ -94,7 +95,7 @@ expected<engine_setup> prepare_cuda(const config::pool_config& pool) {
   if (!model::cuda_available())
     return make_error(errc::device_error, "engine cuda: no usable CUDA device");
   spdlog::info("loading model {} from {} for the GPU ...", pool.model, pool.model_path);
-  auto model = model::llama_model::load(pool.model_path);
+  auto model = model::decoder_model::load(pool.model_path);
   if (!model)
     return model.error();
   auto ec = engine_limits(pool.engine_opts);

@@ -4,7 +4,8 @@
 
 namespace dynamo::kernels::ref {
 
-rope_table make_rope_table(uint32_t rot_dim, uint32_t max_positions, float base) {
+rope_table make_rope_table(uint32_t rot_dim, uint32_t max_positions, float base, float freq_scale,
+                           std::span<const float> freq_factors) {
   rope_table t;
   t.rot_dim = rot_dim;
   t.max_positions = max_positions;
@@ -12,9 +13,10 @@ rope_table make_rope_table(uint32_t rot_dim, uint32_t max_positions, float base)
   t.cos.resize(static_cast<size_t>(max_positions) * half);
   t.sin.resize(static_cast<size_t>(max_positions) * half);
   for (uint32_t i = 0; i < half; ++i) {
-    const double inv_freq = std::pow(static_cast<double>(base), -2.0 * i / rot_dim);
+    const double factor = freq_factors.empty() ? 1.0 : static_cast<double>(freq_factors[i]);
+    const double inv_freq = std::pow(static_cast<double>(base), -2.0 * i / rot_dim) / factor;
     for (uint32_t pos = 0; pos < max_positions; ++pos) {
-      const double theta = pos * inv_freq;
+      const double theta = static_cast<double>(pos) * static_cast<double>(freq_scale) * inv_freq;
       t.cos[static_cast<size_t>(pos) * half + i] = static_cast<float>(std::cos(theta));
       t.sin[static_cast<size_t>(pos) * half + i] = static_cast<float>(std::sin(theta));
     }

@@ -4,18 +4,18 @@
 
 namespace dynamo::model {
 
-cpu_executor::cpu_executor(std::shared_ptr<const llama_model> model, std::unique_ptr<kernels::ref::thread_pool> pool,
+cpu_executor::cpu_executor(std::shared_ptr<const decoder_model> model, std::unique_ptr<kernels::ref::thread_pool> pool,
                            std::unique_ptr<kv_cache> cache, uint64_t process_seed, forward_options options)
     : pool_(std::move(pool)), cache_(std::move(cache)), forward_(std::move(model), *pool_, options),
       sampler_(process_seed) {}
 
 expected<std::unique_ptr<cpu_executor>> cpu_executor::create(const cpu_executor_config& config) {
-  auto model = llama_model::load(config.model_path);
+  auto model = decoder_model::load(config.model_path);
   if (!model) return model.error();
   return create(std::move(*model), config);
 }
 
-expected<std::unique_ptr<cpu_executor>> cpu_executor::create(std::shared_ptr<const llama_model> model,
+expected<std::unique_ptr<cpu_executor>> cpu_executor::create(std::shared_ptr<const decoder_model> model,
                                                              const cpu_executor_config& config) {
   if (model == nullptr) return make_error(errc::invalid_argument, "cpu_executor: null model");
   if (config.block_size == 0) return make_error(errc::config_error, "cpu_executor: block_size must be positive");

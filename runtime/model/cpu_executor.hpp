@@ -7,8 +7,8 @@
 #include "runtime/core/error.hpp"
 #include "runtime/engine/executor.hpp"
 #include "runtime/model/kv_cache.hpp"
-#include "runtime/model/llama_forward.hpp"
-#include "runtime/model/llama_model.hpp"
+#include "runtime/model/decoder_forward.hpp"
+#include "runtime/model/decoder_model.hpp"
 #include "runtime/model/sampler.hpp"
 
 #include "kernels/reference/thread_pool.hpp"
@@ -39,7 +39,7 @@ public:
   [[nodiscard]] static expected<std::unique_ptr<cpu_executor>> create(const cpu_executor_config& config);
 
   /// Uses an already loaded model (shared between executors or built in tests).
-  [[nodiscard]] static expected<std::unique_ptr<cpu_executor>> create(std::shared_ptr<const llama_model> model,
+  [[nodiscard]] static expected<std::unique_ptr<cpu_executor>> create(std::shared_ptr<const decoder_model> model,
                                                                       const cpu_executor_config& config);
 
   [[nodiscard]] expected<engine::batch_result> execute(const engine::batch& b) override;
@@ -50,17 +50,17 @@ public:
   /// ([layer][K,V][kv head][token][head_dim], kv_cache.hpp's real order).
   [[nodiscard]] std::optional<engine::kv_memory_view> kv_memory() override;
 
-  [[nodiscard]] const llama_model& model() const noexcept { return forward_.model(); }
+  [[nodiscard]] const decoder_model& model() const noexcept { return forward_.model(); }
   [[nodiscard]] unsigned threads() const noexcept { return pool_->size(); }
   [[nodiscard]] kv_cache& cache() noexcept { return *cache_; }
 
 private:
-  cpu_executor(std::shared_ptr<const llama_model> model, std::unique_ptr<kernels::ref::thread_pool> pool,
+  cpu_executor(std::shared_ptr<const decoder_model> model, std::unique_ptr<kernels::ref::thread_pool> pool,
                std::unique_ptr<kv_cache> cache, uint64_t process_seed, forward_options options);
 
   std::unique_ptr<kernels::ref::thread_pool> pool_;
   std::unique_ptr<kv_cache> cache_;
-  llama_forward forward_;
+  decoder_forward forward_;
   sampler sampler_;
 };
 

@@ -8,7 +8,7 @@ namespace {
 constexpr std::align_val_t cache_alignment{64};
 }
 
-kv_cache_shape kv_shape_for_budget(const llama_config& c, uint32_t block_size, kv_dtype dtype,
+kv_cache_shape kv_shape_for_budget(const decoder_config& c, uint32_t block_size, kv_dtype dtype,
                                    size_t budget_bytes) noexcept {
   kv_cache_shape s{0, block_size, c.n_layer, c.n_kv_head, c.head_dim, dtype};
   const size_t per_block = s.block_bytes();

@@ -10,7 +10,7 @@
 // thread-safe (the forward pass writes it from its own thread pool).
 #pragma once
 
-#include "runtime/model/llama_config.hpp"
+#include "runtime/model/decoder_config.hpp"
 
 #include "kernels/reference/paged_kv.hpp"
 
@@ -38,7 +38,7 @@ struct kv_cache_shape {
 };
 
 /// The shape for `config`, with as many blocks as fit in `budget_bytes`.
-[[nodiscard]] kv_cache_shape kv_shape_for_budget(const llama_config& config, uint32_t block_size, kv_dtype dtype,
+[[nodiscard]] kv_cache_shape kv_shape_for_budget(const decoder_config& config, uint32_t block_size, kv_dtype dtype,
                                                  size_t budget_bytes) noexcept;
 
 class kv_cache {

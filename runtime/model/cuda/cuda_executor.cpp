@@ -43,7 +43,7 @@ caf::error device_error(const std::string& what, cudaError_t e) {
     if (cuda_or_return_err_ != cudaSuccess) return device_error(what, cuda_or_return_err_);                       \
   } while (0)
 
-expected<void> check_config(const llama_config& c, const cuda_executor_config& x) {
+expected<void> check_config(const decoder_config& c, const cuda_executor_config& x) {
   if (x.block_size == 0) return make_error(errc::config_error, "cuda_executor: block_size must be positive");
   if (x.max_num_tokens == 0 || x.max_num_seqs == 0) {
     return make_error(errc::config_error, "cuda_executor: max_num_tokens and max_num_seqs must be positive");
@@ -107,7 +107,7 @@ expected<void> upload_weights(cuda_state& s) {
 
 /// Allocates the KV cache: config.num_blocks, or what the memory fraction leaves.
 expected<void> allocate_kv(cuda_state& s) {
-  const llama_config& c = s.cfg;
+  const decoder_config& c = s.cfg;
   s.kv_block_bytes = size_t(c.n_layer) * 2 * s.config.block_size * c.n_kv_head * c.head_dim * 2;
   size_t free_bytes = 0, total_bytes = 0;
   CUDA_OR_RETURN("cudaMemGetInfo", cudaMemGetInfo(&free_bytes, &total_bytes));
@@ -137,7 +137,7 @@ expected<void> allocate_kv(cuda_state& s) {
 }
 
 expected<void> setup(cuda_state& s) {
-  const llama_config& c = s.cfg;
+  const decoder_config& c = s.cfg;
   CUDA_OR_RETURN("cudaSetDevice", cudaSetDevice(s.config.device));
   // Launch checks read cudaGetLastError: drop an error left on this thread by an
   // earlier failed call (another executor's missing device, say) so it is not ours.
@@ -162,7 +162,8 @@ expected<void> setup(cuda_state& s) {
                  s.weights.allocate(s.weights_layout.total_bytes));
   if (auto ok = upload_weights(s); !ok) return ok.error();
 
-  const auto rope = kernels::ref::make_rope_table(c.rot_dim, s.max_model_len, c.rope_base);
+  const auto rope = kernels::ref::make_rope_table(c.rot_dim, s.max_model_len, c.rope_base, c.rope_freq_scale,
+                                                  s.model->weights().rope_freqs);
   CUDA_OR_RETURN("RoPE tables", s.rope_cos.allocate(rope.cos.size() * 4));
   CUDA_OR_RETURN("RoPE tables", s.rope_sin.allocate(rope.sin.size() * 4));
   CUDA_OR_RETURN("RoPE upload", cudaMemcpyAsync(s.rope_cos.get(), rope.cos.data(), rope.cos.size() * 4,
@@ -233,10 +234,11 @@ bool cuda_available() noexcept { return gpu::cuda_available(); }
 cuda_executor::cuda_executor(std::unique_ptr<cuda_state> state) : s_(std::move(state)) {}
 cuda_executor::~cuda_executor() = default;
 
-expected<std::unique_ptr<cuda_executor>> cuda_executor::create(std::shared_ptr<const llama_model> model,
+expected<std::unique_ptr<cuda_executor>> cuda_executor::create(std::shared_ptr<const decoder_model> model,
                                                                const cuda_executor_config& config) {
   if (model == nullptr) return make_error(errc::invalid_argument, "cuda_executor: null model");
   if (auto ok = check_config(model->config(), config); !ok) return ok.error();
+  if (auto ok = check_cuda_support(*model); !ok) return ok.error();
   if (!cuda_available()) return make_error(errc::device_error, "cuda_executor: no usable CUDA device");
   auto s = std::make_unique<cuda_state>();
   s->model = model;
@@ -365,7 +367,7 @@ std::optional<engine::kv_memory_view> cuda_executor::kv_memory() {
 uint64_t cuda_executor::graph_replays() const noexcept { return s_->graph_replays; }
 size_t cuda_executor::graphs_captured() const noexcept { return s_->graphs.size(); }
 
-expected<std::unique_ptr<engine::executor>> make_cuda_executor(std::shared_ptr<const llama_model> model,
+expected<std::unique_ptr<engine::executor>> make_cuda_executor(std::shared_ptr<const decoder_model> model,
                                                                const cuda_executor_config& config) {
   auto e = cuda_executor::create(std::move(model), config);
   if (!e) return e.error();

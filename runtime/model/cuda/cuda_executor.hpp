@@ -11,7 +11,7 @@
 
 #include "runtime/core/error.hpp"
 #include "runtime/engine/executor.hpp"
-#include "runtime/model/llama_model.hpp"
+#include "runtime/model/decoder_model.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -54,7 +54,7 @@ public:
   /// memory left for a single KV block, unsupported for shapes the kernels
   /// lack (head_dim > 256, more than 8 query heads per KV head), device_error
   /// for any CUDA failure (including "no device").
-  [[nodiscard]] static expected<std::unique_ptr<cuda_executor>> create(std::shared_ptr<const llama_model> model,
+  [[nodiscard]] static expected<std::unique_ptr<cuda_executor>> create(std::shared_ptr<const decoder_model> model,
                                                                        const cuda_executor_config& config);
   ~cuda_executor() override;
   cuda_executor(const cuda_executor&) = delete;
@@ -87,7 +87,7 @@ private:
 };
 
 /// The factory the worker's engine factory calls for `out=cuda`.
-[[nodiscard]] expected<std::unique_ptr<engine::executor>> make_cuda_executor(std::shared_ptr<const llama_model> model,
+[[nodiscard]] expected<std::unique_ptr<engine::executor>> make_cuda_executor(std::shared_ptr<const decoder_model> model,
                                                                              const cuda_executor_config& config);
 
 } // namespace dynamo::model

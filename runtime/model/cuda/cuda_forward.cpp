@@ -126,7 +126,7 @@ cudaError_t check_finite(cuda_state& s, const char* op, uint32_t layer, const vo
 
 /// Layer `l`'s K/V as the kernels address them (the CPU cache's layout).
 gpu::paged_kv layer_kv(cuda_state& s, uint32_t l) {
-  const llama_config& c = s.cfg;
+  const decoder_config& c = s.cfg;
   const size_t per_kv = size_t(s.config.block_size) * c.n_kv_head * c.head_dim; // elements of K (or V) per block+layer
   bf16* base = s.kv.at<bf16>(0) + size_t(l) * 2 * per_kv;
   return {base, base + per_kv, size_t(c.n_layer) * 2 * per_kv, s.config.block_size, c.n_kv_head, c.head_dim};
@@ -134,7 +134,7 @@ gpu::paged_kv layer_kv(cuda_state& s, uint32_t l) {
 
 cudaError_t encode_layer(cuda_state& s, uint32_t l, const cuda_step_pointers& m, uint32_t T,
                          const cuda_attention_split& split) {
-  const llama_config& c = s.cfg;
+  const decoder_config& c = s.cfg;
   const cuda_layer_slots& w = s.weights_layout.layers[l];
   const cuda_activation_layout& al = s.act_layout;
   const uint32_t E = c.n_embd, QD = c.n_head * c.head_dim, KVD = c.n_kv_head * c.head_dim;
@@ -215,7 +215,7 @@ cudaError_t encode_layer(cuda_state& s, uint32_t l, const cuda_step_pointers& m,
 
 cudaError_t encode_forward(cuda_state& s, const cuda_step_pointers& m, uint32_t T, uint32_t n_lm_rows,
                            const cuda_attention_split& split) {
-  const llama_config& c = s.cfg;
+  const decoder_config& c = s.cfg;
   const cuda_activation_layout& al = s.act_layout;
   const cuda_weight_layout& wl = s.weights_layout;
   gpu::embedding_args e;

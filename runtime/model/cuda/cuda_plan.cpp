@@ -28,7 +28,26 @@ caf::error bad_entry(const engine::batch_entry& e, const std::string& what) {
 
 } // namespace
 
-cuda_weight_layout plan_weights(const llama_config& c, bool tied) {
+expected<void> check_cuda_support(const decoder_model& m) {
+  const decoder_config& c = m.config();
+  std::string missing;
+  auto lacks = [&](bool cond, const char* what) {
+    if (cond) missing += (missing.empty() ? "" : ", ") + std::string(what);
+  };
+  lacks(c.is_moe(), "mixture-of-experts FFNs");
+  bool biases = false, qk_norm = false;
+  for (const auto& l : m.weights().layers) {
+    biases = biases || !l.bq.empty() || !l.bo.empty();
+    qk_norm = qk_norm || !l.q_norm.empty();
+  }
+  lacks(biases, "attention biases");
+  lacks(qk_norm, "per-head Q/K norms");
+  if (missing.empty()) return {};
+  return make_error(errc::unsupported, "cuda_executor: the CUDA backend does not implement " + missing + " yet (" +
+                                           std::string(c.arch_name()) + " model); serve it with the CPU engine");
+}
+
+cuda_weight_layout plan_weights(const decoder_config& c, bool tied) {
   const uint32_t qd = c.n_head * c.head_dim, kvd = c.n_kv_head * c.head_dim;
   arena_builder a;
   cuda_weight_layout l;
@@ -49,13 +68,13 @@ cuda_weight_layout plan_weights(const llama_config& c, bool tied) {
   return l;
 }
 
-std::vector<cuda_upload> plan_uploads(const llama_weights& w, const cuda_weight_layout& l) {
+std::vector<cuda_upload> plan_uploads(const decoder_weights& w, const cuda_weight_layout& l) {
   std::vector<cuda_upload> out;
   out.push_back({&w.token_embd, nullptr, l.token_embd, 0});
   out.push_back({nullptr, &w.output_norm, l.output_norm, 0});
   if (!l.tied) out.push_back({&w.output, nullptr, l.output, 0});
   for (size_t i = 0; i < l.layers.size() && i < w.layers.size(); ++i) {
-    const llama_layer_weights& src = w.layers[i];
+    const decoder_layer_weights& src = w.layers[i];
     const cuda_layer_slots& dst = l.layers[i];
     out.push_back({nullptr, &src.attn_norm, dst.attn_norm, 0});
     out.push_back({&src.wq, nullptr, dst.wqkv, 0});
@@ -90,7 +109,7 @@ cuda_attention_split step_attention_split(const cuda_attention_split& base, uint
   return {static_cast<uint32_t>(p), static_cast<uint32_t>((keys + p - 1) / p)};
 }
 
-cuda_activation_layout plan_activations(const llama_config& c, uint32_t max_tokens, uint32_t max_seqs,
+cuda_activation_layout plan_activations(const decoder_config& c, uint32_t max_tokens, uint32_t max_seqs,
                                         const cuda_attention_split& split) {
   const uint32_t qd = c.n_head * c.head_dim, kvd = c.n_kv_head * c.head_dim, T = max_tokens, R = max_seqs;
   arena_builder a;

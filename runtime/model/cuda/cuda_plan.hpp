@@ -9,8 +9,8 @@
 
 #include "runtime/core/error.hpp"
 #include "runtime/engine/executor.hpp"
-#include "runtime/model/llama_config.hpp"
-#include "runtime/model/llama_model.hpp"
+#include "runtime/model/decoder_config.hpp"
+#include "runtime/model/decoder_model.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -53,7 +53,12 @@ struct cuda_weight_layout {
   size_t total_bytes = 0;
 };
 
-[[nodiscard]] cuda_weight_layout plan_weights(const llama_config& c, bool tied_embeddings);
+[[nodiscard]] cuda_weight_layout plan_weights(const decoder_config& c, bool tied_embeddings);
+
+/// errc::unsupported naming what the CUDA forward pass does not implement yet
+/// for this model (mixture-of-experts FFNs, attention biases, per-head Q/K
+/// norms), so a worker fails at start with a clear message.
+[[nodiscard]] expected<void> check_cuda_support(const decoder_model& m);
 
 /// One upload: a GGUF matrix dequantized into rows [row0, row0 + src->n) of
 /// `dst`, or an fp32 vector copied as is (norms).
@@ -66,7 +71,7 @@ struct cuda_upload {
 
 /// Every upload that fills `layout` from `w`, in arena order. The Q, K and V
 /// matrices land in consecutive row ranges of wqkv; gate and up in wgu.
-[[nodiscard]] std::vector<cuda_upload> plan_uploads(const llama_weights& w, const cuda_weight_layout& layout);
+[[nodiscard]] std::vector<cuda_upload> plan_uploads(const decoder_weights& w, const cuda_weight_layout& layout);
 
 /// Split-K geometry for decode attention: keys per partition (a multiple of
 /// the block size) and partitions launched, at most `max_partitions_cap`
@@ -103,7 +108,7 @@ struct cuda_activation_layout {
   size_t total_bytes = 0;
 };
 
-[[nodiscard]] cuda_activation_layout plan_activations(const llama_config& c, uint32_t max_tokens, uint32_t max_seqs,
+[[nodiscard]] cuda_activation_layout plan_activations(const decoder_config& c, uint32_t max_tokens, uint32_t max_seqs,
                                                       const cuda_attention_split& split);
 
 /// KV blocks that fit: (fraction * total - used - reserve) / block_bytes,

@@ -70,8 +70,8 @@ struct cuda_step_pointers {
 };
 
 struct cuda_state {
-  std::shared_ptr<const llama_model> model;
-  llama_config cfg;
+  std::shared_ptr<const decoder_model> model;
+  decoder_config cfg;
   cuda_executor_config config;
   uint32_t max_model_len = 0;
   uint32_t table_stride = 0; ///< block-table row length: ceil(max_model_len / block_size)

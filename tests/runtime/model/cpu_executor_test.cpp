@@ -9,7 +9,7 @@ using namespace dynamo::model::test;
 
 namespace {
 
-std::unique_ptr<cpu_executor> make_executor(std::shared_ptr<const llama_model> m, uint32_t num_blocks = 0) {
+std::unique_ptr<cpu_executor> make_executor(std::shared_ptr<const decoder_model> m, uint32_t num_blocks = 0) {
   cpu_executor_config cfg;
   cfg.block_size = 4;
   cfg.num_blocks = num_blocks;

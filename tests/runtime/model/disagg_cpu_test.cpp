@@ -22,7 +22,7 @@ using ids = std::vector<uint32_t>;
 
 namespace {
 
-std::unique_ptr<cpu_executor> make_executor(std::shared_ptr<const llama_model> m, uint32_t num_blocks,
+std::unique_ptr<cpu_executor> make_executor(std::shared_ptr<const decoder_model> m, uint32_t num_blocks,
                                             kv_dtype dtype = kv_dtype::f16) {
   cpu_executor_config cfg;
   cfg.block_size = 4;
@@ -62,10 +62,10 @@ void scribble(engine::executor& ex, uint8_t byte) {
 
 /// Logits of one decode step (token at `pos`) through a forward pass over
 /// `ex`'s cache with `table`.
-std::vector<float> decode_logits(const std::shared_ptr<const llama_model>& m, cpu_executor& ex, uint32_t token,
+std::vector<float> decode_logits(const std::shared_ptr<const decoder_model>& m, cpu_executor& ex, uint32_t token,
                                  uint32_t pos, const ids& table) {
   kernels::ref::thread_pool pool(2);
-  llama_forward fwd(m, pool);
+  decoder_forward fwd(m, pool);
   auto r = fwd.run(make_batch({entry(1, {token}, pos, table)}), ex.cache());
   BOOST_REQUIRE_MESSAGE(r, (r ? "" : describe(r.error())));
   BOOST_REQUIRE_EQUAL(r->entry.size(), 1u);

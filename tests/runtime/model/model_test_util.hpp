@@ -1,11 +1,11 @@
-// Builders shared by the model tests: a tiny synthetic model, batch entries,
+// Builders shared by the model tests: a tiny random model, batch entries,
 // and a forward-pass harness with its own pool and cache. Test code only.
 #pragma once
 
 #include "runtime/model/kv_cache.hpp"
-#include "runtime/model/llama_forward.hpp"
-#include "runtime/model/llama_model.hpp"
-#include "runtime/model/synthetic_llama.hpp"
+#include "runtime/model/decoder_forward.hpp"
+#include "runtime/model/decoder_model.hpp"
+#include "runtime/model/random_model.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -20,10 +20,22 @@ inline std::ostream& boost_test_print_type(std::ostream& os, errc c) { return os
 
 namespace dynamo::model::test {
 
-inline std::shared_ptr<const llama_model> tiny_model(synthetic_llama_options o = {}) {
-  auto f = make_synthetic_llama(o);
-  BOOST_REQUIRE_MESSAGE(f, "synthetic model: " << (f ? "" : describe(f.error())));
-  auto m = llama_model::from_file(std::move(*f));
+/// The tiny test model: 2 layers, width 64, 4/2 heads, vocabulary 300, Q4_1
+/// matrices and Q8_0 tied embeddings, "scaled" weights (far-from-uniform logits).
+inline random_model_options test_model_options() {
+  random_model_options o;
+  o.type = gguf::tensor_type::q4_1;
+  o.embd_type = gguf::tensor_type::q8_0;
+  o.tied_embeddings = true;
+  o.stddev = 0.0f;
+  o.threads = 1;
+  return o;
+}
+
+inline std::shared_ptr<const decoder_model> tiny_model(const random_model_options& o = test_model_options()) {
+  auto f = make_random_model(o);
+  BOOST_REQUIRE_MESSAGE(f, "random model: " << (f ? "" : describe(f.error())));
+  auto m = decoder_model::from_file(std::move(*f));
   BOOST_REQUIRE_MESSAGE(m, "load: " << (m ? "" : describe(m.error())));
   return std::move(*m);
 }
@@ -50,12 +62,12 @@ inline engine::batch make_batch(std::vector<engine::batch_entry> entries) {
 
 /// A forward pass with its own pool and cache.
 struct harness {
-  std::shared_ptr<const llama_model> model;
+  std::shared_ptr<const decoder_model> model;
   kernels::ref::thread_pool pool;
   std::unique_ptr<kv_cache> cache;
-  llama_forward fwd;
+  decoder_forward fwd;
 
-  harness(std::shared_ptr<const llama_model> m, uint32_t num_blocks, uint32_t block_size = 4,
+  harness(std::shared_ptr<const decoder_model> m, uint32_t num_blocks, uint32_t block_size = 4,
           kv_dtype dtype = kv_dtype::f32, unsigned threads = 2, forward_options options = {})
       : model(m), pool(threads), fwd(m, pool, options) {
     const auto& c = m->config();

@@ -1,11 +1,11 @@
 // An independent, deliberately plain Llama forward pass for tests: every
 // weight dequantized to fp32 by the GGUF library (not by the kernels), fp32
 // activations, contiguous (unpaged) KV, double accumulations, one sequence.
-// Slow; for tiny synthetic models only. Test code; single-threaded.
+// Slow; for tiny random models only. Test code; single-threaded.
 #pragma once
 
 #include "runtime/gguf/gguf_file.hpp"
-#include "runtime/model/llama_config.hpp"
+#include "runtime/model/decoder_config.hpp"
 
 #include <cmath>
 #include <stdexcept>
@@ -16,7 +16,7 @@ namespace dynamo::model::test {
 
 class naive_llama {
 public:
-  naive_llama(const gguf::file& f, const llama_config& c) : c_(c) {
+  naive_llama(const gguf::file& f, const decoder_config& c) : c_(c) {
     auto get = [&](const std::string& name) {
       const auto* t = f.find_tensor(name);
       if (t == nullptr) throw std::runtime_error("missing " + name);
@@ -117,7 +117,7 @@ private:
     return v;
   }
 
-  llama_config c_;
+  decoder_config c_;
   std::vector<float> embd_, out_norm_, out_;
   std::vector<layer> layers_;
 };

@@ -1,4 +1,4 @@
-// The CUDA executor on a tiny synthetic model against the CPU forward pass:
+// The CUDA executor on a tiny random model against the CPU forward pass:
 // logits of prefill and decode steps, quantized weights dequantized on the
 // device, graph replay vs eager steps, block tables that change, GPU sampling
 // vs the CPU sampler on the same logits, and errors as values.
@@ -19,8 +19,8 @@ namespace {
 
 constexpr uint32_t block_size = 4;
 
-synthetic_llama_options options(gguf::tensor_type weights, gguf::tensor_type embd) {
-  synthetic_llama_options o;
+random_model_options options(gguf::tensor_type weights, gguf::tensor_type embd) {
+  random_model_options o = test_model_options();
   o.n_layer = 2;
   o.n_embd = 128;
   o.n_ff = 256;
@@ -28,12 +28,12 @@ synthetic_llama_options options(gguf::tensor_type weights, gguf::tensor_type emb
   o.n_kv_head = 2; // head_dim 32, GQA group 2
   o.n_vocab = 320;
   o.context_length = 256;
-  o.weight_type = weights;
+  o.type = weights;
   o.embd_type = embd;
   return o;
 }
 
-std::unique_ptr<cuda_executor> make_cuda(std::shared_ptr<const llama_model> m, bool graphs) {
+std::unique_ptr<cuda_executor> make_cuda(std::shared_ptr<const decoder_model> m, bool graphs) {
   cuda_executor_config c;
   c.block_size = block_size;
   c.num_blocks = 96;
@@ -69,7 +69,7 @@ std::vector<std::vector<float>> gpu_step(cuda_executor& ex, const engine::batch&
 /// Prefills two prompts in one step, then decodes both for `steps` steps
 /// (feeding the CPU's greedy tokens to both engines), comparing every
 /// sampled row's logits.
-void compare_with_cpu(std::shared_ptr<const llama_model> m, bool graphs, double tol) {
+void compare_with_cpu(std::shared_ptr<const decoder_model> m, bool graphs, double tol) {
   auto gpu = make_cuda(m, graphs);
   harness cpu(m, 96, block_size);
   std::vector<engine::batch_entry> entries = {entry(1, {1, 5, 9, 200, 7, 3, 11}, 0, {10, 3, 7, 20}),
@@ -124,8 +124,8 @@ BOOST_AUTO_TEST_CASE(quantized_weights_dequantized_on_the_device_match_the_cpu_f
 
 // SmolLM2's widths (head_dim 64, group 3, vocab 49152) with two layers: the
 // shapes the tiny model does not reach (vector K/V loads, wide LM head).
-synthetic_llama_options smollm2_widths() {
-  synthetic_llama_options o;
+random_model_options smollm2_widths() {
+  random_model_options o = test_model_options();
   o.n_layer = 2;
   o.n_embd = 576;
   o.n_ff = 1536;
@@ -133,7 +133,7 @@ synthetic_llama_options smollm2_widths() {
   o.n_kv_head = 3;
   o.n_vocab = 49152;
   o.context_length = 8192;
-  o.weight_type = gguf::tensor_type::q4_1;
+  o.type = gguf::tensor_type::q4_1;
   o.embd_type = gguf::tensor_type::q8_0;
   return o;
 }

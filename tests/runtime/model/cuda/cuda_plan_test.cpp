@@ -20,9 +20,9 @@ using namespace dynamo::model::test;
 
 namespace {
 
-llama_config smollm2() {
-  llama_config c;
-  c.architecture = "llama";
+decoder_config smollm2() {
+  decoder_config c;
+  c.arch = architecture::llama;
   c.n_layer = 30;
   c.n_embd = 576;
   c.n_ff = 1536;
@@ -69,7 +69,7 @@ BOOST_AUTO_TEST_CASE(weight_layout_is_aligned_disjoint_and_fuses_qkv_and_gate_up
 }
 
 BOOST_AUTO_TEST_CASE(uploads_stack_q_k_v_and_gate_up_rows) {
-  synthetic_llama_options o;
+  random_model_options o = test_model_options();
   o.n_layer = 2;
   o.tied_embeddings = false;
   auto m = tiny_model(o);
@@ -360,6 +360,23 @@ BOOST_AUTO_TEST_CASE(gpu_rng_stream_equals_the_cpu_sampler_stream) {
       BOOST_TEST(kernels::rng_uniform(seed, pos) == sampler::uniform(seed, pos));
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(models_with_layers_the_cuda_forward_lacks_are_refused_by_name) {
+  BOOST_TEST(static_cast<bool>(check_cuda_support(*tiny_model())));
+  random_model_options o = test_model_options();
+  o.arch = architecture::qwen3;
+  auto qwen3 = check_cuda_support(*tiny_model(o));
+  BOOST_REQUIRE(!qwen3);
+  BOOST_TEST(code_of(qwen3.error()) == errc::unsupported);
+  BOOST_TEST(message_of(qwen3.error()).find("per-head Q/K norms") != std::string::npos, message_of(qwen3.error()));
+  o.arch = architecture::qwen2moe;
+  o.n_expert = 4;
+  o.n_expert_used = 2;
+  auto moe = check_cuda_support(*tiny_model(o));
+  BOOST_REQUIRE(!moe);
+  BOOST_TEST(message_of(moe.error()).find("mixture-of-experts FFNs, attention biases") != std::string::npos,
+             message_of(moe.error()));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,6 +1,6 @@
 #include "runtime/gguf/writer.hpp"
 #include "runtime/model/kv_cache.hpp"
-#include "runtime/model/llama_model.hpp"
+#include "runtime/model/decoder_model.hpp"
 #include "tests/runtime/model/model_test_util.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -48,20 +48,20 @@ gguf::writer small_file(const variant& v = {}) {
   return w;
 }
 
-expected<std::shared_ptr<const llama_model>> load(const gguf::writer& w) {
+expected<std::shared_ptr<const decoder_model>> load(const gguf::writer& w) {
   auto f = gguf::file::from_bytes(w.bytes());
   BOOST_REQUIRE(f);
-  return llama_model::from_file(std::move(*f));
+  return decoder_model::from_file(std::move(*f));
 }
 
 } // namespace
 
-BOOST_AUTO_TEST_SUITE(llama_model_unit)
+BOOST_AUTO_TEST_SUITE(decoder_model_unit)
 
 BOOST_AUTO_TEST_CASE(config_and_weights_are_read_with_defaults_filled_in) {
   auto m = load(small_file());
   BOOST_REQUIRE_MESSAGE(m, (m ? "" : describe(m.error())));
-  const llama_config& c = (*m)->config();
+  const decoder_config& c = (*m)->config();
   BOOST_TEST(c.n_layer == 1u);
   BOOST_TEST(c.n_head == 4u);
   BOOST_TEST(c.n_kv_head == 2u);
@@ -70,7 +70,7 @@ BOOST_AUTO_TEST_CASE(config_and_weights_are_read_with_defaults_filled_in) {
   BOOST_TEST(c.n_vocab == 10u); // rows of token_embd when vocab_size is absent
   BOOST_TEST(c.rope_base == 10000.0f);
   BOOST_TEST(c.rms_eps == 1e-6f);
-  const llama_weights& w = (*m)->weights();
+  const decoder_weights& w = (*m)->weights();
   BOOST_TEST(w.tied_embeddings);
   BOOST_TEST(w.output.data == w.token_embd.data);
   BOOST_TEST(w.layers.at(0).wk.n == 16u);
@@ -115,7 +115,7 @@ BOOST_AUTO_TEST_CASE(a_missing_or_misshaped_tensor_is_named) {
 }
 
 BOOST_AUTO_TEST_CASE(model_files_that_do_not_exist_give_an_error_value) {
-  auto m = llama_model::load("/nonexistent/model.gguf");
+  auto m = decoder_model::load("/nonexistent/model.gguf");
   BOOST_REQUIRE(!m);
   BOOST_TEST(code_of(m.error()) == errc::not_found);
 }
@@ -141,7 +141,7 @@ BOOST_AUTO_TEST_CASE(layout_is_block_major_with_layers_then_k_and_v) {
 }
 
 BOOST_AUTO_TEST_CASE(budget_gives_whole_blocks_and_zero_dimensions_are_rejected) {
-  llama_config c;
+  decoder_config c;
   c.n_layer = 30;
   c.n_kv_head = 3;
   c.head_dim = 64;

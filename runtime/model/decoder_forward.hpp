@@ -1,15 +1,18 @@
-// The Llama forward pass on CPU over a paged KV cache: runs one
-// engine::batch (decodes and prefill chunks together as one ragged batch),
-// writes the K/V of every new token into its blocks, attends causally over
-// positions [0, start_pos + i], and returns logits only for entries with
-// sample = true. Owned by one executor and driven by its step thread; the
-// kernels fan out over the given thread pool.
+// The decoder forward pass on CPU over a paged KV cache, for every
+// architecture decoder_config knows (biases, per-head Q/K norms, RoPE styles
+// and scalings, dense or mixture-of-experts FFNs): runs one engine::batch
+// (decodes and prefill chunks together as one ragged batch), writes the K/V of
+// every new token into its blocks, attends causally over positions
+// [0, start_pos + i], and returns logits only for entries with sample = true.
+// Owned by one executor and driven by its step thread; the kernels fan out
+// over the given thread pool. A token's logits never depend on the other
+// tokens of its batch (MoE experts included).
 #pragma once
 
 #include "runtime/core/error.hpp"
 #include "runtime/engine/executor.hpp"
 #include "runtime/model/kv_cache.hpp"
-#include "runtime/model/llama_model.hpp"
+#include "runtime/model/decoder_model.hpp"
 
 #include "kernels/reference/matmul.hpp"
 #include "kernels/reference/paged_attention.hpp"
@@ -39,9 +42,9 @@ struct forward_options {
   bool fp32_activations = false;
 };
 
-class llama_forward {
+class decoder_forward {
 public:
-  llama_forward(std::shared_ptr<const llama_model> model, kernels::ref::thread_pool& pool,
+  decoder_forward(std::shared_ptr<const decoder_model> model, kernels::ref::thread_pool& pool,
                 forward_options options = {});
 
   /// Checks a batch against the model and a cache shape without touching
@@ -53,19 +56,30 @@ public:
   /// check(), then the forward pass. `cache` must have the model's shape.
   [[nodiscard]] expected<forward_logits> run(const engine::batch& b, kv_cache& cache);
 
-  [[nodiscard]] const llama_model& model() const noexcept { return *model_; }
+  [[nodiscard]] const decoder_model& model() const noexcept { return *model_; }
 
 private:
   void prepare(const engine::batch& b, uint32_t block_size);
   void run_layer(uint32_t layer, kv_cache& cache);
+  void attention(const decoder_layer_weights& w, const kernels::ref::paged_kv_view& kv);
+  /// Adds `bias` to the first bias.size() outputs of every token row of y.
+  void add_bias(float* y, size_t stride, const std::vector<float>& bias);
+  /// h_ -> tmp_ through the dense SwiGLU FFN.
+  void ffn_dense(const decoder_layer_weights& w);
+  /// h_ -> tmp_ through the routed experts (and the shared expert, if any).
+  void ffn_moe(const moe_layer_weights& w);
+  /// The experts chosen by moe_route, tokens grouped by expert.
+  void group_by_expert();
+  /// Adds the gated shared expert of h_ to tmp_ (Qwen2-MoE).
+  void shared_expert(const moe_layer_weights& w);
   void run_head();
   void matmul(const float* x, size_t x_stride, uint32_t n_tokens, std::span<const weight_matrix> w, float* y,
               size_t y_stride);
-  /// Splits [0, n_tokens) into chunks over the pool for the cheap per-token ops.
+  /// Splits [0, n) into chunks over the pool for the cheap per-row ops.
   template <class Fn>
-  void for_token_chunks(Fn&& fn);
+  void for_chunks(uint32_t n, Fn&& fn);
 
-  std::shared_ptr<const llama_model> model_;
+  std::shared_ptr<const decoder_model> model_;
   kernels::ref::thread_pool& pool_;
   forward_options options_;
   kernels::ref::rope_table rope_;
@@ -84,8 +98,19 @@ private:
   std::vector<float> qkv_;    ///< [n_tokens, (n_head + 2 n_kv_head) head_dim]
   std::vector<float> attn_;   ///< [n_tokens, n_head head_dim]
   std::vector<float> tmp_;    ///< [n_tokens, n_embd] sub-block output, added to x_ lazily
-  std::vector<float> gu_;     ///< [n_tokens, 2 n_ff] gate | up
-  std::vector<float> act_;    ///< [n_tokens, n_ff]
+  std::vector<float> gu_;     ///< [rows, 2 F] gate | up (rows: tokens, or token-expert pairs)
+  std::vector<float> act_;    ///< [rows, F]
+  // MoE state (F = n_ff_expert), sized by prepare() for MoE models only.
+  std::vector<float> router_;           ///< [n_tokens, n_expert] router logits
+  std::vector<uint32_t> expert_;        ///< [n_tokens, k] chosen experts
+  std::vector<float> expert_weight_;    ///< [n_tokens, k]
+  std::vector<uint32_t> expert_start_;  ///< [n_expert + 1] first pair of each expert in pair order
+  std::vector<uint32_t> pair_token_;    ///< [n_tokens k] token of each pair, grouped by expert
+  std::vector<uint32_t> pair_of_;       ///< [n_tokens, k] index of (token, j) in pair order
+  std::vector<float> xe_;               ///< [n_tokens k, n_embd] gathered inputs
+  std::vector<float> ye_;               ///< [n_tokens k, n_embd] expert outputs
+  std::vector<float> shared_gate_;      ///< [n_tokens] shared-expert gate logits
+  std::vector<uint32_t> expert_cursor_; ///< group_by_expert's per-expert cursors
   std::vector<float> hs_;     ///< [rows, n_embd] final-norm rows to sample
   std::vector<float> logits_; ///< [rows, n_vocab]
 };

@@ -1,11 +1,12 @@
 // The real SmolLM2-135M model: logits against the independent numpy
-// reference (llama_ref.py), and exact batching invariants. Skipped with a
+// reference (decoder_ref.py), and exact batching invariants. Skipped with a
 // message when the model file (or python3 with numpy + gguf) is missing.
 #include "runtime/model/cpu_executor.hpp"
-#include "runtime/model/llama_forward.hpp"
+#include "runtime/model/decoder_forward.hpp"
 #include "runtime/model/sampler.hpp"
 #include "tests/runtime/gguf/test_model.hpp"
 #include "tests/runtime/model/model_test_util.hpp"
+#include "tests/runtime/model/reference_util.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -39,55 +40,6 @@ const std::vector<uint32_t> chat_prompt = {1,    9690, 198,  2683, 359,  253,   
 // The reference's greedy answer: "The capital of France".
 const std::vector<uint32_t> chat_answer = {504, 3575, 282, 4649};
 
-std::string python() {
-  const char* p = std::getenv("DYNAMO_PYTHON");
-  return p != nullptr && *p ? p : "python3";
-}
-
-std::string script() {
-  const char* s = std::getenv("DYNAMO_SOURCE_DIR");
-  return std::string(s != nullptr ? s : ".") + "/tests/runtime/model/llama_ref.py";
-}
-
-boost::test_tools::assertion_result python_available(utf::test_unit_id) {
-  const std::string cmd = python() + " -c 'import numpy, gguf' > /dev/null 2>&1";
-  boost::test_tools::assertion_result r(std::system(cmd.c_str()) == 0);
-  if (!r) r.message() << "python3 with numpy and gguf not available (" << python() << ")";
-  return r;
-}
-
-/// What llama_ref.py says about a prompt: the logits of its last position and,
-/// when asked for, its greedy continuation.
-struct reference {
-  std::vector<double> logits;
-  std::vector<uint32_t> greedy;
-};
-
-/// Runs llama_ref.py (with --greedy n_greedy when > 0) and parses its output.
-reference run_reference(const std::string& model, const std::vector<uint32_t>& ids, uint32_t n_greedy = 0) {
-  std::ostringstream cmd;
-  cmd << python() << " " << script() << " --model '" << model << "'";
-  if (n_greedy > 0) cmd << " --greedy " << n_greedy;
-  for (uint32_t id : ids) cmd << " " << id;
-  FILE* p = popen(cmd.str().c_str(), "r");
-  BOOST_REQUIRE(p != nullptr);
-  reference r;
-  char line[1024];
-  size_t n_vocab = 0;
-  if (std::fgets(line, sizeof line, p) != nullptr) std::sscanf(line, "n_vocab %zu", &n_vocab);
-  while (r.logits.size() < n_vocab && std::fgets(line, sizeof line, p) != nullptr) {
-    r.logits.push_back(std::strtod(line, nullptr));
-  }
-  if (n_greedy > 0 && std::fgets(line, sizeof line, p) != nullptr && std::strncmp(line, "greedy", 6) == 0) {
-    std::istringstream in(line + 6);
-    for (uint32_t id; in >> id;) r.greedy.push_back(id);
-  }
-  BOOST_REQUIRE_EQUAL(pclose(p), 0);
-  BOOST_REQUIRE_EQUAL(r.logits.size(), n_vocab);
-  BOOST_REQUIRE_EQUAL(r.greedy.size(), n_greedy);
-  return r;
-}
-
 template <class T>
 std::vector<uint32_t> top_ids(const std::vector<T>& v, size_t k) {
   std::vector<uint32_t> idx(v.size());
@@ -97,9 +49,9 @@ std::vector<uint32_t> top_ids(const std::vector<T>& v, size_t k) {
   return idx;
 }
 
-std::shared_ptr<const llama_model> smollm2() {
-  static std::shared_ptr<const llama_model> m = [] {
-    auto r = llama_model::load(*testing::smollm2_path());
+std::shared_ptr<const decoder_model> smollm2() {
+  static std::shared_ptr<const decoder_model> m = [] {
+    auto r = decoder_model::load(*testing::smollm2_path());
     BOOST_REQUIRE_MESSAGE(r, (r ? "" : describe(r.error())));
     return std::move(*r);
   }();
@@ -168,7 +120,7 @@ comparison compare(const std::vector<float>& got, const std::vector<double>& wan
 
 } // namespace
 
-BOOST_AUTO_TEST_SUITE(llama_golden, *utf::precondition(&testing::model_available))
+BOOST_AUTO_TEST_SUITE(smollm2_golden, *utf::precondition(&testing::model_available))
 
 BOOST_AUTO_TEST_CASE(fp32_activation_logits_match_the_numpy_reference, *utf::precondition(&python_available)) {
   // Reference mode: the only differences left are fp32 vs fp64 rounding.

@@ -1,13 +1,15 @@
-// dynamo-gguf-random's writer: presets, a tiny file of every type that the
+// The random-weight model writer (dynamo-gguf-random, the model tests):
+// presets of real shapes, a tiny file of every architecture and type that the
 // GGUF reader, tokenizer, model loader and CPU executor all accept, sane
 // weight statistics, and the streaming writer's size checks.
-#include "apps/dynamo-gguf-random/random_gguf.hpp"
+#include "runtime/model/random_model.hpp"
 
 #include "kernels/reference/dequantize.hpp"
 #include "runtime/gguf/gguf_file.hpp"
 #include "runtime/gguf/writer.hpp"
 #include "runtime/model/cpu_executor.hpp"
-#include "runtime/model/llama_model.hpp"
+#include "runtime/model/decoder_model.hpp"
+#include "tests/runtime/model/model_test_util.hpp"
 #include "runtime/tokenizer/gguf_tokenizer.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -17,6 +19,7 @@
 #include <unistd.h>
 
 using namespace dynamo;
+using namespace dynamo::model;
 
 namespace {
 
@@ -29,10 +32,10 @@ struct temp_path {
 
 } // namespace
 
-BOOST_AUTO_TEST_SUITE(gguf_random)
+BOOST_AUTO_TEST_SUITE(random_model_unit)
 
 BOOST_AUTO_TEST_CASE(presets_have_the_published_shapes) {
-  auto l = apps::random_gguf_preset("llama-3.1-8b");
+  auto l = random_model_preset("llama-3.1-8b");
   BOOST_REQUIRE(l);
   BOOST_TEST(l->n_layer == 32u);
   BOOST_TEST(l->n_embd == 4096u);
@@ -42,42 +45,61 @@ BOOST_AUTO_TEST_CASE(presets_have_the_published_shapes) {
   BOOST_TEST(l->n_vocab == 128256u);
   BOOST_TEST(l->rope_base == 500000.0f);
   BOOST_TEST(!l->tied_embeddings);
-  BOOST_TEST(apps::parameter_count(*l) == 8030261248ull); // Llama-3.1-8B's 8.03 B
-  auto s = apps::random_gguf_preset("smollm2-135m");
+  BOOST_TEST(l->llama3_rope_freqs);
+  // Llama-3.1-8B's 8.03 B, plus the 64 RoPE factors of rope_freqs.weight.
+  BOOST_TEST(parameter_count(*l) == 8030261248ull + 64);
+  auto s = random_model_preset("smollm2-135m");
   BOOST_REQUIRE(s);
-  BOOST_TEST(apps::parameter_count(*s) == 134515008ull); // research/engine.md 2.1
-  BOOST_TEST(!apps::random_gguf_preset("gpt-5"));
-  BOOST_TEST(!apps::parse_weight_type("q4_k"));
+  BOOST_TEST(parameter_count(*s) == 134515008ull); // research/engine.md 2.1
+  BOOST_TEST(!random_model_preset("gpt-5"));
+}
+
+BOOST_AUTO_TEST_CASE(every_preset_has_its_published_parameter_count) {
+  // The counts Hugging Face publishes for these checkpoints (safetensors
+  // totals): the tensor plans of every architecture are complete and shaped right.
+  const std::pair<const char*, uint64_t> published[] = {
+      {"qwen3-0.6b", 596049920ull},       {"qwen3-8b", 8190735360ull},
+      {"qwen3-30b-a3b", 30532122624ull},  {"qwen2.5-0.5b", 494032768ull},
+      {"mistral-7b", 7248023552ull},      {"mixtral-8x7b", 46702792704ull},
+      {"qwen1.5-moe-a2.7b", 14315784192ull}};
+  for (const auto& [name, count] : published) {
+    auto o = random_model_preset(name);
+    BOOST_REQUIRE_MESSAGE(o, name);
+    BOOST_TEST(parameter_count(*o) == count, name);
+    BOOST_TEST(static_cast<bool>(validate(*o)), name);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(bad_shapes_are_rejected_with_the_reason) {
-  auto o = *apps::random_gguf_preset("tiny");
+  auto o = *random_model_preset("tiny");
   o.n_kv_head = 3;
-  BOOST_TEST(!apps::validate(o));
-  o = *apps::random_gguf_preset("tiny");
+  BOOST_TEST(!validate(o));
+  o = *random_model_preset("tiny");
   o.n_vocab = 100;
-  BOOST_TEST(!apps::validate(o));
-  o = *apps::random_gguf_preset("tiny");
-  o.n_ff = 100;
-  BOOST_TEST(!apps::validate(o));
+  BOOST_TEST(!validate(o));
+  o = *random_model_preset("tiny");
+  o.type = gguf::tensor_type::q8_0;
+  o.n_ff = 100; // ffn_down rows of 100 are not whole Q8_0 blocks
+  BOOST_TEST(!validate(o));
 }
 
 BOOST_AUTO_TEST_CASE(vocab_is_byte_level_and_exactly_the_requested_size) {
   for (const uint32_t n : {259u, 300u, 20000u}) {
-    const auto v = apps::make_byte_vocab(n);
+    const auto v = make_byte_vocab(n);
     BOOST_TEST(v.tokens.size() == n);
     BOOST_TEST(v.types.size() == n);
   }
 }
 
 BOOST_AUTO_TEST_CASE(tiny_files_of_every_type_load_tokenize_and_run_a_cpu_step) {
-  for (const char* type : {"f16", "bf16", "q8_0", "q4_1"}) {
-    BOOST_TEST_CONTEXT("type " << type) {
-      auto o = *apps::random_gguf_preset("tiny");
-      o.type = *apps::parse_weight_type(type);
+  for (const auto type : {gguf::tensor_type::f16, gguf::tensor_type::bf16, gguf::tensor_type::q8_0,
+                          gguf::tensor_type::q4_1}) {
+    BOOST_TEST_CONTEXT("type " << gguf::type_name(type)) {
+      auto o = *random_model_preset("tiny");
+      o.type = type;
       o.threads = 2;
-      temp_path tmp(std::string("gguf-random-") + type);
-      auto bytes = apps::write_random_gguf(o, tmp.path);
+      temp_path tmp("gguf-random-" + gguf::type_name(type));
+      auto bytes = write_random_model(o, tmp.path);
       BOOST_REQUIRE_MESSAGE(bytes, (bytes ? "" : describe(bytes.error())));
       BOOST_TEST(*bytes == std::filesystem::file_size(tmp.path));
 
@@ -90,7 +112,7 @@ BOOST_AUTO_TEST_CASE(tiny_files_of_every_type_load_tokenize_and_run_a_cpu_step) 
       BOOST_TEST(!ids.empty());
       BOOST_TEST((*tk)->decode(ids) == text);
 
-      auto m = model::llama_model::load(tmp.path);
+      auto m = model::decoder_model::load(tmp.path);
       BOOST_REQUIRE_MESSAGE(m, (m ? "" : describe(m.error())));
       BOOST_TEST((*m)->config().n_layer == o.n_layer);
       BOOST_TEST((*m)->config().n_vocab == o.n_vocab);
@@ -136,14 +158,14 @@ BOOST_AUTO_TEST_CASE(tiny_files_of_every_type_load_tokenize_and_run_a_cpu_step) 
 }
 
 BOOST_AUTO_TEST_CASE(same_seed_same_file_other_seed_other_weights) {
-  auto o = *apps::random_gguf_preset("tiny");
+  auto o = *random_model_preset("tiny");
   o.threads = 2;
   temp_path a("gguf-random-a"), b("gguf-random-b"), c("gguf-random-c");
-  BOOST_REQUIRE(apps::write_random_gguf(o, a.path));
+  BOOST_REQUIRE(write_random_model(o, a.path));
   o.threads = 1; // the thread count must not matter
-  BOOST_REQUIRE(apps::write_random_gguf(o, b.path));
+  BOOST_REQUIRE(write_random_model(o, b.path));
   o.seed = 2;
-  BOOST_REQUIRE(apps::write_random_gguf(o, c.path));
+  BOOST_REQUIRE(write_random_model(o, c.path));
   auto read = [](const std::string& p) {
     auto f = gguf::file::open(p);
     BOOST_REQUIRE(f);

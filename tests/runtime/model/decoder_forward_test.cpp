@@ -1,4 +1,4 @@
-#include "runtime/model/llama_forward.hpp"
+#include "runtime/model/decoder_forward.hpp"
 #include "runtime/model/sampler.hpp"
 #include "tests/runtime/model/model_test_util.hpp"
 #include "tests/runtime/model/naive_llama.hpp"
@@ -30,11 +30,11 @@ double max_abs(const std::vector<double>& v) {
 
 } // namespace
 
-BOOST_AUTO_TEST_SUITE(llama_forward_unit)
+BOOST_AUTO_TEST_SUITE(decoder_forward_unit)
 
 BOOST_AUTO_TEST_CASE(float_weights_match_an_independent_naive_forward_closely) {
-  synthetic_llama_options o;
-  o.weight_type = gguf::tensor_type::f32;
+  random_model_options o = test_model_options();
+  o.type = gguf::tensor_type::f32;
   o.embd_type = gguf::tensor_type::f32;
   auto m = tiny_model(o);
   harness h(m, 8);
@@ -48,8 +48,8 @@ BOOST_AUTO_TEST_CASE(float_weights_match_an_independent_naive_forward_closely) {
 
 BOOST_AUTO_TEST_CASE(quantized_weights_match_the_naive_forward_within_activation_rounding) {
   for (auto t : {gguf::tensor_type::q4_1, gguf::tensor_type::q4_0, gguf::tensor_type::q8_0}) {
-    synthetic_llama_options o;
-    o.weight_type = t;
+    random_model_options o = test_model_options();
+    o.type = t;
     o.tied_embeddings = false;
     auto m = tiny_model(o);
     harness h(m, 8);
@@ -122,8 +122,8 @@ BOOST_AUTO_TEST_CASE(logit_rows_follow_entries_and_skip_unsampled_ones) {
 
 BOOST_AUTO_TEST_CASE(fp16_kv_cache_stays_close_to_the_fp32_reference) {
   // Float weights, so that fp16 rounding of K and V is the only approximation.
-  synthetic_llama_options o;
-  o.weight_type = gguf::tensor_type::f32;
+  random_model_options o = test_model_options();
+  o.type = gguf::tensor_type::f32;
   o.embd_type = gguf::tensor_type::f32;
   auto m = tiny_model(o);
   harness h(m, 8, 4, kv_dtype::f16);
@@ -135,7 +135,7 @@ BOOST_AUTO_TEST_CASE(fp16_kv_cache_stays_close_to_the_fp32_reference) {
 }
 
 BOOST_AUTO_TEST_CASE(malformed_batches_are_rejected_with_the_sequence_named) {
-  auto m = tiny_model(); // vocab 256, context 256
+  auto m = tiny_model(); // vocab 300, context 256
   harness h(m, 4);
   auto fails = [&](const engine::batch& b, const std::string& needle) {
     auto r = h.fwd.run(b, *h.cache);
@@ -143,7 +143,7 @@ BOOST_AUTO_TEST_CASE(malformed_batches_are_rejected_with_the_sequence_named) {
     BOOST_TEST(code_of(r.error()) == errc::invalid_argument);
     BOOST_TEST(message_of(r.error()).find(needle) != std::string::npos, message_of(r.error()));
   };
-  fails(make_batch({entry(7, {256}, 0, {0})}), "sequence 7: token id 256");
+  fails(make_batch({entry(7, {300}, 0, {0})}), "sequence 7: token id 300");
   fails(make_batch({entry(7, {1, 2, 3, 4, 5}, 0, {0})}), "block table has 1 blocks, 2 needed");
   fails(make_batch({entry(7, {1}, 0, {4})}), "block id 4 outside the pool of 4");
   fails(make_batch({entry(7, {1}, 256, {0})}), "exceed the context length 256");

@@ -1,0 +1,225 @@
+// Every architecture x weight format against the independent float64 numpy
+// reference (decoder_ref.py): tiny random-weight GGUF files written by
+// random_model, 32 greedy steps each, the engine teacher-forced on the
+// reference's tokens. Per step, over the reference's top-5 log-probs:
+//  - with an fp32 KV cache, the engine matches the exact reference within
+//    1e-4 (float weights: only fp32 arithmetic is left) or 2.5e-3 (quantized
+//    weights: the int16 activation blocks);
+//  - on the serving path (fp16 KV) it matches the reference's fp16-KV variant
+//    within 0.01, and its argmax is the reference's token wherever the
+//    reference's margin is clear (fp32-vs-fp64 differences still flip some
+//    fp16 roundings, so this is not tighter than the next check);
+//  - on the serving path it is within 0.01 of the exact reference (the
+//    issue's target) for dense models. MoE models are reported, not held to
+//    it: KV rounding may flip a near-tied expert choice, in any engine.
+#include "runtime/model/decoder_model.hpp"
+#include "runtime/model/random_model.hpp"
+#include "tests/runtime/model/model_test_util.hpp"
+#include "tests/runtime/model/reference_util.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <unistd.h>
+
+using namespace dynamo;
+using namespace dynamo::model;
+using namespace dynamo::model::test;
+namespace utf = boost::unit_test;
+
+namespace {
+
+constexpr uint32_t steps = 32;
+constexpr double tolerance = 0.01;
+/// Steps whose reference margin (top-1 minus top-2 log-prob) is below this
+/// are near-ties: either token is a correct greedy answer there.
+constexpr double tie_margin = 2 * tolerance;
+const std::vector<uint32_t> prompt = {1, 17, 250, 3, 99, 42, 42, 7, 128, 200};
+
+/// A shape every format can encode (rows multiples of 256 for the K-quants).
+random_model_options base_shape(architecture arch) {
+  random_model_options o;
+  o.arch = arch;
+  o.name = "arch-golden";
+  o.n_layer = 2;
+  o.n_embd = 256;
+  o.n_head = 4;
+  o.n_kv_head = 2;
+  o.n_ff = 512;
+  o.n_vocab = 300;
+  o.context_length = 128;
+  o.stddev = 0.0f; // scaled: unit-variance activations, logits far from uniform
+  o.threads = 1;
+  return o;
+}
+
+struct arch_case {
+  std::string name;
+  random_model_options options;
+};
+
+std::vector<arch_case> architectures() {
+  std::vector<arch_case> cases;
+  {
+    auto o = base_shape(architecture::llama);
+    o.tied_embeddings = true;
+    cases.push_back({"llama", o});
+  }
+  {
+    auto o = base_shape(architecture::llama); // Llama 3.1: rope_freqs, untied head
+    o.llama3_rope_freqs = true;
+    o.rope_base = 500000.0f;
+    cases.push_back({"llama3", o});
+  }
+  {
+    auto o = base_shape(architecture::llama); // Mixtral layout
+    o.n_expert = 8;
+    o.n_expert_used = 2;
+    o.n_ff = 256;
+    cases.push_back({"mixtral", o});
+  }
+  {
+    auto o = base_shape(architecture::qwen2);
+    o.tied_embeddings = true;
+    o.rope_base = 1000000.0f;
+    cases.push_back({"qwen2", o});
+  }
+  {
+    auto o = base_shape(architecture::qwen2moe);
+    o.n_expert = 8;
+    o.n_expert_used = 4;
+    o.n_ff_expert = 256;
+    o.n_ff_shared = 512;
+    cases.push_back({"qwen2moe", o});
+  }
+  {
+    auto o = base_shape(architecture::qwen3); // head_dim 64 with 8 heads: q width 512 != n_embd
+    o.n_head = 8;
+    o.head_dim = 64;
+    o.tied_embeddings = true;
+    cases.push_back({"qwen3", o});
+  }
+  {
+    auto o = base_shape(architecture::qwen3moe);
+    o.n_head = 8;
+    o.head_dim = 64;
+    o.n_expert = 8;
+    o.n_expert_used = 2;
+    o.n_ff_expert = 256;
+    cases.push_back({"qwen3moe", o});
+  }
+  return cases;
+}
+
+const std::vector<gguf::tensor_type>& formats() {
+  using gguf::tensor_type;
+  static const std::vector<tensor_type> all = {tensor_type::f32,  tensor_type::f16,  tensor_type::bf16,
+                                               tensor_type::q8_0, tensor_type::q4_0, tensor_type::q4_1};
+  return all;
+}
+
+std::vector<double> log_softmax(const std::vector<float>& z) {
+  const double mx = *std::max_element(z.begin(), z.end());
+  double sum = 0.0;
+  for (float v : z) sum += std::exp(double(v) - mx);
+  const double lse = mx + std::log(sum);
+  std::vector<double> out(z.size());
+  for (size_t i = 0; i < z.size(); ++i) out[i] = double(z[i]) - lse;
+  return out;
+}
+
+/// Our log-probs at each of the reference's greedy steps, teacher-forced on
+/// its tokens (the prompt as one prefill, then one decode step per token).
+std::vector<std::vector<double>> our_steps(const std::shared_ptr<const decoder_model>& m, const reference_run& ref,
+                                           kv_dtype kv) {
+  harness h(m, 16, 4, kv);
+  std::vector<uint32_t> blocks(12);
+  for (uint32_t i = 0; i < blocks.size(); ++i) blocks[i] = (i * 5 + 3) % 16;
+  std::vector<std::vector<double>> out;
+  out.push_back(log_softmax(h.run(make_batch({entry(1, prompt, 0, blocks)})).at(0)));
+  for (uint32_t s = 1; s < steps; ++s) {
+    const auto pos = static_cast<uint32_t>(prompt.size() + s - 1);
+    out.push_back(log_softmax(h.run(make_batch({entry(1, {ref.greedy[s - 1]}, pos, blocks)})).at(0)));
+  }
+  return out;
+}
+
+struct temp_dir {
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("dynamo-arch-golden-" + std::to_string(::getpid()));
+  temp_dir() { std::filesystem::create_directories(path); }
+  ~temp_dir() { std::filesystem::remove_all(path); }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(architecture_golden, *utf::precondition(&python_available))
+
+BOOST_AUTO_TEST_CASE(every_architecture_and_format_matches_the_float64_reference) {
+  temp_dir dir;
+  struct job {
+    std::string label, path;
+    bool float_weights, moe;
+  };
+  std::vector<job> jobs;
+  std::vector<std::pair<std::string, std::vector<uint32_t>>> ref_jobs;
+  for (const auto& a : architectures()) {
+    for (auto type : formats()) {
+      auto o = a.options;
+      o.type = type;
+      o.embd_type = type; // the format under test also holds the embeddings and the LM head
+      const std::string label = a.name + "/" + gguf::type_name(type);
+      const std::string path = (dir.path / (a.name + "-" + gguf::type_name(type) + ".gguf")).string();
+      auto written = write_random_model(o, path);
+      BOOST_REQUIRE_MESSAGE(written, label << ": " << (written ? "" : describe(written.error())));
+      const bool float_weights = kernels::ref::block_elems(static_cast<kernels::ref::weight_type>(type)) == 1;
+      jobs.push_back({label, path, float_weights, o.n_expert > 0});
+      ref_jobs.emplace_back(path, prompt);
+    }
+  }
+  const auto refs = run_reference_batch(ref_jobs, (dir.path / "jobs.txt").string(), steps, 5);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    BOOST_TEST_CONTEXT(jobs[i].label) {
+      auto m = decoder_model::load(jobs[i].path);
+      BOOST_REQUIRE_MESSAGE(m, (m ? "" : describe(m.error())));
+      const reference_run& ref = refs[i];
+      BOOST_REQUIRE_EQUAL(ref.steps.size(), steps);
+      const auto serving = our_steps(*m, ref, kv_dtype::f16);
+      const auto exact_kv = our_steps(*m, ref, kv_dtype::f32);
+      auto worst = [&](const std::vector<std::vector<double>>& ours, auto top) {
+        double w = 0.0;
+        for (uint32_t s = 0; s < steps; ++s) {
+          for (const auto& [id, lp] : top(ref.steps[s])) w = std::max(w, std::fabs(ours[s][id] - lp));
+        }
+        return w;
+      };
+      auto exact = [](const reference_step& r) { return r.top; };
+      auto kv16 = [](const reference_step& r) { return r.top_kv16; };
+      const double exact_err = worst(exact_kv, exact), serving_err = worst(serving, kv16);
+      const double target_err = worst(serving, exact);
+      uint32_t agree = 0, ties = 0;
+      for (uint32_t s = 0; s < steps; ++s) {
+        const auto argmax =
+            static_cast<uint32_t>(std::max_element(serving[s].begin(), serving[s].end()) - serving[s].begin());
+        if (argmax == ref.steps[s].top_kv16[0].first) {
+          ++agree;
+        } else if (ref.steps[s].top_kv16[0].second - ref.steps[s].top_kv16[1].second < tie_margin) {
+          ++ties;
+        } else {
+          BOOST_ERROR("step " << s << ": our argmax " << argmax << " vs reference " << ref.steps[s].top_kv16[0].first);
+        }
+      }
+      BOOST_TEST_MESSAGE(jobs[i].label << ": max |top-5 log-prob diff| fp32 KV " << exact_err << ", fp16 KV "
+                                       << serving_err << " (vs the exact reference " << target_err
+                                       << "); greedy agrees on " << agree << "/" << steps << " steps (" << ties
+                                       << " near-ties)");
+      BOOST_TEST(exact_err <= (jobs[i].float_weights ? 1e-4 : 2.5e-3));
+      BOOST_TEST(serving_err <= tolerance);
+      if (!jobs[i].moe) BOOST_TEST(target_err <= tolerance);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,134 @@
+// Runs the independent float64 numpy reference (decoder_ref.py) from C++
+// tests and parses what it prints: last-position logits with an optional
+// greedy continuation, or per-step top-k log-probs for a batch of models.
+// Test code only; each call starts one python3 process.
+#pragma once
+
+#include <boost/test/unit_test.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace dynamo::model::test {
+
+inline std::string python() {
+  const char* p = std::getenv("DYNAMO_PYTHON");
+  return p != nullptr && *p ? p : "python3";
+}
+
+inline std::string reference_script() {
+  const char* s = std::getenv("DYNAMO_SOURCE_DIR");
+  return std::string(s != nullptr ? s : ".") + "/tests/runtime/model/decoder_ref.py";
+}
+
+/// Boost.Test precondition: skips the case without python3 + numpy + gguf.
+inline boost::test_tools::assertion_result python_available(boost::unit_test::test_unit_id) {
+  const std::string cmd = python() + " -c 'import numpy, gguf' > /dev/null 2>&1";
+  boost::test_tools::assertion_result r(std::system(cmd.c_str()) == 0);
+  if (!r) r.message() << "python3 with numpy and gguf not available (" << python() << ")";
+  return r;
+}
+
+/// What the reference says about a prompt: the logits of its last position
+/// and, when asked for, its greedy continuation.
+struct reference {
+  std::vector<double> logits;
+  std::vector<uint32_t> greedy;
+};
+
+/// Runs decoder_ref.py on one model (with --greedy n_greedy when > 0).
+inline reference run_reference(const std::string& model, const std::vector<uint32_t>& ids, uint32_t n_greedy = 0) {
+  std::ostringstream cmd;
+  cmd << python() << " " << reference_script() << " --model '" << model << "'";
+  if (n_greedy > 0) cmd << " --greedy " << n_greedy;
+  for (uint32_t id : ids) cmd << " " << id;
+  FILE* p = popen(cmd.str().c_str(), "r");
+  BOOST_REQUIRE(p != nullptr);
+  reference r;
+  char line[1024];
+  size_t n_vocab = 0;
+  if (std::fgets(line, sizeof line, p) != nullptr) std::sscanf(line, "n_vocab %zu", &n_vocab);
+  while (r.logits.size() < n_vocab && std::fgets(line, sizeof line, p) != nullptr) {
+    r.logits.push_back(std::strtod(line, nullptr));
+  }
+  if (n_greedy > 0 && std::fgets(line, sizeof line, p) != nullptr && std::strncmp(line, "greedy", 6) == 0) {
+    std::istringstream in(line + 6);
+    for (uint32_t id; in >> id;) r.greedy.push_back(id);
+  }
+  BOOST_REQUIRE_EQUAL(pclose(p), 0);
+  BOOST_REQUIRE_EQUAL(r.logits.size(), n_vocab);
+  BOOST_REQUIRE_EQUAL(r.greedy.size(), n_greedy);
+  return r;
+}
+
+/// One greedy step of the reference: its top-k (id, log-prob), most likely
+/// first, and the gap between its first and second log-probs.
+struct reference_step {
+  std::vector<std::pair<uint32_t, double>> top;
+  /// The same step with K and V cached in float16 (teacher-forced on the
+  /// exact run's tokens): what an fp16 KV cache should give.
+  std::vector<std::pair<uint32_t, double>> top_kv16;
+  double margin = 0.0;
+  /// MoE: the smallest gap between the router logits of a token's k-th and
+  /// (k+1)-th experts in the step's pass (infinite for dense models).
+  double route_margin = std::numeric_limits<double>::infinity();
+};
+
+/// The reference's greedy run of `steps` tokens for one model.
+struct reference_run {
+  std::string model;
+  std::vector<uint32_t> greedy;
+  std::vector<reference_step> steps;
+};
+
+/// Runs decoder_ref.py --batch over (model path, prompt) pairs in one process.
+inline std::vector<reference_run> run_reference_batch(const std::vector<std::pair<std::string, std::vector<uint32_t>>>& jobs,
+                                                      const std::string& list_path, uint32_t steps, uint32_t top) {
+  {
+    std::ofstream list(list_path);
+    for (const auto& [model, ids] : jobs) {
+      list << model;
+      for (uint32_t id : ids) list << " " << id;
+      list << "\n";
+    }
+  }
+  std::ostringstream cmd;
+  cmd << python() << " " << reference_script() << " --batch '" << list_path << "' --greedy " << steps << " --top "
+      << top;
+  FILE* p = popen(cmd.str().c_str(), "r");
+  BOOST_REQUIRE(p != nullptr);
+  std::vector<reference_run> runs;
+  std::string text;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, p) != nullptr) {
+    text += buf;
+    if (text.empty() || text.back() != '\n') continue;
+    const auto j = nlohmann::json::parse(text);
+    text.clear();
+    reference_run r;
+    r.model = j.at("model").get<std::string>();
+    r.greedy = j.at("greedy").get<std::vector<uint32_t>>();
+    for (size_t s = 0; s < j.at("top").size(); ++s) {
+      reference_step step;
+      for (const auto& e : j.at("top")[s]) step.top.emplace_back(e[0].get<uint32_t>(), e[1].get<double>());
+      for (const auto& e : j.at("top_kv16")[s]) step.top_kv16.emplace_back(e[0].get<uint32_t>(), e[1].get<double>());
+      step.margin = j.at("margin")[s].get<double>();
+      if (const auto& rm = j.at("route_margin")[s]; !rm.is_null()) step.route_margin = rm.get<double>();
+      r.steps.push_back(std::move(step));
+    }
+    runs.push_back(std::move(r));
+  }
+  BOOST_REQUIRE_EQUAL(pclose(p), 0);
+  BOOST_REQUIRE_EQUAL(runs.size(), jobs.size());
+  return runs;
+}
+
+} // namespace dynamo::model::test
