@@ -125,28 +125,30 @@ expected<void> load_attention(loader& l, const decoder_config& c, const std::str
     *m.out = *r;
   }
   const architecture_traits& t = c.traits();
+  // Biases are optional everywhere (as llama.cpp); Q/K norms exist only in
+  // architectures that have them (elsewhere they are unused tensors).
+  enum class need { required, optional, never };
+  const need bias = t.qkv_bias ? need::required : need::optional, norm = t.qk_norm ? need::required : need::never;
   const struct {
     const char* name;
     uint64_t n;
-    bool required;
+    need mode;
     std::vector<float>* out;
-  } vectors[] = {{"attn_norm.weight", c.n_embd, true, &w.attn_norm},
-                 {"attn_q.bias", q_rows, t.qkv_bias, &w.bq},
-                 {"attn_k.bias", kv_rows, t.qkv_bias, &w.bk},
-                 {"attn_v.bias", kv_rows, t.qkv_bias, &w.bv},
-                 {"attn_output.bias", c.n_embd, false, &w.bo},
-                 {"attn_q_norm.weight", c.head_dim, t.qk_norm, &w.q_norm},
-                 {"attn_k_norm.weight", c.head_dim, t.qk_norm, &w.k_norm}};
+  } vectors[] = {{"attn_norm.weight", c.n_embd, need::required, &w.attn_norm},
+                 {"attn_q.bias", q_rows, bias, &w.bq},
+                 {"attn_k.bias", kv_rows, bias, &w.bk},
+                 {"attn_v.bias", kv_rows, bias, &w.bv},
+                 {"attn_output.bias", c.n_embd, need::optional, &w.bo},
+                 {"attn_q_norm.weight", c.head_dim, norm, &w.q_norm},
+                 {"attn_k_norm.weight", c.head_dim, norm, &w.k_norm}};
   for (const auto& v : vectors) {
-    auto r = v.required ? l.vector(p + v.name, v.n) : l.optional_vector(p + v.name, v.n);
+    if (v.mode == need::never) continue;
+    auto r = v.mode == need::required ? l.vector(p + v.name, v.n) : l.optional_vector(p + v.name, v.n);
     if (!r) return r.error();
     *v.out = std::move(*r);
   }
   if (w.bq.empty() != w.bk.empty() || w.bq.empty() != w.bv.empty()) {
     return make_error(errc::corrupt_file, "GGUF layer '" + p + "' has some but not all of the Q/K/V biases");
-  }
-  if (w.q_norm.empty() != w.k_norm.empty()) {
-    return make_error(errc::corrupt_file, "GGUF layer '" + p + "' has only one of attn_q_norm / attn_k_norm");
   }
   return {};
 }

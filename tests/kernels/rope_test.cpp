@@ -62,4 +62,20 @@ BOOST_AUTO_TEST_CASE(position_zero_is_identity_and_partial_rotary_leaves_the_tai
   BOOST_TEST(x[d] != orig[d]);
 }
 
+BOOST_AUTO_TEST_CASE(linear_scaling_and_frequency_factors_divide_the_angles) {
+  // Llama 3.1: pair i's frequency is divided by factor_i; linear scaling
+  // multiplies positions by freq_scale.
+  const uint32_t d = 8;
+  const float base = 500000.0f, scale = 0.25f;
+  const std::vector<float> factors = {1.0f, 2.0f, 4.5f, 8.0f};
+  const auto table = make_rope_table(d, 64, base, scale, factors);
+  for (const uint32_t pos : {1u, 17u, 63u}) {
+    for (uint32_t i = 0; i < d / 2; ++i) {
+      const double theta = pos * double(scale) * std::pow(double(base), -2.0 * i / d) / factors[i];
+      BOOST_TEST(std::fabs(table.cos[pos * d / 2 + i] - std::cos(theta)) < 1e-7);
+      BOOST_TEST(std::fabs(table.sin[pos * d / 2 + i] - std::sin(theta)) < 1e-7);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

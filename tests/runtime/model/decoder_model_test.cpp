@@ -13,6 +13,7 @@ namespace {
 struct variant {
   bool drop_block_count = false;
   const char* arch = "llama";
+  const char* prefix = "llama";
   uint32_t kv_heads = 2;
   std::string skip_tensor;
 };
@@ -20,14 +21,15 @@ struct variant {
 /// A writer holding a 1-layer f32 model, changed as `v` says.
 gguf::writer small_file(const variant& v = {}) {
   gguf::writer w;
+  const std::string a = v.prefix;
   w.set_string("general.architecture", v.arch);
-  if (!v.drop_block_count) w.set_u32("llama.block_count", 1);
-  w.set_u32("llama.context_length", 64);
-  w.set_u32("llama.embedding_length", 32);
-  w.set_u32("llama.feed_forward_length", 64);
-  w.set_u32("llama.attention.head_count", 4);
-  w.set_u32("llama.attention.head_count_kv", v.kv_heads);
-  w.set_f32("llama.attention.layer_norm_rms_epsilon", 1e-6f);
+  if (!v.drop_block_count) w.set_u32(a + ".block_count", 1);
+  w.set_u32(a + ".context_length", 64);
+  w.set_u32(a + ".embedding_length", 32);
+  w.set_u32(a + ".feed_forward_length", 64);
+  w.set_u32(a + ".attention.head_count", 4);
+  w.set_u32(a + ".attention.head_count_kv", v.kv_heads);
+  w.set_f32(a + ".attention.layer_norm_rms_epsilon", 1e-6f);
   auto add = [&](const std::string& n, std::vector<uint64_t> dims) {
     if (n == v.skip_tensor) return;
     uint64_t count = 1;
@@ -85,11 +87,103 @@ BOOST_AUTO_TEST_CASE(a_missing_required_key_is_named_in_the_error) {
   BOOST_TEST(message_of(m.error()).find("'llama.block_count'") != std::string::npos, message_of(m.error()));
 }
 
-BOOST_AUTO_TEST_CASE(another_architecture_is_unsupported) {
+BOOST_AUTO_TEST_CASE(another_architecture_is_unsupported_and_the_supported_ones_are_listed) {
   auto m = load(small_file({.arch = "mamba"}));
   BOOST_REQUIRE(!m);
   BOOST_TEST(code_of(m.error()) == errc::unsupported);
-  BOOST_TEST(message_of(m.error()).find("mamba") != std::string::npos);
+  BOOST_TEST(message_of(m.error()) ==
+                 "architecture 'mamba' is not supported (supported: llama, qwen2, qwen2moe, qwen3, qwen3moe)",
+             message_of(m.error()));
+}
+
+BOOST_AUTO_TEST_CASE(a_tensor_the_architecture_does_not_use_is_refused_by_name) {
+  auto w = small_file();
+  BOOST_REQUIRE(w.add_tensor("blk.0.attn_q_norm.weight", {8}, gguf::tensor_type::f32, std::vector<float>(8, 1.0f)));
+  auto m = load(w);
+  BOOST_REQUIRE(!m);
+  BOOST_TEST(code_of(m.error()) == errc::unsupported);
+  BOOST_TEST(message_of(m.error()).find("'blk.0.attn_q_norm.weight' is not part of the llama model") !=
+                 std::string::npos,
+             message_of(m.error()));
+}
+
+BOOST_AUTO_TEST_CASE(yarn_rope_scaling_is_refused_linear_scaling_is_read) {
+  auto w = small_file();
+  w.set_string("llama.rope.scaling.type", "yarn");
+  auto yarn = load(w);
+  BOOST_REQUIRE(!yarn);
+  BOOST_TEST(code_of(yarn.error()) == errc::unsupported);
+  BOOST_TEST(message_of(yarn.error()).find("'yarn'") != std::string::npos, message_of(yarn.error()));
+  w.set_string("llama.rope.scaling.type", "linear");
+  w.set_f32("llama.rope.scaling.factor", 4.0f);
+  auto linear = load(w);
+  BOOST_REQUIRE_MESSAGE(linear, (linear ? "" : describe(linear.error())));
+  BOOST_TEST((*linear)->config().rope_freq_scale == 0.25f);
+}
+
+BOOST_AUTO_TEST_CASE(every_architecture_reads_its_own_keys_and_tensors) {
+  random_model_options o = test::test_model_options();
+  o.arch = architecture::qwen3moe;
+  o.n_head = 4;
+  o.head_dim = 32; // q width 128 != n_embd 64: attention.key_length
+  o.n_expert = 6;
+  o.n_expert_used = 2;
+  o.n_ff_expert = 96;
+  auto m = test::tiny_model(o);
+  const decoder_config& c = m->config();
+  BOOST_TEST((c.arch == architecture::qwen3moe));
+  BOOST_TEST((c.rope == kernels::ref::rope_style::neox));
+  BOOST_TEST(c.head_dim == 32u);
+  BOOST_TEST(c.moe.n_expert == 6u);
+  BOOST_TEST(c.moe.n_expert_used == 2u);
+  BOOST_TEST(c.moe.n_ff_expert == 96u);
+  BOOST_TEST(c.moe.norm_topk);
+  const auto& l = m->weights().layers.at(1);
+  BOOST_TEST(l.q_norm.size() == 32u);
+  BOOST_TEST(l.moe.router.n == 6u);
+  BOOST_TEST(l.moe.gate.rows == 96u);
+  BOOST_TEST(l.moe.down.expert(5).n == 64u);
+  BOOST_TEST(l.moe.down.expert(5).k == 96u);
+  BOOST_TEST(!l.moe.has_shared_expert());
+  BOOST_TEST(l.w_gate.data == nullptr);
+  BOOST_TEST(m->active_weight_bytes() < m->weight_bytes());
+
+  o = test::test_model_options();
+  o.arch = architecture::qwen2;
+  auto q2 = test::tiny_model(o);
+  BOOST_TEST(q2->weights().layers.at(0).bk.size() == 32u); // 2 KV heads x 16
+  BOOST_TEST(!q2->config().is_moe());
+
+  o.arch = architecture::qwen2moe;
+  o.n_expert = 4;
+  o.n_expert_used = 2;
+  o.n_ff_shared = 96;
+  auto q2m = test::tiny_model(o);
+  BOOST_TEST(q2m->weights().layers.at(0).moe.has_shared_expert());
+  BOOST_TEST(q2m->weights().layers.at(0).moe.shared_down.k == 96u);
+  BOOST_TEST(!q2m->config().moe.norm_topk);
+
+  o = test::test_model_options();
+  o.llama3_rope_freqs = true;
+  auto l3 = test::tiny_model(o);
+  BOOST_TEST(l3->weights().rope_freqs.size() == 8u); // head_dim 16 / 2
+  BOOST_TEST(l3->weights().rope_freqs.front() == 1.0f);
+}
+
+BOOST_AUTO_TEST_CASE(an_architecture_reads_its_own_key_prefix_and_requires_its_tensors) {
+  auto keys = load(small_file({.arch = "qwen2"})); // keys say llama.*
+  BOOST_REQUIRE(!keys);
+  BOOST_TEST(message_of(keys.error()).find("'qwen2.block_count' is required") != std::string::npos,
+             message_of(keys.error()));
+  auto biases = load(small_file({.arch = "qwen2", .prefix = "qwen2"})); // Qwen2 needs Q/K/V biases
+  BOOST_REQUIRE(!biases);
+  BOOST_TEST(code_of(biases.error()) == errc::corrupt_file);
+  BOOST_TEST(message_of(biases.error()).find("'blk.0.attn_q.bias' is missing") != std::string::npos,
+             message_of(biases.error()));
+  auto experts = load(small_file({.arch = "qwen3moe", .prefix = "qwen3moe"}));
+  BOOST_REQUIRE(!experts);
+  BOOST_TEST(message_of(experts.error()).find("'qwen3moe.expert_count' is required") != std::string::npos,
+             message_of(experts.error()));
 }
 
 BOOST_AUTO_TEST_CASE(head_counts_that_do_not_divide_are_rejected) {
