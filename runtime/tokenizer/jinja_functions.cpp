@@ -299,17 +299,13 @@ expected<bool> apply_test(std::string_view name, const value& v, const std::vect
   if (name == "sameas") {
     if (auto ok = need(1); !ok)
       return std::move(ok.error());
-    // Python `is`: the singletons None/True/False, or the same container.
-    if (v.v.index() != args[0].v.index())
-      return false;
-    if (v.is_none() || v.is_undefined())
-      return true;
-    if (b)
-      return *b == std::get<bool>(args[0].v);
-    if (v.as_list() || v.as_dict())
-      return std::get_if<std::shared_ptr<list>>(&v.v) ? v.as_list() == args[0].as_list()
-                                                      : v.as_dict() == args[0].as_dict();
-    return equals(v, args[0]);
+    // Python `is`: the singletons None/True/False, the same container, equal scalars otherwise.
+    const value& w = args[0];
+    if (v.as_list() || w.as_list())
+      return v.as_list() == w.as_list();
+    if (v.as_dict() || w.as_dict())
+      return v.as_dict() == w.as_dict();
+    return v.v.index() == w.v.index() && equals(v, w);
   }
   static constexpr std::pair<std::string_view, std::string_view> compare_tests[] = {
       {"equalto", "=="}, {"eq", "=="}, {"==", "=="}, {"ne", "!="}, {"!=", "!="}, {"lt", "<"}, {"lessthan", "<"},

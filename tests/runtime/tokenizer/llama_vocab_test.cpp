@@ -168,6 +168,46 @@ BOOST_AUTO_TEST_CASE(falcon) { check_vectors("falcon"); }
 BOOST_AUTO_TEST_CASE(mpt) { check_vectors("mpt"); }
 BOOST_AUTO_TEST_CASE(command_r) { check_vectors("command-r"); }
 
+// What llama.cpp's loader derives for each family: the end-of-generation set
+// (EOS, end-of-turn texts, FIM pad) and whether prompts get a BOS.
+BOOST_AUTO_TEST_CASE(stop_tokens_and_bos_per_family) {
+  struct expect {
+    std::string name;
+    std::vector<uint32_t> stops;
+    int64_t bos;
+  };
+  const expect cases[] = {
+      {"llama-spm", {2}, 1},                    // </s>; SentencePiece adds <s>
+      {"phi-3", {2, 32000, 32007}, 1},          // </s>, <|endoftext|>, <|end|>
+      {"llama-bpe", {128001, 128009}, 128000},  // <|end_of_text|>, <|eot_id|>; llama-bpe adds BOS
+      {"qwen2", {128247, 151643, 151645}, -1},  // a normal "</s>" too (llama.cpp's list), <|endoftext|>, <|im_end|>
+      {"gpt-2", {50256}, -1},                   // <|endoftext|>
+      {"starcoder", {0, 4}, -1},                // <|endoftext|>, <fim_pad>
+      {"command-r", {0, 255001}, 5},            // <PAD> (a FIM pad text), <|END_OF_TURN_TOKEN|>; add_bos_token
+      {"deepseek-coder", {32014}, 32013},       // <｜end▁of▁sentence｜>; add_bos_token = true
+  };
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT(c.name) {
+      const auto v = load(c.name);
+      BOOST_TEST(v.tk->stop_token_ids() == c.stops, boost::test_tools::per_element());
+      BOOST_TEST(v.tk->bos_token_id() == c.bos);
+      BOOST_TEST(v.tk->appended_eos_id() == -1);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(unsupported_models_are_refused_by_name) {
+  for (const std::string name : {"bert-bge", "gemma-4"}) {
+    auto f = gguf::file::open((*vocab_dir() / ("ggml-vocab-" + name + ".gguf")).string());
+    BOOST_REQUIRE_MESSAGE(f, error_text(f));
+    auto t = load_tokenizer(**f);
+    BOOST_REQUIRE(!t);
+    BOOST_TEST(code_of(t.error()) == errc::unsupported);
+    BOOST_TEST(message_of(t.error()).find("(have gpt2 (byte-level BPE), llama (SentencePiece))") !=
+               std::string::npos);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(sentencepiece_round_trips) {
   check_round_trips("llama-spm", 1);
   check_round_trips("phi-3", 1);
