@@ -89,6 +89,13 @@ expected<special_vocab> special_vocab::build(const vocab_common& v) {
       s.specials_.push_back({v.tokens[id], id});
   std::stable_sort(s.specials_.begin(), s.specials_.end(),
                    [](const special& a, const special& b) { return a.text.size() > b.text.size(); });
+  for (size_t k = 0; k < s.specials_.size(); ++k) {
+    const std::string& t = s.specials_[k].text;
+    s.first_byte_[static_cast<unsigned char>(t[0])] = true;
+    if (s.lengths_.empty() || s.lengths_.back() != t.size())
+      s.lengths_.push_back(t.size());
+    s.by_text_.emplace(t, k); // equal texts: the first (lower id) is the one matched
+  }
   if (v.rstrip_specials) {
     for (const auto& sp : s.specials_)
       s.attrs_[sp.id] |= token_attr::rstrip;
@@ -163,12 +170,27 @@ void special_vocab::partition(std::string_view text, bool parse_special, std::ve
   if (text.empty())
     return;
   out.push_back({text, 0, false});
-  std::vector<fragment> next;
-  for (const auto& sp : specials_) {
-    const uint8_t a = attrs_[sp.id];
-    if (!parse_special && (a & (token_attr::control | token_attr::unknown)))
+  std::vector<char> present(specials_.size(), 0);
+  bool any = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (!first_byte_[static_cast<unsigned char>(text[i])])
       continue;
-    if (text.find(sp.text) == std::string_view::npos)
+    for (const size_t len : lengths_) {
+      if (len > text.size() - i)
+        continue;
+      if (auto it = by_text_.find(text.substr(i, len)); it != by_text_.end()) {
+        present[it->second] = 1;
+        any = true;
+      }
+    }
+  }
+  if (!any)
+    return;
+  std::vector<fragment> next;
+  for (size_t k = 0; k < specials_.size(); ++k) {
+    const special& sp = specials_[k];
+    const uint8_t a = attrs_[sp.id];
+    if (!present[k] || (!parse_special && (a & (token_attr::control | token_attr::unknown))))
       continue;
     next.clear();
     for (const fragment& f : out) {

@@ -7,10 +7,12 @@
 
 #include "runtime/core/error.hpp"
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace dynamo::tok {
@@ -80,12 +82,21 @@ private:
     std::string text;
     uint32_t id;
   };
+  struct string_hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
   void adjust_by_text(const vocab_common& v, special_token_ids& ids);
 
   std::vector<token_type> types_;
   std::vector<uint8_t> attrs_;
   std::vector<special> specials_; ///< control, user-defined and unknown tokens, longest first
   std::vector<uint32_t> eog_;
+  // Which specials occur in a text is found in one pass: at bytes that start
+  // some special, each special length is looked up.
+  std::array<bool, 256> first_byte_{};
+  std::vector<size_t> lengths_;                              ///< distinct special lengths
+  std::unordered_map<std::string, size_t, string_hash, std::equal_to<>> by_text_; ///< text -> index in specials_
 };
 
 } // namespace dynamo::tok
