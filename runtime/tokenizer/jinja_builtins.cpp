@@ -55,10 +55,14 @@ std::vector<std::string> code_points(const std::string& s) {
   return out;
 }
 
-bool contains(const value& haystack, const value& needle) {
+// Python's `needle in haystack` (TypeError for None, numbers, and non-string
+// needles in strings; an undefined haystack is empty).
+expected<bool> contains(const value& haystack, const value& needle, int line) {
   if (auto s = haystack.as_string()) {
     auto n = needle.as_string();
-    return n && s->find(*n) != std::string::npos;
+    if (!n)
+      return fail(line, "'in <string>' requires string as left operand, not " + std::string(needle.type_name()));
+    return s->find(*n) != std::string::npos;
   }
   if (auto l = haystack.as_list())
     return std::any_of(l->begin(), l->end(), [&](const value& x) { return equals(x, needle); });
@@ -66,7 +70,9 @@ bool contains(const value& haystack, const value& needle) {
     auto n = needle.as_string();
     return n && std::any_of(d->begin(), d->end(), [&](const auto& kv) { return kv.first == *n; });
   }
-  return false;
+  if (haystack.is_undefined())
+    return false;
+  return fail(line, "argument of type '" + std::string(haystack.type_name()) + "' is not iterable");
 }
 
 expected<value> arithmetic(std::string_view op, const value& a, const value& b, int line) {
@@ -186,10 +192,12 @@ expected<value> binary_op(std::string_view op, const value& a, const value& b, i
     return value(equals(a, b));
   if (op == "!=")
     return value(!equals(a, b));
-  if (op == "in")
-    return value(contains(b, a));
-  if (op == "not in")
-    return value(!contains(b, a));
+  if (op == "in" || op == "not in") {
+    auto hit = contains(b, a, line);
+    if (!hit)
+      return std::move(hit.error());
+    return value(*hit == (op == "in"));
+  }
   if (op == "<" || op == ">" || op == "<=" || op == ">=")
     return compare(op, a, b, line);
   if (op == "+") {

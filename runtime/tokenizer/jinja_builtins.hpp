@@ -6,11 +6,27 @@
 #include "runtime/core/error.hpp"
 #include "runtime/tokenizer/jinja_value.hpp"
 
+#include <ctime>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace dynamo::tok::jinja {
+
+/// Python str operations the filters and methods share.
+namespace text {
+/// str.isspace(): White_Space plus \x1c..\x1f.
+[[nodiscard]] bool is_python_space(char32_t cp) noexcept;
+/// str.strip / lstrip / rstrip; `chars` null: whitespace.
+[[nodiscard]] std::string strip(const std::string& s, bool left, bool right, const std::string* chars);
+/// str.upper / str.lower (ASCII letters; other characters unchanged).
+[[nodiscard]] std::string change_case(std::string s, bool upper);
+/// str.title (every word) / str.capitalize (first letter only, rest lowered).
+[[nodiscard]] std::string title_case(std::string s, bool every_word);
+[[nodiscard]] std::string replace_all(const std::string& s, const std::string& from, const std::string& to);
+[[nodiscard]] size_t count_code_points(const std::string& s);
+} // namespace text
 
 /// errc::invalid_argument "chat template line N: what".
 [[nodiscard]] caf::error fail(int line, const std::string& what);
@@ -18,11 +34,25 @@ namespace dynamo::tok::jinja {
 /// The items a for loop visits (list items, dict keys, string characters; undefined: none).
 [[nodiscard]] expected<std::vector<value>> iterate(const value& v, int line);
 
-/// `args[0] | name(args[1..])`.
-[[nodiscard]] expected<value> apply_filter(std::string_view name, const std::vector<value>& args, int line);
+/// `args[0] | name(args[1..])`; `kwnames[i]` is the keyword of args[i + 1]
+/// ("" for positional; may be shorter than args when there are none).
+[[nodiscard]] expected<value> apply_filter(std::string_view name, const std::vector<value>& args,
+                                           const std::vector<std::string>& kwnames, int line);
 
-/// `v is name`.
-[[nodiscard]] bool apply_test(std::string_view name, const value& v);
+/// `v is name(args...)`.
+[[nodiscard]] expected<bool> apply_test(std::string_view name, const value& v, const std::vector<value>& args,
+                                        int line);
+
+/// json.dumps(v, ensure_ascii=, indent=, separators=, sort_keys=), as HF's
+/// tojson filter calls it. Errors: values JSON cannot hold (undefined, functions).
+struct json_options {
+  bool ensure_ascii = false;
+  std::optional<std::string> indent; ///< the indent unit (indent=N: N spaces)
+  std::string item_separator = ", ";
+  std::string key_separator = ": ";
+  bool sort_keys = false;
+};
+[[nodiscard]] expected<std::string> to_json(const value& v, const json_options& opt, int line);
 
 /// Unary minus (negate) or plus on a number.
 [[nodiscard]] expected<value> negate_number(const value& v, bool negate, int line);
@@ -41,9 +71,14 @@ namespace dynamo::tok::jinja {
 [[nodiscard]] expected<value> call_method(const value& self, std::string_view name, const std::vector<value>& args,
                                           int line);
 
-/// Global functions: raise_exception(msg), namespace(k=v, ...), range(...).
-/// `names[i]` is the keyword of args[i] ("" for positional).
+/// The global functions every template sees (as function_ref values).
+[[nodiscard]] const std::vector<std::string_view>& global_function_names();
+
+/// Global functions: raise_exception(msg), strftime_now(format) (the time is
+/// `now`, or the current local time), namespace(k=v, ...), dict(k=v, ...),
+/// range(...). `names[i]` is the keyword of args[i] ("" for positional).
 [[nodiscard]] expected<value> call_function(std::string_view name, const std::vector<value>& args,
-                                            const std::vector<std::string>& names, int line);
+                                            const std::vector<std::string>& names, int line,
+                                            const std::optional<std::tm>& now);
 
 } // namespace dynamo::tok::jinja

@@ -19,8 +19,9 @@ struct program;
 }
 
 /// A Jinja chat template as HF's apply_chat_template renders it (trim_blocks,
-/// lstrip_blocks), with the variables messages, add_generation_prompt,
-/// bos_token and eos_token.
+/// lstrip_blocks, loop controls, HF's tojson, raise_exception, strftime_now),
+/// with the variables messages, tools (None without tools), documents (None),
+/// add_generation_prompt, bos_token, eos_token and the extra kwargs.
 class jinja_chat_template final : public chat_template {
 public:
   /// Parses `source`. Errors: errc::invalid_argument (syntax) or
@@ -33,6 +34,7 @@ public:
   /// template (e.g. roles that do not alternate), or a type error.
   [[nodiscard]] expected<std::string> render(const std::vector<chat_message>& messages,
                                              bool add_generation_prompt) const override;
+  [[nodiscard]] expected<std::string> render(const chat_input& input) const override;
 
   [[nodiscard]] const std::string& source() const noexcept { return source_; }
 

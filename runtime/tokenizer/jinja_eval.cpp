@@ -14,18 +14,28 @@ namespace {
 constexpr uint64_t max_steps = 1'000'000;           // nodes executed + loop iterations
 constexpr size_t max_output = size_t{64} << 20;     // bytes
 
+// What a statement list ends with: run on, or leave the innermost loop's body.
+enum class flow { normal, break_loop, continue_loop };
+
 class renderer {
 public:
-  explicit renderer(const globals& g) { scopes_.push_back(g); }
+  renderer(const globals& g, const std::optional<std::tm>& now) : now_(now) {
+    globals builtins;
+    for (auto name : global_function_names())
+      builtins.emplace_back(std::string(name), value(function_ref{std::string(name)}));
+    scopes_.push_back(std::move(builtins));
+    scopes_.push_back(g);
+  }
   renderer(const renderer&) = delete;
   renderer& operator=(const renderer&) = delete;
   ~renderer() { release_namespaces(); }
 
-  expected<void> exec(const std::vector<node>& body, std::string& out);
+  expected<flow> exec(const std::vector<node>& body, std::string& out);
   expected<value> eval(const expr& e);
 
 private:
   expected<void> exec_for(const node& n, std::string& out);
+  expected<value> eval_object(const expr& e); ///< the object of an attribute or subscript: undefined is an error
   expected<void> exec_set(const node& n);
   expected<value> eval_binary(const expr& e);
   expected<value> eval_call(const expr& e);
@@ -38,6 +48,7 @@ private:
   std::vector<globals> scopes_;
   std::vector<std::shared_ptr<dict>> namespaces_; ///< every namespace() made, emptied at the end
   uint64_t steps_ = 0;
+  std::optional<std::tm> now_;
 };
 
 // Namespaces are the only mutable values, so only they can form cycles or
@@ -70,7 +81,7 @@ void renderer::assign(const std::string& name, value v) {
   scopes_.back().emplace_back(name, std::move(v));
 }
 
-expected<void> renderer::exec(const std::vector<node>& body, std::string& out) {
+expected<flow> renderer::exec(const std::vector<node>& body, std::string& out) {
   for (const node& n : body) {
     if (++steps_ > max_steps)
       return fail(n.line, "template exceeds " + std::to_string(max_steps) + " steps");
@@ -94,23 +105,26 @@ expected<void> renderer::exec(const std::vector<node>& body, std::string& out) {
             break;
           }
         }
-        if (auto ok = exec(*chosen, out); !ok)
-          return ok;
+        auto f = exec(*chosen, out);
+        if (!f || *f != flow::normal)
+          return f;
         break;
       }
       case node_kind::for_loop:
         if (auto ok = exec_for(n, out); !ok)
-          return ok;
+          return std::move(ok.error());
         break;
       case node_kind::set:
         if (auto ok = exec_set(n); !ok)
-          return ok;
+          return std::move(ok.error());
         break;
+      case node_kind::break_loop: return flow::break_loop;
+      case node_kind::continue_loop: return flow::continue_loop;
     }
     if (out.size() > max_output)
       return fail(n.line, "output exceeds " + std::to_string(max_output) + " bytes");
   }
-  return {};
+  return flow::normal;
 }
 
 expected<void> renderer::exec_for(const node& n, std::string& out) {
@@ -160,15 +174,22 @@ expected<void> renderer::exec_for(const node& n, std::string& out) {
               {"nextitem", i + 1 < len ? kept[i + 1] : value()}};
     scopes_.emplace_back();
     assign("loop", value(std::move(loop)));
-    auto ok = bind(kept[i]);
-    if (ok)
-      ok = exec(n.branches[0].second, out);
+    expected<flow> f = flow::normal;
+    if (auto ok = bind(kept[i]); !ok)
+      f = std::move(ok.error());
+    else
+      f = exec(n.branches[0].second, out);
     scopes_.pop_back();
-    if (!ok)
-      return ok;
+    if (!f)
+      return std::move(f.error());
+    if (*f == flow::break_loop)
+      break;
   }
-  if (len == 0)
-    return exec(n.else_body, out);
+  if (len == 0) {
+    auto f = exec(n.else_body, out);
+    if (!f)
+      return std::move(f.error());
+  }
   return {};
 }
 
@@ -203,25 +224,31 @@ expected<value> renderer::eval(const expr& e) {
     case expr_kind::literal: return e.literal;
     case expr_kind::name: return lookup(e.name);
     case expr_kind::attr: {
-      auto obj = eval(*e.args[0]);
+      auto obj = eval_object(*e.args[0]);
       if (!obj)
         return obj;
-      return obj->get(e.name);
+      return index_value(*obj, value(e.name));
     }
     case expr_kind::index:
     case expr_kind::slice: return eval_subscript(e);
     case expr_kind::call: return eval_call(e);
     case expr_kind::filter: {
+      std::vector<std::string> names;
+      auto args = eval_args(e, 0, &names);
+      if (!args)
+        return std::move(args.error());
+      return apply_filter(e.name, *args, names, e.line);
+    }
+    case expr_kind::test: {
       auto args = eval_args(e, 0, nullptr);
       if (!args)
         return std::move(args.error());
-      return apply_filter(e.name, *args, e.line);
-    }
-    case expr_kind::test: {
-      auto v = eval(*e.args[0]);
-      if (!v)
-        return v;
-      return value(apply_test(e.name, *v) != e.negate);
+      const value v = std::move((*args)[0]);
+      args->erase(args->begin());
+      auto hit = apply_test(e.name, v, *args, e.line);
+      if (!hit)
+        return std::move(hit.error());
+      return value(*hit != e.negate);
     }
     case expr_kind::unary: {
       auto v = eval(*e.args[0]);
@@ -292,10 +319,21 @@ expected<value> renderer::eval_binary(const expr& e) {
   return binary_op(e.name, *lhs, *rhs, e.line);
 }
 
+expected<value> renderer::eval_object(const expr& e) {
+  auto obj = eval(e);
+  if (obj && obj->is_undefined())
+    return fail(e.line, (e.kind == expr_kind::name ? "'" + e.name + "'" : std::string("a value")) + " is undefined");
+  return obj;
+}
+
 expected<value> renderer::eval_subscript(const expr& e) {
-  auto args = eval_args(e, 0, nullptr);
+  auto obj = eval_object(*e.args[0]);
+  if (!obj)
+    return obj;
+  auto args = eval_args(e, 1, nullptr);
   if (!args)
     return std::move(args.error());
+  args->insert(args->begin(), std::move(*obj));
   if (e.kind == expr_kind::index)
     return index_value((*args)[0], (*args)[1]);
   return slice_value((*args)[0], (*args)[1], (*args)[2], (*args)[3], e.line);
@@ -308,15 +346,20 @@ expected<value> renderer::eval_call(const expr& e) {
   if (!args)
     return std::move(args.error());
   if (callee.kind == expr_kind::attr) { // a method: "s".strip(), d.items(), ...
-    auto self = eval(*callee.args[0]);
+    auto self = eval_object(*callee.args[0]);
     if (!self)
       return self;
     return call_method(*self, callee.name, *args, e.line);
   }
-  if (callee.kind != expr_kind::name)
-    return fail(e.line, "only named functions and methods can be called");
-  auto result = call_function(callee.name, *args, names, e.line);
-  if (result && callee.name == "namespace") {
+  auto f = eval(callee);
+  if (!f)
+    return f;
+  const function_ref* fn = f->as_function();
+  if (!fn)
+    return fail(e.line, (callee.kind == expr_kind::name ? "'" + callee.name + "'" : std::string("value")) +
+                            (f->is_undefined() ? " is undefined" : " is not callable"));
+  auto result = call_function(fn->name, *args, names, e.line, now_);
+  if (result && fn->name == "namespace") {
     if (nested_deeper_than(*result, max_nesting))
       return fail(e.line, "namespace values nested more than " + std::to_string(max_nesting) + " deep");
     namespaces_.push_back(std::get<std::shared_ptr<dict>>(result->v));
@@ -326,8 +369,8 @@ expected<value> renderer::eval_call(const expr& e) {
 
 } // namespace
 
-expected<std::string> render(const program& p, const globals& g) {
-  renderer r(g);
+expected<std::string> render(const program& p, const globals& g, const std::optional<std::tm>& now) {
+  renderer r(g, now);
   std::string out;
   if (auto ok = r.exec(p.body, out); !ok)
     return std::move(ok.error());

@@ -1,37 +1,54 @@
-// Filters, tests, global functions and methods of the Jinja subset.
+// Tests, global functions and methods of the Jinja subset, and the Python
+// string operations they share with the filters (jinja_filters.cpp).
 #include "runtime/tokenizer/jinja_builtins.hpp"
 
 #include "runtime/tokenizer/unicode.hpp"
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 
 namespace dynamo::tok::jinja {
 
-namespace {
+namespace text {
 
-constexpr std::string_view blanks = " \t\n\r\v\f";
-constexpr int64_t max_range = 1 << 20;
-
-size_t count_code_points(const std::string& s) {
-  size_t n = 0;
-  for (size_t i = 0; i < s.size(); i += decode_utf8(s, i).len)
-    ++n;
-  return n;
+bool is_python_space(char32_t cp) noexcept {
+  return (cp >= 0x1C && cp <= 0x1F) || (cp <= 0x10FFFF && char_info_of(cp).space);
 }
 
-std::string strip(const std::string& s, bool left, bool right, std::string_view chars) {
-  size_t b = 0, e = s.size();
-  while (left && b < e && chars.find(s[b]) != std::string_view::npos)
+std::string strip(const std::string& s, bool left, bool right, const std::string* chars) {
+  // Both the string and `chars` are sequences of code points.
+  std::vector<std::pair<size_t, size_t>> cps; // offset, length
+  for (size_t i = 0; i < s.size();) {
+    const auto c = decode_utf8(s, i);
+    cps.emplace_back(i, c.len);
+    i += c.len;
+  }
+  auto strippable = [&](size_t k) {
+    const std::string_view c(s.data() + cps[k].first, cps[k].second);
+    if (!chars)
+      return is_python_space(decode_utf8(c, 0).cp);
+    for (size_t i = 0; i < chars->size();) {
+      const auto d = decode_utf8(*chars, i);
+      if (std::string_view(chars->data() + i, d.len) == c)
+        return true;
+      i += d.len;
+    }
+    return false;
+  };
+  size_t b = 0, e = cps.size();
+  while (left && b < e && strippable(b))
     ++b;
-  while (right && e > b && chars.find(s[e - 1]) != std::string_view::npos)
+  while (right && e > b && strippable(e - 1))
     --e;
-  return s.substr(b, e - b);
+  if (b == e)
+    return {};
+  return s.substr(cps[b].first, cps[e - 1].first + cps[e - 1].second - cps[b].first);
 }
 
-std::string ascii_case(std::string s, bool upper) {
+std::string change_case(std::string s, bool upper) {
   for (auto& c : s)
     if (static_cast<unsigned char>(c) < 0x80)
       c = static_cast<char>(upper ? std::toupper(static_cast<unsigned char>(c))
@@ -63,113 +80,116 @@ std::string replace_all(const std::string& s, const std::string& from, const std
   return out.append(s, pos, std::string::npos);
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned char>(c));
-          out += buf;
-        } else {
-          out += c; // json.dumps(ensure_ascii=False), as HF's tojson
-        }
-    }
-  }
-  return out + "\"";
+size_t count_code_points(const std::string& s) {
+  size_t n = 0;
+  for (size_t i = 0; i < s.size(); i += decode_utf8(s, i).len)
+    ++n;
+  return n;
 }
 
-// json.dumps with the default separators (", ", ": "); depth and size capped
-// like value::to_output (cyclic namespaces).
-void to_json(const value& v, int depth, std::string& out) {
-  if (out.size() > max_print_bytes)
-    return;
-  const list* l = v.as_list();
-  const dict* d = v.as_dict();
-  if ((l || d) && depth >= max_print_depth) {
-    out += "null";
-    return;
-  }
-  if (auto s = v.as_string()) {
-    out += json_string(*s);
-  } else if (v.is_undefined() || v.is_none()) {
-    out += "null";
-  } else if (auto b = std::get_if<bool>(&v.v)) {
-    out += *b ? "true" : "false";
-  } else if (l) {
-    out += '[';
-    for (size_t i = 0; i < l->size() && out.size() <= max_print_bytes; ++i) {
-      out += i ? ", " : "";
-      to_json((*l)[i], depth + 1, out);
-    }
-    out += ']';
-  } else if (d) {
-    out += '{';
-    for (size_t i = 0; i < d->size() && out.size() <= max_print_bytes; ++i) {
-      out += (i ? ", " : "") + json_string((*d)[i].first) + ": ";
-      to_json((*d)[i].second, depth + 1, out);
-    }
-    out += '}';
-  } else {
-    out += v.to_output();
-  }
-}
+} // namespace text
+
+namespace {
+
+constexpr int64_t max_range = 1 << 20;
 
 const std::string* string_arg(const std::vector<value>& args, size_t i) {
   return i < args.size() ? args[i].as_string() : nullptr;
 }
 
+// str.split(sep=None, maxsplit=-1).
+list split(const std::string& s, const std::string* sep, int64_t maxsplit) {
+  list parts;
+  if (!sep) { // runs of whitespace; no empty parts
+    size_t i = 0;
+    auto space_at = [&](size_t k) { return text::is_python_space(decode_utf8(s, k).cp); };
+    while (i < s.size()) {
+      while (i < s.size() && space_at(i))
+        i += decode_utf8(s, i).len;
+      if (i >= s.size())
+        break;
+      if (maxsplit >= 0 && static_cast<int64_t>(parts.size()) == maxsplit) {
+        parts.emplace_back(s.substr(i)); // the rest, trailing whitespace kept
+        break;
+      }
+      size_t j = i;
+      while (j < s.size() && !space_at(j))
+        j += decode_utf8(s, j).len;
+      parts.emplace_back(s.substr(i, j - i));
+      i = j;
+    }
+    return parts;
+  }
+  size_t pos = 0;
+  for (size_t hit; (maxsplit < 0 || static_cast<int64_t>(parts.size()) < maxsplit) &&
+                   (hit = s.find(*sep, pos)) != std::string::npos;
+       pos = hit + sep->size())
+    parts.emplace_back(s.substr(pos, hit - pos));
+  parts.emplace_back(s.substr(pos));
+  return parts;
+}
+
 expected<value> string_method(const std::string& s, std::string_view name, const std::vector<value>& args, int line) {
   const std::string* a0 = string_arg(args, 0);
+  const bool none0 = args.empty() || args[0].is_none();
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
-    const std::string_view chars = a0 ? std::string_view(*a0) : blanks;
-    return value(strip(s, name != "rstrip", name != "lstrip", chars));
+    if (!none0 && !a0)
+      return fail(line, std::string(name) + " arg must be None or str");
+    return value(text::strip(s, name != "rstrip", name != "lstrip", none0 ? nullptr : a0));
   }
   if (name == "upper" || name == "lower")
-    return value(ascii_case(s, name == "upper"));
+    return value(text::change_case(s, name == "upper"));
   if (name == "title" || name == "capitalize")
-    return value(title_case(name == "title" ? s : ascii_case(s, false), name == "title"));
-  if ((name == "startswith" || name == "endswith") && a0) {
-    const bool hit = name == "startswith" ? s.starts_with(*a0) : s.ends_with(*a0);
+    return value(text::title_case(name == "title" ? s : text::change_case(s, false), name == "title"));
+  if (name == "startswith" || name == "endswith") {
+    std::vector<std::string> options; // a string or a tuple (list) of strings
+    if (a0)
+      options.push_back(*a0);
+    else if (auto l = args.empty() ? nullptr : args[0].as_list())
+      for (const auto& x : *l)
+        if (auto xs = x.as_string())
+          options.push_back(*xs);
+    if (options.empty() && !a0)
+      return fail(line, std::string(name) + " first arg must be str or a tuple of str");
+    const bool hit = std::any_of(options.begin(), options.end(), [&](const std::string& o) {
+      return name == "startswith" ? s.starts_with(o) : s.ends_with(o);
+    });
     return value(hit);
   }
   if (name == "replace" && a0 && string_arg(args, 1))
-    return value(replace_all(s, *a0, *string_arg(args, 1)));
+    return value(text::replace_all(s, *a0, *string_arg(args, 1)));
   if (name == "split") {
-    list parts;
-    if (!a0) { // split on runs of whitespace
-      size_t i = 0;
-      while (i < s.size()) {
-        i = s.find_first_not_of(blanks, i);
-        if (i == std::string::npos)
-          break;
-        const size_t j = std::min(s.find_first_of(blanks, i), s.size());
-        parts.emplace_back(s.substr(i, j - i));
-        i = j;
-      }
-      return value(std::move(parts));
-    }
-    if (a0->empty())
+    if (!none0 && !a0)
+      return fail(line, "split: separator must be None or str");
+    if (a0 && a0->empty())
       return fail(line, "empty separator");
-    size_t pos = 0;
-    for (size_t hit; (hit = s.find(*a0, pos)) != std::string::npos; pos = hit + a0->size())
-      parts.emplace_back(s.substr(pos, hit - pos));
-    parts.emplace_back(s.substr(pos));
-    return value(std::move(parts));
+    int64_t maxsplit = -1;
+    if (args.size() > 1)
+      if (auto m = std::get_if<int64_t>(&args[1].v))
+        maxsplit = *m;
+    return value(split(s, none0 ? nullptr : a0, maxsplit));
   }
-  if (name == "join" && !args.empty() && args[0].as_list()) {
+  if ((name == "find" || name == "count") && a0) {
+    if (name == "find") {
+      const size_t hit = s.find(*a0);
+      return value(hit == std::string::npos ? int64_t{-1}
+                                            : static_cast<int64_t>(text::count_code_points(s.substr(0, hit))));
+    }
+    int64_t n = 0;
+    for (size_t pos = 0; a0->size() && (pos = s.find(*a0, pos)) != std::string::npos; pos += a0->size())
+      ++n;
+    return value(a0->empty() ? static_cast<int64_t>(text::count_code_points(s)) + 1 : n);
+  }
+  if (name == "join" && !args.empty()) {
     std::string out;
-    const list& l = *args[0].as_list();
-    for (size_t i = 0; i < l.size(); ++i)
-      out += (i ? s : std::string()) + l[i].to_output();
+    const list* l = args[0].as_list();
+    if (!l)
+      return fail(line, "join() takes a list");
+    for (size_t i = 0; i < l->size(); ++i) {
+      if (!(*l)[i].as_string())
+        return fail(line, "sequence item " + std::to_string(i) + ": expected str instance");
+      out += (i ? s : std::string()) + *(*l)[i].as_string();
+    }
     return value(std::move(out));
   }
   return fail(line, "unknown string method '" + std::string(name) + "' (or wrong arguments)");
@@ -177,8 +197,9 @@ expected<value> string_method(const std::string& s, std::string_view name, const
 
 expected<value> dict_method(const dict& d, const value& self, std::string_view name, const std::vector<value>& args,
                             int line) {
-  if (name == "get" && string_arg(args, 0)) {
-    value v = self.get(*string_arg(args, 0));
+  if (name == "get" && !args.empty()) {
+    const std::string* k = string_arg(args, 0);
+    value v = k ? self.get(*k) : value();
     if (v.is_undefined())
       return args.size() > 1 ? args[1] : value(none{});
     return v;
@@ -200,94 +221,49 @@ expected<value> dict_method(const dict& d, const value& self, std::string_view n
   return fail(line, "unknown dict method '" + std::string(name) + "'");
 }
 
-} // namespace
-
-expected<value> apply_filter(std::string_view name, const std::vector<value>& args, int line) {
-  const value& v = args[0];
-  const std::string* s = v.as_string();
-  if (name == "default" || name == "d") {
-    const bool boolean = args.size() > 2 && args[2].truthy();
-    const bool use_default = boolean ? !v.truthy() : v.is_undefined();
-    return use_default ? (args.size() > 1 ? args[1] : value(std::string())) : v;
-  }
-  if (name == "length" || name == "count") {
-    if (s)
-      return value(static_cast<int64_t>(count_code_points(*s)));
-    if (auto l = v.as_list())
-      return value(static_cast<int64_t>(l->size()));
-    if (auto d = v.as_dict())
-      return value(static_cast<int64_t>(d->size()));
-    return fail(line, "object of type '" + std::string(v.type_name()) + "' has no length");
-  }
-  if (name == "string")
-    return value(v.to_output());
-  if (name == "tojson") {
-    std::string out;
-    to_json(v, 0, out);
-    return value(std::move(out));
-  }
-  if (name == "list") {
-    auto items = iterate(v, line);
-    if (!items)
-      return std::move(items.error());
-    return value(list(std::move(*items)));
-  }
-  if (name == "first" || name == "last") {
-    auto items = iterate(v, line);
-    if (!items)
-      return std::move(items.error());
-    if (items->empty())
-      return value();
-    return name == "first" ? items->front() : items->back();
-  }
-  if (name == "join") {
-    auto items = iterate(v, line);
-    if (!items)
-      return std::move(items.error());
-    const std::string sep = args.size() > 1 ? args[1].to_output() : std::string();
-    std::string out;
-    for (size_t i = 0; i < items->size(); ++i)
-      out += (i ? sep : std::string()) + (*items)[i].to_output();
-    return value(std::move(out));
-  }
-  if (name == "int" || name == "float") {
-    double d = 0;
-    if (auto i = std::get_if<int64_t>(&v.v))
-      d = static_cast<double>(*i);
-    else if (auto f = std::get_if<double>(&v.v))
-      d = *f;
-    else if (s)
-      d = std::strtod(s->c_str(), nullptr);
-    return name == "int" ? value(static_cast<int64_t>(d)) : value(d);
-  }
-  if (!s)
-    return fail(line, "filter '" + std::string(name) + "' needs a string, got '" + std::string(v.type_name()) + "'");
-  if (name == "trim")
-    return value(strip(*s, true, true, blanks));
-  if (name == "upper" || name == "lower")
-    return value(ascii_case(*s, name == "upper"));
-  if (name == "capitalize")
-    return value(title_case(ascii_case(*s, false), false));
-  if (name == "title")
-    return value(title_case(*s, true));
-  if (name == "replace" && string_arg(args, 1) && string_arg(args, 2))
-    return value(replace_all(*s, *string_arg(args, 1), *string_arg(args, 2)));
-  return fail(line, "filter '" + std::string(name) + "': wrong arguments");
+bool to_number(const value& v, double& out) {
+  if (auto i = std::get_if<int64_t>(&v.v))
+    out = static_cast<double>(*i);
+  else if (auto d = std::get_if<double>(&v.v))
+    out = *d;
+  else if (auto b = std::get_if<bool>(&v.v))
+    out = *b;
+  else
+    return false;
+  return true;
 }
 
-bool apply_test(std::string_view name, const value& v) {
+// Python's strftime over the broken-down time (the C library's, in the "C" locale).
+std::string strftime_of(const std::string& format, const std::tm& t) {
+  if (format.empty())
+    return {};
+  std::vector<char> buf(format.size() * 8 + 64);
+  for (int tries = 0; tries < 8; ++tries, buf.resize(buf.size() * 4)) {
+    const size_t n = std::strftime(buf.data(), buf.size(), format.c_str(), &t);
+    if (n > 0)
+      return std::string(buf.data(), n);
+  }
+  return {};
+}
+
+} // namespace
+
+expected<bool> apply_test(std::string_view name, const value& v, const std::vector<value>& args, int line) {
   const auto* i = std::get_if<int64_t>(&v.v);
   const auto* b = std::get_if<bool>(&v.v);
-  if (name == "defined")
-    return !v.is_undefined();
-  if (name == "undefined")
-    return v.is_undefined();
+  auto need = [&](size_t n) -> expected<void> {
+    if (args.size() < n)
+      return fail(line, "test '" + std::string(name) + "' takes " + std::to_string(n) + " argument(s)");
+    return {};
+  };
+  if (name == "defined" || name == "undefined")
+    return v.is_undefined() == (name == "undefined");
   if (name == "none")
     return v.is_none();
   if (name == "string")
     return v.is_string();
   if (name == "number")
-    return v.is_number();
+    return v.is_number() || b;
   if (name == "integer")
     return i != nullptr;
   if (name == "float")
@@ -298,13 +274,54 @@ bool apply_test(std::string_view name, const value& v) {
     return b && *b == (name == "true");
   if (name == "mapping")
     return v.as_dict() != nullptr;
-  if (name == "iterable")
-    return v.as_list() || v.as_dict() || v.is_string();
-  if (name == "sequence")
-    return v.as_list() || v.is_string();
-  if (name == "even" || name == "odd")
-    return i && (*i % 2 == 0) == (name == "even");
-  return false;
+  if (name == "iterable" || name == "sequence")
+    return v.as_list() || v.as_dict() || v.is_string() || v.is_undefined();
+  if (name == "callable")
+    return v.as_function() != nullptr;
+  if (name == "even" || name == "odd") {
+    double x = 0;
+    if (!to_number(v, x))
+      return fail(line, "test '" + std::string(name) + "' needs a number");
+    return (std::fmod(std::fabs(x), 2.0) == 0) == (name == "even");
+  }
+  if (name == "lower" || name == "upper") {
+    const std::string s = v.to_output();
+    return s == text::change_case(s, name == "upper") && s != text::change_case(s, name != "upper");
+  }
+  if (name == "divisibleby") {
+    if (auto ok = need(1); !ok)
+      return std::move(ok.error());
+    double x = 0, y = 0;
+    if (!to_number(v, x) || !to_number(args[0], y) || y == 0)
+      return fail(line, "divisibleby needs numbers (and a non-zero divisor)");
+    return std::fmod(x, y) == 0;
+  }
+  if (name == "sameas") {
+    if (auto ok = need(1); !ok)
+      return std::move(ok.error());
+    // Python `is`: the singletons None/True/False, the same container, equal scalars otherwise.
+    const value& w = args[0];
+    if (v.as_list() || w.as_list())
+      return v.as_list() == w.as_list();
+    if (v.as_dict() || w.as_dict())
+      return v.as_dict() == w.as_dict();
+    return v.v.index() == w.v.index() && equals(v, w);
+  }
+  static constexpr std::pair<std::string_view, std::string_view> compare_tests[] = {
+      {"equalto", "=="}, {"eq", "=="}, {"==", "=="}, {"ne", "!="}, {"!=", "!="}, {"lt", "<"}, {"lessthan", "<"},
+      {"<", "<"}, {"le", "<="}, {"<=", "<="}, {"gt", ">"}, {"greaterthan", ">"}, {">", ">"}, {"ge", ">="},
+      {">=", ">="}, {"in", "in"}};
+  for (auto [test, op] : compare_tests) {
+    if (name != test)
+      continue;
+    if (auto ok = need(1); !ok)
+      return std::move(ok.error());
+    auto r = binary_op(op, v, args[0], line);
+    if (!r)
+      return std::move(r.error());
+    return r->truthy();
+  }
+  return fail(line, "unknown test '" + std::string(name) + "'");
 }
 
 expected<value> call_method(const value& self, std::string_view name, const std::vector<value>& args, int line) {
@@ -312,19 +329,39 @@ expected<value> call_method(const value& self, std::string_view name, const std:
     return string_method(*s, name, args, line);
   if (auto d = self.as_dict())
     return dict_method(*d, self, name, args, line);
+  if (self.is_undefined())
+    return fail(line, "undefined value has no method '" + std::string(name) + "'");
   return fail(line, "'" + std::string(self.type_name()) + "' has no method '" + std::string(name) + "'");
 }
 
+const std::vector<std::string_view>& global_function_names() {
+  static const std::vector<std::string_view> names = {"raise_exception", "strftime_now", "namespace", "dict", "range"};
+  return names;
+}
+
 expected<value> call_function(std::string_view name, const std::vector<value>& args,
-                              const std::vector<std::string>& names, int line) {
+                              const std::vector<std::string>& names, int line, const std::optional<std::tm>& now) {
   if (name == "raise_exception")
     return make_error(errc::invalid_argument,
                       "chat template: " + (args.empty() ? std::string("raise_exception()") : args[0].to_output()));
-  if (name == "namespace") {
+  if (name == "strftime_now") {
+    const std::string* format = string_arg(args, 0);
+    if (!format)
+      return fail(line, "strftime_now() takes a format string");
+    std::tm t{};
+    if (now) {
+      t = *now;
+    } else {
+      const std::time_t secs = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+      localtime_r(&secs, &t);
+    }
+    return value(strftime_of(*format, t));
+  }
+  if (name == "namespace" || name == "dict") {
     dict d;
     for (size_t i = 0; i < args.size(); ++i) {
       if (names[i].empty())
-        return fail(line, "namespace() takes keyword arguments only");
+        return fail(line, std::string(name) + "() takes keyword arguments only");
       d.emplace_back(names[i], args[i]);
     }
     return value(std::move(d));

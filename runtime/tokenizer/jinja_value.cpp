@@ -1,45 +1,90 @@
 #include "runtime/tokenizer/jinja_value.hpp"
 
+#include "runtime/tokenizer/unicode.hpp"
+
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
 namespace dynamo::tok::jinja {
 
-namespace {
-
 std::string format_double(double d) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", d);
-  std::string s = buf;
-  // Shortest form that reads back the same, like Python's repr.
-  for (int prec = 1; prec < 17; ++prec) {
-    std::snprintf(buf, sizeof buf, "%.*g", prec, d);
-    if (std::strtod(buf, nullptr) == d) {
-      s = buf;
+  if (std::isnan(d))
+    return "nan";
+  if (std::isinf(d))
+    return d > 0 ? "inf" : "-inf";
+  if (d == 0)
+    return std::signbit(d) ? "-0.0" : "0.0";
+  // The shortest digits that read back the same, then Python's layout:
+  // positional for decimal exponents -4 <= e < 16, else d.ddde+XX.
+  char buf[40];
+  int prec = 1;
+  for (; prec < 17; ++prec) {
+    std::snprintf(buf, sizeof buf, "%.*e", prec - 1, d);
+    if (std::strtod(buf, nullptr) == d)
       break;
-    }
   }
-  if (s.find_first_of(".eEn") == std::string::npos)
-    s += ".0";
-  return s;
+  std::snprintf(buf, sizeof buf, "%.*e", prec - 1, d);
+  std::string sci = buf;
+  const size_t e = sci.find('e');
+  const int exp = std::atoi(sci.c_str() + e + 1);
+  std::string digits;
+  for (char c : sci.substr(0, e))
+    if (c >= '0' && c <= '9')
+      digits += c;
+  const std::string sign = d < 0 ? "-" : "";
+  if (exp < -4 || exp >= 16) {
+    std::string m = digits.substr(0, 1);
+    if (digits.size() > 1)
+      m += "." + digits.substr(1);
+    char ebuf[16];
+    std::snprintf(ebuf, sizeof ebuf, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+    return sign + m + ebuf;
+  }
+  if (exp < 0)
+    return sign + "0." + std::string(static_cast<size_t>(-exp - 1), '0') + digits;
+  const auto int_len = static_cast<size_t>(exp) + 1;
+  if (digits.size() <= int_len)
+    return sign + digits + std::string(int_len - digits.size(), '0') + ".0";
+  return sign + digits.substr(0, int_len) + "." + digits.substr(int_len);
 }
 
-std::string quote(const std::string& s) {
-  const char q = s.find('\'') != std::string::npos && s.find('"') == std::string::npos ? '"' : '\'';
+std::string python_quote(std::string_view s) {
+  const char q = s.find('\'') != std::string_view::npos && s.find('"') == std::string_view::npos ? '"' : '\'';
   std::string out(1, q);
-  for (char c : s) {
-    if (c == q || c == '\\')
+  for (size_t i = 0; i < s.size();) {
+    const auto c = decode_utf8(s, i);
+    const char32_t cp = c.cp;
+    char buf[16];
+    if (cp == static_cast<char32_t>(q) || cp == '\\') {
       out += '\\';
-    if (c == '\n')
+      out += static_cast<char>(cp);
+    } else if (cp == '\n') {
       out += "\\n";
-    else
-      out += c;
+    } else if (cp == '\r') {
+      out += "\\r";
+    } else if (cp == '\t') {
+      out += "\\t";
+    } else if (cp == invalid_cp) { // not UTF-8 (Python strings cannot hold it): keep the byte
+      out += s[i];
+    } else if (const auto cat = char_info_of(cp).cat;
+               cp != ' ' && (cat == unicode_category::control || cat == unicode_category::separator ||
+                             cat == unicode_category::undefined)) {
+      if (cp < 0x100)
+        std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(cp));
+      else if (cp < 0x10000)
+        std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(cp));
+      else
+        std::snprintf(buf, sizeof buf, "\\U%08x", static_cast<unsigned>(cp));
+      out += buf;
+    } else {
+      out.append(s.substr(i, c.len));
+    }
+    i += c.len;
   }
   return out + q;
 }
-
-} // namespace
 
 bool value::is_number() const noexcept {
   return std::holds_alternative<int64_t>(v) || std::holds_alternative<double>(v);
@@ -65,6 +110,7 @@ bool value::truthy() const noexcept {
     bool operator()(const std::string& s) const { return !s.empty(); }
     bool operator()(const std::shared_ptr<list>& l) const { return !l->empty(); }
     bool operator()(const std::shared_ptr<dict>& d) const { return !d->empty(); }
+    bool operator()(const function_ref&) const { return true; }
   };
   return std::visit(visitor{}, v);
 }
@@ -76,7 +122,7 @@ void print(const value& v, bool quoted, int depth, std::string& out) {
   if (out.size() > max_print_bytes)
     return;
   if (auto s = v.as_string()) {
-    out += quoted ? quote(*s) : *s;
+    out += quoted ? python_quote(*s) : *s;
     return;
   }
   const list* l = v.as_list();
@@ -97,7 +143,7 @@ void print(const value& v, bool quoted, int depth, std::string& out) {
   if (d) {
     out += '{';
     for (size_t i = 0; i < d->size() && out.size() <= max_print_bytes; ++i) {
-      out += (i ? ", " : "") + quote((*d)[i].first) + ": ";
+      out += (i ? ", " : "") + python_quote((*d)[i].first) + ": ";
       print((*d)[i].second, true, depth + 1, out);
     }
     out += '}';
@@ -112,6 +158,7 @@ void print(const value& v, bool quoted, int depth, std::string& out) {
     std::string operator()(const std::string& x) const { return x; }
     std::string operator()(const std::shared_ptr<list>&) const { return {}; }
     std::string operator()(const std::shared_ptr<dict>&) const { return {}; }
+    std::string operator()(const function_ref& f) const { return "<function " + f.name + ">"; }
   };
   out += std::visit(scalar{}, v.v);
 }
@@ -131,7 +178,8 @@ std::string value::to_output() const {
 }
 
 std::string_view value::type_name() const noexcept {
-  static constexpr std::string_view names[] = {"undefined", "none", "bool", "int", "float", "string", "list", "dict"};
+  static constexpr std::string_view names[] = {"undefined", "none", "bool",  "int",     "float",
+                                               "string",    "list", "dict", "function"};
   return names[v.index()];
 }
 
@@ -189,6 +237,8 @@ bool equals_within(const value& a, const value& b, size_t& budget, int depth) {
         return false;
     return true;
   }
+  if (auto f = a.as_function())
+    return f->name == b.as_function()->name;
   return true; // undefined == undefined, none == none
 }
 

@@ -20,9 +20,16 @@ using dict = std::vector<std::pair<std::string, value>>; ///< insertion-ordered
 
 struct undefined {};
 struct none {};
+/// A global function (raise_exception, strftime_now, range, namespace, dict):
+/// a value so that `strftime_now is defined` holds and it can be called.
+struct function_ref {
+  std::string name;
+};
 
 struct value {
-  std::variant<undefined, none, bool, int64_t, double, std::string, std::shared_ptr<list>, std::shared_ptr<dict>> v;
+  std::variant<undefined, none, bool, int64_t, double, std::string, std::shared_ptr<list>, std::shared_ptr<dict>,
+               function_ref>
+      v;
 
   value() = default;
   value(none n) : v(n) {}
@@ -33,6 +40,7 @@ struct value {
   value(const char* s) : v(std::string(s)) {}
   value(list l) : v(std::make_shared<list>(std::move(l))) {}
   value(dict d) : v(std::make_shared<dict>(std::move(d))) {}
+  value(function_ref f) : v(std::move(f)) {}
 
   [[nodiscard]] bool is_undefined() const noexcept { return std::holds_alternative<undefined>(v); }
   [[nodiscard]] bool is_none() const noexcept { return std::holds_alternative<none>(v); }
@@ -41,6 +49,7 @@ struct value {
   [[nodiscard]] const std::string* as_string() const noexcept { return std::get_if<std::string>(&v); }
   [[nodiscard]] const list* as_list() const noexcept;
   [[nodiscard]] dict* as_dict() const noexcept;
+  [[nodiscard]] const function_ref* as_function() const noexcept { return std::get_if<function_ref>(&v); }
 
   /// Jinja truthiness: undefined, none, false, 0, "", [] and {} are false.
   [[nodiscard]] bool truthy() const noexcept;
@@ -60,6 +69,13 @@ inline constexpr int max_print_depth = 64;
 inline constexpr size_t max_print_bytes = size_t{1} << 24;
 /// Deepest container nesting a template may build (list/dict literals, items()).
 inline constexpr int max_nesting = 32;
+
+/// Python's repr() of a float ("1.0", "1e+16", "0.30000000000000004").
+[[nodiscard]] std::string format_double(double d);
+
+/// Python's repr() of a string (quotes chosen as Python does, escapes for
+/// backslash, the quote, \n \r \t and other unprintable characters).
+[[nodiscard]] std::string python_quote(std::string_view s);
 
 /// Python == (1 == True, 1 == 1.0; lists and dicts element-wise). Comparisons
 /// that would visit more than a million elements (cyclic namespaces) are false.

@@ -1,202 +1,202 @@
 #include "runtime/tokenizer/pre_tokenizer.hpp"
 
-#include "runtime/tokenizer/unicode.hpp"
+#include "runtime/tokenizer/pre_tokenizer_patterns.hpp"
 
-#include <array>
+#include <algorithm>
+#include <span>
 
 namespace dynamo::tok {
 
 namespace {
 
-// The text decoded once: code point, class and byte offset per character.
-// `end` bounds every lookahead, so a sub-range is matched as if it were the
-// whole text (SmolLM runs the GPT-2 pattern separately between digits).
-struct chars {
-  std::vector<char32_t> cp;
-  std::vector<char_class> cls;
-  std::vector<size_t> at; ///< byte offset; at[n] == text size
-  size_t end = 0;
+using namespace detail;
 
-  explicit chars(std::string_view text) {
-    for (size_t i = 0; i < text.size();) {
-      auto c = decode_utf8(text, i);
-      cp.push_back(c.cp);
-      cls.push_back(classify(c.cp));
-      at.push_back(i);
-      i += c.len;
-    }
-    at.push_back(text.size());
-    end = cp.size();
-  }
-  [[nodiscard]] size_t size() const noexcept { return cp.size(); }
+struct named {
+  std::string_view name;
+  pre_tokenizer_info info;
 };
 
-bool is_l(const chars& c, size_t i) { return i < c.end && c.cls[i] == char_class::letter; }
-bool is_n(const chars& c, size_t i) { return i < c.end && c.cls[i] == char_class::number; }
-bool is_s(const chars& c, size_t i) { return i < c.end && c.cls[i] == char_class::whitespace; }
-bool is_other(const chars& c, size_t i) { return i < c.end && c.cls[i] == char_class::other; }
-bool is_crlf(const chars& c, size_t i) { return i < c.end && (c.cp[i] == '\r' || c.cp[i] == '\n'); }
+constexpr pre_tokenizer_info plain(pre_tokenizer k, bool clean_spaces) { return {k, false, false, clean_spaces}; }
+constexpr pre_tokenizer_info llama3_like(pre_tokenizer k, bool clean) { return {k, true, true, clean}; }
 
-char32_t lower_ascii(char32_t c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
+// llama.cpp's llama_vocab::impl::load, tokenizer_pre -> pre_type and flags.
+constexpr named names[] = {
+    {"default", plain(pre_tokenizer::default_bpe, true)},
+    {"llama3", llama3_like(pre_tokenizer::llama3, true)},
+    {"llama-v3", llama3_like(pre_tokenizer::llama3, true)},
+    {"llama-bpe", llama3_like(pre_tokenizer::llama3, true)},
+    {"falcon3", llama3_like(pre_tokenizer::llama3, true)},
+    {"falcon-h1", llama3_like(pre_tokenizer::llama3, true)},
+    {"pixtral", llama3_like(pre_tokenizer::llama3, true)},
+    {"midm-2.0", llama3_like(pre_tokenizer::llama3, true)},
+    {"lfm2", llama3_like(pre_tokenizer::llama3, true)},
+    {"dbrx", plain(pre_tokenizer::llama3, true)},
+    {"smaug-bpe", plain(pre_tokenizer::llama3, true)},
+    {"deepseek-llm", plain(pre_tokenizer::deepseek_llm, false)},
+    {"deepseek-coder", plain(pre_tokenizer::deepseek_coder, false)},
+    {"deepseek-v3", plain(pre_tokenizer::deepseek3, false)},
+    {"hunyuan-dense", plain(pre_tokenizer::deepseek3, false)},
+    {"joyai-llm", plain(pre_tokenizer::deepseek3, false)},
+    {"hy_v4", plain(pre_tokenizer::deepseek3, false)},
+    {"falcon", plain(pre_tokenizer::falcon, true)},
+    {"mpt", plain(pre_tokenizer::gpt2, true)},
+    {"starcoder", plain(pre_tokenizer::smollm, true)},
+    {"gpt-2", plain(pre_tokenizer::gpt2, true)},
+    {"gpt2", plain(pre_tokenizer::gpt2, true)},
+    {"phi-2", plain(pre_tokenizer::gpt2, true)},
+    {"jina-es", plain(pre_tokenizer::gpt2, true)},
+    {"jina-de", plain(pre_tokenizer::gpt2, true)},
+    {"gigachat", plain(pre_tokenizer::gpt2, true)},
+    {"jina-v2-es", plain(pre_tokenizer::gpt2, true)},
+    {"jina-v2-de", plain(pre_tokenizer::gpt2, true)},
+    {"a.x-4.0", plain(pre_tokenizer::gpt2, true)},
+    {"mellum", plain(pre_tokenizer::gpt2, true)},
+    {"modern-bert", plain(pre_tokenizer::gpt2, true)},
+    {"olmo", plain(pre_tokenizer::gpt2, true)},
+    {"jais", plain(pre_tokenizer::gpt2, true)},
+    {"exaone4", plain(pre_tokenizer::gpt2, true)},
+    {"trillion", plain(pre_tokenizer::gpt2, false)},
+    {"granite-docling", plain(pre_tokenizer::gpt2, false)},
+    {"refact", plain(pre_tokenizer::smollm, true)},
+    {"command-r", plain(pre_tokenizer::smollm, false)},
+    {"smollm", plain(pre_tokenizer::smollm, false)},
+    {"codeshell", plain(pre_tokenizer::smollm, true)},
+    {"exaone", plain(pre_tokenizer::smollm, true)},
+    {"minerva-7b", plain(pre_tokenizer::smollm, true)},
+    {"mellum2", plain(pre_tokenizer::smollm, true)},
+    {"qwen2", plain(pre_tokenizer::qwen2, false)},
+    {"deepseek-r1-qwen", plain(pre_tokenizer::qwen2, false)},
+    {"kormo", plain(pre_tokenizer::qwen2, false)},
+    {"f2llmv2", plain(pre_tokenizer::qwen2, false)},
+    {"megrez", plain(pre_tokenizer::qwen2, true)},
+    {"stablelm2", plain(pre_tokenizer::qwen2, true)},
+    {"hunyuan", plain(pre_tokenizer::qwen2, false)},
+    {"solar-open", plain(pre_tokenizer::qwen2, false)},
+    {"grok-2", plain(pre_tokenizer::qwen2, false)},
+    {"qwen35", plain(pre_tokenizer::qwen35, false)},
+    {"tekken", llama3_like(pre_tokenizer::tekken, false)},
+    {"gpt-4o", plain(pre_tokenizer::gpt4o, false)},
+    {"llama4", plain(pre_tokenizer::gpt4o, false)},
+    {"kanana2", plain(pre_tokenizer::gpt4o, false)},
+    {"talkie", plain(pre_tokenizer::gpt4o, false)},
+    {"minimax-m2", plain(pre_tokenizer::gpt4o, false)},
+    {"poro-chat", plain(pre_tokenizer::bloom, false)},
+    {"bloom", plain(pre_tokenizer::bloom, true)},
+    {"gpt3-finnish", plain(pre_tokenizer::bloom, true)},
+    {"viking", plain(pre_tokenizer::viking, false)},
+};
 
-// 's 't 're 've 'm 'll 'd at i: length in characters, 0 if none.
-size_t contraction(const chars& c, size_t i, bool ignore_case) {
-  if (c.cp[i] != '\'' || i + 1 >= c.end)
-    return 0;
-  auto at = [&](size_t k) { return ignore_case ? lower_ascii(c.cp[k]) : c.cp[k]; };
-  const char32_t a = at(i + 1);
-  if (a == 's' || a == 't' || a == 'm' || a == 'd')
-    return 2;
-  if (i + 2 < c.end) {
-    const char32_t b = at(i + 2);
-    if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l'))
-      return 3;
+// One split of the sequence: a matcher over each piece, or the \s+$ rule.
+struct step {
+  matcher match = nullptr; ///< null: trailing whitespace (\s+$)
+};
+
+std::span<const step> steps_of(pre_tokenizer kind) {
+  static constexpr step gpt2[] = {{match_gpt2}};
+  static constexpr step smollm[] = {{match_number}, {match_gpt2}};
+  static constexpr step llama3[] = {{match_llama3}};
+  static constexpr step qwen2[] = {{match_qwen2}};
+  static constexpr step qwen35[] = {{match_qwen35}};
+  static constexpr step default_bpe[] = {{match_punct_default}, {match_gpt2}, {match_numbers}, {match_ascii_digits_3}};
+  static constexpr step falcon[] = {{match_punct_falcon}, {match_gpt2}, {match_ascii_digits_3}};
+  static constexpr step deepseek_llm[] = {{match_newline}, {match_deepseek_llm_letters}, {match_deepseek_llm_punct},
+                                          {nullptr},       {match_cjk_hangul},           {match_numbers}};
+  static constexpr step deepseek_coder[] = {
+      {match_newline}, {match_space_letters}, {match_space_punct}, {match_cjk_hangul}, {match_number}};
+  static constexpr step deepseek3[] = {{match_numbers_3}, {match_cjk_kana}, {match_deepseek3}};
+  static constexpr step tekken[] = {{match_tekken}};
+  static constexpr step gpt4o[] = {{match_gpt4o}};
+  static constexpr step bloom[] = {{match_bloom}};
+  static constexpr step viking[] = {{match_bloom}, {match_number}};
+  auto all = [](const auto& a) { return std::span<const step>(a); };
+  switch (kind) {
+    case pre_tokenizer::gpt2: return all(gpt2);
+    case pre_tokenizer::smollm: return all(smollm);
+    case pre_tokenizer::llama3: return all(llama3);
+    case pre_tokenizer::qwen2: return all(qwen2);
+    case pre_tokenizer::qwen35: return all(qwen35);
+    case pre_tokenizer::default_bpe: return all(default_bpe);
+    case pre_tokenizer::falcon: return all(falcon);
+    case pre_tokenizer::deepseek_llm: return all(deepseek_llm);
+    case pre_tokenizer::deepseek_coder: return all(deepseek_coder);
+    case pre_tokenizer::deepseek3: return all(deepseek3);
+    case pre_tokenizer::tekken: return all(tekken);
+    case pre_tokenizer::gpt4o: return all(gpt4o);
+    case pre_tokenizer::bloom: return all(bloom);
+    case pre_tokenizer::viking: return all(viking);
   }
-  return 0;
+  return all(gpt2);
 }
 
-// \s+(?!\S) then \s+ : a whitespace run, leaving its last character to the
-// next piece when a non-space follows (unless the run is one character).
-size_t whitespace_run(const chars& c, size_t i) {
-  size_t j = i;
-  while (is_s(c, j))
-    ++j;
-  if (j == i)
-    return 0;
-  if (j < c.end && j - i > 1)
-    return j - 1 - i;
-  return j - i;
-}
-
-// One GPT-2 pattern match starting at i (in characters; always >= 1).
-size_t match_gpt2(const chars& c, size_t i) {
-  if (size_t n = contraction(c, i, false))
-    return n;
-  const size_t sp = c.cp[i] == ' ' ? 1 : 0;
-  size_t j = i + sp;
-  if (is_l(c, j)) {
-    while (is_l(c, j))
-      ++j;
-    return j - i;
+// Splits [begin, end) with `s`, appending piece ends (in characters) to `out`.
+// As a regex split that isolates matches, text between matches is a piece too.
+void split_range(const text_chars& c, size_t begin, size_t end, step s, std::vector<size_t>& out) {
+  if (!s.match) {
+    const size_t n = trailing_whitespace(c, begin, end);
+    if (n > 0 && end - n > begin)
+      out.push_back(end - n);
+    out.push_back(end);
+    return;
   }
-  if (is_n(c, j)) {
-    while (is_n(c, j))
-      ++j;
-    return j - i;
-  }
-  if (is_other(c, j)) {
-    while (is_other(c, j))
-      ++j;
-    return j - i;
-  }
-  if (size_t n = whitespace_run(c, i))
-    return n;
-  return 1; // unreachable: every character is L, N, \s or other
-}
-
-// One Llama-3 / Qwen2 pattern match starting at i (in characters; always >= 1).
-size_t match_llama3(const chars& c, size_t i, size_t max_digits) {
-  if (size_t n = contraction(c, i, true))
-    return n;
-  // [^\r\n\p{L}\p{N}]?\p{L}+
-  if (!is_crlf(c, i) && !is_l(c, i) && !is_n(c, i) && is_l(c, i + 1)) {
-    size_t j = i + 1;
-    while (is_l(c, j))
-      ++j;
-    return j - i;
-  }
-  if (is_l(c, i)) {
-    size_t j = i;
-    while (is_l(c, j))
-      ++j;
-    return j - i;
-  }
-  // \p{N}{1,max}
-  if (is_n(c, i)) {
-    size_t j = i;
-    while (is_n(c, j) && j - i < max_digits)
-      ++j;
-    return j - i;
-  }
-  // ' '?[^\s\p{L}\p{N}]+[\r\n]*
-  const size_t sp = c.cp[i] == ' ' ? 1 : 0;
-  if (is_other(c, i + sp)) {
-    size_t j = i + sp;
-    while (is_other(c, j))
-      ++j;
-    while (is_crlf(c, j))
-      ++j;
-    return j - i;
-  }
-  // \s*[\r\n]+ : up to the last \r or \n of the whitespace run.
-  size_t j = i, last_nl = 0;
-  bool any_nl = false;
-  for (; is_s(c, j); ++j) {
-    if (is_crlf(c, j)) {
-      last_nl = j;
-      any_nl = true;
+  size_t gap = begin;
+  for (size_t i = begin; i < end;) {
+    const size_t n = s.match(c, i, end);
+    if (n == 0) {
+      ++i;
+      continue;
     }
-  }
-  if (any_nl)
-    return last_nl + 1 - i;
-  if (size_t n = whitespace_run(c, i))
-    return n;
-  return 1;
-}
-
-template <class Match>
-void split(chars& c, size_t from, size_t to, std::string_view text, std::vector<std::string_view>& out,
-           Match match) {
-  c.end = to;
-  for (size_t i = from; i < to;) {
-    const size_t n = match(i);
-    out.push_back(text.substr(c.at[i], c.at[i + n] - c.at[i]));
+    if (gap < i)
+      out.push_back(i);
     i += n;
+    out.push_back(i);
+    gap = i;
   }
+  if (gap < end)
+    out.push_back(end);
 }
 
 } // namespace
 
-std::optional<pre_tokenizer> pre_tokenizer_from_name(std::string_view name) noexcept {
-  if (name == "gpt-2" || name == "gpt2")
-    return pre_tokenizer::gpt2;
-  if (name == "smollm" || name == "starcoder" || name == "refact" || name == "codeshell")
-    return pre_tokenizer::smollm;
-  if (name == "llama-bpe" || name == "llama3" || name == "llama-v3")
-    return pre_tokenizer::llama3;
-  if (name == "qwen2")
-    return pre_tokenizer::qwen2;
+std::optional<pre_tokenizer_info> pre_tokenizer_by_name(std::string_view name) noexcept {
+  for (const auto& n : names)
+    if (n.name == name)
+      return n.info;
   return std::nullopt;
+}
+
+std::optional<pre_tokenizer> pre_tokenizer_from_name(std::string_view name) noexcept {
+  if (auto i = pre_tokenizer_by_name(name))
+    return i->kind;
+  return std::nullopt;
+}
+
+std::string supported_pre_tokenizer_names() {
+  std::string out;
+  for (const auto& n : names)
+    out.append(out.empty() ? "" : ", ").append(n.name);
+  return out;
 }
 
 std::vector<std::string_view> pre_tokenize(pre_tokenizer kind, std::string_view text) {
   std::vector<std::string_view> out;
   if (text.empty())
     return out;
-  chars c(text);
-  switch (kind) {
-    case pre_tokenizer::gpt2:
-      split(c, 0, c.size(), text, out, [&](size_t i) { return match_gpt2(c, i); });
-      break;
-    case pre_tokenizer::smollm: {
-      // Digits are isolated first; the GPT-2 pattern then runs on each stretch between them.
-      size_t start = 0;
-      for (size_t i = 0; i <= c.size(); ++i) {
-        if (i < c.size() && c.cls[i] != char_class::number)
-          continue;
-        split(c, start, i, text, out, [&](size_t k) { return match_gpt2(c, k); });
-        if (i < c.size())
-          out.push_back(text.substr(c.at[i], c.at[i + 1] - c.at[i]));
-        start = i + 1;
-      }
-      break;
+  const text_chars c(text);
+  std::vector<size_t> ends{c.size()}, next;
+  for (const step s : steps_of(kind)) {
+    next.clear();
+    size_t begin = 0;
+    for (const size_t end : ends) {
+      split_range(c, begin, end, s, next);
+      begin = end;
     }
-    case pre_tokenizer::llama3:
-      split(c, 0, c.size(), text, out, [&](size_t i) { return match_llama3(c, i, 3); });
-      break;
-    case pre_tokenizer::qwen2:
-      split(c, 0, c.size(), text, out, [&](size_t i) { return match_llama3(c, i, 1); });
-      break;
+    std::swap(ends, next);
+  }
+  out.reserve(ends.size());
+  size_t begin = 0;
+  for (const size_t end : ends) {
+    out.push_back(text.substr(c.at[begin], c.at[end] - c.at[begin]));
+    begin = end;
   }
   return out;
 }

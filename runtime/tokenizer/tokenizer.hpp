@@ -1,6 +1,6 @@
-// The tokenizer contract every model family implements (byte-level BPE from
-// GGUF metadata, or the byte tokenizer the mocker uses). Implementations are
-// immutable after construction: safe to share across threads.
+// The tokenizer contract every model family implements (byte-level BPE and
+// SentencePiece from GGUF metadata, or the byte tokenizer the mocker uses).
+// Implementations are immutable after construction: safe to share across threads.
 #pragma once
 
 #include <cstdint>
@@ -33,8 +33,20 @@ public:
   /// BOS id, or -1 when the model has none / does not add one.
   [[nodiscard]] virtual int64_t bos_token_id() const noexcept = 0;
 
-  /// Concatenated bytes of `ids` (special tokens skipped unless `include_special`).
-  [[nodiscard]] std::string decode(std::span<const uint32_t> ids, bool include_special = false) const;
+  /// EOS id when the model appends one to prompts (tokenizer.ggml.add_eos_token), else -1.
+  [[nodiscard]] virtual int64_t appended_eos_id() const noexcept { return -1; }
+
+  /// The text of `ids` (special tokens skipped unless `include_special`), as
+  /// llama.cpp detokenizes: the bytes of each token, then what the model
+  /// asks for (SentencePiece drops the space it prefixed; some BPE models clean
+  /// " ," and similar). token_bytes() is the raw per-token form for streaming.
+  [[nodiscard]] virtual std::string decode(std::span<const uint32_t> ids, bool include_special = false) const;
+
+  /// encode() with the model's own additions, as llama.cpp's tokenize with
+  /// add_special: BOS first when the model adds one (not twice when the text
+  /// already starts with it, e.g. a template that writes it), EOS last when
+  /// the model appends one.
+  [[nodiscard]] std::vector<uint32_t> encode_prompt(std::string_view text, bool parse_special) const;
 };
 
 /// The mocker's tokenizer: one token per byte (ids 0..255), id 256 = EOS.

@@ -1,44 +1,60 @@
 #include "runtime/tokenizer/unicode.hpp"
 
 #include <algorithm>
-#include <array>
+#include <vector>
 
 namespace dynamo::tok {
 
 namespace {
 
-bool in_ranges(char32_t cp, const detail::code_range* r, size_t n) noexcept {
-  const auto* end = r + n;
-  const auto* it = std::upper_bound(r, end, cp, [](char32_t c, const detail::code_range& x) { return c < x.first; });
-  return it != r && cp <= (it - 1)->last;
+char_info lookup(char32_t cp) noexcept {
+  const auto* runs = detail::category_runs;
+  const auto* end = runs + detail::category_runs_count;
+  const auto* it =
+      std::upper_bound(runs, end, cp, [](char32_t c, const detail::category_run& r) { return c < r.first; });
+  char_info info{(it - 1)->cat, false};
+  const auto* ws = detail::whitespace_ranges;
+  const auto* ws_end = ws + detail::whitespace_ranges_count;
+  const auto* w = std::upper_bound(ws, ws_end, cp, [](char32_t c, const detail::code_range& r) { return c < r.first; });
+  info.space = w != ws && cp <= (w - 1)->last;
+  return info;
 }
 
-char_class classify_slow(char32_t cp) noexcept {
-  if (in_ranges(cp, detail::letter_ranges, detail::letter_ranges_count))
-    return char_class::letter;
-  if (in_ranges(cp, detail::number_ranges, detail::number_ranges_count))
-    return char_class::number;
-  if (in_ranges(cp, detail::whitespace_ranges, detail::whitespace_ranges_count))
-    return char_class::whitespace;
-  return char_class::other;
-}
-
-// Latin-1 is most of real text: answer it from a table.
-const std::array<char_class, 256> latin1 = [] {
-  std::array<char_class, 256> t{};
-  for (char32_t c = 0; c < 256; ++c)
-    t[c] = classify_slow(c);
+// The Basic Multilingual Plane answered from a table (64 KiB, built once):
+// the category in the low bits, whitespace in bit 4.
+constexpr uint8_t space_bit = 0x10;
+const std::vector<uint8_t> bmp = [] {
+  std::vector<uint8_t> t(0x10000);
+  for (char32_t c = 0; c < 0x10000; ++c) {
+    const char_info i = lookup(c);
+    t[c] = static_cast<uint8_t>(static_cast<uint8_t>(i.cat) | (i.space ? space_bit : 0));
+  }
   return t;
 }();
 
 } // namespace
 
+char_info char_info_of(char32_t cp) noexcept {
+  if (cp < 0x10000) {
+    const uint8_t b = bmp[cp];
+    return {static_cast<unicode_category>(b & 0x0F), (b & space_bit) != 0};
+  }
+  if (cp > 0x10FFFF)
+    return {unicode_category::symbol, false};
+  return lookup(cp);
+}
+
 char_class classify(char32_t cp) noexcept {
-  if (cp < 256)
-    return latin1[cp];
   if (cp > 0x10FFFF)
     return char_class::other;
-  return classify_slow(cp);
+  const char_info i = char_info_of(cp);
+  if (i.space)
+    return char_class::whitespace;
+  if (i.letter())
+    return char_class::letter;
+  if (i.number())
+    return char_class::number;
+  return char_class::other;
 }
 
 utf8_char decode_utf8(std::string_view s, size_t i) noexcept {

@@ -108,8 +108,8 @@ BOOST_AUTO_TEST_CASE(user_defined_tokens_always_match_and_decode_as_text) {
 BOOST_AUTO_TEST_CASE(eog_covers_eos_eot_and_end_texts) {
   auto v = tiny_vocab({"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|eot_id|>", "<|im_end|>x"}, {},
                       {3, 3, 3, 3, 1});
-  v.bos_id = 257;
-  v.eos_id = 65; // any id can be declared EOS
+  v.ids.bos = 257;
+  v.ids.eos = 65; // any id can be declared EOS
   auto t = make(v);
   BOOST_TEST(t->stop_token_ids() == (ids{65, 256, 258, 259}), boost::test_tools::per_element());
   BOOST_TEST(t->is_eog(258));
@@ -125,6 +125,8 @@ BOOST_AUTO_TEST_CASE(llama3_skips_merges_for_whole_token_pieces) {
   auto gpt2 = make(v);
   BOOST_TEST(gpt2->encode("abc", false).size() == 3u);
   v.pre = pre_tokenizer::llama3;
+  BOOST_TEST(make(v)->encode("abc", false).size() == 3u); // DBRX / Smaug: the Llama 3 pattern, merges kept
+  v.ignore_merges = true;
   BOOST_TEST(make(v)->encode("abc", false) == (ids{256}), boost::test_tools::per_element());
 }
 
@@ -135,7 +137,7 @@ BOOST_AUTO_TEST_CASE(invalid_vocabularies_are_rejected_with_a_reason) {
   BOOST_TEST(message_of(bad_merge.error()) == "tokenizer: merge #0 'a b' names a token missing from the vocabulary");
   BOOST_TEST(!bpe_tokenizer::create(tiny_vocab({"ab"}, {"ab"})));
   auto v = tiny_vocab({}, {});
-  v.eos_id = 999;
+  v.ids.eos = 999;
   auto bad_id = bpe_tokenizer::create(v);
   BOOST_REQUIRE(!bad_id);
   BOOST_TEST(message_of(bad_id.error()).find("eos token id 999 out of range") != std::string::npos);
@@ -143,6 +145,66 @@ BOOST_AUTO_TEST_CASE(invalid_vocabularies_are_rejected_with_a_reason) {
   auto w = tiny_vocab({}, {});
   w.token_types.pop_back();
   BOOST_TEST(!bpe_tokenizer::create(w));
+}
+
+BOOST_AUTO_TEST_CASE(decode_cleans_spaces_as_llama_cpp_when_the_model_asks) {
+  auto v = tiny_vocab({}, {});
+  const std::string text = "Hello , world ! It 's a ' test ' x ' ' y we 're I 'll";
+  BOOST_TEST(make(v)->decode(make(v)->encode(text, false)) == text);
+  v.clean_spaces = true;
+  auto t = make(v);
+  // " ," " !" lose the space; " ' " loses both; " 's" " 're" lose it, " 'll" keeps
+  // it; the second of " ' ' " keeps its space before (llama.cpp blanked it).
+  BOOST_TEST(t->decode(t->encode(text, false)) == "Hello, world! It's a'test'x'' y we're I 'll");
+}
+
+BOOST_AUTO_TEST_CASE(end_of_turn_texts_become_control_and_stop_generation) {
+  // User-defined tokens named like end-of-turn or FIM tokens are control in
+  // llama.cpp: matched only with parse_special, hidden when decoding.
+  auto t = make(tiny_vocab({"<|im_end|>", "<|fim_pad|>", "<tool>"}, {}, {4, 4, 4}));
+  BOOST_TEST(t->stop_token_ids() == (ids{256, 257}), boost::test_tools::per_element());
+  BOOST_TEST(t->encode("<|im_end|>", false).size() == 10u);
+  BOOST_TEST(t->encode("<|im_end|><tool>", true) == (ids{256, 258}), boost::test_tools::per_element());
+  BOOST_TEST(t->token_bytes(256, false) == "");
+  BOOST_TEST(t->token_bytes(258, false) == "<tool>");
+}
+
+BOOST_AUTO_TEST_CASE(harmony_end_is_not_end_of_generation) {
+  auto t = make(tiny_vocab({"<|end|>", "<|return|>", "<|call|>"}, {}, {3, 3, 3}));
+  BOOST_TEST(t->stop_token_ids() == (ids{257, 258}), boost::test_tools::per_element());
+  BOOST_TEST(t->token_bytes(256, false) == "<|end|>"); // now user-defined: always shown
+  auto u = make(tiny_vocab({"<|end|>"}, {}, {3}));
+  BOOST_TEST(u->stop_token_ids() == (ids{256}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(phi3_drops_spaces_after_special_tokens) {
+  auto v = tiny_vocab({"<|end|>", "<|user|>"}, {}, {3, 3});
+  v.rstrip_specials = true;
+  auto t = make(v);
+  BOOST_TEST(t->encode("<|user|>  hi<|end|>\nx", true) == (ids{257, 'h', 'i', 256, 'x'}),
+             boost::test_tools::per_element());
+  v.rstrip_specials = false;
+  BOOST_TEST(make(v)->encode("<|user|> hi", true).size() == 4u);
+}
+
+BOOST_AUTO_TEST_CASE(longer_special_tokens_win_wherever_they_are) {
+  // Longest first over the whole text (llama.cpp's partition), not leftmost first.
+  auto t = make(tiny_vocab({"<a>", "a><b>"}, {}, {3, 3}));
+  BOOST_TEST(t->encode("<a><b>", true) == (ids{'<', 257}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(add_bos_and_add_eos_shape_prompts) {
+  auto v = tiny_vocab({"<s>", "</s>"}, {}, {3, 3});
+  v.ids.bos = 256;
+  v.ids.eos = 257;
+  v.add_bos = true;
+  v.add_eos = true;
+  auto t = make(v);
+  BOOST_TEST(t->encode_prompt("a", false) == (ids{256, 'a', 257}), boost::test_tools::per_element());
+  BOOST_TEST(t->encode_prompt("<s>a", true) == (ids{256, 'a', 257}), boost::test_tools::per_element());
+  BOOST_TEST(t->appended_eos_id() == 257);
+  v.ids.eos.reset(); // asked for, but there is no EOS to add
+  BOOST_TEST(make(v)->appended_eos_id() == -1);
 }
 
 BOOST_AUTO_TEST_CASE(unknown_ids_decode_to_nothing) {

@@ -103,6 +103,19 @@ BOOST_AUTO_TEST_CASE(builtin_chatml_renders_roles_verbatim) {
              "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n");
 }
 
+BOOST_AUTO_TEST_CASE(the_mockers_template_takes_structured_input_too) {
+  simple_chat_template t;
+  BOOST_TEST(t.render({{"user", "hi"}}, true).value() == "user: hi\nassistant: ");
+  chat_input in;
+  in.messages = nlohmann::ordered_json::parse(
+      R"([{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+          {"role": "assistant", "content": null}])");
+  in.add_generation_prompt = false;
+  BOOST_TEST(t.render(in).value() == "user: ab\nassistant: \n");
+  in.messages = nlohmann::ordered_json::array({{{"content", "no role"}}});
+  BOOST_TEST(!t.render(in));
+}
+
 BOOST_AUTO_TEST_CASE(llama3_uses_bos_headers_and_trims_content) {
   auto t = parse(llama3_template, "<|begin_of_text|>", "<|eot_id|>");
   BOOST_TEST(render(*t, {{"system", "You are a bot."}, {"user", " Hello! "}}) ==

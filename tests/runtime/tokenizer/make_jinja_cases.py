@@ -1,9 +1,8 @@
 #!/usr/bin/env python3
 """Writes data/jinja_cases.json: Jinja feature cases rendered by Python
-jinja2 the way Hugging Face's apply_chat_template renders chat templates
-(ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks, raise_exception).
-Our C++ interpreter must produce the same text, or an error where jinja2
-raises.
+jinja2 the way Hugging Face's apply_chat_template renders chat templates (its
+environment is in hf_jinja_env.py; strftime_now is pinned). Our C++
+interpreter must produce the same text, or an error where jinja2 raises.
 
 usage: python3 make_jinja_cases.py > data/jinja_cases.json   (needs jinja2)
 """
@@ -11,11 +10,14 @@ import json
 import sys
 
 import jinja2
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from hf_jinja_env import NOW, make_env
 
 M1 = [{"role": "user", "content": "Hi"}]
 M3 = [{"role": "system", "content": "Sys"}, {"role": "user", "content": " Q? "},
       {"role": "assistant", "content": "A."}]
+ODD = [{"role": "user", "content": "tab\tnl\nquote'dq\"bs\\ \x01 \x7f é 🦀 \u2028 \u3000"},
+       {"role": "assistant", "content": "\u3000 padded\u00a0 \x1c"}]
 
 CASES = [
     ("text_only", "plain text\n", M1),
@@ -70,24 +72,55 @@ CASES = [
      "{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}"
      "{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token }}{% endif %}{% endfor %}", M3),
     ("add_generation_prompt_flag", "{% if add_generation_prompt %}GEN{% else %}NOGEN{% endif %}", M1),
+    ("loop_controls", "{% for m in messages %}{% if loop.index == 2 %}{% continue %}{% endif %}{{ m.role }};"
+     "{% for c in 'abc' %}{% if c == 'b' %}{% break %}{% endif %}{{ c }}{% endfor %};{% endfor %}"
+     "{% for i in range(9) %}{% if i > 2 %}{% break %}{% endif %}{{ i }}{% else %}never{% endfor %}", M3),
+    ("break_outside_a_loop", "{% if true %}{% break %}{% endif %}", M1),
+    ("tests_with_arguments", "{{ 6 is divisibleby 3 }} {{ 7 is divisibleby(3) }} {{ 'a' is equalto 'a' }} "
+     "{{ 2 is gt 1 }} {{ 2 is lt(1) }} {{ 'x' is in ['x'] }} {{ none is sameas none }} {{ 1 is ne 1 }} "
+     "{{ true is number }} {{ nothing is iterable }} {{ raise_exception is callable }} {{ 'ab' is lower }}", M1),
+    ("select_and_map_filters", "{{ messages | selectattr('role', 'equalto', 'user') | map(attribute='content') | list }}"
+     "|{{ messages | rejectattr('role', 'in', ['system', 'user']) | map(attribute='role') | join(',') }}"
+     "|{{ [1, 2, 3, 4] | select('odd') | list }}|{{ [1, 2, 3] | reject('equalto', 2) | list }}"
+     "|{{ ['a', 'b'] | map('upper') | join }}|{{ messages | map(attribute='missing', default='-') | join }}"
+     "|{{ messages | selectattr('content') | list | length }}"
+     "|{% for k, v in messages[0] | items %}{{ k }}={{ v }},{% endfor %}", M3),
+    ("tojson_options", "{% set d = {'b': [1, 2.5, {'c': none}], 'a': 'é🦀\"', 'e': [], 'f': {}} %}"
+     "{{ d | tojson }}\n{{ d | tojson(indent=2) }}\n{{ d | tojson(separators=(',', ':')) }}\n"
+     "{{ d | tojson(sort_keys=true) }}\n{{ d | tojson(ensure_ascii=true) }}\n{{ d | tojson(indent='\t') }}\n"
+     "{{ [10.0 * 10, 1.5 / 10000000, 0.1 + 0.2, 12345678.0 * 1000000000, -0.5] | tojson }}", M1),
+    ("tojson_of_undefined_is_an_error", "{{ nothing | tojson }}", M1),
+    ("python_reprs", "{{ messages }}|{{ [10.0 * 10, 1.5 / 10000000, 0.1 + 0.2, 12345678.0 * 1000000000] }}|"
+     "{{ {'k': none, 'b': true} }}", ODD),
+    ("python_strip_and_split", "[{{ messages[1].content | trim }}][{{ messages[1].content.strip() }}]"
+     "[{{ 'a b  c'.split(' ', 1) }}][{{ 'a,b,c'.split(',', 1) }}][{{ ' a  b c '.split(none, 1) }}]"
+     "[{{ 'xxhixx'.lstrip('x') }}][{{ 'hello'.startswith(('x', 'he')) }}][{{ 'héllo'.find('l') }}]"
+     "[{{ 'banana'.count('an') }}]", ODD),
+    ("string_filters_take_any_value", "[{{ messages[0] | trim }}][{{ nothing | trim }}][{{ 42 | upper }}]"
+     "[{{ nothing | length }}][{{ nothing | list }}][{{ nothing ~ 'x' }}]", M1),
+    ("undefined_attribute_of_undefined_is_an_error", "{{ nothing.attr }}", M1),
+    ("undefined_index_of_undefined_is_an_error", "{{ messages[5].role }}", M1),
+    ("in_none_is_an_error", "{{ 'a' in messages[0].nothing_here or 'a' in none }}", M1),
+    ("int_in_string_is_an_error", "{{ 1 in 'abc' }}", M1),
+    ("method_of_none_is_an_error", "{{ none.split('x') }}", M1),
+    ("strftime_now_and_globals", "{{ strftime_now('%d %b %Y %H:%M:%S %A %j %y %m %B %a %p %I') }}|"
+     "{{ strftime_now is defined }}|{{ dict(a=1, b='x') }}|{{ namespace is defined }}", M1),
+    ("tuples_unpack", "{% for a, b in [(1, 2), (3, 4)] %}{{ a + b }},{% endfor %}{{ (1,) | length }}", M1),
+    ("filter_keyword_arguments", "{{ messages | map(attribute='role') | join(d='+') }}", M3),
 ]
 
 
 def main():
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-
-    def raise_exception(msg):
-        raise jinja2.exceptions.TemplateError(msg)
-
-    env.globals["raise_exception"] = raise_exception
+    env = make_env()
     out = []
     for name, src, messages in CASES:
         for gen in (True, False):
             case = {"name": name, "template": src, "messages": messages, "add_generation_prompt": gen,
-                    "bos_token": "<s>", "eos_token": "</s>"}
+                    "bos_token": "<s>", "eos_token": "</s>", "now": NOW.isoformat()}
             try:
-                case["expected"] = env.from_string(src).render(messages=messages, add_generation_prompt=gen,
-                                                               bos_token="<s>", eos_token="</s>")
+                case["expected"] = env.from_string(src).render(messages=messages, tools=None, documents=None,
+                                                               add_generation_prompt=gen, bos_token="<s>",
+                                                               eos_token="</s>")
             except Exception as e:  # jinja2 raised: we must return an error value
                 case["error"] = type(e).__name__ + ": " + str(e)
             out.append(case)

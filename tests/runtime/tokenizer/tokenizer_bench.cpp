@@ -38,7 +38,7 @@ std::string mixed_text(size_t bytes) {
 }
 
 // Seconds per encode of `text`: best of 3 trials of `reps` encodes each.
-double time_encode(const bpe_tokenizer& tk, const std::string& text, int reps, size_t& n_tokens) {
+double time_encode(const tokenizer& tk, const std::string& text, int reps, size_t& n_tokens) {
   double best = 1e30;
   for (int trial = 0; trial < 3; ++trial) {
     auto t0 = clock_type::now();

@@ -24,6 +24,22 @@ BOOST_AUTO_TEST_CASE(classifies_letters_numbers_and_whitespace) {
   BOOST_TEST((classify(invalid_cp) == char_class::other));
 }
 
+BOOST_AUTO_TEST_CASE(general_categories_for_the_finer_patterns) {
+  using uc = unicode_category;
+  const std::pair<char32_t, uc> cases[] = {
+      {U'A', uc::lu}, {U'É', uc::lu}, {U'a', uc::ll}, {U'ß', uc::ll}, {U'ǅ', uc::lt}, {U'ʰ', uc::lm},
+      {U'中', uc::lo}, {U'\u0301', uc::mark}, {U'\u0903', uc::mark}, {U'٣', uc::number}, {U'!', uc::punctuation},
+      {U'「', uc::punctuation}, {U'$', uc::symbol}, {U'+', uc::symbol}, {U'€', uc::symbol},
+      {char32_t{0x1F980}, uc::symbol}, {U'\u00a0', uc::separator}, {U'\u200d', uc::control},
+      {U'\n', uc::control}, {char32_t{0x0378}, uc::undefined}, {invalid_cp, uc::symbol}};
+  for (auto [cp, cat] : cases)
+    BOOST_TEST((char_info_of(cp).cat == cat), "U+" << std::hex << static_cast<uint32_t>(cp));
+  BOOST_TEST(char_info_of(U'\u3000').space);
+  BOOST_TEST(char_info_of(U'\u0085').space);
+  BOOST_TEST(!char_info_of(U'\u200b').space);
+  BOOST_TEST(char_info_of(char32_t{0x1D400}).letter()); // a plane-1 letter (table lookup past the BMP)
+}
+
 BOOST_AUTO_TEST_CASE(decodes_utf8_and_isolates_invalid_bytes) {
   const std::string s = "a\xC3\xA9\xE4\xB8\xAD\xF0\x9F\xA6\x80";
   auto a = decode_utf8(s, 0), e = decode_utf8(s, 1), z = decode_utf8(s, 3), crab = decode_utf8(s, 6);
