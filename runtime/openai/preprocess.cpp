@@ -10,13 +10,11 @@ namespace dynamo::openai {
 
 namespace {
 
+/// The prompt's ids with the model's own special tokens (BOS unless the text
+/// already starts with it, EOS when the vocabulary appends one), as llama.cpp.
 std::vector<uint32_t> encode_text(std::string text, const tok::tokenizer& tk, bool parse_special) {
   std::erase(text, '\0'); // as Dynamo does before tokenization
-  auto ids = tk.encode(text, parse_special);
-  const int64_t bos = tk.bos_token_id();
-  if (bos >= 0 && (ids.empty() || ids.front() != static_cast<uint32_t>(bos)))
-    ids.insert(ids.begin(), static_cast<uint32_t>(bos));
-  return ids;
+  return tk.encode_prompt(text, parse_special);
 }
 
 caf::error check_lengths(size_t prompt_len, const generation_params& p,
