@@ -71,7 +71,8 @@ BOOST_AUTO_TEST_CASE(group_of_no_pairs_gives_empty_experts) {
 
 BOOST_AUTO_TEST_CASE(combine_sums_in_rank_order_and_adds_the_gated_shared_expert) {
   // 2 tokens, k = 2, n = 2; expert outputs by sorted row, rows 3 floats apart.
-  const std::vector<float> y = {1.0f, 2.0f, 0.0f, /**/ 10.0f, 20.0f, 0.0f, /**/ -4.0f, 8.0f, 0.0f, /**/ 0.5f, 0.25f, 0.0f};
+  const std::vector<float> y = {1.0f,  2.0f, 0.0f, /**/ 10.0f, 20.0f,  0.0f, //
+                                -4.0f, 8.0f, 0.0f, /**/ 0.5f,  0.25f, 0.0f};
   const std::vector<float> weight = {0.75f, 0.25f, /**/ 0.5f, 0.5f};
   const std::vector<uint32_t> pair_row = {1, 3, 0, 2}; // t0: rows 1, 3; t1: rows 0, 2
   std::vector<float> out(4, 99.0f);
