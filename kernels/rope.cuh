@@ -5,6 +5,9 @@
 //   neox: rotates (x[i], x[i + rot/2])    -- Qwen2/3, HF weights
 // Q and K sit side by side in the fused QKV row, so one launch with
 // n_heads = n_head + n_kv_head rotates both. Rotation math is fp32.
+// Optionally each head is first RMS-normalised (Qwen3's Q/K norms): in fp32,
+// then rotated, then rounded to bf16 once. CPU reference: ref::rms_norm over
+// each head, then ref::rope.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -29,7 +32,17 @@ struct rope_args {
   const float* sin = nullptr;       ///< [max_positions, rot_dim / 2] fp32 device
   uint32_t max_positions = 0;       ///< positions >= this leave the token unrotated (a bug upstream)
   rope_style style = rope_style::norm;
+  /// Optional per-head RMSNorm weights ([head_dim] fp32 device): heads
+  /// [0, n_q_heads) use q_norm, the others k_norm; a null weight leaves its
+  /// heads unnormalised. REQUIRES with either: head_dim <= max_rope_norm_head_dim.
+  const float* q_norm = nullptr;
+  const float* k_norm = nullptr;
+  uint32_t n_q_heads = 0;
+  float norm_eps = 1e-6f;
 };
+
+/// The widest head the normalising path stages in shared memory.
+inline constexpr uint32_t max_rope_norm_head_dim = 4096;
 
 [[nodiscard]] cudaError_t launch_rope(const rope_args& args, cudaStream_t stream);
 

@@ -1,5 +1,6 @@
 #include "runtime/model/decoder_forward.hpp"
 
+#include "kernels/reference/bias_add.hpp"
 #include "kernels/reference/embedding.hpp"
 #include "kernels/reference/kv_store.hpp"
 #include "kernels/reference/moe.hpp"
@@ -106,9 +107,10 @@ void decoder_forward::prepare(const engine::batch& b, uint32_t block_size) {
     fit(expert_weight_, pairs);
     fit(expert_start_, m.n_expert + 1);
     fit(pair_token_, pairs);
-    fit(pair_of_, pairs);
+    fit(pair_row_, pairs);
     fit(xe_, pairs * c.n_embd);
-    fit(ye_, std::max(pairs, T) * c.n_embd);
+    fit(ye_, pairs * c.n_embd);
+    if (m.n_ff_shared > 0) fit(ys_, T * c.n_embd);
     fit(shared_gate_, T);
     fit(gu_, std::max(pairs * 2 * m.n_ff_expert, T * 2 * m.n_ff_shared));
     fit(act_, std::max(pairs * m.n_ff_expert, T * m.n_ff_shared));
@@ -135,10 +137,7 @@ void decoder_forward::for_chunks(uint32_t n, Fn&& fn) {
 void decoder_forward::add_bias(float* y, size_t stride, const std::vector<float>& bias) {
   if (bias.empty()) return;
   for_chunks(n_tokens_, [&](uint32_t t0, uint32_t t1) {
-    for (uint32_t t = t0; t < t1; ++t) {
-      float* row = y + t * stride;
-      for (size_t i = 0; i < bias.size(); ++i) row[i] += bias[i];
-    }
+    kr::bias_add({y + size_t(t0) * stride, stride, bias.data(), t1 - t0, static_cast<uint32_t>(bias.size())});
   });
 }
 
@@ -149,19 +148,19 @@ void decoder_forward::attention(const decoder_layer_weights& w, const kr::paged_
   const weight_matrix qkv_w[] = {w.wq, w.wk, w.wv};
   matmul(h_.data(), E, T, qkv_w, qkv_.data(), QKV);
   for_chunks(T, [&](uint32_t t0, uint32_t t1) {
-    for (uint32_t t = t0; t < t1; ++t) {
-      float* q = qkv_.data() + size_t(t) * QKV;
-      if (!w.bq.empty()) {
-        for (uint32_t i = 0; i < QD; ++i) q[i] += w.bq[i];
-        for (uint32_t i = 0; i < KVD; ++i) q[QD + i] += w.bk[i];
-        for (uint32_t i = 0; i < KVD; ++i) q[QD + KVD + i] += w.bv[i];
-      }
-      if (!w.q_norm.empty()) { // Qwen3: RMSNorm over each head, before RoPE
-        kr::rms_norm({q, D, nullptr, 0, w.q_norm.data(), q, D, c.n_head, D, c.rms_eps});
-        kr::rms_norm({q + QD, D, nullptr, 0, w.k_norm.data(), q + QD, D, c.n_kv_head, D, c.rms_eps});
+    float* q = qkv_.data() + size_t(t0) * QKV;
+    if (!w.bq.empty()) {
+      kr::bias_add({q, QKV, w.bq.data(), t1 - t0, QD});
+      kr::bias_add({q + QD, QKV, w.bk.data(), t1 - t0, KVD});
+      kr::bias_add({q + QD + KVD, QKV, w.bv.data(), t1 - t0, KVD});
+    }
+    if (!w.q_norm.empty()) { // Qwen3: RMSNorm over each head, before RoPE
+      for (uint32_t t = 0; t < t1 - t0; ++t) {
+        float* head = q + size_t(t) * QKV;
+        kr::rms_norm({head, D, nullptr, 0, w.q_norm.data(), head, D, c.n_head, D, c.rms_eps});
+        kr::rms_norm({head + QD, D, nullptr, 0, w.k_norm.data(), head + QD, D, c.n_kv_head, D, c.rms_eps});
       }
     }
-    float* q = qkv_.data() + size_t(t0) * QKV;
     kr::rope({q, QKV, t1 - t0, c.n_head, D, positions_.data() + t0, &rope_, c.rope});
     kr::rope({q + QD, QKV, t1 - t0, c.n_kv_head, D, positions_.data() + t0, &rope_, c.rope});
   });
@@ -183,23 +182,6 @@ void decoder_forward::ffn_dense(const decoder_layer_weights& w) {
   matmul(act_.data(), F, T, {&w.w_down, 1}, tmp_.data(), E);
 }
 
-void decoder_forward::group_by_expert() {
-  const moe_config& m = model_->config().moe;
-  const uint32_t k = m.n_expert_used, pairs = n_tokens_ * k;
-  // Counting sort of the (token, j) pairs by expert; tokens stay in order
-  // within an expert, so each expert's rows are deterministic.
-  std::fill(expert_start_.begin(), expert_start_.begin() + m.n_expert + 1, 0u);
-  for (uint32_t p = 0; p < pairs; ++p) ++expert_start_[expert_[p] + 1];
-  for (uint32_t e = 0; e < m.n_expert; ++e) expert_start_[e + 1] += expert_start_[e];
-  std::vector<uint32_t>& next = expert_cursor_;
-  next.assign(expert_start_.begin(), expert_start_.begin() + m.n_expert);
-  for (uint32_t p = 0; p < pairs; ++p) {
-    const uint32_t slot = next[expert_[p]]++;
-    pair_token_[slot] = p / k;
-    pair_of_[p] = slot;
-  }
-}
-
 void decoder_forward::ffn_moe(const moe_layer_weights& w) {
   const decoder_config& c = model_->config();
   const moe_config& m = c.moe;
@@ -207,7 +189,7 @@ void decoder_forward::ffn_moe(const moe_layer_weights& w) {
   matmul(h_.data(), E, T, {&w.router, 1}, router_.data(), m.n_expert);
   kr::moe_route({router_.data(), m.n_expert, T, m.n_expert, k, m.norm_topk, m.weights_scale, expert_.data(),
                  expert_weight_.data()});
-  group_by_expert();
+  kr::moe_group({expert_.data(), pairs, k, m.n_expert, expert_start_.data(), pair_token_.data(), pair_row_.data()});
   for_chunks(pairs, [&](uint32_t p0, uint32_t p1) {
     for (uint32_t p = p0; p < p1; ++p) {
       std::copy_n(h_.data() + size_t(pair_token_[p]) * E, E, xe_.data() + size_t(p) * E);
@@ -230,19 +212,14 @@ void decoder_forward::ffn_moe(const moe_layer_weights& w) {
     const weight_matrix down = w.down.expert(e);
     matmul(act_.data() + size_t(p0) * F, F, n, {&down, 1}, ye_.data() + size_t(p0) * E, E);
   }
+  const bool shared = w.has_shared_expert();
+  if (shared) shared_expert(w); // reuses gu_ and act_, free again
   // A token's output sums its experts in rank order, whatever else is batched.
   for_chunks(T, [&](uint32_t t0, uint32_t t1) {
-    for (uint32_t t = t0; t < t1; ++t) {
-      float* out = tmp_.data() + size_t(t) * E;
-      std::fill(out, out + E, 0.0f);
-      for (uint32_t j = 0; j < k; ++j) {
-        const float wt = expert_weight_[t * k + j];
-        const float* y = ye_.data() + size_t(pair_of_[t * k + j]) * E;
-        for (uint32_t i = 0; i < E; ++i) out[i] += wt * y[i];
-      }
-    }
+    kr::moe_combine({ye_.data(), E, expert_weight_.data() + size_t(t0) * k, pair_row_.data() + size_t(t0) * k,
+                     shared ? ys_.data() + size_t(t0) * E : nullptr, E, shared ? shared_gate_.data() + t0 : nullptr,
+                     tmp_.data() + size_t(t0) * E, E, t1 - t0, k, E});
   });
-  if (w.has_shared_expert()) shared_expert(w);
 }
 
 void decoder_forward::shared_expert(const moe_layer_weights& w) {
@@ -255,15 +232,7 @@ void decoder_forward::shared_expert(const moe_layer_weights& w) {
     const float* g = gu_.data() + size_t(t0) * 2 * F;
     kr::swiglu({g, g + F, 2 * size_t(F), act_.data() + size_t(t0) * F, F, t1 - t0, F});
   });
-  matmul(act_.data(), F, T, {&w.shared_down, 1}, ye_.data(), E);
-  for_chunks(T, [&](uint32_t t0, uint32_t t1) {
-    for (uint32_t t = t0; t < t1; ++t) {
-      const float gate = 1.0f / (1.0f + std::exp(-shared_gate_[t]));
-      float* out = tmp_.data() + size_t(t) * E;
-      const float* y = ye_.data() + size_t(t) * E;
-      for (uint32_t i = 0; i < E; ++i) out[i] += gate * y[i];
-    }
-  });
+  matmul(act_.data(), F, T, {&w.shared_down, 1}, ys_.data(), E);
 }
 
 void decoder_forward::run_layer(uint32_t l, kv_cache& cache) {

@@ -62,15 +62,13 @@ private:
   void prepare(const engine::batch& b, uint32_t block_size);
   void run_layer(uint32_t layer, kv_cache& cache);
   void attention(const decoder_layer_weights& w, const kernels::ref::paged_kv_view& kv);
-  /// Adds `bias` to the first bias.size() outputs of every token row of y.
+  /// Adds `bias` (if not empty) to the first bias.size() outputs of every token row of y.
   void add_bias(float* y, size_t stride, const std::vector<float>& bias);
   /// h_ -> tmp_ through the dense SwiGLU FFN.
   void ffn_dense(const decoder_layer_weights& w);
   /// h_ -> tmp_ through the routed experts (and the shared expert, if any).
   void ffn_moe(const moe_layer_weights& w);
-  /// The experts chosen by moe_route, tokens grouped by expert.
-  void group_by_expert();
-  /// Adds the gated shared expert of h_ to tmp_ (Qwen2-MoE).
+  /// The shared expert of h_ into ys_ and its gate logits into shared_gate_ (Qwen2-MoE).
   void shared_expert(const moe_layer_weights& w);
   void run_head();
   void matmul(const float* x, size_t x_stride, uint32_t n_tokens, std::span<const weight_matrix> w, float* y,
@@ -104,13 +102,13 @@ private:
   std::vector<float> router_;           ///< [n_tokens, n_expert] router logits
   std::vector<uint32_t> expert_;        ///< [n_tokens, k] chosen experts
   std::vector<float> expert_weight_;    ///< [n_tokens, k]
-  std::vector<uint32_t> expert_start_;  ///< [n_expert + 1] first pair of each expert in pair order
-  std::vector<uint32_t> pair_token_;    ///< [n_tokens k] token of each pair, grouped by expert
-  std::vector<uint32_t> pair_of_;       ///< [n_tokens, k] index of (token, j) in pair order
+  std::vector<uint32_t> expert_start_;  ///< [n_expert + 1] first sorted row of each expert
+  std::vector<uint32_t> pair_token_;    ///< [n_tokens k] token of each sorted row
+  std::vector<uint32_t> pair_row_;      ///< [n_tokens, k] sorted row of (token, j)
   std::vector<float> xe_;               ///< [n_tokens k, n_embd] gathered inputs
   std::vector<float> ye_;               ///< [n_tokens k, n_embd] expert outputs
+  std::vector<float> ys_;               ///< [n_tokens, n_embd] shared-expert output
   std::vector<float> shared_gate_;      ///< [n_tokens] shared-expert gate logits
-  std::vector<uint32_t> expert_cursor_; ///< group_by_expert's per-expert cursors
   std::vector<float> hs_;     ///< [rows, n_embd] final-norm rows to sample
   std::vector<float> logits_; ///< [rows, n_vocab]
 };

@@ -119,6 +119,7 @@ std::vector<tensor_plan> plan_layer(const random_model_options& o, uint32_t l) {
     vec("attn_k.bias", kv, init::bias);
     vec("attn_v.bias", kv, init::bias);
   }
+  if (o.attn_output_bias) vec("attn_output.bias", E, init::bias);
   if (tr.qk_norm) {
     vec("attn_q_norm.weight", D, init::norm);
     vec("attn_k_norm.weight", D, init::norm);

@@ -49,6 +49,9 @@ struct random_model_options {
   /// `type` has 4 or 5 bits (llama.cpp keeps the embeddings wider).
   std::optional<gguf::tensor_type> embd_type;
   bool tied_embeddings = false;
+  /// Writes attn_output.bias in every layer (optional in every architecture;
+  /// the CUDA executor tests use it).
+  bool attn_output_bias = false;
   /// Standard deviation of every matrix and the embeddings, with unit norm
   /// weights. 0 selects "scaled" weights for numerical tests: matrices of
   /// std 1/sqrt(k) (unit-variance outputs), embeddings of std 0.25, norms in

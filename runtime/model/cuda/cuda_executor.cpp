@@ -5,6 +5,8 @@
 #include "kernels/cuda_check.cuh"
 #include "kernels/dequantize.cuh"
 #include "kernels/gemm.cuh"
+#include "kernels/moe.cuh"
+#include "kernels/reference/dequantize.hpp"
 #include "kernels/reference/rope.hpp"
 #include "kernels/sampling.cuh"
 
@@ -56,36 +58,59 @@ expected<void> check_config(const decoder_config& c, const cuda_executor_config&
                                          "query heads per KV head (model has " +
                                              std::to_string(c.head_dim) + " and " + std::to_string(c.group()) + ")");
   }
-  if (c.n_embd % 32 != 0 || c.n_ff % 32 != 0 || (c.n_head * c.head_dim) % 32 != 0) {
+  const uint32_t ffn = c.is_moe() ? c.moe.n_ff_expert : c.n_ff;
+  if (c.n_embd % 32 != 0 || ffn % 32 != 0 || c.moe.n_ff_shared % 32 != 0 || (c.n_head * c.head_dim) % 32 != 0) {
     return make_error(errc::unsupported, "cuda_executor: weight rows must be multiples of 32 elements");
+  }
+  if (c.moe.n_expert > gpu::moe_max_experts) {
+    return make_error(errc::unsupported, "cuda_executor: " + std::to_string(c.moe.n_expert) +
+                                             " experts; the routing kernel takes at most " +
+                                             std::to_string(gpu::moe_max_experts));
   }
   return {};
 }
 
-/// Copies every weight to the device, dequantizing GGUF blocks to bf16 there.
+/// Copies every weight to the device: GGUF blocks go raw to a staging buffer
+/// and are dequantized to bf16 there; fp32 slots (routers) are dequantized on
+/// the host; vectors (norms, biases) are copied as they are.
 expected<void> upload_weights(cuda_state& s) {
   const auto uploads = plan_uploads(s.model->weights(), s.weights_layout);
   size_t staging_bytes = 0;
   for (const auto& u : uploads) {
-    if (u.matrix == nullptr) continue;
-    const weight_matrix& m = *u.matrix;
-    if (m.k != u.dst.cols || u.row0 + m.n > u.dst.rows) {
-      return make_error(errc::internal, "cuda_executor: weight of shape [" + std::to_string(m.n) + ", " +
-                                            std::to_string(m.k) + "] does not fit its device slot");
+    const bool fits = u.vector.empty()
+                          ? u.matrix.data != nullptr && u.matrix.k == u.dst.cols && u.row0 + u.matrix.n <= u.dst.rows
+                          : u.dst.f32 && u.dst.rows == 1 && u.col0 + u.vector.size() <= u.dst.cols;
+    if (!fits) {
+      return make_error(errc::internal, "cuda_executor: a weight of " + std::to_string(u.matrix.n) + " x " +
+                                            std::to_string(u.matrix.k) + " (or a vector of " +
+                                            std::to_string(u.vector.size()) + ") does not fit its device slot");
     }
-    staging_bytes = std::max(staging_bytes, size_t(m.n) * kernels::ref::row_bytes(m.type, m.k));
+    if (u.vector.empty() && !u.dst.f32) {
+      staging_bytes = std::max(staging_bytes, size_t(u.matrix.n) * kernels::ref::row_bytes(u.matrix.type, u.matrix.k));
+    }
   }
   device_memory staging;
   CUDA_OR_RETURN("weight staging buffer", staging.allocate(staging_bytes));
+  std::vector<float> host_f32;
   for (const auto& u : uploads) {
-    std::byte* dst = s.weights.get() + u.dst.offset;
-    if (u.norm != nullptr) {
-      if (u.norm->size() != u.dst.cols) return make_error(errc::internal, "cuda_executor: norm weight size mismatch");
-      CUDA_OR_RETURN("norm upload", cudaMemcpyAsync(dst, u.norm->data(), u.norm->size() * 4, cudaMemcpyHostToDevice,
-                                                    s.stream));
+    if (!u.vector.empty()) {
+      std::byte* dst = s.weights.get() + u.dst.offset + size_t(u.col0) * 4;
+      CUDA_OR_RETURN("vector upload", cudaMemcpyAsync(dst, u.vector.data(), u.vector.size() * 4,
+                                                      cudaMemcpyHostToDevice, s.stream));
       continue;
     }
-    const weight_matrix& m = *u.matrix;
+    const weight_matrix& m = u.matrix;
+    if (u.dst.f32) {
+      host_f32.resize(size_t(m.n) * m.k);
+      for (uint32_t r = 0; r < m.n; ++r) {
+        kernels::ref::dequantize_row(m.type, m.row(r), host_f32.data() + size_t(r) * m.k, m.k);
+      }
+      std::byte* dst = s.weights.get() + u.dst.offset + size_t(u.row0) * u.dst.cols * 4;
+      CUDA_OR_RETURN("fp32 weight upload", cudaMemcpyAsync(dst, host_f32.data(), host_f32.size() * 4,
+                                                           cudaMemcpyHostToDevice, s.stream));
+      CUDA_OR_RETURN("fp32 weight upload", cudaStreamSynchronize(s.stream)); // host_f32 is reused
+      continue;
+    }
     const size_t bytes = size_t(m.n) * kernels::ref::row_bytes(m.type, m.k);
     // On the executor's stream: it does not wait for the legacy default stream
     // (cudaStreamNonBlocking), and a pageable cudaMemcpy may return before its
@@ -96,7 +121,7 @@ expected<void> upload_weights(cuda_state& s) {
     d.src = staging.get();
     d.n_rows = m.n;
     d.k = m.k;
-    d.dst = dst + size_t(u.row0) * u.dst.cols * 2;
+    d.dst = s.weights.get() + u.dst.offset + size_t(u.row0) * u.dst.cols * 2;
     d.dst_stride = u.dst.cols;
     d.dst_type = gpu::half_type::bf16;
     CUDA_OR_RETURN("dequantize " + std::string(kernels::ref::to_string(m.type)), gpu::launch_dequantize(d, s.stream));
@@ -157,7 +182,7 @@ expected<void> setup(cuda_state& s) {
     return device_error("cublasSetStream", gpu::to_cuda_error(st));
   }
 
-  s.weights_layout = plan_weights(c, s.model->weights().tied_embeddings);
+  s.weights_layout = plan_weights(c, s.model->weights());
   CUDA_OR_RETURN("weight arena (" + std::to_string(s.weights_layout.total_bytes >> 20) + " MiB)",
                  s.weights.allocate(s.weights_layout.total_bytes));
   if (auto ok = upload_weights(s); !ok) return ok.error();
@@ -238,7 +263,6 @@ expected<std::unique_ptr<cuda_executor>> cuda_executor::create(std::shared_ptr<c
                                                                const cuda_executor_config& config) {
   if (model == nullptr) return make_error(errc::invalid_argument, "cuda_executor: null model");
   if (auto ok = check_config(model->config(), config); !ok) return ok.error();
-  if (auto ok = check_cuda_support(*model); !ok) return ok.error();
   if (!cuda_available()) return make_error(errc::device_error, "cuda_executor: no usable CUDA device");
   auto s = std::make_unique<cuda_state>();
   s->model = model;

@@ -1,9 +1,11 @@
 #include "runtime/model/cuda/cuda_state.hpp"
 
+#include "kernels/bias_add.cuh"
 #include "kernels/cuda_check.cuh"
 #include "kernels/embedding.cuh"
 #include "kernels/gemm.cuh"
 #include "kernels/kv_store.cuh"
+#include "kernels/moe.cuh"
 #include "kernels/nonfinite.cuh"
 #include "kernels/paged_attention.cuh"
 #include "kernels/rms_norm.cuh"
@@ -132,24 +134,29 @@ gpu::paged_kv layer_kv(cuda_state& s, uint32_t l) {
   return {base, base + per_kv, size_t(c.n_layer) * 2 * per_kv, s.config.block_size, c.n_kv_head, c.head_dim};
 }
 
-cudaError_t encode_layer(cuda_state& s, uint32_t l, const cuda_step_pointers& m, uint32_t T,
-                         const cuda_attention_split& split) {
+/// y[t, :n] += bias (fp32) on a bf16 GEMM output.
+cudaError_t bias_add(cuda_state& s, bf16* y, size_t stride, const cuda_tensor_slot& bias, uint32_t T) {
+  return gpu::launch_bias_add({y, stride, s.weights.at<float>(bias.offset), T, bias.cols}, s.stream);
+}
+
+/// Attention sub-block: x += delta; h = norm(x); delta = o-proj(attention(h)).
+cudaError_t encode_attention(cuda_state& s, uint32_t l, const cuda_step_pointers& m, uint32_t T,
+                             const cuda_attention_split& split) {
   const decoder_config& c = s.cfg;
   const cuda_layer_slots& w = s.weights_layout.layers[l];
   const cuda_activation_layout& al = s.act_layout;
   const uint32_t E = c.n_embd, QD = c.n_head * c.head_dim, KVD = c.n_kv_head * c.head_dim;
-  const uint32_t QKV = QD + 2 * KVD, F = c.n_ff;
+  const uint32_t QKV = QD + 2 * KVD;
   bf16* h = s.activations.at<bf16>(al.h.offset);
   bf16* qkv = s.activations.at<bf16>(al.qkv.offset);
   bf16* attn = s.activations.at<bf16>(al.attn.offset);
   bf16* delta = s.activations.at<bf16>(al.delta.offset);
-  bf16* gu = s.activations.at<bf16>(al.gu.offset);
-  bf16* act = s.activations.at<bf16>(al.act.offset);
 
   // x += previous sub-block output (none before layer 0); h = norm(x).
   DYNAMO_CUDA_TRY(rms_norm(s, l == 0 ? nullptr : delta, w.attn_norm, h, nullptr, T));
   DYNAMO_CUDA_TRY(check_finite(s, "attn_norm", l, h, size_t(T) * E, true));
   DYNAMO_CUDA_TRY(gemm(s, h, E, w.wqkv, qkv, QKV, T));
+  if (!w.bqkv.empty()) DYNAMO_CUDA_TRY(bias_add(s, qkv, QKV, w.bqkv, T)); // Qwen2: bq | bk | bv
   DYNAMO_CUDA_TRY(check_finite(s, "qkv gemm", l, qkv, size_t(T) * QKV, true));
 
   gpu::rope_args r;
@@ -164,6 +171,11 @@ cudaError_t encode_layer(cuda_state& s, uint32_t l, const cuda_step_pointers& m,
   r.sin = s.rope_sin.at<float>(0);
   r.max_positions = s.max_model_len;
   r.style = c.rope == kernels::ref::rope_style::norm ? gpu::rope_style::norm : gpu::rope_style::neox;
+  // Qwen3: each Q and K head RMS-normalised first, in the same launch.
+  r.q_norm = w.q_norm.empty() ? nullptr : s.weights.at<float>(w.q_norm.offset);
+  r.k_norm = w.k_norm.empty() ? nullptr : s.weights.at<float>(w.k_norm.offset);
+  r.n_q_heads = c.n_head;
+  r.norm_eps = c.rms_eps;
   DYNAMO_CUDA_TRY(gpu::launch_rope(r, s.stream));
   DYNAMO_CUDA_TRY(check_finite(s, "rope", l, qkv, size_t(T) * QKV, true));
 
@@ -199,16 +211,125 @@ cudaError_t encode_layer(cuda_state& s, uint32_t l, const cuda_step_pointers& m,
   DYNAMO_CUDA_TRY(gpu::launch_paged_attention(at, s.stream));
   DYNAMO_CUDA_TRY(check_finite(s, "attention", l, attn, size_t(T) * QD, true));
   DYNAMO_CUDA_TRY(gemm(s, attn, QD, w.wo, delta, E, T));
-  DYNAMO_CUDA_TRY(check_finite(s, "o gemm", l, delta, size_t(T) * E, true));
+  if (!w.bo.empty()) DYNAMO_CUDA_TRY(bias_add(s, delta, E, w.bo, T));
+  return check_finite(s, "o gemm", l, delta, size_t(T) * E, true);
+}
 
-  DYNAMO_CUDA_TRY(rms_norm(s, delta, w.ffn_norm, h, nullptr, T));
-  DYNAMO_CUDA_TRY(check_finite(s, "ffn_norm", l, h, size_t(T) * E, true));
-  DYNAMO_CUDA_TRY(gemm(s, h, E, w.wgu, gu, 2 * size_t(F), T));
+/// A SwiGLU FFN of dense weights: out = down(silu(gate h) * up h), T rows.
+cudaError_t encode_swiglu_ffn(cuda_state& s, uint32_t l, const cuda_tensor_slot& wgu, const cuda_tensor_slot& wdown,
+                              bf16* out, uint32_t T) {
+  const cuda_activation_layout& al = s.act_layout;
+  const uint32_t E = s.cfg.n_embd, F = wdown.cols;
+  bf16* h = s.activations.at<bf16>(al.h.offset);
+  bf16* gu = s.activations.at<bf16>(al.gu.offset);
+  bf16* act = s.activations.at<bf16>(al.act.offset);
+  DYNAMO_CUDA_TRY(gemm(s, h, E, wgu, gu, 2 * size_t(F), T));
   DYNAMO_CUDA_TRY(check_finite(s, "gate|up gemm", l, gu, size_t(T) * 2 * F, true));
   DYNAMO_CUDA_TRY(gpu::launch_swiglu({gu, gu + F, 2 * size_t(F), act, F, T, F}, s.stream));
   DYNAMO_CUDA_TRY(check_finite(s, "swiglu", l, act, size_t(T) * F, true));
-  DYNAMO_CUDA_TRY(gemm(s, act, F, w.wdown, delta, E, T));
-  return check_finite(s, "down gemm", l, delta, size_t(T) * E, true);
+  DYNAMO_CUDA_TRY(gemm(s, act, F, wdown, out, E, T));
+  return check_finite(s, "down gemm", l, out, size_t(T) * E, true);
+}
+
+/// y[r] = W_e . x[x_row[r]] for the sorted rows r of each expert e of a
+/// stacked expert slot ([n_expert * n, k]); rows and widths packed densely.
+cudaError_t expert_matmul(cuda_state& s, const bf16* x, const uint32_t* x_row, const cuda_tensor_slot& w,
+                          const uint32_t* expert_start, bf16* y, uint32_t n_rows) {
+  const uint32_t n_expert = s.cfg.moe.n_expert;
+  gpu::moe_matmul_args a;
+  a.x = x;
+  a.x_stride = w.cols;
+  a.x_row = x_row;
+  a.w = s.weights.at<bf16>(w.offset);
+  a.w_stride = w.cols;
+  a.expert_start = expert_start;
+  a.y = y;
+  a.n = w.rows / n_expert;
+  a.y_stride = a.n;
+  a.n_rows = n_rows;
+  a.n_expert = n_expert;
+  a.k = w.cols;
+  return gpu::launch_moe_matmul(a, s.stream);
+}
+
+/// MoE FFN: h -> delta through the routed experts (route, group by expert,
+/// grouped gate|up, SwiGLU, grouped down) and the shared expert, combined.
+/// Sizes that depend on the routing stay on the device.
+cudaError_t encode_moe(cuda_state& s, uint32_t l, uint32_t T) {
+  const decoder_config& c = s.cfg;
+  const moe_config& mc = c.moe;
+  const cuda_layer_slots& w = s.weights_layout.layers[l];
+  const cuda_activation_layout& al = s.act_layout;
+  const uint32_t E = c.n_embd, F = mc.n_ff_expert, k = mc.n_expert_used, P = T * k;
+  const bool shared = !w.shared_gate_inp.empty();
+  bf16* h = s.activations.at<bf16>(al.h.offset);
+  bf16* gu = s.activations.at<bf16>(al.gu.offset);
+  bf16* act = s.activations.at<bf16>(al.act.offset);
+  bf16* y = s.activations.at<bf16>(al.moe_y.offset);
+  auto* expert = s.activations.at<uint32_t>(al.moe_expert.offset);
+  auto* start = s.activations.at<uint32_t>(al.moe_start.offset);
+  auto* pair_token = s.activations.at<uint32_t>(al.pair_token.offset);
+  auto* pair_row = s.activations.at<uint32_t>(al.pair_row.offset);
+  float* weight = s.activations.at<float>(al.moe_weight.offset);
+  float* gate = shared ? s.activations.at<float>(al.shared_gate.offset) : nullptr;
+
+  gpu::moe_route_args r;
+  r.x = h;
+  r.x_stride = E;
+  r.router = s.weights.at<float>(w.router.offset);
+  r.shared_gate_w = shared ? s.weights.at<float>(w.shared_gate_inp.offset) : nullptr;
+  r.n_tokens = T;
+  r.n_embd = E;
+  r.n_expert = mc.n_expert;
+  r.k = k;
+  r.normalize = mc.norm_topk;
+  r.scale = mc.weights_scale;
+  r.expert = expert;
+  r.weight = weight;
+  r.shared_gate = gate;
+  DYNAMO_CUDA_TRY(gpu::launch_moe_route(r, s.stream));
+  DYNAMO_CUDA_TRY(check_finite(s, "moe route", l, weight, P, false));
+  DYNAMO_CUDA_TRY(gpu::launch_moe_group({expert, P, k, mc.n_expert, start, pair_token, pair_row}, s.stream));
+
+  // gate|up: sorted row r reads token pair_token[r]; down: sorted row r reads act row r.
+  DYNAMO_CUDA_TRY(expert_matmul(s, h, pair_token, w.wgu_exps, start, gu, P));
+  DYNAMO_CUDA_TRY(check_finite(s, "expert gate|up", l, gu, size_t(P) * 2 * F, true));
+  DYNAMO_CUDA_TRY(gpu::launch_swiglu({gu, gu + F, 2 * size_t(F), act, F, P, F}, s.stream));
+  DYNAMO_CUDA_TRY(expert_matmul(s, act, nullptr, w.wdown_exps, start, y, P));
+  DYNAMO_CUDA_TRY(check_finite(s, "expert down", l, y, size_t(P) * E, true));
+
+  // The shared expert reuses gu and act (free again) and writes shared_y.
+  bf16* shared_y = shared ? s.activations.at<bf16>(al.shared_y.offset) : nullptr;
+  if (shared) DYNAMO_CUDA_TRY(encode_swiglu_ffn(s, l, w.wgu_shexp, w.wdown_shexp, shared_y, T));
+  gpu::moe_combine_args cb;
+  cb.y = y;
+  cb.y_stride = E;
+  cb.weight = weight;
+  cb.pair_row = pair_row;
+  cb.shared = shared_y;
+  cb.shared_stride = E;
+  cb.shared_gate = gate;
+  cb.out = s.activations.at<bf16>(al.delta.offset);
+  cb.out_stride = E;
+  cb.n_tokens = T;
+  cb.k = k;
+  cb.n = E;
+  DYNAMO_CUDA_TRY(gpu::launch_moe_combine(cb, s.stream));
+  return check_finite(s, "moe combine", l, cb.out, size_t(T) * E, true);
+}
+
+cudaError_t encode_layer(cuda_state& s, uint32_t l, const cuda_step_pointers& m, uint32_t T,
+                         const cuda_attention_split& split) {
+  const cuda_layer_slots& w = s.weights_layout.layers[l];
+  const cuda_activation_layout& al = s.act_layout;
+  bf16* h = s.activations.at<bf16>(al.h.offset);
+  bf16* delta = s.activations.at<bf16>(al.delta.offset);
+  DYNAMO_CUDA_TRY(encode_attention(s, l, m, T, split));
+  // x += attention output; h = norm(x).
+  DYNAMO_CUDA_TRY(rms_norm(s, delta, w.ffn_norm, h, nullptr, T));
+  DYNAMO_CUDA_TRY(check_finite(s, "ffn_norm", l, h, size_t(T) * s.cfg.n_embd, true));
+  if (s.cfg.is_moe()) return encode_moe(s, l, T);
+  return encode_swiglu_ffn(s, l, w.wgu, w.wdown, delta, T);
 }
 
 } // namespace

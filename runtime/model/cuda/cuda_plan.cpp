@@ -28,41 +28,39 @@ caf::error bad_entry(const engine::batch_entry& e, const std::string& what) {
 
 } // namespace
 
-expected<void> check_cuda_support(const decoder_model& m) {
-  const decoder_config& c = m.config();
-  std::string missing;
-  auto lacks = [&](bool cond, const char* what) {
-    if (cond) missing += (missing.empty() ? "" : ", ") + std::string(what);
-  };
-  lacks(c.is_moe(), "mixture-of-experts FFNs");
-  bool biases = false, qk_norm = false;
-  for (const auto& l : m.weights().layers) {
-    biases = biases || !l.bq.empty() || !l.bo.empty();
-    qk_norm = qk_norm || !l.q_norm.empty();
-  }
-  lacks(biases, "attention biases");
-  lacks(qk_norm, "per-head Q/K norms");
-  if (missing.empty()) return {};
-  return make_error(errc::unsupported, "cuda_executor: the CUDA backend does not implement " + missing + " yet (" +
-                                           std::string(c.arch_name()) + " model); serve it with the CPU engine");
-}
-
-cuda_weight_layout plan_weights(const decoder_config& c, bool tied) {
-  const uint32_t qd = c.n_head * c.head_dim, kvd = c.n_kv_head * c.head_dim;
+cuda_weight_layout plan_weights(const decoder_config& c, const decoder_weights& w) {
+  const uint32_t E = c.n_embd, qd = c.n_head * c.head_dim, kvd = c.n_kv_head * c.head_dim;
+  const moe_config& m = c.moe;
+  const bool shared = c.is_moe() && c.traits().shared_expert;
   arena_builder a;
+  auto opt = [&](bool present, uint32_t rows, uint32_t cols, bool f32 = false) {
+    return present ? a.add(rows, cols, f32) : cuda_tensor_slot{};
+  };
   cuda_weight_layout l;
-  l.tied = tied;
-  l.token_embd = a.add(c.n_vocab, c.n_embd);
-  l.output_norm = a.add(1, c.n_embd, true);
-  l.output = tied ? l.token_embd : a.add(c.n_vocab, c.n_embd);
+  l.tied = w.tied_embeddings;
+  l.token_embd = a.add(c.n_vocab, E);
+  l.output_norm = a.add(1, E, true);
+  l.output = l.tied ? l.token_embd : a.add(c.n_vocab, E);
   l.layers.resize(c.n_layer);
-  for (auto& s : l.layers) {
-    s.attn_norm = a.add(1, c.n_embd, true);
-    s.wqkv = a.add(qd + 2 * kvd, c.n_embd);
-    s.wo = a.add(c.n_embd, qd);
-    s.ffn_norm = a.add(1, c.n_embd, true);
-    s.wgu = a.add(2 * c.n_ff, c.n_embd);
-    s.wdown = a.add(c.n_embd, c.n_ff);
+  for (uint32_t i = 0; i < c.n_layer; ++i) {
+    cuda_layer_slots& s = l.layers[i];
+    const decoder_layer_weights* src = i < w.layers.size() ? &w.layers[i] : nullptr;
+    s.attn_norm = a.add(1, E, true);
+    s.wqkv = a.add(qd + 2 * kvd, E);
+    s.bqkv = opt(src != nullptr && !src->bq.empty(), 1, qd + 2 * kvd, true);
+    s.q_norm = opt(src != nullptr && !src->q_norm.empty(), 1, c.head_dim, true);
+    s.k_norm = opt(src != nullptr && !src->k_norm.empty(), 1, c.head_dim, true);
+    s.wo = a.add(E, qd);
+    s.bo = opt(src != nullptr && !src->bo.empty(), 1, E, true);
+    s.ffn_norm = a.add(1, E, true);
+    s.wgu = opt(!c.is_moe(), 2 * c.n_ff, E);
+    s.wdown = opt(!c.is_moe(), E, c.n_ff);
+    s.router = opt(c.is_moe(), m.n_expert, E, true);
+    s.wgu_exps = opt(c.is_moe(), m.n_expert * 2 * m.n_ff_expert, E);
+    s.wdown_exps = opt(c.is_moe(), m.n_expert * E, m.n_ff_expert);
+    s.shared_gate_inp = opt(shared, 1, E, true);
+    s.wgu_shexp = opt(shared, 2 * m.n_ff_shared, E);
+    s.wdown_shexp = opt(shared, E, m.n_ff_shared);
   }
   l.total_bytes = align_up(a.size, cuda_tensor_alignment);
   return l;
@@ -70,21 +68,54 @@ cuda_weight_layout plan_weights(const decoder_config& c, bool tied) {
 
 std::vector<cuda_upload> plan_uploads(const decoder_weights& w, const cuda_weight_layout& l) {
   std::vector<cuda_upload> out;
-  out.push_back({&w.token_embd, nullptr, l.token_embd, 0});
-  out.push_back({nullptr, &w.output_norm, l.output_norm, 0});
-  if (!l.tied) out.push_back({&w.output, nullptr, l.output, 0});
+  auto matrix = [&](const weight_matrix& m, const cuda_tensor_slot& dst, uint32_t row0 = 0) {
+    out.push_back({m, {}, dst, row0, 0});
+  };
+  auto vector = [&](const std::vector<float>& v, const cuda_tensor_slot& dst, uint32_t col0 = 0) {
+    out.push_back({{}, v, dst, 0, col0});
+  };
+  matrix(w.token_embd, l.token_embd);
+  vector(w.output_norm, l.output_norm);
+  if (!l.tied) matrix(w.output, l.output);
   for (size_t i = 0; i < l.layers.size() && i < w.layers.size(); ++i) {
     const decoder_layer_weights& src = w.layers[i];
     const cuda_layer_slots& dst = l.layers[i];
-    out.push_back({nullptr, &src.attn_norm, dst.attn_norm, 0});
-    out.push_back({&src.wq, nullptr, dst.wqkv, 0});
-    out.push_back({&src.wk, nullptr, dst.wqkv, src.wq.n});
-    out.push_back({&src.wv, nullptr, dst.wqkv, src.wq.n + src.wk.n});
-    out.push_back({&src.wo, nullptr, dst.wo, 0});
-    out.push_back({nullptr, &src.ffn_norm, dst.ffn_norm, 0});
-    out.push_back({&src.w_gate, nullptr, dst.wgu, 0});
-    out.push_back({&src.w_up, nullptr, dst.wgu, src.w_gate.n});
-    out.push_back({&src.w_down, nullptr, dst.wdown, 0});
+    vector(src.attn_norm, dst.attn_norm);
+    matrix(src.wq, dst.wqkv);
+    matrix(src.wk, dst.wqkv, src.wq.n);
+    matrix(src.wv, dst.wqkv, src.wq.n + src.wk.n);
+    if (!dst.bqkv.empty()) {
+      vector(src.bq, dst.bqkv);
+      vector(src.bk, dst.bqkv, src.wq.n);
+      vector(src.bv, dst.bqkv, src.wq.n + src.wk.n);
+    }
+    if (!dst.q_norm.empty()) vector(src.q_norm, dst.q_norm);
+    if (!dst.k_norm.empty()) vector(src.k_norm, dst.k_norm);
+    matrix(src.wo, dst.wo);
+    if (!dst.bo.empty()) vector(src.bo, dst.bo);
+    vector(src.ffn_norm, dst.ffn_norm);
+    if (!dst.wgu.empty()) {
+      matrix(src.w_gate, dst.wgu);
+      matrix(src.w_up, dst.wgu, src.w_gate.n);
+      matrix(src.w_down, dst.wdown);
+    }
+    if (!dst.router.empty()) {
+      const moe_layer_weights& m = src.moe;
+      matrix(m.router, dst.router);
+      const uint32_t n_expert = m.router.n, F = m.gate.rows;
+      for (uint32_t e = 0; e < n_expert; ++e) {
+        matrix(m.gate.expert(e), dst.wgu_exps, e * 2 * F);
+        matrix(m.up.expert(e), dst.wgu_exps, e * 2 * F + F);
+      }
+      matrix(m.down.stacked, dst.wdown_exps); // already expert after expert
+    }
+    if (!dst.shared_gate_inp.empty()) {
+      const moe_layer_weights& m = src.moe;
+      matrix(m.shared_gate_inp, dst.shared_gate_inp);
+      matrix(m.shared_gate, dst.wgu_shexp);
+      matrix(m.shared_up, dst.wgu_shexp, m.shared_gate.n);
+      matrix(m.shared_down, dst.wdown_shexp);
+    }
   }
   return out;
 }
@@ -112,6 +143,12 @@ cuda_attention_split step_attention_split(const cuda_attention_split& base, uint
 cuda_activation_layout plan_activations(const decoder_config& c, uint32_t max_tokens, uint32_t max_seqs,
                                         const cuda_attention_split& split) {
   const uint32_t qd = c.n_head * c.head_dim, kvd = c.n_kv_head * c.head_dim, T = max_tokens, R = max_seqs;
+  const moe_config& m = c.moe;
+  const bool shared = c.is_moe() && c.traits().shared_expert;
+  // FFN width per token: gate|up of the dense FFN, or of a token's k experts
+  // (its k pair rows side by side) and of the shared expert.
+  const uint32_t ffn = c.is_moe() ? std::max(m.n_expert_used * m.n_ff_expert, shared ? m.n_ff_shared : 0u) : c.n_ff;
+  const uint32_t P = c.is_moe() ? T * m.n_expert_used : 0;
   arena_builder a;
   cuda_activation_layout l;
   l.x = a.add(T, c.n_embd, true);
@@ -119,13 +156,25 @@ cuda_activation_layout plan_activations(const decoder_config& c, uint32_t max_to
   l.qkv = a.add(T, qd + 2 * kvd);
   l.attn = a.add(T, qd);
   l.delta = a.add(T, c.n_embd);
-  l.gu = a.add(T, 2 * c.n_ff);
-  l.act = a.add(T, c.n_ff);
+  l.gu = a.add(T, 2 * ffn);
+  l.act = a.add(T, ffn);
   l.hs = a.add(R, c.n_embd);
   l.logits = a.add(R, c.n_vocab, true);
   l.attn_ws = split.partition_size == 0 ? a.add(0, c.head_dim + 2, true)
                                         : a.add(R * c.n_head * split.max_partitions, c.head_dim + 2, true);
   l.sampled = a.add(1, R, true);
+  if (c.is_moe()) {
+    l.moe_expert = a.add(1, P, true);
+    l.moe_weight = a.add(1, P, true);
+    l.moe_start = a.add(1, m.n_expert + 1, true);
+    l.pair_token = a.add(1, P, true);
+    l.pair_row = a.add(1, P, true);
+    l.moe_y = a.add(P, c.n_embd);
+  }
+  if (shared) {
+    l.shared_gate = a.add(1, T, true);
+    l.shared_y = a.add(T, c.n_embd);
+  }
   l.total_bytes = align_up(a.size, cuda_tensor_alignment);
   return l;
 }

@@ -32,18 +32,33 @@ struct cuda_tensor_slot {
   bool f32 = false;
 
   [[nodiscard]] size_t bytes() const noexcept { return size_t(rows) * cols * (f32 ? 4 : 2); }
+  /// An optional tensor the model does not have.
+  [[nodiscard]] bool empty() const noexcept { return rows == 0; }
 };
 
 struct cuda_layer_slots {
   cuda_tensor_slot attn_norm; ///< [1, n_embd] fp32
   cuda_tensor_slot wqkv;      ///< [(n_head + 2 n_kv_head) head_dim, n_embd]: Q rows, then K, then V
+  cuda_tensor_slot bqkv;      ///< [1, (n_head + 2 n_kv_head) head_dim] fp32: bq | bk | bv; empty without biases
+  cuda_tensor_slot q_norm;    ///< [1, head_dim] fp32 per-head Q RMSNorm (Qwen3); empty without
+  cuda_tensor_slot k_norm;    ///< [1, head_dim] fp32 per-head K RMSNorm; empty without
   cuda_tensor_slot wo;        ///< [n_embd, n_head head_dim]
+  cuda_tensor_slot bo;        ///< [1, n_embd] fp32 attention-output bias; empty without
   cuda_tensor_slot ffn_norm;  ///< [1, n_embd] fp32
+  // Dense FFN (empty in MoE layers).
   cuda_tensor_slot wgu;       ///< [2 n_ff, n_embd]: gate rows, then up rows
   cuda_tensor_slot wdown;     ///< [n_embd, n_ff]
+  // MoE FFN (empty in dense layers); F = n_ff_expert, S = n_ff_shared.
+  cuda_tensor_slot router;          ///< [n_expert, n_embd] fp32 (routing stays fp32)
+  cuda_tensor_slot wgu_exps;        ///< [n_expert 2F, n_embd]: expert e's gate rows, then its up rows, at row e 2F
+  cuda_tensor_slot wdown_exps;      ///< [n_expert n_embd, F]: expert e's rows at row e n_embd
+  cuda_tensor_slot shared_gate_inp; ///< [1, n_embd] fp32 gate of the shared expert (Qwen2-MoE); empty without
+  cuda_tensor_slot wgu_shexp;       ///< [2S, n_embd]: gate rows, then up rows; empty without
+  cuda_tensor_slot wdown_shexp;     ///< [n_embd, S]; empty without
 };
 
-/// The device weight arena: every weight in bf16 (norms fp32), one allocation.
+/// The device weight arena: every matrix in bf16 (norms, biases and routers
+/// fp32), one allocation. Optional tensors have empty slots (rows 0).
 struct cuda_weight_layout {
   cuda_tensor_slot token_embd;  ///< [n_vocab, n_embd]; also the LM head when tied
   cuda_tensor_slot output_norm; ///< [1, n_embd] fp32
@@ -53,24 +68,26 @@ struct cuda_weight_layout {
   size_t total_bytes = 0;
 };
 
-[[nodiscard]] cuda_weight_layout plan_weights(const decoder_config& c, bool tied_embeddings);
+/// The arena for a model of config `c` whose weights are `w` (the optional
+/// tensors it has: biases, Q/K norms; tied embeddings). Layers beyond
+/// w.layers.size() get no optional tensors.
+[[nodiscard]] cuda_weight_layout plan_weights(const decoder_config& c, const decoder_weights& w);
 
-/// errc::unsupported naming what the CUDA forward pass does not implement yet
-/// for this model (mixture-of-experts FFNs, attention biases, per-head Q/K
-/// norms), so a worker fails at start with a clear message.
-[[nodiscard]] expected<void> check_cuda_support(const decoder_model& m);
-
-/// One upload: a GGUF matrix dequantized into rows [row0, row0 + src->n) of
-/// `dst`, or an fp32 vector copied as is (norms).
+/// One upload into the arena: either GGUF matrix rows into rows
+/// [row0, row0 + matrix.n) of `dst` -- dequantized to bf16 on the device, or
+/// to fp32 on the host when dst.f32 (routers) -- or an fp32 vector copied as
+/// is into row 0 of `dst` from element col0 on (norms, biases).
 struct cuda_upload {
-  const weight_matrix* matrix = nullptr;  ///< quantized/half source (nullptr for a norm)
-  const std::vector<float>* norm = nullptr;
+  weight_matrix matrix;          ///< data null for a vector
+  std::span<const float> vector; ///< the vector (empty for a matrix)
   cuda_tensor_slot dst;
   uint32_t row0 = 0;
+  uint32_t col0 = 0;
 };
 
 /// Every upload that fills `layout` from `w`, in arena order. The Q, K and V
-/// matrices land in consecutive row ranges of wqkv; gate and up in wgu.
+/// matrices land in consecutive row ranges of wqkv (their biases in bqkv);
+/// gate and up in wgu; expert e's gate and up rows at row e 2F of wgu_exps.
 [[nodiscard]] std::vector<cuda_upload> plan_uploads(const decoder_weights& w, const cuda_weight_layout& layout);
 
 /// Split-K geometry for decode attention: keys per partition (a multiple of
@@ -92,19 +109,32 @@ struct cuda_attention_split {
                                                         uint32_t n_seqs, uint32_t block_size,
                                                         uint32_t min_partition = 64) noexcept;
 
-/// Activation buffers of one step at the executor's limits (one arena).
+/// Activation buffers of one step at the executor's limits (one arena). FFN
+/// rows are tokens in dense layers and token-expert pairs (P = max_tokens *
+/// n_expert_used of them) in MoE layers; u32 buffers use fp32-sized cells.
 struct cuda_activation_layout {
   cuda_tensor_slot x;        ///< [max_tokens, n_embd] fp32 residual stream
   cuda_tensor_slot h;        ///< [max_tokens, n_embd] bf16 norm output
   cuda_tensor_slot qkv;      ///< [max_tokens, (n_head + 2 n_kv_head) head_dim] bf16
   cuda_tensor_slot attn;     ///< [max_tokens, n_head head_dim] bf16
   cuda_tensor_slot delta;    ///< [max_tokens, n_embd] bf16 sub-block output (added into x lazily)
-  cuda_tensor_slot gu;       ///< [max_tokens, 2 n_ff] bf16
-  cuda_tensor_slot act;      ///< [max_tokens, n_ff] bf16
+  /// [max_tokens, W] bf16 gate|up: W = 2 n_ff (dense), or the larger of
+  /// n_expert_used 2 n_ff_expert (P rows of 2 n_ff_expert) and 2 n_ff_shared.
+  cuda_tensor_slot gu;
+  cuda_tensor_slot act;      ///< [max_tokens, W / 2] bf16 SwiGLU output, the same rows
   cuda_tensor_slot hs;       ///< [max_rows, n_embd] bf16 final-norm rows to sample
   cuda_tensor_slot logits;   ///< [max_rows, n_vocab] fp32
   cuda_tensor_slot attn_ws;  ///< [max_seqs * n_head * max_partitions, head_dim + 2] fp32 split-K partials
-  cuda_tensor_slot sampled;  ///< [1, max_rows] u32 (stored as fp32-sized cells)
+  cuda_tensor_slot sampled;  ///< [1, max_rows] u32
+  // MoE models only (empty otherwise).
+  cuda_tensor_slot moe_expert; ///< [1, P] u32 expert of pair t * k + j
+  cuda_tensor_slot moe_weight; ///< [1, P] fp32 its routing weight
+  cuda_tensor_slot moe_start;  ///< [1, n_expert + 1] u32 first sorted row of each expert
+  cuda_tensor_slot pair_token; ///< [1, P] u32 token of each sorted row
+  cuda_tensor_slot pair_row;   ///< [1, P] u32 sorted row of each pair
+  cuda_tensor_slot moe_y;      ///< [P, n_embd] bf16 expert outputs by sorted row
+  cuda_tensor_slot shared_gate; ///< [1, max_tokens] fp32 shared-expert gate logits; empty without
+  cuda_tensor_slot shared_y;   ///< [max_tokens, n_embd] bf16 shared-expert output; empty without
   size_t total_bytes = 0;
 };
 

@@ -1,7 +1,10 @@
-// GPU embedding, RMSNorm (+ residual, + row gather), RoPE, SwiGLU and KV
-// store against the CPU references, over odd shapes.
+// GPU embedding, RMSNorm (+ residual, + row gather), RoPE (+ per-head Q/K
+// norms), bias add, SwiGLU and KV store against the CPU references, over odd
+// shapes.
+#include "kernels/bias_add.cuh"
 #include "kernels/embedding.cuh"
 #include "kernels/kv_store.cuh"
+#include "kernels/reference/bias_add.hpp"
 #include "kernels/reference/embedding.hpp"
 #include "kernels/reference/kv_store.hpp"
 #include "kernels/reference/rms_norm.hpp"
@@ -12,6 +15,7 @@
 #include "kernels/swiglu.cuh"
 #include "tests/kernels/cuda/cuda_test_util.hpp"
 
+#include <cmath>
 #include <numeric>
 
 namespace gpu = dynamo::kernels::gpu;
@@ -143,9 +147,103 @@ BOOST_AUTO_TEST_CASE(rope_norm_and_neox_match_reference) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(rope_with_per_head_q_and_k_norms_matches_rms_norm_then_rope) {
+  struct shape {
+    uint32_t n_q, n_k, head_dim, rot_dim;
+  };
+  for (const auto style : {gpu::rope_style::norm, gpu::rope_style::neox}) {
+    for (const shape s : {shape{4, 2, 128, 128}, shape{8, 4, 64, 64}, shape{3, 1, 80, 48}, shape{2, 2, 256, 256}}) {
+      for (const int which : {0, 1, 2}) { // 0: Q and K norms, 1: Q only, 2: K only
+        const uint32_t n_tokens = 7, max_pos = 300, n_heads = s.n_q + s.n_k;
+        const size_t stride = size_t(n_heads) * s.head_dim + 40; // V follows Q and K in the row
+        const std::vector<uint32_t> pos = {0, 1, 5, 17, 100, 299, 3};
+        const float eps = 1e-6f;
+        const auto x = random_bf16_values(n_tokens * stride, s.head_dim + n_heads + which, -3.0f, 3.0f);
+        const auto q_norm = random_bf16_values(s.head_dim, 5 + which, 0.5f, 1.5f);
+        const auto k_norm = random_bf16_values(s.head_dim, 6 + which, 0.5f, 1.5f);
+        const auto table = ref::make_rope_table(s.rot_dim, max_pos, 1000000.0f);
+        const bool use_q = which != 2, use_k = which != 1;
+
+        device_buffer<__nv_bfloat16> d_x(to_bf16_vector(x));
+        device_buffer<uint32_t> d_pos(pos);
+        device_buffer<float> d_cos(table.cos), d_sin(table.sin), d_qn(q_norm), d_kn(k_norm);
+        gpu::rope_args a;
+        a.x = d_x.get();
+        a.x_stride = stride;
+        a.n_tokens = n_tokens;
+        a.n_heads = n_heads;
+        a.head_dim = s.head_dim;
+        a.rot_dim = s.rot_dim;
+        a.positions = d_pos.get();
+        a.cos = d_cos.get();
+        a.sin = d_sin.get();
+        a.max_positions = max_pos;
+        a.style = style;
+        a.q_norm = use_q ? d_qn.get() : nullptr;
+        a.k_norm = use_k ? d_kn.get() : nullptr;
+        a.n_q_heads = s.n_q;
+        a.norm_eps = eps;
+        CUDA_CHECK(gpu::launch_rope(a, nullptr));
+        const auto got = to_float_vector(d_x.download());
+
+        // The CPU forward's order: RMSNorm over each head in fp32, then RoPE.
+        auto want = x;
+        for (uint32_t t = 0; t < n_tokens; ++t) {
+          float* q = want.data() + t * stride;
+          float* k = q + size_t(s.n_q) * s.head_dim;
+          if (use_q) ref::rms_norm({q, s.head_dim, nullptr, 0, q_norm.data(), q, s.head_dim, s.n_q, s.head_dim, eps});
+          if (use_k) ref::rms_norm({k, s.head_dim, nullptr, 0, k_norm.data(), k, s.head_dim, s.n_k, s.head_dim, eps});
+        }
+        ref::rope({want.data(), stride, n_tokens, n_heads, s.head_dim, pos.data(), &table,
+                   style == gpu::rope_style::norm ? ref::rope_style::norm : ref::rope_style::neox});
+        BOOST_TEST_INFO("style " << int(style) << " heads " << s.n_q << "+" << s.n_k << " head_dim " << s.head_dim
+                                 << " rot_dim " << s.rot_dim << " norms " << which);
+        BOOST_TEST(nmse(got, want) < nmse_bf16_out);
+        // One rounding only: every value is within one bf16 step of the fp32 result.
+        for (size_t i = 0; i < size_t(n_tokens) * stride; ++i) {
+          BOOST_TEST_REQUIRE(std::fabs(got[i] - want[i]) <= std::fabs(want[i]) * (1.0f / 256) + 1e-5f);
+        }
+        // The rest of the row (V) is untouched, bit for bit.
+        for (uint32_t t = 0; t < n_tokens; ++t) {
+          for (size_t i = size_t(n_heads) * s.head_dim; i < stride; ++i) {
+            BOOST_TEST_REQUIRE(got[t * stride + i] == x[t * stride + i]);
+          }
+        }
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bias_add_matches_reference_and_keeps_the_rest_of_the_row) {
+  for (const uint32_t n : {1u, 100u, 1600u}) {
+    const uint32_t n_tokens = 5;
+    const size_t stride = n + 7;
+    const auto y = random_bf16_values(n_tokens * stride, n, -4.0f, 4.0f);
+    const auto bias = random_bf16_values(n, n + 1, -1.0f, 1.0f);
+    device_buffer<__nv_bfloat16> d_y(to_bf16_vector(y));
+    device_buffer<float> d_bias(bias);
+    CUDA_CHECK(gpu::launch_bias_add({d_y.get(), stride, d_bias.get(), n_tokens, n}, nullptr));
+    const auto got = to_float_vector(d_y.download());
+    auto want = y;
+    ref::bias_add({want.data(), stride, bias.data(), n_tokens, n});
+    BOOST_TEST_INFO("n " << n);
+    // bf16 + bf16 rounded once: exactly the rounded fp32 sum.
+    for (uint32_t t = 0; t < n_tokens; ++t) {
+      for (size_t i = 0; i < stride; ++i) {
+        const size_t at = t * stride + i;
+        BOOST_TEST_REQUIRE(got[at] == (i < n ? round_bf16(want[at]) : y[at]));
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(swiglu_reads_fused_gate_up_and_matches_reference) {
-  for (const uint32_t n : {100u, 1536u}) {
-    const uint32_t n_tokens = 3;
+  struct shape {
+    uint32_t n, n_tokens;
+  };
+  // 70000 rows: more than a grid's 65535 y-blocks (MoE steps run SwiGLU per token-expert pair).
+  for (const shape sh : {shape{100, 3}, shape{1536, 3}, shape{64, 70000}}) {
+    const uint32_t n = sh.n, n_tokens = sh.n_tokens;
     const auto gu = random_bf16_values(size_t(n_tokens) * 2 * n, n, -6.0f, 6.0f);
     device_buffer<__nv_bfloat16> d_gu(to_bf16_vector(gu));
     device_buffer<__nv_bfloat16> d_out(size_t(n_tokens) * n);

@@ -1,7 +1,9 @@
-// The CUDA executor on a tiny random model against the CPU forward pass:
-// logits of prefill and decode steps, quantized weights dequantized on the
-// device, graph replay vs eager steps, block tables that change, GPU sampling
-// vs the CPU sampler on the same logits, and errors as values.
+// The CUDA executor on tiny random models against the CPU forward pass:
+// logits of prefill and decode steps for every architecture (Q/K/V and output
+// biases, Llama 3.1 RoPE factors, Qwen3 Q/K norms, MoE with and without a
+// shared expert), quantized weights dequantized on the device, graph replay vs
+// eager steps, block tables that change, GPU sampling vs the CPU sampler on
+// the same logits, and errors as values.
 #include "runtime/model/cuda/cuda_executor.hpp"
 
 #include "runtime/model/sampler.hpp"
@@ -10,6 +12,9 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
 
 using namespace dynamo;
 using namespace dynamo::model;
@@ -66,22 +71,31 @@ std::vector<std::vector<float>> gpu_step(cuda_executor& ex, const engine::batch&
   return std::move(*l);
 }
 
-/// Prefills two prompts in one step, then decodes both for `steps` steps
-/// (feeding the CPU's greedy tokens to both engines), comparing every
-/// sampled row's logits.
-void compare_with_cpu(std::shared_ptr<const decoder_model> m, bool graphs, double tol) {
+/// Prefills two prompts in one step, then decodes both for 5 steps (feeding
+/// the CPU's greedy tokens to both engines), comparing every sampled row's
+/// logits: all 12 rows within `tol`, or, with `outliers` > 0, all but that
+/// many (for top-k routing, see moe_options).
+void compare_with_cpu(std::shared_ptr<const decoder_model> m, bool graphs, double tol, uint32_t outliers = 0) {
   auto gpu = make_cuda(m, graphs);
   harness cpu(m, 96, block_size);
   std::vector<engine::batch_entry> entries = {entry(1, {1, 5, 9, 200, 7, 3, 11}, 0, {10, 3, 7, 20}),
                                               entry(2, {4, 4, 8, 15, 16, 23, 42, 99, 100, 101, 7, 2}, 0,
                                                     {0, 1, 2, 30, 31, 40})};
+  uint32_t off = 0;
   for (int step = 0; step < 6; ++step) {
     const auto b = make_batch(entries);
     const auto want = cpu.run(b);
     const auto got = gpu_step(*gpu, b);
     for (size_t i = 0; i < entries.size(); ++i) {
-      BOOST_TEST_INFO("step " << step << " entry " << i);
-      BOOST_TEST(nmse(got[i], want[i]) < tol);
+      const double e = nmse(got[i], want[i]);
+      BOOST_TEST_INFO("step " << step << " entry " << i << " nmse " << e);
+      if (outliers == 0) {
+        BOOST_TEST(e < tol);
+      } else {
+        BOOST_TEST(std::isfinite(e));
+        if (!(e < tol)) BOOST_TEST_MESSAGE("graphs " << graphs << " step " << step << " entry " << i << ": nmse " << e);
+        off += !(e < tol);
+      }
     }
     for (size_t i = 0; i < entries.size(); ++i) {
       auto& e = entries[i];
@@ -90,9 +104,40 @@ void compare_with_cpu(std::shared_ptr<const decoder_model> m, bool graphs, doubl
       e.sample_position = e.start_pos + 1;
     }
   }
+  BOOST_TEST(off <= outliers);
   // The first decode step of a bucket runs eagerly and captures; the rest replay.
   if (graphs) BOOST_TEST(gpu->graph_replays() == 4u);
 }
+
+/// The executor-test shape for another architecture.
+random_model_options arch_options(architecture a, gguf::tensor_type type = gguf::tensor_type::bf16) {
+  random_model_options o = options(type, type == gguf::tensor_type::bf16 ? type : gguf::tensor_type::q8_0);
+  o.arch = a;
+  return o;
+}
+
+/// An MoE model: `n_used` of `n_expert` experts of width 64 (and a shared
+/// expert of 128 where the architecture has one).
+random_model_options moe_options(architecture a, uint32_t n_expert, uint32_t n_used,
+                                 gguf::tensor_type type = gguf::tensor_type::bf16) {
+  random_model_options o = arch_options(a, type);
+  o.n_expert = n_expert;
+  o.n_expert_used = n_used;
+  o.n_ff = 64; // Mixtral's experts take the FFN width
+  o.n_ff_shared = 128;
+  return o;
+}
+
+/// Top-k routing of these tiny models has near-ties: over one compare_with_cpu
+/// run the CPU's closest k-th vs (k+1)-th router logits differ by 0.000 to
+/// 0.02 (seeds 1-10), which the GPU's bf16 activations can flip: a CPU
+/// forward that rounds its activations where the GPU does (a scratch
+/// emulation, when this test was written) moved 0 to 2 of the 12 rows past
+/// 2e-3 (NMSE up to 0.6) for seeds 1-4, and none for seed 2, used below. The
+/// top-k runs therefore allow 3 rows to miss; a wrong selection, grouping or
+/// expert matmul misses them all. With every expert used there is no choice
+/// to flip, and those runs are held to every row.
+constexpr uint32_t topk_outliers = 3;
 
 } // namespace
 
@@ -112,6 +157,77 @@ BOOST_AUTO_TEST_CASE(bf16_model_logits_match_the_cpu_forward_eager_and_with_grap
   auto m = tiny_model(options(gguf::tensor_type::bf16, gguf::tensor_type::bf16));
   compare_with_cpu(m, false, 2e-3);
   compare_with_cpu(m, true, 2e-3);
+}
+
+BOOST_AUTO_TEST_CASE(dense_architectures_match_the_cpu_forward_eager_and_with_graphs) {
+  std::vector<std::pair<std::string, random_model_options>> cases;
+  cases.emplace_back("qwen2 (Q/K/V biases)", arch_options(architecture::qwen2));
+  {
+    auto o = arch_options(architecture::llama); // Llama 3.1 RoPE factors, an output bias, untied head
+    o.llama3_rope_freqs = true;
+    o.rope_base = 500000.0f;
+    o.attn_output_bias = true;
+    o.tied_embeddings = false;
+    cases.emplace_back("llama 3.1 (rope_freqs, attn_output.bias)", o);
+  }
+  {
+    auto o = arch_options(architecture::qwen3); // Q/K norms; 4 heads of 64 over n_embd 128
+    o.head_dim = 64;
+    cases.emplace_back("qwen3 (Q/K norms, head_dim 64)", o);
+  }
+  {
+    auto o = arch_options(architecture::qwen2, gguf::tensor_type::q8_0);
+    o.attn_output_bias = true;
+    cases.emplace_back("qwen2 q8_0 (Q/K/V and output biases)", o);
+  }
+  for (const auto& [name, o] : cases) {
+    BOOST_TEST_CONTEXT(name) {
+      const auto m = tiny_model(o);
+      const double tol = o.type == gguf::tensor_type::bf16 ? 2e-3 : 1e-2;
+      compare_with_cpu(m, false, tol);
+      compare_with_cpu(m, true, tol);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(moe_architectures_using_every_expert_match_the_cpu_forward) {
+  std::vector<std::pair<std::string, random_model_options>> cases;
+  cases.emplace_back("mixtral (4 of 4 experts)", moe_options(architecture::llama, 4, 4));
+  cases.emplace_back("qwen2moe (6 of 6 experts, shared expert)", moe_options(architecture::qwen2moe, 6, 6));
+  {
+    auto o = moe_options(architecture::qwen3moe, 5, 5);
+    o.head_dim = 64;
+    cases.emplace_back("qwen3moe (5 of 5 experts, head_dim 64)", o);
+  }
+  cases.emplace_back("qwen2moe q8_0 (4 of 4 experts)",
+                     moe_options(architecture::qwen2moe, 4, 4, gguf::tensor_type::q8_0));
+  for (const auto& [name, o] : cases) {
+    BOOST_TEST_CONTEXT(name) {
+      const auto m = tiny_model(o);
+      const double tol = o.type == gguf::tensor_type::bf16 ? 2e-3 : 1e-2;
+      compare_with_cpu(m, false, tol);
+      compare_with_cpu(m, true, tol);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(moe_architectures_with_top_k_routing_match_the_cpu_forward) {
+  std::vector<std::pair<std::string, random_model_options>> cases;
+  cases.emplace_back("mixtral (top-2 of 8)", moe_options(architecture::llama, 8, 2));
+  cases.emplace_back("qwen2moe (top-4 of 8, shared expert)", moe_options(architecture::qwen2moe, 8, 4));
+  {
+    auto o = moe_options(architecture::qwen3moe, 16, 4);
+    o.head_dim = 64;
+    cases.emplace_back("qwen3moe (top-4 of 16)", o);
+  }
+  for (auto& [name, o] : cases) {
+    o.seed = 2; // see topk_outliers
+    BOOST_TEST_CONTEXT(name) {
+      const auto m = tiny_model(o);
+      compare_with_cpu(m, false, 2e-3, topk_outliers);
+      compare_with_cpu(m, true, 2e-3, topk_outliers);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(quantized_weights_dequantized_on_the_device_match_the_cpu_forward) {
