@@ -402,10 +402,10 @@ expected<expr_id> schema_compiler::compile_object(const json& s, const std::stri
       required.insert(n.get<std::string>());
     }
   }
-  // Absent additionalProperties: none when properties are listed (what strict
+  // Absent additionalProperties: none when "properties" is given (what strict
   // structured outputs mean), any when the object is otherwise unconstrained.
   json additional = s.contains("additionalProperties") ? s["additionalProperties"]
-                                                        : json(props.empty() && required.empty());
+                                                        : json(!s.contains("properties") && required.empty());
   struct item {
     std::string name;
     expr_id kv;

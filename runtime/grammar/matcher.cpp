@@ -67,7 +67,7 @@ expected<void> matcher::advance(std::string_view bytes, std::string_view what) {
   for (size_t i = 0; i < bytes.size(); ++i) {
     next_.clear();
     bool pop = false;
-    for (const detail::config& c : cur_) walker_.step(c, static_cast<uint8_t>(bytes[i]), next_, pop);
+    for (const detail::config& c : cur_) walker_.step(c, static_cast<uint8_t>(bytes[i]), next_, 0, pop);
     if (next_.empty())
       return make_error(errc::invalid_argument, std::string(what) + " is not allowed by the grammar here (byte " +
                                                     std::to_string(i) + " of " + std::to_string(bytes.size()) + ")");

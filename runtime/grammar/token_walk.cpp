@@ -17,13 +17,13 @@ void walker::unload(config c, std::vector<uint32_t>& out) const {
   std::reverse(out.begin(), out.end());
 }
 
-void walker::step(config c, uint8_t b, std::vector<config>& out, bool& base_pop) {
+void walker::step(config c, uint8_t b, std::vector<config>& out, size_t out_begin, bool& base_pop) {
   const automaton& a = *a_;
   // A configuration can be reached twice through different call paths;
   // identical (state, node) pairs are only kept once.
   if (const int32_t t = a.next(c.state, b); t >= 0) {
     const config n{static_cast<uint32_t>(t), c.node};
-    if (std::none_of(out.end() - std::min<ptrdiff_t>(out.size(), 8), out.end(),
+    if (std::none_of(out.begin() + static_cast<ptrdiff_t>(out_begin), out.end(),
                      [&](const config& o) { return o.state == n.state && o.node == n.node; }))
       out.push_back(n);
   }
@@ -32,7 +32,7 @@ void walker::step(config c, uint8_t b, std::vector<config>& out, bool& base_pop)
       const uint32_t e = a.entry(ce.callee);
       if (!a.first(e).test(b)) continue;
       const uint32_t node = push(ce.ret, c.node);
-      step({e, node}, b, out, base_pop);
+      step({e, node}, b, out, out_begin, base_pop);
     }
   }
   if (a.accepting(c.state)) {
@@ -40,7 +40,7 @@ void walker::step(config c, uint8_t b, std::vector<config>& out, bool& base_pop)
       if (a.follow(a.rule_of(c.state)).test(b)) base_pop = true;
     } else if (c.node != node_bottom) {
       const stack_node up = arena_[c.node];
-      step({up.state, up.parent}, b, out, base_pop);
+      step({up.state, up.parent}, b, out, out_begin, base_pop);
     }
   }
 }

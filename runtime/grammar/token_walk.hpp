@@ -46,10 +46,11 @@ public:
   void unload(config c, std::vector<uint32_t>& out) const;
 
   /// Appends to `out` every configuration `c` reaches by consuming `b`
-  /// (calling into rules and returning from completed ones on the way).
+  /// (calling into rules and returning from completed ones on the way);
+  /// out[out_begin..] holds this step's results so far (kept unique).
   /// Sets `base_pop` when some path completes the base rule of a cache walk
   /// and `b` can follow it in some context.
-  void step(config c, uint8_t b, std::vector<config>& out, bool& base_pop);
+  void step(config c, uint8_t b, std::vector<config>& out, size_t out_begin, bool& base_pop);
 
   /// Classifies tokens from the configurations `init`: accepted (some path
   /// consumes all bytes), uncertain (only by leaving the base rule), or
@@ -110,7 +111,7 @@ void walker::walk(const token_vocab& v, std::span<const config> init, std::span<
       const uint8_t b = static_cast<uint8_t>(bytes[d]);
       const uint32_t begin = static_cast<uint32_t>(cfgs_.size());
       bool pop = false;
-      for (uint32_t i = cfg_begin_[d]; i < levels_[d].cfg_end; ++i) step(cfgs_[i], b, cfgs_, pop);
+      for (uint32_t i = cfg_begin_[d]; i < levels_[d].cfg_end; ++i) step(cfgs_[i], b, cfgs_, begin, pop);
       levels_.push_back(level{static_cast<uint32_t>(cfgs_.size()), static_cast<uint32_t>(arena_.size()),
                               levels_[d].uncertain || pop});
       cfg_begin_.push_back(begin);
