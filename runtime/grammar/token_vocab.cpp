@@ -24,6 +24,12 @@ expected<std::shared_ptr<const token_vocab>> token_vocab::build(std::vector<std:
   std::sort(v->sorted_.begin(), v->sorted_.end(), [&](uint32_t a, uint32_t b) {
     return v->tokens_[a] < v->tokens_[b] || (v->tokens_[a] == v->tokens_[b] && a < b);
   });
+  v->offset_.assign(1, 0);
+  for (uint32_t id : v->sorted_) {
+    v->blob_ += v->tokens_[id];
+    v->max_bytes_ = std::max(v->max_bytes_, static_cast<uint32_t>(v->tokens_[id].size()));
+    v->offset_.push_back(static_cast<uint32_t>(v->blob_.size()));
+  }
   v->lcp_.assign(v->sorted_.size(), 0);
   for (size_t i = 1; i < v->sorted_.size(); ++i) {
     const std::string& a = v->tokens_[v->sorted_[i - 1]];

@@ -40,6 +40,13 @@ public:
   [[nodiscard]] uint32_t sorted_count() const noexcept { return static_cast<uint32_t>(sorted_.size()); }
   [[nodiscard]] uint32_t sorted(uint32_t i) const noexcept { return sorted_[i]; }
   [[nodiscard]] uint32_t lcp(uint32_t i) const noexcept { return lcp_[i]; }
+  /// The bytes of sorted(i), from one blob in sorted order (walks read it
+  /// sequentially instead of chasing each token's string).
+  /// The longest token, in bytes.
+  [[nodiscard]] uint32_t max_token_bytes() const noexcept { return max_bytes_; }
+  [[nodiscard]] std::string_view sorted_bytes(uint32_t i) const noexcept {
+    return {blob_.data() + offset_[i], offset_[i + 1] - offset_[i]};
+  }
 
 private:
   std::vector<std::string> tokens_;
@@ -47,6 +54,9 @@ private:
   std::vector<uint8_t> is_eos_;
   std::vector<uint32_t> sorted_;
   std::vector<uint32_t> lcp_;
+  std::string blob_;
+  uint32_t max_bytes_ = 0;
+  std::vector<uint32_t> offset_;
 };
 
 } // namespace dynamo::gram

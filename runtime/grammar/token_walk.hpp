@@ -74,9 +74,13 @@ private:
 
 template <class F>
 void walker::walk(const token_vocab& v, std::span<const config> init, std::span<const uint32_t> list, F&& on) {
+  const automaton& a = *a_;
   cfgs_.assign(init.begin(), init.end());
-  levels_.assign(1, level{static_cast<uint32_t>(cfgs_.size()), static_cast<uint32_t>(arena_.size()), false});
-  cfg_begin_.assign(1, 0);
+  // levels_[d]: the configurations after d bytes of the current token are
+  // cfgs_[cfg_begin_[d], levels_[d].cfg_end); deeper levels follow them.
+  if (levels_.size() < v.max_token_bytes() + 1) levels_.resize(v.max_token_bytes() + 1), cfg_begin_.resize(levels_.size());
+  levels_[0] = level{static_cast<uint32_t>(cfgs_.size()), static_cast<uint32_t>(arena_.size()), false};
+  cfg_begin_[0] = 0;
   const bool all = list.empty();
   const uint32_t n = all ? v.sorted_count() : static_cast<uint32_t>(list.size());
   constexpr uint32_t none = 0xFFFFFFFFu;
@@ -85,8 +89,7 @@ void walker::walk(const token_vocab& v, std::span<const config> init, std::span<
   std::string_view prev;
   for (uint32_t k = 0; k < n; ++k) {
     const uint32_t idx = all ? k : list[k];
-    const uint32_t id = v.sorted(idx);
-    const std::string_view bytes = v.bytes(id);
+    const std::string_view bytes = v.sorted_bytes(idx);
     uint32_t lcp = 0;
     if (k > 0) {
       if (all) {
@@ -98,24 +101,29 @@ void walker::walk(const token_vocab& v, std::span<const config> init, std::span<
     }
     prev = bytes;
     if (dead != none && dead <= lcp) {
-      on(idx, id, dead_uncertain ? token_result::uncertain : token_result::rejected);
+      on(idx, v.sorted(idx), dead_uncertain ? token_result::uncertain : token_result::rejected);
       continue;
     }
     dead = none;
     uint32_t d = std::min(valid, lcp);
     cfgs_.resize(levels_[d].cfg_end);
     arena_.resize(levels_[d].arena_size);
-    levels_.resize(d + 1);
-    cfg_begin_.resize(d + 1);
     while (d < bytes.size()) {
       const uint8_t b = static_cast<uint8_t>(bytes[d]);
+      const uint32_t first = cfg_begin_[d], end = levels_[d].cfg_end;
       const uint32_t begin = static_cast<uint32_t>(cfgs_.size());
       bool pop = false;
-      for (uint32_t i = cfg_begin_[d]; i < levels_[d].cfg_end; ++i) step(cfgs_[i], b, cfgs_, begin, pop);
-      levels_.push_back(level{static_cast<uint32_t>(cfgs_.size()), static_cast<uint32_t>(arena_.size()),
-                              levels_[d].uncertain || pop});
-      cfg_begin_.push_back(begin);
+      if (end - first == 1 && !a.accepting(cfgs_[first].state) && a.calls(cfgs_[first].state).empty()) {
+        // The common case: one parse inside a rule, no calls or returns here.
+        const config c = cfgs_[first];
+        if (const int32_t t = a.next(c.state, b); t >= 0) cfgs_.push_back({static_cast<uint32_t>(t), c.node});
+      } else {
+        for (uint32_t i = first; i < end; ++i) step(cfgs_[i], b, cfgs_, begin, pop);
+      }
       ++d;
+      levels_[d] = level{static_cast<uint32_t>(cfgs_.size()), static_cast<uint32_t>(arena_.size()),
+                         levels_[d - 1].uncertain || pop};
+      cfg_begin_[d] = begin;
       if (levels_[d].cfg_end == begin) {
         dead = d;
         dead_uncertain = levels_[d].uncertain;
@@ -124,9 +132,9 @@ void walker::walk(const token_vocab& v, std::span<const config> init, std::span<
     }
     valid = d;
     if (dead == none)
-      on(idx, id, token_result::accepted);
+      on(idx, v.sorted(idx), token_result::accepted);
     else
-      on(idx, id, dead_uncertain ? token_result::uncertain : token_result::rejected);
+      on(idx, v.sorted(idx), dead_uncertain ? token_result::uncertain : token_result::rejected);
   }
 }
 
