@@ -1,6 +1,7 @@
 // dynamo-grammar-bench: the cost of the structured-output token mask, printed
 // as JSON next to the CPU engine's batch-1 decode step measured in the same
-// run. For json_object, a realistic schema and a parallel tool-call grammar,
+// run. For json_object, a realistic schema, a parallel tool-call grammar and
+// pretty-printed JSON (flexible whitespace),
 // at the SmolLM2 vocabulary (49,152) and the Qwen2 one (151,936): grammar
 // compile time, mask time per token (median, p99, max) with a cold cache
 // (first request) and warm (later requests), full precompute time and size;
@@ -102,6 +103,10 @@ const char* tools_doc =
     R"([{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}, {"name": "search", "arguments": )"
     R"({"query": "best croissants in Paris", "max_results": 5}}])";
 
+const char* pretty_doc = "{\n  \"title\": \"Notes on the Analytical Engine\",\n  \"year\": 1843,\n  \"tags\": [\n"
+                         "    \"computing\",\n    \"history\"\n  ],\n  \"author\": {\n    \"name\": \"Ada Lovelace\",\n"
+                         "    \"born\": 1815\n  },\n  \"in_print\": true\n}";
+
 std::vector<gram::tool_function> tools() {
   return {{"get_weather", R"({"type":"object","properties":{"city":{"type":"string"},"unit":{"enum":["celsius","fahrenheit"]}},
                              "required":["city"]})"},
@@ -122,6 +127,9 @@ std::vector<workload> workloads() {
   w.push_back({"json_object", gram::json_object_grammar(), object_doc});
   w.push_back({"order_schema", *gram::json_schema_grammar(order_schema), order_doc});
   w.push_back({"tool_calls", *gram::tool_call_grammar(tools(), true), tools_doc});
+  // Pretty-printed output needs the flexible whitespace policy.
+  const gram::json_options flexible{.whitespace = gram::json_whitespace::flexible};
+  w.push_back({"json_object_flexible_ws", gram::json_object_grammar(flexible), pretty_doc});
   return w;
 }
 
