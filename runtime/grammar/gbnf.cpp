@@ -194,32 +194,9 @@ private:
         items.push_back(g_.ref(rule(parse_name())));
       } else if (c == '*' || c == '+' || c == '?' || c == '{') {
         if (items.empty()) return fail(std::string("nothing to repeat before '") + c + "'");
-        uint32_t lo = 0, hi = grammar::unbounded;
-        ++i_;
-        if (c == '+') lo = 1;
-        if (c == '?') hi = 1;
-        if (c == '{') {
-          skip(nested);
-          auto a = number();
-          if (!a) return a.error();
-          lo = hi = *a;
-          skip(nested);
-          if (i_ < t_.size() && t_[i_] == ',') {
-            ++i_;
-            skip(nested);
-            hi = grammar::unbounded;
-            if (i_ < t_.size() && t_[i_] != '}') {
-              auto b = number();
-              if (!b) return b.error();
-              hi = *b;
-              skip(nested);
-            }
-          }
-          if (i_ >= t_.size() || t_[i_] != '}') return fail("expected '}'");
-          ++i_;
-          if (hi < lo) return fail("{m,n} with n < m");
-        }
-        items.back() = g_.repeat(items.back(), lo, hi);
+        auto r = parse_repetition(items.back(), nested);
+        if (!r) return r;
+        items.back() = *r;
       } else if (c == '<' || c == '!') {
         return fail("token references (<...>) are not supported", errc::unsupported);
       } else {
@@ -228,6 +205,34 @@ private:
       skip(nested);
     }
     return g_.seq(std::move(items));
+  }
+
+  // After an item: * + ? {m} {m,} {m,n}.
+  expected<expr_id> parse_repetition(expr_id item, bool nested) {
+    const char c = t_[i_++];
+    uint32_t lo = c == '+' ? 1 : 0, hi = c == '?' ? 1 : grammar::unbounded;
+    if (c == '{') {
+      skip(nested);
+      auto a = number();
+      if (!a) return a.error();
+      lo = hi = *a;
+      skip(nested);
+      if (i_ < t_.size() && t_[i_] == ',') {
+        ++i_;
+        skip(nested);
+        hi = grammar::unbounded;
+        if (i_ < t_.size() && t_[i_] != '}') {
+          auto b = number();
+          if (!b) return b.error();
+          hi = *b;
+          skip(nested);
+        }
+      }
+      if (i_ >= t_.size() || t_[i_] != '}') return fail("expected '}'");
+      ++i_;
+      if (hi < lo) return fail("{m,n} with n < m");
+    }
+    return g_.repeat(item, lo, hi);
   }
 
   expected<uint32_t> number() {

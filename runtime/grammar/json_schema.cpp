@@ -115,34 +115,56 @@ private:
       }
       return compile(merged, path);
     }
-    if (s.contains("anyOf") || s.contains("oneOf")) {
-      if (s.contains("anyOf") && s.contains("oneOf"))
-        return fail(errc::unsupported, "'anyOf' together with 'oneOf'", path);
-      const std::string key = s.contains("anyOf") ? "anyOf" : "oneOf";
-      const json& branches = s[key];
-      if (!branches.is_array() || branches.empty())
-        return fail(errc::invalid_argument, "'" + key + "' must be a non-empty array", path);
-      json rest = s;
-      rest.erase(key);
-      const bool plain = has_only_annotations(rest, {});
-      std::vector<expr_id> alts;
-      for (size_t i = 0; i < branches.size(); ++i) {
-        const std::string p = path + "/" + key + "/" + std::to_string(i);
-        expected<expr_id> e = expr_id{0};
-        if (plain) {
-          e = compile(branches[i], p);
-        } else {
-          auto branch = resolve(branches[i], p);
-          if (!branch) return branch.error();
-          auto m = merge(rest, *branch, p);
-          if (!m) return m.error();
-          e = compile(*m, p);
-        }
-        if (!e) return e;
-        alts.push_back(*e);
-      }
-      return g_.alt(std::move(alts));
+    if (s.contains("anyOf") || s.contains("oneOf")) return compile_branches(s, path);
+    auto declared = types_of(s, path);
+    if (!declared) return declared.error();
+    std::vector<std::string> types = std::move(*declared);
+    if (s.contains("enum") || s.contains("const")) return compile_enum(s, types, path);
+    if (types.empty()) {
+      types = implied_types(s);
+      if (types.empty()) return g_.ref(b_.value());
+      if (s.value("nullable", false)) types.push_back("null");
     }
+    std::vector<expr_id> alts;
+    for (const std::string& t : types) {
+      auto e = compile_type(t, s, path);
+      if (!e) return e;
+      alts.push_back(*e);
+    }
+    return g_.alt(std::move(alts));
+  }
+
+  /// anyOf / oneOf: one alternative per branch, with sibling keywords merged in.
+  expected<expr_id> compile_branches(const json& s, const std::string& path) {
+    if (s.contains("anyOf") && s.contains("oneOf")) return fail(errc::unsupported, "'anyOf' together with 'oneOf'", path);
+    const std::string key = s.contains("anyOf") ? "anyOf" : "oneOf";
+    const json& branches = s[key];
+    if (!branches.is_array() || branches.empty())
+      return fail(errc::invalid_argument, "'" + key + "' must be a non-empty array", path);
+    json rest = s;
+    rest.erase(key);
+    const bool plain = has_only_annotations(rest, {});
+    std::vector<expr_id> alts;
+    for (size_t i = 0; i < branches.size(); ++i) {
+      const std::string p = path + "/" + key + "/" + std::to_string(i);
+      expected<expr_id> e = expr_id{0};
+      if (plain) {
+        e = compile(branches[i], p);
+      } else {
+        auto branch = resolve(branches[i], p);
+        if (!branch) return branch.error();
+        auto m = merge(rest, *branch, p);
+        if (!m) return m.error();
+        e = compile(*m, p);
+      }
+      if (!e) return e;
+      alts.push_back(*e);
+    }
+    return g_.alt(std::move(alts));
+  }
+
+  /// The declared types (with "null" for nullable), empty when none.
+  static expected<std::vector<std::string>> types_of(const json& s, const std::string& path) {
     std::vector<std::string> types;
     if (s.contains("type")) {
       const json& t = s["type"];
@@ -160,28 +182,19 @@ private:
     }
     if (s.value("nullable", false) && !types.empty() && std::find(types.begin(), types.end(), "null") == types.end())
       types.push_back("null");
-    if (s.contains("enum") || s.contains("const")) return compile_enum(s, types, path);
-    if (types.empty()) {
-      if (s.contains("properties") || s.contains("required") || s.contains("additionalProperties"))
-        types = {"object"};
-      else if (s.contains("items") || s.contains("prefixItems") || s.contains("minItems") || s.contains("maxItems"))
-        types = {"array"};
-      else if (s.contains("minLength") || s.contains("maxLength") || s.contains("pattern") || s.contains("format"))
-        types = {"string"};
-      else if (s.contains("minimum") || s.contains("maximum") || s.contains("exclusiveMinimum") ||
-               s.contains("exclusiveMaximum"))
-        types = {"number"};
-      else
-        return g_.ref(b_.value());
-      if (s.value("nullable", false)) types.push_back("null");
-    }
-    std::vector<expr_id> alts;
-    for (const std::string& t : types) {
-      auto e = compile_type(t, s, path);
-      if (!e) return e;
-      alts.push_back(*e);
-    }
-    return g_.alt(std::move(alts));
+    return types;
+  }
+
+  /// The type the keywords imply when "type" is absent (empty: any value).
+  static std::vector<std::string> implied_types(const json& s) {
+    auto any = [&](std::initializer_list<const char*> keys) {
+      return std::any_of(keys.begin(), keys.end(), [&](const char* k) { return s.contains(k); });
+    };
+    if (any({"properties", "required", "additionalProperties"})) return {"object"};
+    if (any({"items", "prefixItems", "minItems", "maxItems"})) return {"array"};
+    if (any({"minLength", "maxLength", "pattern", "format"})) return {"string"};
+    if (any({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})) return {"number"};
+    return {};
   }
 
   expected<expr_id> compile_type(const std::string& t, const json& s, const std::string& path) {
