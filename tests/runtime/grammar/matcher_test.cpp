@@ -2,10 +2,13 @@
 // masks over a small multi-byte vocabulary (partial UTF-8, EOS, recursion),
 // and the error values of accept_token.
 #include "runtime/grammar/gbnf.hpp"
+#include "runtime/grammar/json_schema.hpp"
 #include "runtime/grammar/regex.hpp"
 #include "tests/runtime/grammar/grammar_test_util.hpp"
 
 #include <boost/test/unit_test.hpp>
+
+#include <thread>
 
 using namespace dynamo;
 using namespace dynamo::gram;
@@ -173,6 +176,40 @@ BOOST_AUTO_TEST_CASE(context_dependent_tokens_use_the_stack) {
   BOOST_REQUIRE(my.accept_token(2));
   BOOST_CHECK(next_ids(mx) == (std::vector<uint32_t>{2, 3, 5, 7}));
   BOOST_CHECK(next_ids(my) == (std::vector<uint32_t>{2, 4, 6}));
+}
+
+BOOST_AUTO_TEST_CASE(one_compiled_grammar_shared_by_threads) {
+  // Four matchers on four threads fill the lazy cache of one compiled grammar
+  // at once; their masks equal those of a grammar used by one thread.
+  const std::string doc = R"({"a": [1, {"b": "x\u00e9y"}, null], "c": -2.5e3, "d": {"e": true}})";
+  auto masks_of = [&](const std::shared_ptr<const compiled_grammar>& g) {
+    std::vector<std::vector<uint64_t>> out;
+    matcher m(g);
+    for (char c : doc) {
+      std::vector<uint64_t> mask(m.mask_words());
+      m.fill_next_token_bitmask(mask);
+      out.push_back(mask);
+      BOOST_REQUIRE(m.accept_token(static_cast<uint8_t>(c)));
+    }
+    return out;
+  };
+  const auto expect = masks_of(compile_bytes(json_object_grammar()));
+  for (int round = 0; round < 5; ++round) {
+    const auto shared = compile_bytes(json_object_grammar());
+    std::vector<std::vector<std::vector<uint64_t>>> got(4);
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 4; ++t) ts.emplace_back([&, t] {
+        matcher m(shared);
+        for (char c : doc) {
+          std::vector<uint64_t> mask(m.mask_words());
+          m.fill_next_token_bitmask(mask);
+          got[size_t(t)].push_back(mask);
+          if (!m.accept_token(static_cast<uint8_t>(c))) return;
+        }
+      });
+    for (auto& t : ts) t.join();
+    for (const auto& g : got) BOOST_CHECK(g == expect);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
