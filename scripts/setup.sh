@@ -15,7 +15,7 @@ APT_PACKAGES=(
   nlohmann-json3-dev libxxhash-dev libyaml-cpp-dev
   python3 python3-pip curl
 )
-PY_PACKAGES=(openai gguf numpy)
+PY_PACKAGES=(openai gguf numpy jsonschema)  # jsonschema: independent validator in tests/runtime/grammar
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 model_dir="${DYNAMO_MODEL_DIR:-$HOME/.cache/dynamo/models}"
