@@ -4,8 +4,6 @@
 #include "runtime/core/cli.hpp"
 #include "runtime/model/random_model.hpp"
 
-#include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -17,12 +15,7 @@ using namespace dynamo;
 
 /// A ggml type by its name, any case ("q4_k" or "Q4_K").
 expected<gguf::tensor_type> parse_type(const std::string& name) {
-  std::string upper = name;
-  std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
-  for (uint32_t id = 0; id < 64; ++id) {
-    const auto t = static_cast<gguf::tensor_type>(id);
-    if (gguf::geometry_of(t) && gguf::type_name(t) == upper) return t;
-  }
+  if (const auto t = kernels::ref::type_from_name(name)) return *t;
   return make_error(errc::invalid_argument, "unknown type '" + name + "'");
 }
 
@@ -117,6 +110,6 @@ int main(int argc, char** argv) {
               "\"seconds\": %.2f}\n",
               out.c_str(), std::string(model::traits_of(o->arch).name).c_str(),
               static_cast<unsigned long long>(*bytes), static_cast<unsigned long long>(model::parameter_count(*o)),
-              gguf::type_name(o->type).c_str(), secs);
+              kernels::ref::type_name(o->type).c_str(), secs);
   return 0;
 }

@@ -21,8 +21,8 @@ constexpr uint32_t token_tile = 16;
 /// rows stay in L1 while the token groups of a tile pass over them.
 constexpr uint32_t row_run = 8;
 
-[[nodiscard]] bool integer_path(weight_type t) noexcept {
-  return t == weight_type::q4_0 || t == weight_type::q4_1 || t == weight_type::q8_0;
+[[nodiscard]] bool integer_path(tensor_type t) noexcept {
+  return t == tensor_type::q4_0 || t == tensor_type::q4_1 || t == tensor_type::q8_0;
 }
 
 /// Everything a task needs; lives on the stack of matmul().
@@ -39,10 +39,10 @@ struct plan {
 
 void rows_integer(const plan& p, const weight_matrix& w, uint32_t r0, uint32_t r1, uint32_t col0) {
   const matmul_args& a = *p.a;
-  const detail::dot_q_fn dot = w.type == weight_type::q4_0   ? p.kt->dot_q4_0
-                               : w.type == weight_type::q4_1 ? p.kt->dot_q4_1
+  const detail::dot_q_fn dot = w.type == tensor_type::q4_0   ? p.kt->dot_q4_0
+                               : w.type == tensor_type::q4_1 ? p.kt->dot_q4_1
                                                              : p.kt->dot_q8_0;
-  const size_t rb = row_bytes(w.type, w.k);
+  const size_t rb = w.stride();
   const block_q16_act* xs[max_dot_tokens];
   for (uint32_t t0 = 0; t0 < a.n_tokens; t0 += token_tile) {
     const uint32_t t1 = std::min(a.n_tokens, t0 + token_tile);
@@ -65,7 +65,7 @@ void rows_float(const plan& p, const weight_matrix& w, uint32_t r0, uint32_t r1,
   if (buf.size() < p.k) buf.resize(p.k);
   for (uint32_t r = r0; r < r1; ++r) {
     const float* row = static_cast<const float*>(w.row(r));
-    if (w.type != weight_type::f32) {
+    if (w.type != tensor_type::f32) {
       dequantize_row(w.type, w.row(r), buf.data(), p.k);
       row = buf.data();
     }

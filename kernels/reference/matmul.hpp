@@ -18,7 +18,7 @@
 #pragma once
 
 #include "kernels/reference/thread_pool.hpp"
-#include "kernels/reference/weight_types.hpp"
+#include "kernels/reference/tensor_type.hpp"
 
 #include <cstddef>
 #include <cstdint>

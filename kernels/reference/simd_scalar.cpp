@@ -3,7 +3,7 @@
 #include "kernels/reference/simd_kernels.hpp"
 
 #include "kernels/reference/cpu_features.hpp"
-#include "kernels/reference/weight_types.hpp"
+#include "kernels/reference/tensor_type.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,8 +1,8 @@
 #include "runtime/model/random_model.hpp"
 
 #include "kernels/counter_rng.hpp"
+#include "kernels/reference/quantize.hpp"
 #include "runtime/gguf/gguf_file.hpp"
-#include "runtime/gguf/quantize.hpp"
 #include "runtime/gguf/writer.hpp"
 #include "runtime/tokenizer/bpe_tokenizer.hpp"
 
@@ -169,7 +169,7 @@ std::vector<tensor_plan> plan_tensors(const random_model_options& o) {
 /// values at a time, and handed to `sink` in row order.
 template <class Sink>
 expected<void> generate(const random_model_options& o, const tensor_plan& t, uint64_t salt, Sink&& sink) {
-  const uint64_t row_bytes = *gguf::row_bytes(t.type, t.k);
+  const uint64_t row_bytes = *kernels::ref::row_bytes(t.type, t.k);
   const uint32_t rows_per_chunk = std::max<uint32_t>(1, static_cast<uint32_t>((uint64_t(1) << 24) / t.k));
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   const unsigned n_threads = std::min<unsigned>(o.threads != 0 ? o.threads : hw, (t.rows + 15) / 16 + 1);
@@ -183,12 +183,10 @@ expected<void> generate(const random_model_options& o, const tensor_plan& t, uin
       for (uint32_t r = w; r < n; r += n_threads) {
         const uint64_t base = uint64_t(r0 + r) * t.k;
         for (uint32_t i = 0; i < t.k; ++i) x[i] = value_of(o, t, salt, base + i);
-        auto enc = gguf::quantize(t.type, x);
-        if (!enc) {
-          errors[w] = describe(enc.error());
+        if (!kernels::ref::quantize_row(t.type, x.data(), chunk.data() + r * row_bytes, t.k)) {
+          errors[w] = "cannot encode " + kernels::ref::type_name(t.type) + " rows of " + std::to_string(t.k);
           return;
         }
-        std::copy(enc->begin(), enc->end(), chunk.begin() + static_cast<ptrdiff_t>(r * row_bytes));
       }
     };
     std::vector<std::thread> pool;
@@ -336,10 +334,12 @@ expected<void> validate(const random_model_options& o) {
     return bad("llama (Mixtral layout) experts have the FFN width --ffn; --expert-ffn must be 0 or equal");
   }
   for (const auto& t : plan_tensors(o)) {
-    if (!gguf::can_quantize(t.type)) return bad("cannot write tensors of type " + gguf::type_name(t.type));
-    if (!gguf::row_bytes(t.type, t.k)) {
+    if (!kernels::ref::can_quantize(t.type)) {
+      return bad("cannot write tensors of type " + kernels::ref::type_name(t.type));
+    }
+    if (!kernels::ref::row_bytes(t.type, t.k)) {
       return bad("tensor " + t.name + ": rows of " + std::to_string(t.k) + " are not a whole number of " +
-                 gguf::type_name(t.type) + " blocks");
+                 kernels::ref::type_name(t.type) + " blocks");
     }
   }
   return {};

@@ -8,7 +8,7 @@
 #pragma once
 
 #include "runtime/core/error.hpp"
-#include "runtime/gguf/tensor_type.hpp"
+#include "runtime/gguf/gguf_file.hpp"
 #include "runtime/model/decoder_config.hpp"
 
 #include <cstdint>
@@ -17,10 +17,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-namespace dynamo::gguf {
-class file;
-}
 
 namespace dynamo::model {
 

@@ -11,8 +11,8 @@ BOOST_AUTO_TEST_SUITE(embedding_op)
 BOOST_AUTO_TEST_CASE(rows_are_gathered_and_dequantized_for_every_type) {
   const uint32_t k = 64, vocab = 11;
   const uint32_t ids[] = {3, 0, 10, 3};
-  for (auto t : {weight_type::q8_0, weight_type::f16, weight_type::f32, weight_type::q4_1,
-                 weight_type::bf16}) {
+  for (auto t : {tensor_type::q8_0, tensor_type::f16, tensor_type::f32, tensor_type::q4_1,
+                 tensor_type::bf16}) {
     const test::owned_weight table(t, k, vocab, 17);
     const uint32_t stride = k + 3;
     std::vector<float> out(4 * stride, -1.0f);

@@ -46,13 +46,13 @@ void naive(const std::vector<float>& x, const test::owned_weight& w, uint32_t n_
   }
 }
 
-bool integer_path(weight_type t) {
-  return t == weight_type::q4_0 || t == weight_type::q4_1 || t == weight_type::q8_0;
+bool integer_path(tensor_type t) {
+  return t == tensor_type::q4_0 || t == tensor_type::q4_1 || t == tensor_type::q8_0;
 }
 
-const weight_type all_types[] = {weight_type::f32,  weight_type::f16,  weight_type::bf16,
-                                 weight_type::q4_0, weight_type::q4_1, weight_type::q8_0,
-                                 weight_type::q4_k, weight_type::q6_k};
+const tensor_type all_types[] = {tensor_type::f32,  tensor_type::f16,  tensor_type::bf16,
+                                 tensor_type::q4_0, tensor_type::q4_1, tensor_type::q8_0,
+                                 tensor_type::q4_k, tensor_type::q6_k};
 
 } // namespace
 
@@ -63,10 +63,10 @@ BOOST_AUTO_TEST_CASE(every_type_and_path_matches_dequantize_then_float_matmul) {
   thread_pool pool(3);
   for (const cpu_isa isa : test::runnable_isas()) {
     test::isa_guard guard(isa);
-    for (const weight_type t : all_types) {
+    for (const tensor_type t : all_types) {
       for (const shape& s : shapes) {
-        if (s.k % block_elems(t) != 0) continue;
-        BOOST_TEST_CONTEXT("isa " << to_string(isa) << " type " << to_string(t) << " shape "
+        if (s.k % geometry_of(t)->block_elems != 0) continue;
+        BOOST_TEST_CONTEXT("isa " << to_string(isa) << " type " << type_name(t) << " shape "
                                   << s.n_tokens << "x" << s.k << "x" << s.n) {
           const test::owned_weight w(t, s.k, s.n, s.k + s.n);
           const auto x = test::random_floats(static_cast<size_t>(s.n_tokens) * s.k, s.n_tokens);
@@ -89,7 +89,7 @@ BOOST_AUTO_TEST_CASE(every_type_and_path_matches_dequantize_then_float_matmul) {
 BOOST_AUTO_TEST_CASE(fp32_activation_mode_is_exact_for_quantized_types) {
   thread_pool pool(2);
   const uint32_t k = 96, n = 11, n_tokens = 6;
-  for (const weight_type t : {weight_type::q4_0, weight_type::q4_1, weight_type::q8_0}) {
+  for (const tensor_type t : {tensor_type::q4_0, tensor_type::q4_1, tensor_type::q8_0}) {
     const test::owned_weight w(t, k, n, 21);
     const auto x = test::random_floats(n_tokens * k, 22);
     std::vector<double> want, bound;
@@ -105,7 +105,7 @@ BOOST_AUTO_TEST_CASE(fp32_activation_mode_is_exact_for_quantized_types) {
 BOOST_AUTO_TEST_CASE(a_token_result_does_not_depend_on_the_rest_of_the_batch) {
   thread_pool pool(2);
   const uint32_t k = 256, n = 40, n_tokens = 7;
-  for (const weight_type t : all_types) {
+  for (const tensor_type t : all_types) {
     const test::owned_weight w(t, k, n, 99);
     const auto x = test::random_floats(static_cast<size_t>(n_tokens) * k, 5);
     std::vector<float> all(static_cast<size_t>(n_tokens) * n);
@@ -113,7 +113,7 @@ BOOST_AUTO_TEST_CASE(a_token_result_does_not_depend_on_the_rest_of_the_batch) {
     for (uint32_t tok = 0; tok < n_tokens; ++tok) {
       std::vector<float> one(n);
       matmul({x.data() + tok * k, k, 1, {&w.view, 1}, one.data(), n, nullptr, nullptr});
-      BOOST_TEST_CONTEXT("type " << to_string(t) << " token " << tok) {
+      BOOST_TEST_CONTEXT("type " << type_name(t) << " token " << tok) {
         BOOST_TEST(std::memcmp(one.data(), all.data() + tok * n, n * sizeof(float)) == 0);
       }
     }
@@ -123,8 +123,8 @@ BOOST_AUTO_TEST_CASE(a_token_result_does_not_depend_on_the_rest_of_the_batch) {
 BOOST_AUTO_TEST_CASE(several_weights_write_side_by_side_like_separate_calls) {
   thread_pool pool(2);
   const uint32_t k = 64, n_tokens = 3;
-  const test::owned_weight a(weight_type::q4_1, k, 9, 1), b(weight_type::q8_0, k, 3, 2),
-      c(weight_type::f16, k, 5, 3);
+  const test::owned_weight a(tensor_type::q4_1, k, 9, 1), b(tensor_type::q8_0, k, 3, 2),
+      c(tensor_type::f16, k, 5, 3);
   const weight_matrix ws[] = {a.view, b.view, c.view};
   const auto x = test::random_floats(n_tokens * k, 11);
   const uint32_t stride = 9 + 3 + 5 + 2; // padded output rows
@@ -177,7 +177,7 @@ BOOST_AUTO_TEST_CASE(every_path_gives_the_scalar_paths_bits) {
   // Odd and even block counts, token counts that use every kernel width
   // (1..4 tokens per call) and several token tiles, activations with outliers.
   const shape shapes[] = {{1, 32, 3}, {3, 96, 17}, {9, 576, 40}, {21, 1536, 9}};
-  for (const weight_type t : {weight_type::q4_0, weight_type::q4_1, weight_type::q8_0}) {
+  for (const tensor_type t : {tensor_type::q4_0, tensor_type::q4_1, tensor_type::q8_0}) {
     for (const shape& s : shapes) {
       const test::owned_weight w(t, s.k, s.n, s.k * 3 + s.n);
       auto x = test::random_floats(static_cast<size_t>(s.n_tokens) * s.k, s.n, -3.0f, 3.0f);
@@ -192,7 +192,7 @@ BOOST_AUTO_TEST_CASE(every_path_gives_the_scalar_paths_bits) {
         thread_pool pool(2);
         std::vector<float> got(want.size(), NAN);
         matmul({x.data(), s.k, s.n_tokens, {&w.view, 1}, got.data(), s.n, &pool, nullptr});
-        BOOST_TEST_CONTEXT("isa " << to_string(isa) << " type " << to_string(t) << " shape " << s.n_tokens << "x"
+        BOOST_TEST_CONTEXT("isa " << to_string(isa) << " type " << type_name(t) << " shape " << s.n_tokens << "x"
                                   << s.k << "x" << s.n) {
           BOOST_TEST(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0);
         }
@@ -211,7 +211,7 @@ BOOST_AUTO_TEST_CASE(a_massive_activation_does_not_wipe_out_its_block) {
   const uint32_t k = 256, n = 24, n_tokens = 2;
   for (const cpu_isa isa : test::runnable_isas()) {
     test::isa_guard guard(isa);
-    for (const weight_type t : {weight_type::q4_0, weight_type::q4_1, weight_type::q8_0}) {
+    for (const tensor_type t : {tensor_type::q4_0, tensor_type::q4_1, tensor_type::q8_0}) {
       const test::owned_weight w(t, k, n, 8);
       auto x = test::random_floats(n_tokens * k, 9, -0.5f, 0.5f);
       for (uint32_t i = 5; i < x.size(); i += 32) x[i] = 250.0f;
@@ -230,7 +230,7 @@ BOOST_AUTO_TEST_CASE(a_massive_activation_does_not_wipe_out_its_block) {
         err += std::fabs(y[i] - want[i]);
         mag += std::fabs(want_small[i]);
       }
-      BOOST_TEST_CONTEXT("isa " << to_string(isa) << " type " << to_string(t)) { BOOST_TEST(err < 0.02 * mag); }
+      BOOST_TEST_CONTEXT("isa " << to_string(isa) << " type " << type_name(t)) { BOOST_TEST(err < 0.02 * mag); }
     }
   }
 }
@@ -241,7 +241,7 @@ BOOST_AUTO_TEST_CASE(vnni_path_equals_avx2_path_bit_for_bit) {
     return;
   }
   const uint32_t k = 576, n = 50, n_tokens = 5;
-  for (const weight_type t : {weight_type::q4_0, weight_type::q4_1, weight_type::q8_0}) {
+  for (const tensor_type t : {tensor_type::q4_0, tensor_type::q4_1, tensor_type::q8_0}) {
     const test::owned_weight w(t, k, n, 4);
     const auto x = test::random_floats(n_tokens * k, 6);
     std::vector<float> a(n_tokens * n), b(n_tokens * n);

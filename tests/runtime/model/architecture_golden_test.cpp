@@ -170,11 +170,11 @@ BOOST_AUTO_TEST_CASE(every_architecture_and_format_matches_the_float64_reference
       auto o = a.options;
       o.type = type;
       o.embd_type = type; // the format under test also holds the embeddings and the LM head
-      const std::string label = a.name + "/" + gguf::type_name(type);
-      const std::string path = (dir.path / (a.name + "-" + gguf::type_name(type) + ".gguf")).string();
+      const std::string label = a.name + "/" + kernels::ref::type_name(type);
+      const std::string path = (dir.path / (a.name + "-" + kernels::ref::type_name(type) + ".gguf")).string();
       auto written = write_random_model(o, path);
       BOOST_REQUIRE_MESSAGE(written, label << ": " << (written ? "" : describe(written.error())));
-      const bool float_weights = kernels::ref::block_elems(static_cast<kernels::ref::weight_type>(type)) == 1;
+      const bool float_weights = kernels::ref::geometry_of(type)->block_elems == 1;
       jobs.push_back({label, path, float_weights, o.n_expert > 0});
       ref_jobs.emplace_back(path, prompt);
     }

@@ -94,11 +94,11 @@ BOOST_AUTO_TEST_CASE(vocab_is_byte_level_and_exactly_the_requested_size) {
 BOOST_AUTO_TEST_CASE(tiny_files_of_every_type_load_tokenize_and_run_a_cpu_step) {
   for (const auto type : {gguf::tensor_type::f16, gguf::tensor_type::bf16, gguf::tensor_type::q8_0,
                           gguf::tensor_type::q4_1}) {
-    BOOST_TEST_CONTEXT("type " << gguf::type_name(type)) {
+    BOOST_TEST_CONTEXT("type " << kernels::ref::type_name(type)) {
       auto o = *random_model_preset("tiny");
       o.type = type;
       o.threads = 2;
-      temp_path tmp("gguf-random-" + gguf::type_name(type));
+      temp_path tmp("gguf-random-" + kernels::ref::type_name(type));
       auto bytes = write_random_model(o, tmp.path);
       BOOST_REQUIRE_MESSAGE(bytes, (bytes ? "" : describe(bytes.error())));
       BOOST_TEST(*bytes == std::filesystem::file_size(tmp.path));
