@@ -51,8 +51,11 @@ int main(int argc, char** argv) {
       .option("context", &context, "<arch>.context_length")
       .option("rope-base", &rope_base, "RoPE frequency base")
       .custom("rope-freqs", true, flag(rope_freqs), "write Llama 3.1's rope_freqs.weight (--rope-freqs=false: none)")
-      .option("type", &type, "matrix type: f32 f16 bf16 q8_0 q4_0 q4_1 ... (default bf16)")
-      .option("embd-type", &embd_type, "token_embd/output type (default: --type; q8_0 for 4-bit types)")
+      .option("type", &type,
+              "matrix type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k iq4_nl iq4_xs, or llama.cpp's "
+              "mixes q4_k_m q5_k_m (default bf16). Per-tensor types follow llama-quantize: the LM head in Q6_K or "
+              "Q8_0, and fallbacks (Q4_K -> Q5_0, ...) for rows that do not fit a type's blocks")
+      .option("embd-type", &embd_type, "token_embd/output type (default: as llama-quantize picks it)")
       .custom("tied", true, flag(tied), "share token_embd as the LM head (--tied=false for a separate output.weight)")
       .option("std", &stddev, "standard deviation of the weights (default 0.02; 0: scaled for unit variance)")
       .option("seed", &seed, "generator seed")
@@ -89,7 +92,10 @@ int main(int argc, char** argv) {
   if (!name.empty()) o->name = name;
   o->seed = static_cast<uint64_t>(seed);
   o->threads = threads;
-  if (!type.empty()) {
+  if (type == "q4_k_m" || type == "q5_k_m") {
+    o->type = type == "q4_k_m" ? gguf::tensor_type::q4_k : gguf::tensor_type::q5_k;
+    o->medium_mix = true;
+  } else if (!type.empty()) {
     auto t = parse_type(type);
     if (!t) return fail(message_of(t.error()));
     o->type = *t;
@@ -110,6 +116,6 @@ int main(int argc, char** argv) {
               "\"seconds\": %.2f}\n",
               out.c_str(), std::string(model::traits_of(o->arch).name).c_str(),
               static_cast<unsigned long long>(*bytes), static_cast<unsigned long long>(model::parameter_count(*o)),
-              kernels::ref::type_name(o->type).c_str(), secs);
+              (kernels::ref::type_name(o->type) + (o->medium_mix ? "_M" : "")).c_str(), secs);
   return 0;
 }
