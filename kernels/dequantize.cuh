@@ -1,8 +1,9 @@
 // Dequantization of GGUF weight rows on the GPU into bf16 (or fp16), used to
 // upload weights: the raw GGUF blocks are copied to the device once and
-// expanded there. Types: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K (the
-// block layouts of kernels/reference/tensor_type.hpp). Math is fp32 as in
-// the CPU reference (kernels/reference/dequantize.hpp), then rounded once.
+// expanded there. Types: every computed type of kernels/reference/tensor_type.hpp
+// (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL,
+// IQ4_XS). Math is fp32 as in the CPU reference (kernels/reference/dequantize.hpp),
+// then rounded once.
 #pragma once
 
 #include "kernels/embedding.cuh" // half_type

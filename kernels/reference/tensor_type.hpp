@@ -15,6 +15,12 @@
 #include <string>
 #include <string_view>
 
+#if defined(__CUDACC__)
+#define DYNAMO_HOST_DEVICE __host__ __device__
+#else
+#define DYNAMO_HOST_DEVICE
+#endif
+
 namespace dynamo::kernels::ref {
 
 /// A ggml_type id. The named ones are the types the kernels compute with
@@ -147,8 +153,9 @@ static_assert(sizeof(block_q4_k) == 144 && sizeof(block_q5_k) == 176 && sizeof(b
 static_assert(sizeof(block_iq4_nl) == 18 && sizeof(block_iq4_xs) == 136);
 static_assert(alignof(block_q5_0) == 2 && alignof(block_q6_k) == 2 && alignof(block_iq4_xs) == 2);
 
-/// The 6-bit scale and min of sub-block j (0..7) of a Q4_K or Q5_K block.
-inline void scale_min_k4(uint32_t j, const uint8_t* s, uint8_t& sc, uint8_t& m) noexcept {
+/// The 6-bit scale and min of sub-block j (0..7) of a Q4_K or Q5_K block
+/// (host and device code: the CUDA dequantizer uses it too).
+DYNAMO_HOST_DEVICE inline void scale_min_k4(uint32_t j, const uint8_t* s, uint8_t& sc, uint8_t& m) noexcept {
   if (j < 4) {
     sc = s[j] & 63;
     m = s[j + 4] & 63;
