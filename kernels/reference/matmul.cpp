@@ -53,10 +53,11 @@ void rows_integer(const plan& p, const weight_matrix& w, detail::dot_q_fn dot, u
                   uint32_t col0) {
   const matmul_args& a = *p.a;
   const size_t rb = w.stride();
+  const auto* base = static_cast<const std::byte*>(w.data);
   tile_rows(a.n_tokens, r0, r1, [&](uint32_t r, uint32_t nr, uint32_t t, uint32_t nt) {
     const block_q16_act* xs[max_dot_tokens];
     for (uint32_t i = 0; i < nt; ++i) xs[i] = p.xq + static_cast<size_t>(t + i) * p.nb;
-    dot(w.row(r), rb, nr, xs, nt, p.nb, a.y + t * a.y_stride + col0 + r, a.y_stride);
+    dot(base + r * rb, rb, nr, xs, nt, p.nb, a.y + t * a.y_stride + col0 + r, a.y_stride);
   });
 }
 
@@ -65,10 +66,11 @@ void rows_float(const plan& p, const weight_matrix& w, detail::dot_f_fn dot, uin
                 uint32_t col0) {
   const matmul_args& a = *p.a;
   const size_t rb = w.stride();
+  const auto* base = static_cast<const std::byte*>(w.data);
   tile_rows(a.n_tokens, r0, r1, [&](uint32_t r, uint32_t nr, uint32_t t, uint32_t nt) {
     const float* xs[max_dot_tokens];
     for (uint32_t i = 0; i < nt; ++i) xs[i] = a.x + static_cast<size_t>(t + i) * a.x_stride;
-    dot(w.row(r), rb, nr, xs, nt, p.k, a.y + t * a.y_stride + col0 + r, a.y_stride);
+    dot(base + r * rb, rb, nr, xs, nt, p.k, a.y + t * a.y_stride + col0 + r, a.y_stride);
   });
 }
 
