@@ -1,12 +1,13 @@
 // Dequantization of GGUF weight rows on the GPU into bf16 (or fp16), used to
 // upload weights: the raw GGUF blocks are copied to the device once and
-// expanded there. Types: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K (the
-// block layouts of kernels/reference/weight_types.hpp). Math is fp32 as in
-// the CPU reference (kernels/reference/dequantize.hpp), then rounded once.
+// expanded there. Types: every computed type of kernels/reference/tensor_type.hpp
+// (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL,
+// IQ4_XS). Math is fp32 as in the CPU reference (kernels/reference/dequantize.hpp),
+// then rounded once.
 #pragma once
 
 #include "kernels/embedding.cuh" // half_type
-#include "kernels/reference/weight_types.hpp"
+#include "kernels/reference/tensor_type.hpp"
 
 #include <cuda_runtime_api.h>
 
@@ -16,10 +17,10 @@
 namespace dynamo::kernels::gpu {
 
 struct dequantize_args {
-  ref::weight_type type = ref::weight_type::f32;
+  ref::tensor_type type = ref::tensor_type::f32;
   const void* src = nullptr;  ///< [n_rows] rows of ref::row_bytes(type, k) bytes, device
   uint32_t n_rows = 0;
-  uint32_t k = 0;             ///< elements per row; REQUIRES: k % block_elems(type) == 0
+  uint32_t k = 0;             ///< elements per row; REQUIRES: a whole number of blocks
   void* dst = nullptr;        ///< [n_rows, k] of dst_type; row r at dst + r * dst_stride elements
   size_t dst_stride = 0;
   half_type dst_type = half_type::bf16;

@@ -4,8 +4,6 @@
 #include "runtime/core/cli.hpp"
 #include "runtime/model/random_model.hpp"
 
-#include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -17,12 +15,7 @@ using namespace dynamo;
 
 /// A ggml type by its name, any case ("q4_k" or "Q4_K").
 expected<gguf::tensor_type> parse_type(const std::string& name) {
-  std::string upper = name;
-  std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
-  for (uint32_t id = 0; id < 64; ++id) {
-    const auto t = static_cast<gguf::tensor_type>(id);
-    if (gguf::geometry_of(t) && gguf::type_name(t) == upper) return t;
-  }
+  if (const auto t = kernels::ref::type_from_name(name)) return *t;
   return make_error(errc::invalid_argument, "unknown type '" + name + "'");
 }
 
@@ -58,8 +51,11 @@ int main(int argc, char** argv) {
       .option("context", &context, "<arch>.context_length")
       .option("rope-base", &rope_base, "RoPE frequency base")
       .custom("rope-freqs", true, flag(rope_freqs), "write Llama 3.1's rope_freqs.weight (--rope-freqs=false: none)")
-      .option("type", &type, "matrix type: f32 f16 bf16 q8_0 q4_0 q4_1 ... (default bf16)")
-      .option("embd-type", &embd_type, "token_embd/output type (default: --type; q8_0 for 4-bit types)")
+      .option("type", &type,
+              "matrix type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k iq4_nl iq4_xs, or llama.cpp's "
+              "mixes q4_k_m q5_k_m (default bf16). Per-tensor types follow llama-quantize: the LM head in Q6_K or "
+              "Q8_0, and fallbacks (Q4_K -> Q5_0, ...) for rows that do not fit a type's blocks")
+      .option("embd-type", &embd_type, "token_embd/output type (default: as llama-quantize picks it)")
       .custom("tied", true, flag(tied), "share token_embd as the LM head (--tied=false for a separate output.weight)")
       .option("std", &stddev, "standard deviation of the weights (default 0.02; 0: scaled for unit variance)")
       .option("seed", &seed, "generator seed")
@@ -96,7 +92,10 @@ int main(int argc, char** argv) {
   if (!name.empty()) o->name = name;
   o->seed = static_cast<uint64_t>(seed);
   o->threads = threads;
-  if (!type.empty()) {
+  if (type == "q4_k_m" || type == "q5_k_m") {
+    o->type = type == "q4_k_m" ? gguf::tensor_type::q4_k : gguf::tensor_type::q5_k;
+    o->medium_mix = true;
+  } else if (!type.empty()) {
     auto t = parse_type(type);
     if (!t) return fail(message_of(t.error()));
     o->type = *t;
@@ -117,6 +116,6 @@ int main(int argc, char** argv) {
               "\"seconds\": %.2f}\n",
               out.c_str(), std::string(model::traits_of(o->arch).name).c_str(),
               static_cast<unsigned long long>(*bytes), static_cast<unsigned long long>(model::parameter_count(*o)),
-              gguf::type_name(o->type).c_str(), secs);
+              (kernels::ref::type_name(o->type) + (o->medium_mix ? "_M" : "")).c_str(), secs);
   return 0;
 }

@@ -14,7 +14,8 @@ cpu_isa detect() noexcept {
   if (!avx2) return cpu_isa::scalar;
   // AVX-VNNI-only CPUs (no AVX-512) take the plain AVX2 path: one VNNI
   // variant is enough, and it is the one server CPUs have.
-  const bool vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl");
+  const bool vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") &&
+                    __builtin_cpu_supports("avx512bw");
   return vnni ? cpu_isa::avx2_vnni : cpu_isa::avx2;
 #else
   return cpu_isa::scalar;

@@ -8,7 +8,7 @@
 namespace dynamo::kernels::ref {
 
 /// Kernel paths, lowest to highest. `avx2` needs AVX2+FMA+F16C; `avx2_vnni`
-/// additionally uses 256-bit VPDPBUSD (AVX512-VNNI with AVX512-VL).
+/// additionally uses 256-bit VPDPWSSD and mask registers (AVX512-VNNI, -VL, -BW).
 enum class cpu_isa { scalar = 0, avx2 = 1, avx2_vnni = 2 };
 
 [[nodiscard]] std::string_view to_string(cpu_isa isa) noexcept;

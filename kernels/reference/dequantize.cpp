@@ -1,14 +1,19 @@
 #include "kernels/reference/dequantize.hpp"
 
-#include <algorithm>
-#include <cmath>
 #include <cstring>
 
 namespace dynamo::kernels::ref {
 namespace {
 
-void dequantize_q4_0(const block_q4_0* b, float* y, uint32_t nb) noexcept {
-  for (uint32_t i = 0; i < nb; ++i, y += 32) {
+/// Bit 4 of element j (0..31) of a Q5_0/Q5_1 block.
+uint32_t q5_high_bits(const uint8_t* qh) noexcept {
+  uint32_t h;
+  std::memcpy(&h, qh, sizeof h);
+  return h;
+}
+
+void dequantize_q4_0(const block_q4_0* b, float* y, size_t nb) noexcept {
+  for (size_t i = 0; i < nb; ++i, y += qk32) {
     const float d = fp16_to_fp32(b[i].d);
     for (int j = 0; j < 16; ++j) {
       y[j] = d * static_cast<float>((b[i].qs[j] & 0x0f) - 8);
@@ -17,10 +22,9 @@ void dequantize_q4_0(const block_q4_0* b, float* y, uint32_t nb) noexcept {
   }
 }
 
-void dequantize_q4_1(const block_q4_1* b, float* y, uint32_t nb) noexcept {
-  for (uint32_t i = 0; i < nb; ++i, y += 32) {
-    const float d = fp16_to_fp32(b[i].d);
-    const float m = fp16_to_fp32(b[i].m);
+void dequantize_q4_1(const block_q4_1* b, float* y, size_t nb) noexcept {
+  for (size_t i = 0; i < nb; ++i, y += qk32) {
+    const float d = fp16_to_fp32(b[i].d), m = fp16_to_fp32(b[i].m);
     for (int j = 0; j < 16; ++j) {
       y[j] = d * static_cast<float>(b[i].qs[j] & 0x0f) + m;
       y[j + 16] = d * static_cast<float>(b[i].qs[j] >> 4) + m;
@@ -28,158 +32,138 @@ void dequantize_q4_1(const block_q4_1* b, float* y, uint32_t nb) noexcept {
   }
 }
 
-void dequantize_q8_0(const block_q8_0* b, float* y, uint32_t nb) noexcept {
-  for (uint32_t i = 0; i < nb; ++i, y += 32) {
+void dequantize_q5_0(const block_q5_0* b, float* y, size_t nb) noexcept {
+  for (size_t i = 0; i < nb; ++i, y += qk32) {
+    const float d = fp16_to_fp32(b[i].d);
+    const uint32_t h = q5_high_bits(b[i].qh);
+    for (int j = 0; j < 16; ++j) {
+      const int q0 = (b[i].qs[j] & 0x0f) | static_cast<int>(((h >> j) & 1u) << 4);
+      const int q1 = (b[i].qs[j] >> 4) | static_cast<int>(((h >> (j + 16)) & 1u) << 4);
+      y[j] = d * static_cast<float>(q0 - 16);
+      y[j + 16] = d * static_cast<float>(q1 - 16);
+    }
+  }
+}
+
+void dequantize_q5_1(const block_q5_1* b, float* y, size_t nb) noexcept {
+  for (size_t i = 0; i < nb; ++i, y += qk32) {
+    const float d = fp16_to_fp32(b[i].d), m = fp16_to_fp32(b[i].m);
+    const uint32_t h = q5_high_bits(b[i].qh);
+    for (int j = 0; j < 16; ++j) {
+      const int q0 = (b[i].qs[j] & 0x0f) | static_cast<int>(((h >> j) & 1u) << 4);
+      const int q1 = (b[i].qs[j] >> 4) | static_cast<int>(((h >> (j + 16)) & 1u) << 4);
+      y[j] = d * static_cast<float>(q0) + m;
+      y[j + 16] = d * static_cast<float>(q1) + m;
+    }
+  }
+}
+
+void dequantize_q8_0(const block_q8_0* b, float* y, size_t nb) noexcept {
+  for (size_t i = 0; i < nb; ++i, y += qk32) {
     const float d = fp16_to_fp32(b[i].d);
     for (int j = 0; j < 32; ++j) y[j] = d * static_cast<float>(b[i].qs[j]);
   }
 }
 
-/// 6-bit scale and min of sub-block j of a Q4_K block.
-void q4_k_scale_min(int j, const uint8_t* s, uint8_t& sc, uint8_t& m) noexcept {
-  if (j < 4) {
-    sc = s[j] & 63;
-    m = s[j + 4] & 63;
-  } else {
-    sc = static_cast<uint8_t>((s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4));
-    m = static_cast<uint8_t>((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
-  }
-}
-
-void dequantize_q4_k(const block_q4_k* b, float* y, uint32_t nb) noexcept {
-  for (uint32_t i = 0; i < nb; ++i) {
-    const float d = fp16_to_fp32(b[i].d);
-    const float dmin = fp16_to_fp32(b[i].dmin);
+/// Q4_K and Q5_K: four chunks of 64 values, each two sub-blocks (low, then
+/// high nibbles of the chunk's 32 bytes); Q5_K adds bit j of qh[l] as bit 4.
+template <class Block>
+void dequantize_k4(const Block* b, float* y, size_t nb) noexcept {
+  for (size_t i = 0; i < nb; ++i) {
+    const float d = fp16_to_fp32(b[i].d), dmin = fp16_to_fp32(b[i].dmin);
     const uint8_t* q = b[i].qs;
-    for (int c = 0; c < 4; ++c, q += 32) {
-      uint8_t sc0, m0, sc1, m1;
-      q4_k_scale_min(2 * c, b[i].scales, sc0, m0);
-      q4_k_scale_min(2 * c + 1, b[i].scales, sc1, m1);
-      const float d0 = d * sc0, o0 = dmin * m0, d1 = d * sc1, o1 = dmin * m1;
-      for (int l = 0; l < 32; ++l) *y++ = d0 * static_cast<float>(q[l] & 0x0f) - o0;
-      for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] >> 4) - o1;
+    for (uint32_t c = 0; c < 4; ++c, q += 32) {
+      for (uint32_t half = 0; half < 2; ++half) {
+        const uint32_t j = 2 * c + half;
+        uint8_t sc, m;
+        scale_min_k4(j, b[i].scales, sc, m);
+        const float dj = d * static_cast<float>(sc), mj = dmin * static_cast<float>(m);
+        for (uint32_t l = 0; l < 32; ++l) {
+          int v = half == 0 ? (q[l] & 0x0f) : (q[l] >> 4);
+          if constexpr (sizeof(Block) == sizeof(block_q5_k)) v |= ((b[i].qh[l] >> j) & 1) << 4;
+          *y++ = dj * static_cast<float>(v) - mj;
+        }
+      }
     }
   }
 }
 
-void dequantize_q6_k(const block_q6_k* b, float* y, uint32_t nb) noexcept {
-  for (uint32_t i = 0; i < nb; ++i) {
+void dequantize_q6_k(const block_q6_k* b, float* y, size_t nb) noexcept {
+  for (size_t i = 0; i < nb; ++i) {
     const float d = fp16_to_fp32(b[i].d);
     const uint8_t* ql = b[i].ql;
     const uint8_t* qh = b[i].qh;
     const int8_t* sc = b[i].scales;
+    // Two halves of 128; in each, element l + 32 g (g = 0..3) takes nibble
+    // g / 2 of ql[l + 32 (g % 2)], bits 2g..2g+1 of qh[l] and scale sc[l / 16 + 2 g].
     for (int half = 0; half < 2; ++half, y += 128, ql += 64, qh += 32, sc += 8) {
-      for (int l = 0; l < 32; ++l) {
-        const int is = l / 16;
-        const int q1 = ((ql[l] & 0x0f) | (((qh[l] >> 0) & 3) << 4)) - 32;
-        const int q2 = ((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4)) - 32;
-        const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
-        const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
-        y[l] = d * static_cast<float>(sc[is] * q1);
-        y[l + 32] = d * static_cast<float>(sc[is + 2] * q2);
-        y[l + 64] = d * static_cast<float>(sc[is + 4] * q3);
-        y[l + 96] = d * static_cast<float>(sc[is + 6] * q4);
+      for (int g = 0; g < 4; ++g) {
+        for (int l = 0; l < 32; ++l) {
+          const uint8_t lo = ql[l + 32 * (g % 2)];
+          const int q = ((g < 2 ? lo & 0x0f : lo >> 4) | (((qh[l] >> (2 * g)) & 3) << 4)) - 32;
+          y[l + 32 * g] = d * static_cast<float>(sc[l / 16 + 2 * g] * q);
+        }
       }
     }
   }
 }
 
-void quantize_q4_0(const float* x, block_q4_0* b, uint32_t nb) noexcept {
-  for (uint32_t i = 0; i < nb; ++i, x += 32) {
-    float amax = 0.0f, max = 0.0f; // the value of largest magnitude, with its sign
-    for (int j = 0; j < 32; ++j) {
-      if (std::fabs(x[j]) > amax) {
-        amax = std::fabs(x[j]);
-        max = x[j];
+void dequantize_iq4_nl(const block_iq4_nl* b, float* y, size_t nb) noexcept {
+  for (size_t i = 0; i < nb; ++i, y += qk32) {
+    const float d = fp16_to_fp32(b[i].d);
+    for (int j = 0; j < 16; ++j) {
+      y[j] = d * static_cast<float>(iq4nl_values[b[i].qs[j] & 0x0f]);
+      y[j + 16] = d * static_cast<float>(iq4nl_values[b[i].qs[j] >> 4]);
+    }
+  }
+}
+
+void dequantize_iq4_xs(const block_iq4_xs* b, float* y, size_t nb) noexcept {
+  for (size_t i = 0; i < nb; ++i) {
+    const float d = fp16_to_fp32(b[i].d);
+    for (uint32_t j = 0; j < 8; ++j, y += 32) {
+      const int ls = ((b[i].scales_l[j / 2] >> (4 * (j % 2))) & 0x0f) | (((b[i].scales_h >> (2 * j)) & 3) << 4);
+      const float dl = d * static_cast<float>(ls - 32);
+      const uint8_t* qs = b[i].qs + 16 * j;
+      for (int l = 0; l < 16; ++l) {
+        y[l] = dl * static_cast<float>(iq4nl_values[qs[l] & 0x0f]);
+        y[l + 16] = dl * static_cast<float>(iq4nl_values[qs[l] >> 4]);
       }
     }
-    const float d = max / -8.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    b[i].d = fp32_to_fp16(d);
-    for (int j = 0; j < 16; ++j) {
-      const int q0 = std::min(15, static_cast<int>(x[j] * id + 8.5f));
-      const int q1 = std::min(15, static_cast<int>(x[j + 16] * id + 8.5f));
-      b[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
-    }
   }
 }
 
-void quantize_q4_1(const float* x, block_q4_1* b, uint32_t nb) noexcept {
-  for (uint32_t i = 0; i < nb; ++i, x += 32) {
-    const auto [lo, hi] = std::minmax_element(x, x + 32);
-    const float d = (*hi - *lo) / 15.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    b[i].d = fp32_to_fp16(d);
-    b[i].m = fp32_to_fp16(*lo);
-    for (int j = 0; j < 16; ++j) {
-      const int q0 = std::min(15, static_cast<int>((x[j] - *lo) * id + 0.5f));
-      const int q1 = std::min(15, static_cast<int>((x[j + 16] - *lo) * id + 0.5f));
-      b[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
-    }
-  }
-}
-
-void quantize_q8_0(const float* x, block_q8_0* b, uint32_t nb) noexcept {
-  for (uint32_t i = 0; i < nb; ++i, x += 32) {
-    float amax = 0.0f;
-    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    b[i].d = fp32_to_fp16(d);
-    for (int j = 0; j < 32; ++j) b[i].qs[j] = static_cast<int8_t>(std::lround(x[j] * id));
-  }
+template <class Block>
+const Block* blocks(const void* p) noexcept {
+  return static_cast<const Block*>(p);
 }
 
 } // namespace
 
-void dequantize_row(weight_type type, const void* src, float* dst, uint32_t k) noexcept {
-  const uint32_t nb = k / block_elems(type);
+void dequantize_row(tensor_type type, const void* src, float* dst, size_t n) noexcept {
   switch (type) {
-    case weight_type::f32: std::memcpy(dst, src, k * sizeof(float)); return;
-    case weight_type::f16: {
+    case tensor_type::f32: std::memcpy(dst, src, n * sizeof(float)); return;
+    case tensor_type::f16: {
       const auto* h = static_cast<const uint16_t*>(src);
-      for (uint32_t i = 0; i < k; ++i) dst[i] = fp16_to_fp32(h[i]);
+      for (size_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32(h[i]);
       return;
     }
-    case weight_type::bf16: {
+    case tensor_type::bf16: {
       const auto* h = static_cast<const uint16_t*>(src);
-      for (uint32_t i = 0; i < k; ++i) dst[i] = bf16_to_fp32(h[i]);
+      for (size_t i = 0; i < n; ++i) dst[i] = bf16_to_fp32(h[i]);
       return;
     }
-    case weight_type::q4_0: dequantize_q4_0(static_cast<const block_q4_0*>(src), dst, nb); return;
-    case weight_type::q4_1: dequantize_q4_1(static_cast<const block_q4_1*>(src), dst, nb); return;
-    case weight_type::q8_0: dequantize_q8_0(static_cast<const block_q8_0*>(src), dst, nb); return;
-    case weight_type::q4_k: dequantize_q4_k(static_cast<const block_q4_k*>(src), dst, nb); return;
-    case weight_type::q6_k: dequantize_q6_k(static_cast<const block_q6_k*>(src), dst, nb); return;
+    case tensor_type::q4_0: dequantize_q4_0(blocks<block_q4_0>(src), dst, n / qk32); return;
+    case tensor_type::q4_1: dequantize_q4_1(blocks<block_q4_1>(src), dst, n / qk32); return;
+    case tensor_type::q5_0: dequantize_q5_0(blocks<block_q5_0>(src), dst, n / qk32); return;
+    case tensor_type::q5_1: dequantize_q5_1(blocks<block_q5_1>(src), dst, n / qk32); return;
+    case tensor_type::q8_0: dequantize_q8_0(blocks<block_q8_0>(src), dst, n / qk32); return;
+    case tensor_type::q4_k: dequantize_k4(blocks<block_q4_k>(src), dst, n / qk_k); return;
+    case tensor_type::q5_k: dequantize_k4(blocks<block_q5_k>(src), dst, n / qk_k); return;
+    case tensor_type::q6_k: dequantize_q6_k(blocks<block_q6_k>(src), dst, n / qk_k); return;
+    case tensor_type::iq4_nl: dequantize_iq4_nl(blocks<block_iq4_nl>(src), dst, n / qk32); return;
+    case tensor_type::iq4_xs: dequantize_iq4_xs(blocks<block_iq4_xs>(src), dst, n / qk_k); return;
   }
-}
-
-bool quantize_row(weight_type type, const float* src, void* dst, uint32_t k) noexcept {
-  const uint32_t nb = k / block_elems(type);
-  switch (type) {
-    case weight_type::f32: std::memcpy(dst, src, k * sizeof(float)); return true;
-    case weight_type::f16: {
-      auto* h = static_cast<uint16_t*>(dst);
-      for (uint32_t i = 0; i < k; ++i) h[i] = fp32_to_fp16(src[i]);
-      return true;
-    }
-    case weight_type::bf16: {
-      auto* h = static_cast<uint16_t*>(dst);
-      for (uint32_t i = 0; i < k; ++i) {
-        uint32_t bits;
-        std::memcpy(&bits, &src[i], sizeof bits);
-        bits += 0x7fffu + ((bits >> 16) & 1u); // round to nearest even (finite inputs)
-        h[i] = static_cast<uint16_t>(bits >> 16);
-      }
-      return true;
-    }
-    case weight_type::q4_0: quantize_q4_0(src, static_cast<block_q4_0*>(dst), nb); return true;
-    case weight_type::q4_1: quantize_q4_1(src, static_cast<block_q4_1*>(dst), nb); return true;
-    case weight_type::q8_0: quantize_q8_0(src, static_cast<block_q8_0*>(dst), nb); return true;
-    case weight_type::q4_k:
-    case weight_type::q6_k: return false;
-  }
-  return false;
 }
 
 } // namespace dynamo::kernels::ref

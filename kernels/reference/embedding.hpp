@@ -3,7 +3,7 @@
 // op; pure function over caller buffers, any thread.
 #pragma once
 
-#include "kernels/reference/weight_types.hpp"
+#include "kernels/reference/tensor_type.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -21,9 +21,6 @@ constexpr uint32_t token_tile = 16;
 /// rows stay in L1 while the token groups of a tile pass over them.
 constexpr uint32_t row_run = 8;
 
-[[nodiscard]] bool integer_path(weight_type t) noexcept {
-  return t == weight_type::q4_0 || t == weight_type::q4_1 || t == weight_type::q8_0;
-}
 
 /// Everything a task needs; lives on the stack of matmul().
 struct plan {
@@ -37,40 +34,56 @@ struct plan {
   uint32_t chunk;                 ///< rows per task
 };
 
-void rows_integer(const plan& p, const weight_matrix& w, uint32_t r0, uint32_t r1, uint32_t col0) {
-  const matmul_args& a = *p.a;
-  const detail::dot_q_fn dot = w.type == weight_type::q4_0   ? p.kt->dot_q4_0
-                               : w.type == weight_type::q4_1 ? p.kt->dot_q4_1
-                                                             : p.kt->dot_q8_0;
-  const size_t rb = row_bytes(w.type, w.k);
-  const block_q16_act* xs[max_dot_tokens];
-  for (uint32_t t0 = 0; t0 < a.n_tokens; t0 += token_tile) {
-    const uint32_t t1 = std::min(a.n_tokens, t0 + token_tile);
-    // Within a token tile: rows outer (each row stays in L1 across tokens),
-    // groups of up to 4 tokens inner, one kernel call per (row run, group).
+/// Calls `dot(row r, nr rows, token t, nt tokens)` for every (row run,
+/// group of <= 4 tokens) of rows [r0, r1): within a token tile, rows outer
+/// (each row stays in L1 across tokens), token groups inner.
+template <class Dot>
+void tile_rows(uint32_t n_tokens, uint32_t r0, uint32_t r1, Dot dot) {
+  for (uint32_t t0 = 0; t0 < n_tokens; t0 += token_tile) {
+    const uint32_t t1 = std::min(n_tokens, t0 + token_tile);
     for (uint32_t r = r0; r < r1; r += row_run) {
       const uint32_t nr = std::min(row_run, r1 - r);
-      for (uint32_t t = t0; t < t1; t += max_dot_tokens) {
-        const uint32_t nt = std::min(max_dot_tokens, t1 - t);
-        for (uint32_t i = 0; i < nt; ++i) xs[i] = p.xq + static_cast<size_t>(t + i) * p.nb;
-        dot(w.row(r), rb, nr, xs, nt, p.nb, a.y + t * a.y_stride + col0 + r, a.y_stride);
-      }
+      for (uint32_t t = t0; t < t1; t += max_dot_tokens) dot(r, nr, t, std::min(max_dot_tokens, t1 - t));
     }
   }
 }
 
-void rows_float(const plan& p, const weight_matrix& w, uint32_t r0, uint32_t r1, uint32_t col0) {
+/// Quant types: integer block dots against the int16 activation blocks.
+void rows_integer(const plan& p, const weight_matrix& w, detail::dot_q_fn dot, uint32_t r0, uint32_t r1,
+                  uint32_t col0) {
+  const matmul_args& a = *p.a;
+  const size_t rb = w.stride();
+  const auto* base = static_cast<const std::byte*>(w.data);
+  tile_rows(a.n_tokens, r0, r1, [&](uint32_t r, uint32_t nr, uint32_t t, uint32_t nt) {
+    const block_q16_act* xs[max_dot_tokens];
+    for (uint32_t i = 0; i < nt; ++i) xs[i] = p.xq + static_cast<size_t>(t + i) * p.nb;
+    dot(base + r * rb, rb, nr, xs, nt, p.nb, a.y + t * a.y_stride + col0 + r, a.y_stride);
+  });
+}
+
+/// F32/F16/BF16: the weights widened in registers, dotted with fp32 activations.
+void rows_float(const plan& p, const weight_matrix& w, detail::dot_f_fn dot, uint32_t r0, uint32_t r1,
+                uint32_t col0) {
+  const matmul_args& a = *p.a;
+  const size_t rb = w.stride();
+  const auto* base = static_cast<const std::byte*>(w.data);
+  tile_rows(a.n_tokens, r0, r1, [&](uint32_t r, uint32_t nr, uint32_t t, uint32_t nt) {
+    const float* xs[max_dot_tokens];
+    for (uint32_t i = 0; i < nt; ++i) xs[i] = a.x + static_cast<size_t>(t + i) * a.x_stride;
+    dot(base + r * rb, rb, nr, xs, nt, p.k, a.y + t * a.y_stride + col0 + r, a.y_stride);
+  });
+}
+
+/// Reference mode for the quant types: each row dequantized to fp32 (one
+/// row at a time, never the matrix) and dotted with the exact activations.
+void rows_dequantized(const plan& p, const weight_matrix& w, uint32_t r0, uint32_t r1, uint32_t col0) {
   const matmul_args& a = *p.a;
   thread_local std::vector<float> buf;
   if (buf.size() < p.k) buf.resize(p.k);
   for (uint32_t r = r0; r < r1; ++r) {
-    const float* row = static_cast<const float*>(w.row(r));
-    if (w.type != weight_type::f32) {
-      dequantize_row(w.type, w.row(r), buf.data(), p.k);
-      row = buf.data();
-    }
+    dequantize_row(w.type, w.row(r), buf.data(), p.k);
     for (uint32_t t = 0; t < a.n_tokens; ++t) {
-      a.y[t * a.y_stride + col0 + r] = p.kt->dot_f32(row, a.x + t * a.x_stride, p.k);
+      a.y[t * a.y_stride + col0 + r] = p.kt->dot(buf.data(), a.x + t * a.x_stride, p.k);
     }
   }
 }
@@ -83,10 +96,12 @@ void run_task(const plan& p, uint32_t task) {
     const uint32_t end = std::min(g1, p.first[j + 1]);
     const weight_matrix& w = p.a->weights[j];
     const uint32_t r0 = g0 - p.first[j], r1 = end - p.first[j];
-    if (integer_path(w.type) && !p.a->fp32_activations) {
-      rows_integer(p, w, r0, r1, p.first[j]);
+    if (const auto fdot = detail::float_dot(*p.kt, w.type)) {
+      rows_float(p, w, fdot, r0, r1, p.first[j]);
+    } else if (p.a->fp32_activations) {
+      rows_dequantized(p, w, r0, r1, p.first[j]);
     } else {
-      rows_float(p, w, r0, r1, p.first[j]);
+      rows_integer(p, w, detail::integer_dot(*p.kt, w.type), r0, r1, p.first[j]);
     }
     g0 = end;
   }
@@ -117,7 +132,7 @@ void matmul(const matmul_args& a) {
   p.first[0] = 0;
   for (size_t j = 0; j < n_weights; ++j) {
     p.first[j + 1] = p.first[j] + a.weights[j].n;
-    any_integer = any_integer || (integer_path(a.weights[j].type) && !a.fp32_activations);
+    any_integer = any_integer || (detail::integer_dot(*p.kt, a.weights[j].type) != nullptr && !a.fp32_activations);
   }
   p.rows = p.first[n_weights];
 

@@ -3,12 +3,14 @@
 // reference for the CUDA GEMM/GEMV kernels. Runs on the caller's thread pool;
 // the arguments' buffers must not be touched by others during the call.
 //
-// Q4_0, Q4_1 and Q8_0 take the integer path: activations are quantized once
-// per call to 32-value int16 blocks (one scale per block), then each weight
-// block is dotted with int16 multiply-adds (AVX2 or VNNI when present, scalar
-// otherwise; all three give the same bits). F32, F16, BF16, Q4_K and Q6_K
-// (and every type with fp32_activations) dot dequantized fp32 rows against
-// fp32 activations.
+// Every quant type (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL,
+// IQ4_XS) takes the integer path: activations are quantized once per call to
+// 32-value int16 blocks (one scale per block; the K-quants' 32- and 16-value
+// sub-blocks line up with them), then each weight block is dotted with int16
+// multiply-adds (AVX2 or VNNI when present, scalar otherwise; all three give
+// the same bits). F32, F16 and BF16 rows are widened in registers and dotted
+// with the fp32 activations (the same bits on every path too). No weight
+// matrix is ever copied or widened in memory.
 // int16, not int8: in a block that holds a massive activation (attention-sink
 // tokens of Llama models reach 1000x the block's median and more) the other
 // entries keep ~1.5% precision at 1000x, where int8 rounds them to zero or
@@ -18,7 +20,7 @@
 #pragma once
 
 #include "kernels/reference/thread_pool.hpp"
-#include "kernels/reference/weight_types.hpp"
+#include "kernels/reference/tensor_type.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -43,8 +45,8 @@ struct matmul_args {
   size_t y_stride = 0;       ///< floats between token rows
   thread_pool* pool = nullptr;               ///< null: run on the caller only
   matmul_workspace* workspace = nullptr;     ///< null: allocate per call
-  /// Reference mode: Q4_0/Q4_1/Q8_0 rows are dequantized and dotted with the
-  /// fp32 activations too (no int16 rounding of activations). Several times
+  /// Reference mode: quant rows are dequantized one at a time and dotted with
+  /// the fp32 activations (no int16 rounding of activations). Several times
   /// slower; for golden comparisons against float implementations.
   bool fp32_activations = false;
 };

@@ -50,7 +50,7 @@ void attend_group(const paged_attention_args& a, const detail::kernel_table& kt,
   float* scores = sc.scores.data();
   for (uint32_t j = 0; j < n_keys; ++j) {
     const float* k = kv_row(kv, kt, kv.k, s, j, kv_head, sc.row.data());
-    for (uint32_t g = 0; g < group; ++g) scores[g * n_keys + j] = kt.dot_f32(q + g * hd, k, hd) * a.scale;
+    for (uint32_t g = 0; g < group; ++g) scores[g * n_keys + j] = kt.dot(q + g * hd, k, hd) * a.scale;
   }
   for (uint32_t g = 0; g < group; ++g) softmax(scores + g * n_keys, n_keys);
   std::fill(out, out + size_t(group) * hd, 0.0f);

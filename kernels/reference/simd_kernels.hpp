@@ -1,8 +1,11 @@
 // Internal to kernels/reference: the instruction-set-specific inner loops
-// (integer block dots, float dots, fp16 KV helpers, activation quantization)
-// behind one table per path, picked by cpu_features at call time. The public
-// ops (matmul, paged_attention) call through active_kernels(). Pure functions.
+// (integer block dots of every quant type, float dots of F32/F16/BF16 rows,
+// fp16 KV helpers, activation quantization) behind one table per path,
+// picked by cpu_features at call time. The public ops (matmul,
+// paged_attention) call through active_kernels(). Pure functions.
 #pragma once
+
+#include "kernels/reference/tensor_type.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -11,9 +14,9 @@ namespace dynamo::kernels::ref::detail {
 
 /// An activation block quantized for integer dots: 32 int16 values
 /// q = nearbyint(x * 32767 / amax) with scale `d = amax / 32767` and
-/// `s = d * sum(qs)` (the latter folds in Q4_0/Q4_1 offsets). 16 bits, not 8:
-/// blocks that hold one massive activation (attention-sink tokens) keep their
-/// small entries.
+/// `s = d * sum(qs)` (the latter folds in the weight blocks' offsets). 16
+/// bits, not 8: blocks that hold one massive activation (attention-sink
+/// tokens) keep their small entries.
 struct block_q16_act {
   float d;
   float s;
@@ -25,26 +28,39 @@ static_assert(sizeof(block_q16_act) == 72);
 /// unpacked once and reused).
 inline constexpr uint32_t max_dot_tokens = 4;
 
-/// For rows r < n_rows of a weight matrix (row r at w + r * row_bytes, nb
-/// blocks each) and tokens t < nt <= 4 (activation blocks x[t][0..nb)):
-///   y[t * y_stride + r] = dot(row r, x[t]).
-/// For a fixed (row, token), the arithmetic does not depend on nt or n_rows
-/// (batch-invariant), and every path gives the same bits: per block, eight
-/// exact int32 lane sums (lane l: elements 2l, 2l+1, 16+2l, 17+2l) are
-/// converted to float and fused-multiply-added into accumulator lanes (even
-/// blocks in one accumulator, odd in another); then the lanes are summed in a
-/// fixed tree (see simd_scalar.cpp, which spells it out).
+/// For rows r < n_rows of a quantized weight matrix (row r at w + r *
+/// row_bytes, nb 32-value blocks each) and tokens t < nt <= 4 (activation
+/// blocks x[t][0..nb)):   y[t * y_stride + r] = dot(row r, x[t]).
+///
+/// Every quant type reads as, per 32-value block i: 32 integer weights q
+/// (|q| <= 4096), a scale dw and, for types with an offset, a coefficient mw,
+/// with value = dw * q + mw (Q4_0: dw = d, mw = -8 d; Q4_K sub-block j: dw =
+/// d * sc_j, mw = -(dmin * m_j); Q6_K folds its 16-value scales into q; see
+/// simd_scalar.cpp for each type). Per block, eight exact int32 lane sums
+/// (lane l: elements 2l, 2l+1, 16+2l, 17+2l) are converted to float and
+/// fused-multiply-added with dw * d_x into accumulator lanes (even blocks in
+/// one accumulator, odd in another); mw * s_x goes to one offset sum per
+/// parity; then the lanes are summed in a fixed tree. For a fixed (row,
+/// token) none of it depends on nt or n_rows (batch-invariant), and every
+/// path gives the same bits.
 using dot_q_fn = void (*)(const void* w, size_t row_bytes, uint32_t n_rows, const block_q16_act* const* x,
                           uint32_t nt, uint32_t nb, float* y, size_t y_stride);
 
+/// The same for F32/F16/BF16 rows of k elements against fp32 activation rows
+/// x[t][0..k): per 16 elements, two 8-lane accumulators take fused
+/// multiply-adds of the widened weights; the lanes are summed in the same
+/// tree; the last k % 16 elements are fused-multiply-added in order.
+using dot_f_fn = void (*)(const void* w, size_t row_bytes, uint32_t n_rows, const float* const* x, uint32_t nt,
+                          uint32_t k, float* y, size_t y_stride);
+
 struct kernel_table {
-  dot_q_fn dot_q4_0;
-  dot_q_fn dot_q4_1;
-  dot_q_fn dot_q8_0;
+  dot_q_fn dot_q4_0, dot_q4_1, dot_q5_0, dot_q5_1, dot_q8_0;
+  dot_q_fn dot_q4_k, dot_q5_k, dot_q6_k, dot_iq4_nl, dot_iq4_xs;
+  dot_f_fn dot_f32, dot_f16, dot_bf16;
   /// Quantizes nb*32 floats into nb activation blocks.
   void (*quantize_act)(const float* x, block_q16_act* y, uint32_t nb);
   /// sum a[i]*b[i], i < n.
-  float (*dot_f32)(const float* a, const float* b, uint32_t n);
+  float (*dot)(const float* a, const float* b, uint32_t n);
   /// y[i] += a * x[i].
   void (*axpy_f32)(float a, const float* x, float* y, uint32_t n);
   /// y[i] = fp16(x[i]), round to nearest even.
@@ -52,6 +68,36 @@ struct kernel_table {
   /// y[i] = float(x[i]) (exact).
   void (*load_f16)(const uint16_t* x, float* y, uint32_t n);
 };
+
+/// The integer dot of a quant type; null for F32/F16/BF16 and unknown ids.
+[[nodiscard]] inline dot_q_fn integer_dot(const kernel_table& kt, tensor_type t) noexcept {
+  switch (t) {
+    case tensor_type::q4_0: return kt.dot_q4_0;
+    case tensor_type::q4_1: return kt.dot_q4_1;
+    case tensor_type::q5_0: return kt.dot_q5_0;
+    case tensor_type::q5_1: return kt.dot_q5_1;
+    case tensor_type::q8_0: return kt.dot_q8_0;
+    case tensor_type::q4_k: return kt.dot_q4_k;
+    case tensor_type::q5_k: return kt.dot_q5_k;
+    case tensor_type::q6_k: return kt.dot_q6_k;
+    case tensor_type::iq4_nl: return kt.dot_iq4_nl;
+    case tensor_type::iq4_xs: return kt.dot_iq4_xs;
+    case tensor_type::f32:
+    case tensor_type::f16:
+    case tensor_type::bf16: return nullptr;
+  }
+  return nullptr;
+}
+
+/// The float dot of F32/F16/BF16; null for the quant types.
+[[nodiscard]] inline dot_f_fn float_dot(const kernel_table& kt, tensor_type t) noexcept {
+  switch (t) {
+    case tensor_type::f32: return kt.dot_f32;
+    case tensor_type::f16: return kt.dot_f16;
+    case tensor_type::bf16: return kt.dot_bf16;
+    default: return nullptr;
+  }
+}
 
 [[nodiscard]] const kernel_table& scalar_kernels() noexcept;
 /// Null when the library was built for a non-x86 target.

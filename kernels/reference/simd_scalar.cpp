@@ -1,13 +1,13 @@
 // Portable inner loops: the fallback path and the definition of what the
-// vectorised paths must compute.
+// vectorised paths must compute, bit for bit.
 #include "kernels/reference/simd_kernels.hpp"
 
 #include "kernels/reference/cpu_features.hpp"
-#include "kernels/reference/weight_types.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstring>
 
 namespace dynamo::kernels::ref::detail {
 namespace {
@@ -29,61 +29,209 @@ struct lane_accumulator {
   }
 
   /// The vector paths' horizontal sum of acc[0] + acc[1].
-  [[nodiscard]] float sum() const {
+  [[nodiscard]] float sum() const { return tree_sum(acc[0], acc[1]); }
+
+  [[nodiscard]] static float tree_sum(const float* a, const float* b) {
     float v[8];
-    for (int l = 0; l < 8; ++l) v[l] = acc[0][l] + acc[1][l];
+    for (int l = 0; l < 8; ++l) v[l] = a[l] + b[l];
     float h[4];
     for (int l = 0; l < 4; ++l) h[l] = v[l] + v[l + 4];
     return (h[0] + h[2]) + (h[1] + h[3]);
   }
 };
 
-/// Q4_0 (m = -8 d) and Q4_1 (y = d q + m): the offset m rides on the
-/// activation block's s = d_x * sum(q_x), in two parity accumulators too.
-template <bool Q4_1>
-void dot_q4(const void* w, const block_q16_act* const* x, uint32_t nt, uint32_t nb, float* out) {
+/// One 32-value block as the integer dot sees it: value = dw * q + mw.
+struct int_block {
+  int32_t q[32];
+  float dw = 0.0f;
+  float mw = 0.0f; ///< used by the types whose Offset is true
+};
+
+/// Bit 4 of the elements of a Q5_0/Q5_1 block.
+void add_q5_high_bits(const uint8_t* qh, int32_t* q) {
+  uint32_t h;
+  std::memcpy(&h, qh, sizeof h);
+  for (int j = 0; j < 32; ++j) q[j] |= static_cast<int32_t>(((h >> j) & 1u) << 4);
+}
+
+void unpack_nibbles(const uint8_t* qs, int32_t* q) {
+  for (int j = 0; j < 16; ++j) {
+    q[j] = qs[j] & 0x0f;
+    q[j + 16] = qs[j] >> 4;
+  }
+}
+
+// Per type: decode 32-value block i of a row. Offset types (y = dw q + mw):
+// Q4_0 (mw = -8 d), Q4_1, Q5_0 (mw = -16 d), Q5_1, Q4_K, Q5_K. The others
+// have mw = 0 and skip the offset sums.
+
+struct q4_0_fmt {
+  static constexpr bool offset = true;
+  static void decode(const void* row, uint32_t i, int_block& b) {
+    const auto& x = static_cast<const block_q4_0*>(row)[i];
+    b.dw = fp16_to_fp32(x.d);
+    b.mw = b.dw * -8.0f;
+    unpack_nibbles(x.qs, b.q);
+  }
+};
+
+struct q4_1_fmt {
+  static constexpr bool offset = true;
+  static void decode(const void* row, uint32_t i, int_block& b) {
+    const auto& x = static_cast<const block_q4_1*>(row)[i];
+    b.dw = fp16_to_fp32(x.d);
+    b.mw = fp16_to_fp32(x.m);
+    unpack_nibbles(x.qs, b.q);
+  }
+};
+
+struct q5_0_fmt {
+  static constexpr bool offset = true;
+  static void decode(const void* row, uint32_t i, int_block& b) {
+    const auto& x = static_cast<const block_q5_0*>(row)[i];
+    b.dw = fp16_to_fp32(x.d);
+    b.mw = b.dw * -16.0f;
+    unpack_nibbles(x.qs, b.q);
+    add_q5_high_bits(x.qh, b.q);
+  }
+};
+
+struct q5_1_fmt {
+  static constexpr bool offset = true;
+  static void decode(const void* row, uint32_t i, int_block& b) {
+    const auto& x = static_cast<const block_q5_1*>(row)[i];
+    b.dw = fp16_to_fp32(x.d);
+    b.mw = fp16_to_fp32(x.m);
+    unpack_nibbles(x.qs, b.q);
+    add_q5_high_bits(x.qh, b.q);
+  }
+};
+
+struct q8_0_fmt {
+  static constexpr bool offset = false;
+  static void decode(const void* row, uint32_t i, int_block& b) {
+    const auto& x = static_cast<const block_q8_0*>(row)[i];
+    b.dw = fp16_to_fp32(x.d);
+    for (int j = 0; j < 32; ++j) b.q[j] = x.qs[j];
+  }
+};
+
+/// Q4_K / Q5_K sub-block j = i % 8 of super-block i / 8: dw = d * sc_j,
+/// mw = dmin * -m_j; the quants are the low (even j) or high (odd j) nibbles
+/// of qs[32 (j / 2), +32), plus bit j of qh[l] as bit 4 for Q5_K.
+template <class Block>
+struct k4_fmt {
+  static constexpr bool offset = true;
+  static void decode(const void* row, uint32_t i, int_block& b) {
+    const auto& x = static_cast<const Block*>(row)[i / 8];
+    const uint32_t j = i % 8;
+    uint8_t sc, m;
+    scale_min_k4(j, x.scales, sc, m);
+    b.dw = fp16_to_fp32(x.d) * static_cast<float>(sc);
+    b.mw = fp16_to_fp32(x.dmin) * -static_cast<float>(m);
+    const uint8_t* q = x.qs + 32 * (j / 2);
+    for (int l = 0; l < 32; ++l) {
+      b.q[l] = (q[l] >> (4 * (j % 2))) & 0x0f;
+      if constexpr (sizeof(Block) == sizeof(block_q5_k)) b.q[l] |= ((x.qh[l] >> j) & 1) << 4;
+    }
+  }
+};
+
+/// Q6_K block j = i % 8 (half h = j / 4, quadrant g = j % 4): q = sc * (q6 -
+/// 32) with sc = scales[2j] for elements 0..15 and scales[2j + 1] for 16..31
+/// (|q| <= 4096), dw = d.
+struct q6_k_fmt {
+  static constexpr bool offset = false;
+  static void decode(const void* row, uint32_t i, int_block& b) {
+    const auto& x = static_cast<const block_q6_k*>(row)[i / 8];
+    const uint32_t j = i % 8, h = j / 4, g = j % 4;
+    b.dw = fp16_to_fp32(x.d);
+    for (uint32_t l = 0; l < 32; ++l) {
+      const uint8_t lo = x.ql[64 * h + l + 32 * (g % 2)];
+      const int q6 = ((g < 2 ? lo & 0x0f : lo >> 4) | (((x.qh[32 * h + l] >> (2 * g)) & 3) << 4)) - 32;
+      b.q[l] = x.scales[2 * j + l / 16] * q6;
+    }
+  }
+};
+
+struct iq4_nl_fmt {
+  static constexpr bool offset = false;
+  static void decode(const void* row, uint32_t i, int_block& b) {
+    const auto& x = static_cast<const block_iq4_nl*>(row)[i];
+    b.dw = fp16_to_fp32(x.d);
+    unpack_nibbles(x.qs, b.q);
+    for (int& q : b.q) q = iq4nl_values[q];
+  }
+};
+
+/// IQ4_XS sub-block j = i % 8: dw = d * (ls_j - 32).
+struct iq4_xs_fmt {
+  static constexpr bool offset = false;
+  static void decode(const void* row, uint32_t i, int_block& b) {
+    const auto& x = static_cast<const block_iq4_xs*>(row)[i / 8];
+    const uint32_t j = i % 8;
+    const int ls = ((x.scales_l[j / 2] >> (4 * (j % 2))) & 0x0f) | (((x.scales_h >> (2 * j)) & 3) << 4);
+    b.dw = fp16_to_fp32(x.d) * static_cast<float>(ls - 32);
+    unpack_nibbles(x.qs + 16 * j, b.q);
+    for (int& q : b.q) q = iq4nl_values[q];
+  }
+};
+
+template <class F>
+void dot_q(const void* w, const block_q16_act* const* x, uint32_t nt, uint32_t nb, float* out) {
   for (uint32_t t = 0; t < nt; ++t) {
     lane_accumulator acc;
     float off[2] = {0.0f, 0.0f};
     for (uint32_t i = 0; i < nb; ++i) {
-      float d, m;
-      const uint8_t* qs;
-      if constexpr (Q4_1) {
-        const auto& b = static_cast<const block_q4_1*>(w)[i];
-        d = fp16_to_fp32(b.d);
-        m = fp16_to_fp32(b.m);
-        qs = b.qs;
-      } else {
-        const auto& b = static_cast<const block_q4_0*>(w)[i];
-        d = fp16_to_fp32(b.d);
-        m = d * -8.0f;
-        qs = b.qs;
-      }
-      int32_t q[32];
-      for (int j = 0; j < 16; ++j) {
-        q[j] = qs[j] & 0x0f;
-        q[j + 16] = qs[j] >> 4;
-      }
+      int_block b;
+      F::decode(w, i, b);
       const block_q16_act& a = x[t][i];
-      acc.add(i, d * a.d, q, a.qs);
-      off[i & 1] += m * a.s;
+      acc.add(i, b.dw * a.d, b.q, a.qs);
+      if constexpr (F::offset) off[i & 1] += b.mw * a.s;
     }
-    out[t] = acc.sum() + (off[0] + off[1]);
+    out[t] = F::offset ? acc.sum() + (off[0] + off[1]) : acc.sum();
   }
 }
 
-void dot_q8_0(const void* w, const block_q16_act* const* x, uint32_t nt, uint32_t nb, float* out) {
-  const auto* b = static_cast<const block_q8_0*>(w);
-  for (uint32_t t = 0; t < nt; ++t) {
-    lane_accumulator acc;
-    for (uint32_t i = 0; i < nb; ++i) {
-      int32_t q[32];
-      for (int j = 0; j < 32; ++j) q[j] = b[i].qs[j];
-      acc.add(i, fp16_to_fp32(b[i].d) * x[t][i].d, q, x[t][i].qs);
-    }
-    out[t] = acc.sum();
+/// The row loop around a one-row kernel.
+template <class F>
+void dot_q_rows(const void* w, size_t row_bytes, uint32_t n_rows, const block_q16_act* const* x, uint32_t nt,
+                uint32_t nb, float* y, size_t y_stride) {
+  float out[max_dot_tokens];
+  for (uint32_t r = 0; r < n_rows; ++r) {
+    dot_q<F>(static_cast<const std::byte*>(w) + r * row_bytes, x, nt, nb, out);
+    for (uint32_t t = 0; t < nt; ++t) y[t * y_stride + r] = out[t];
   }
 }
+
+// ---- float rows ---------------------------------------------------------------
+
+float widen_f32(const void* w, uint32_t i) { return static_cast<const float*>(w)[i]; }
+float widen_f16(const void* w, uint32_t i) { return fp16_to_fp32(static_cast<const uint16_t*>(w)[i]); }
+float widen_bf16(const void* w, uint32_t i) { return bf16_to_fp32(static_cast<const uint16_t*>(w)[i]); }
+
+template <float (*Widen)(const void*, uint32_t)>
+void dot_f_rows(const void* w, size_t row_bytes, uint32_t n_rows, const float* const* x, uint32_t nt, uint32_t k,
+                float* y, size_t y_stride) {
+  for (uint32_t r = 0; r < n_rows; ++r) {
+    const void* row = static_cast<const std::byte*>(w) + r * row_bytes;
+    for (uint32_t t = 0; t < nt; ++t) {
+      float acc[2][8] = {};
+      uint32_t i = 0;
+      for (; i + 16 <= k; i += 16) {
+        for (uint32_t l = 0; l < 8; ++l) {
+          acc[0][l] = std::fma(Widen(row, i + l), x[t][i + l], acc[0][l]);
+          acc[1][l] = std::fma(Widen(row, i + 8 + l), x[t][i + 8 + l], acc[1][l]);
+        }
+      }
+      float s = lane_accumulator::tree_sum(acc[0], acc[1]);
+      for (; i < k; ++i) s = std::fma(Widen(row, i), x[t][i], s);
+      y[t * y_stride + r] = s;
+    }
+  }
+}
+
+// ---- the rest -------------------------------------------------------------------
 
 void quantize_act(const float* x, block_q16_act* y, uint32_t nb) {
   for (uint32_t i = 0; i < nb; ++i, x += 32) {
@@ -102,7 +250,7 @@ void quantize_act(const float* x, block_q16_act* y, uint32_t nb) {
   }
 }
 
-float dot_f32(const float* a, const float* b, uint32_t n) {
+float dot(const float* a, const float* b, uint32_t n) {
   float acc = 0.0f;
   for (uint32_t i = 0; i < n; ++i) acc += a[i] * b[i];
   return acc;
@@ -120,19 +268,24 @@ void load_f16(const uint16_t* x, float* y, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i) y[i] = fp16_to_fp32(x[i]);
 }
 
-/// The row loop around a one-row kernel.
-template <void (*Dot)(const void*, const block_q16_act* const*, uint32_t, uint32_t, float*)>
-void dot_rows(const void* w, size_t row_bytes, uint32_t n_rows, const block_q16_act* const* x, uint32_t nt,
-              uint32_t nb, float* y, size_t y_stride) {
-  float out[max_dot_tokens];
-  for (uint32_t r = 0; r < n_rows; ++r) {
-    Dot(static_cast<const std::byte*>(w) + r * row_bytes, x, nt, nb, out);
-    for (uint32_t t = 0; t < nt; ++t) y[t * y_stride + r] = out[t];
-  }
-}
-
-constexpr kernel_table table{dot_rows<dot_q4<false>>, dot_rows<dot_q4<true>>, dot_rows<dot_q8_0>, quantize_act, dot_f32,
-                             axpy_f32, store_f16, load_f16};
+constexpr kernel_table table{dot_q_rows<q4_0_fmt>,
+                             dot_q_rows<q4_1_fmt>,
+                             dot_q_rows<q5_0_fmt>,
+                             dot_q_rows<q5_1_fmt>,
+                             dot_q_rows<q8_0_fmt>,
+                             dot_q_rows<k4_fmt<block_q4_k>>,
+                             dot_q_rows<k4_fmt<block_q5_k>>,
+                             dot_q_rows<q6_k_fmt>,
+                             dot_q_rows<iq4_nl_fmt>,
+                             dot_q_rows<iq4_xs_fmt>,
+                             dot_f_rows<widen_f32>,
+                             dot_f_rows<widen_f16>,
+                             dot_f_rows<widen_bf16>,
+                             quantize_act,
+                             dot,
+                             axpy_f32,
+                             store_f16,
+                             load_f16};
 
 } // namespace
 

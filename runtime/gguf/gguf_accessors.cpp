@@ -1,7 +1,9 @@
 // Typed metadata accessors and tensor data access of gguf::file.
-#include "runtime/gguf/dequant.hpp"
 #include "runtime/gguf/gguf_file.hpp"
 
+#include "kernels/reference/dequantize.hpp"
+
+#include <cstring>
 #include <limits>
 
 namespace dynamo::gguf {
@@ -179,16 +181,25 @@ expected<void> file::dequantize_row(const tensor_info& t, uint64_t row, std::spa
   if (out.size() != t.ne[0])
     return make_error(errc::invalid_argument, "tensor '" + t.name + "': row has " + std::to_string(t.ne[0]) +
                                                   " elements, output has " + std::to_string(out.size()));
+  if (!kernels::ref::is_computed(t.type))
+    return make_error(errc::unsupported, "tensor '" + t.name + "': dequantization of " +
+                                             kernels::ref::type_name(t.type) + " not supported");
   const uint64_t rb = t.row_bytes();
-  auto r = gguf::dequantize_row(t.type, tensor_data(t).subspan(row * rb, rb), out);
-  if (!r)
-    return make_error(code_of(r.error()), "tensor '" + t.name + "': " + message_of(r.error()));
+  const std::byte* src = tensor_data(t).data() + row * rb;
+  if (reinterpret_cast<uintptr_t>(src) % alignof(uint16_t) != 0) {
+    // Only an odd general.alignment puts data here; the blocks' fp16 fields need 2-byte alignment.
+    std::vector<uint16_t> aligned((rb + 1) / 2);
+    std::memcpy(aligned.data(), src, rb);
+    kernels::ref::dequantize_row(t.type, aligned.data(), out.data(), out.size());
+  } else {
+    kernels::ref::dequantize_row(t.type, src, out.data(), out.size());
+  }
   return {};
 }
 
 expected<std::vector<float>> file::dequantize(const tensor_info& t) const {
-  if (!can_dequantize(t.type))
-    return make_error(errc::unsupported, "tensor '" + t.name + "': dequantization of " + type_name(t.type) +
+  if (!kernels::ref::is_computed(t.type))
+    return make_error(errc::unsupported, "tensor '" + t.name + "': dequantization of " + kernels::ref::type_name(t.type) +
                                              " not supported");
   std::vector<float> out(t.n_elements());
   const uint64_t n0 = t.ne[0];

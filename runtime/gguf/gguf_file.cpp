@@ -1,6 +1,5 @@
 #include "runtime/gguf/gguf_file.hpp"
 
-#include "runtime/gguf/dequant.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -255,7 +254,7 @@ bool file_parser::read_tensor_info(tensor_info& t) {
 // Shape, type and size checks that need no file position.
 bool file_parser::check_tensor(tensor_info& t) {
   const std::string name = quoted(t.name);
-  auto geom = geometry_of(t.type);
+  auto geom = kernels::ref::geometry_of(t.type);
   if (!geom)
     return fail(errc::unsupported, "tensor " + name + ": unknown ggml type " +
                                        std::to_string(static_cast<uint32_t>(t.type)));

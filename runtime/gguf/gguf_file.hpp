@@ -5,8 +5,9 @@
 #pragma once
 
 #include "runtime/core/error.hpp"
-#include "runtime/gguf/tensor_type.hpp"
 #include "runtime/gguf/value.hpp"
+
+#include "kernels/reference/tensor_type.hpp"
 
 #include <array>
 #include <cstddef>
@@ -19,6 +20,9 @@
 #include <vector>
 
 namespace dynamo::gguf {
+
+/// A tensor's ggml storage type (one home: kernels/reference/tensor_type.hpp).
+using kernels::ref::tensor_type;
 
 inline constexpr uint32_t default_alignment = 32; ///< when general.alignment is absent
 inline constexpr uint32_t max_dims = 4;           ///< GGML_MAX_DIMS

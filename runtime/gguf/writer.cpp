@@ -1,6 +1,6 @@
 #include "runtime/gguf/writer.hpp"
 
-#include "runtime/gguf/quantize.hpp"
+#include "kernels/reference/quantize.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -104,10 +104,17 @@ expected<void> writer::add_tensor(std::string_view name, std::vector<uint64_t> d
   if (n != data.size())
     return make_error(errc::invalid_argument, "tensor '" + std::string(name) + "': " + std::to_string(data.size()) +
                                                   " values for a shape of " + std::to_string(n) + " elements");
-  auto bytes = quantize(type, data);
-  if (!bytes)
-    return make_error(code_of(bytes.error()), "tensor '" + std::string(name) + "': " + message_of(bytes.error()));
-  return add_raw_tensor(name, std::move(dims), type, std::move(*bytes));
+  if (!kernels::ref::can_quantize(type))
+    return make_error(errc::unsupported, "tensor '" + std::string(name) + "': cannot encode " +
+                                             kernels::ref::type_name(type));
+  auto size = check_tensor(name, dims, type);
+  if (!size)
+    return size.error();
+  std::vector<std::byte> bytes(*size);
+  const uint64_t n0 = dims[0], rows = n0 == 0 ? 0 : n / n0, rb = rows == 0 ? 0 : *size / rows;
+  for (uint64_t r = 0; r < rows; ++r)
+    (void)kernels::ref::quantize_row(type, data.data() + r * n0, bytes.data() + r * rb, n0); // checked above
+  return add_raw_tensor(name, std::move(dims), type, std::move(bytes));
 }
 
 expected<uint64_t> writer::check_tensor(std::string_view name, const std::vector<uint64_t>& dims,
@@ -121,10 +128,10 @@ expected<uint64_t> writer::check_tensor(std::string_view name, const std::vector
   uint64_t n = 1;
   for (auto d : dims)
     n *= d;
-  auto rb = row_bytes(type, dims[0]);
+  auto rb = kernels::ref::row_bytes(type, dims[0]);
   if (!rb)
     return make_error(errc::invalid_argument, who + "ne[0] = " + std::to_string(dims[0]) + " does not fit type " +
-                                                  type_name(type));
+                                                  kernels::ref::type_name(type));
   return dims[0] == 0 ? 0 : *rb * (n / dims[0]);
 }
 

@@ -1,12 +1,11 @@
-// Builds GGUF v3 files: metadata key/values and tensors (fp32 data quantized
-// to F32/F16/BF16/Q8_0/Q4_0/Q4_1, or raw pre-encoded blocks of any type).
+// Builds GGUF v3 files: metadata key/values and tensors (fp32 data encoded as
+// any type kernels/reference/quantize.hpp produces, or raw blocks of any type).
 // Used by tests and by tools that write random-weight Llama models.
 // One writer per file being built; not thread-safe.
 #pragma once
 
 #include "runtime/core/error.hpp"
 #include "runtime/gguf/gguf_file.hpp"
-#include "runtime/gguf/tensor_type.hpp"
 #include "runtime/gguf/value.hpp"
 
 #include <cstddef>

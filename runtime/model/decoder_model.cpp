@@ -7,8 +7,6 @@
 namespace dynamo::model {
 namespace {
 
-using kernels::ref::weight_type;
-
 /// Reads tensors by name and remembers which ones it read, so that a tensor
 /// the architecture does not use is an error rather than silently ignored
 /// (llama.cpp refuses such files too).
@@ -28,19 +26,19 @@ public:
       return bad(name, "has shape " + dims(info.ne) + ", expected " + dims({shape[0], shape[1], shape[2], 1}) +
                            " (ne0 first)");
     }
-    const auto id = static_cast<uint32_t>(info.type);
-    if (!kernels::ref::is_supported(id)) {
-      return make_error(errc::unsupported, "GGUF tensor '" + name + "' has type " + gguf::type_name(info.type) +
+    if (!kernels::ref::is_computed(info.type)) {
+      return make_error(errc::unsupported, "GGUF tensor '" + name + "' has type " +
+                                               kernels::ref::type_name(info.type) +
                                                ", which the CPU kernels do not support");
     }
-    const auto type = static_cast<weight_type>(id);
     const uint64_t k = shape[0], rows = shape[1] * shape[2];
-    if (k % kernels::ref::block_elems(type) != 0) return bad(name, "row length is not a whole number of blocks");
+    const auto rb = kernels::ref::row_bytes(info.type, k);
+    if (!rb) return bad(name, "row length is not a whole number of blocks");
     const auto data = f_.tensor_data(info);
-    if (data.size() != kernels::ref::row_bytes(type, static_cast<uint32_t>(k)) * rows) {
+    if (data.size() != *rb * rows) {
       return bad(name, "has " + std::to_string(data.size()) + " bytes, not what its shape and type need");
     }
-    return weight_matrix{type, static_cast<uint32_t>(k), static_cast<uint32_t>(rows), data.data()};
+    return weight_matrix{info.type, static_cast<uint32_t>(k), static_cast<uint32_t>(rows), data.data()};
   }
 
   [[nodiscard]] expected<weight_matrix> matrix(const std::string& name, uint64_t k, uint64_t rows) {
@@ -247,7 +245,7 @@ expected<decoder_weights> load_weights(const gguf::file& f, const decoder_config
 }
 
 size_t bytes(const weight_matrix& w) noexcept {
-  return w.data == nullptr ? 0 : kernels::ref::row_bytes(w.type, w.k) * w.n;
+  return w.data == nullptr ? 0 : w.stride() * w.n;
 }
 
 } // namespace

@@ -7,7 +7,7 @@
 #include "runtime/core/error.hpp"
 #include "runtime/model/decoder_config.hpp"
 
-#include "kernels/reference/weight_types.hpp"
+#include "kernels/reference/tensor_type.hpp"
 
 #include <memory>
 #include <string>

@@ -1,8 +1,8 @@
 #include "runtime/model/random_model.hpp"
 
 #include "kernels/counter_rng.hpp"
+#include "kernels/reference/quantize.hpp"
 #include "runtime/gguf/gguf_file.hpp"
-#include "runtime/gguf/quantize.hpp"
 #include "runtime/gguf/writer.hpp"
 #include "runtime/tokenizer/bpe_tokenizer.hpp"
 
@@ -91,29 +91,50 @@ uint32_t head_dim_of(const random_model_options& o) { return o.head_dim != 0 ? o
 uint32_t ff_expert_of(const random_model_options& o) { return o.n_ff_expert != 0 ? o.n_ff_expert : o.n_ff; }
 uint32_t ff_shared_of(const random_model_options& o) { return o.n_ff_shared != 0 ? o.n_ff_shared : o.n_ff; }
 
-tensor_type embd_type_of(const random_model_options& o) {
-  if (o.embd_type) return *o.embd_type;
-  return o.type == tensor_type::q4_0 || o.type == tensor_type::q4_1 ? tensor_type::q8_0 : o.type;
+bool fits(tensor_type t, uint32_t ne0) { return kernels::ref::row_bytes(t, ne0).has_value(); }
+
+/// llama-quantize's tensor_type_fallback: a type whose blocks a row cannot hold.
+tensor_type fallback(tensor_type t, uint32_t ne0) {
+  if (fits(t, ne0)) return t;
+  switch (t) {
+    case tensor_type::q4_k: t = tensor_type::q5_0; break;
+    case tensor_type::q5_k: t = tensor_type::q5_1; break;
+    case tensor_type::q6_k: t = tensor_type::q8_0; break;
+    case tensor_type::iq4_xs: t = tensor_type::iq4_nl; break;
+    default: break;
+  }
+  return fits(t, ne0) ? t : tensor_type::f16;
 }
+
+/// The layer of "blk.<i>.<...>", or -1.
+int layer_of(std::string_view name) {
+  if (name.substr(0, 4) != "blk.") return -1;
+  int i = 0;
+  size_t p = 4;
+  for (; p < name.size() && name[p] >= '0' && name[p] <= '9'; ++p) i = i * 10 + (name[p] - '0');
+  return p > 4 ? i : -1;
+}
+
+bool has(std::string_view name, std::string_view part) { return name.find(part) != std::string_view::npos; }
 
 std::vector<tensor_plan> plan_layer(const random_model_options& o, uint32_t l) {
   const architecture_traits& tr = traits_of(o.arch);
   const uint32_t E = o.n_embd, D = head_dim_of(o), q = o.n_head * D, kv = o.n_kv_head * D;
   const std::string p = "blk." + std::to_string(l) + ".";
-  const tensor_type f32 = tensor_type::f32, w = o.type;
+  const tensor_type f32 = tensor_type::f32;
   std::vector<tensor_plan> t;
   auto vec = [&](const std::string& name, uint32_t n, init kind) { t.push_back({p + name, n, 1, {n}, f32, kind}); };
-  auto mat = [&](const std::string& name, uint32_t k, uint32_t rows, tensor_type type) {
-    t.push_back({p + name, k, rows, {k, rows}, type, init::matrix});
+  auto mat = [&](const std::string& name, uint32_t k, uint32_t rows, std::optional<tensor_type> type = {}) {
+    t.push_back({p + name, k, rows, {k, rows}, type.value_or(matrix_type(o, p + name, k)), init::matrix});
   };
   auto stack = [&](const std::string& name, uint32_t k, uint32_t rows) {
-    t.push_back({p + name, k, rows * o.n_expert, {k, rows, o.n_expert}, w, init::matrix});
+    t.push_back({p + name, k, rows * o.n_expert, {k, rows, o.n_expert}, matrix_type(o, p + name, k), init::matrix});
   };
   vec("attn_norm.weight", E, init::norm);
-  mat("attn_q.weight", E, q, w);
-  mat("attn_k.weight", E, kv, w);
-  mat("attn_v.weight", E, kv, w);
-  mat("attn_output.weight", q, E, w);
+  mat("attn_q.weight", E, q);
+  mat("attn_k.weight", E, kv);
+  mat("attn_v.weight", E, kv);
+  mat("attn_output.weight", q, E);
   if (tr.qkv_bias) {
     vec("attn_q.bias", q, init::bias);
     vec("attn_k.bias", kv, init::bias);
@@ -126,9 +147,9 @@ std::vector<tensor_plan> plan_layer(const random_model_options& o, uint32_t l) {
   }
   vec("ffn_norm.weight", E, init::norm);
   if (o.n_expert == 0) {
-    mat("ffn_gate.weight", E, o.n_ff, w);
-    mat("ffn_up.weight", E, o.n_ff, w);
-    mat("ffn_down.weight", o.n_ff, E, w);
+    mat("ffn_gate.weight", E, o.n_ff);
+    mat("ffn_up.weight", E, o.n_ff);
+    mat("ffn_down.weight", o.n_ff, E);
     return t;
   }
   const uint32_t fe = ff_expert_of(o);
@@ -139,20 +160,21 @@ std::vector<tensor_plan> plan_layer(const random_model_options& o, uint32_t l) {
   if (tr.shared_expert) {
     const uint32_t fs = ff_shared_of(o);
     vec("ffn_gate_inp_shexp.weight", E, init::matrix);
-    mat("ffn_gate_shexp.weight", E, fs, w);
-    mat("ffn_up_shexp.weight", E, fs, w);
-    mat("ffn_down_shexp.weight", fs, E, w);
+    mat("ffn_gate_shexp.weight", E, fs);
+    mat("ffn_up_shexp.weight", E, fs);
+    mat("ffn_down_shexp.weight", fs, E);
   }
   return t;
 }
 
 std::vector<tensor_plan> plan_tensors(const random_model_options& o) {
-  const tensor_type embd = embd_type_of(o);
   std::vector<tensor_plan> t;
-  t.push_back({"token_embd.weight", o.n_embd, o.n_vocab, {o.n_embd, o.n_vocab}, embd, init::embedding});
+  t.push_back({"token_embd.weight", o.n_embd, o.n_vocab, {o.n_embd, o.n_vocab},
+               matrix_type(o, "token_embd.weight", o.n_embd), init::embedding});
   t.push_back({"output_norm.weight", o.n_embd, 1, {o.n_embd}, tensor_type::f32, init::norm});
   if (!o.tied_embeddings) {
-    t.push_back({"output.weight", o.n_embd, o.n_vocab, {o.n_embd, o.n_vocab}, embd, init::matrix});
+    t.push_back({"output.weight", o.n_embd, o.n_vocab, {o.n_embd, o.n_vocab}, matrix_type(o, "output.weight", o.n_embd),
+                 init::matrix});
   }
   if (o.llama3_rope_freqs) {
     const uint32_t half = head_dim_of(o) / 2;
@@ -169,7 +191,7 @@ std::vector<tensor_plan> plan_tensors(const random_model_options& o) {
 /// values at a time, and handed to `sink` in row order.
 template <class Sink>
 expected<void> generate(const random_model_options& o, const tensor_plan& t, uint64_t salt, Sink&& sink) {
-  const uint64_t row_bytes = *gguf::row_bytes(t.type, t.k);
+  const uint64_t row_bytes = *kernels::ref::row_bytes(t.type, t.k);
   const uint32_t rows_per_chunk = std::max<uint32_t>(1, static_cast<uint32_t>((uint64_t(1) << 24) / t.k));
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   const unsigned n_threads = std::min<unsigned>(o.threads != 0 ? o.threads : hw, (t.rows + 15) / 16 + 1);
@@ -183,12 +205,10 @@ expected<void> generate(const random_model_options& o, const tensor_plan& t, uin
       for (uint32_t r = w; r < n; r += n_threads) {
         const uint64_t base = uint64_t(r0 + r) * t.k;
         for (uint32_t i = 0; i < t.k; ++i) x[i] = value_of(o, t, salt, base + i);
-        auto enc = gguf::quantize(t.type, x);
-        if (!enc) {
-          errors[w] = describe(enc.error());
+        if (!kernels::ref::quantize_row(t.type, x.data(), chunk.data() + r * row_bytes, t.k)) {
+          errors[w] = "cannot encode " + kernels::ref::type_name(t.type) + " rows of " + std::to_string(t.k);
           return;
         }
-        std::copy(enc->begin(), enc->end(), chunk.begin() + static_cast<ptrdiff_t>(r * row_bytes));
       }
     };
     std::vector<std::thread> pool;
@@ -211,6 +231,7 @@ void write_metadata(const random_model_options& o, gguf::writer& w) {
   const std::string a(traits_of(o.arch).name);
   w.set_string("general.architecture", a);
   w.set_string("general.name", o.name);
+  if (const auto ft = llama_file_type(o)) w.set_u32("general.file_type", *ft);
   w.set_u32(a + ".block_count", o.n_layer);
   w.set_u32(a + ".context_length", o.context_length);
   w.set_u32(a + ".embedding_length", o.n_embd);
@@ -309,6 +330,51 @@ expected<random_model_options> random_model_preset(std::string_view name) {
   return o;
 }
 
+tensor_type matrix_type(const random_model_options& o, std::string_view name, uint32_t ne0) {
+  const bool embedding = name == "token_embd.weight" || name == "output.weight";
+  if (embedding && o.embd_type) return *o.embd_type;
+  tensor_type t = o.type;
+  if (t == tensor_type::f32 || t == tensor_type::f16 || t == tensor_type::bf16) return t; // never quantized
+  const int layer = layer_of(name);
+  const auto n = static_cast<int>(o.n_layer);
+  const bool more_bits = layer >= 0 && (layer < n / 8 || layer >= 7 * n / 8 || (layer - n / 8) % 3 == 2);
+  const bool eight_experts = o.n_expert == 8;
+  if (name == "output.weight" || (o.tied_embeddings && name == "token_embd.weight")) {
+    t = !fits(t, ne0) || t == tensor_type::q8_0 ? tensor_type::q8_0 : tensor_type::q6_k;
+  } else if (has(name, "attn_v.weight")) {
+    if (o.medium_mix && more_bits) t = tensor_type::q6_k;
+    if (eight_experts) t = tensor_type::q8_0;
+  } else if (has(name, "attn_k.weight")) {
+    if (eight_experts) t = tensor_type::q8_0;
+  } else if (has(name, "attn_output.weight")) {
+    if (eight_experts && o.medium_mix && o.type == tensor_type::q4_k) t = tensor_type::q5_k;
+  } else if (has(name, "ffn_down")) {
+    if (o.medium_mix && more_bits) t = tensor_type::q6_k;
+  }
+  return fallback(t, ne0);
+}
+
+std::optional<uint32_t> llama_file_type(const random_model_options& o) noexcept {
+  if (o.medium_mix) {
+    if (o.type == tensor_type::q4_k) return 15; // LLAMA_FTYPE_MOSTLY_Q4_K_M
+    if (o.type == tensor_type::q5_k) return 17; // LLAMA_FTYPE_MOSTLY_Q5_K_M
+    return std::nullopt;
+  }
+  switch (o.type) {
+    case tensor_type::f32: return 0;
+    case tensor_type::f16: return 1;
+    case tensor_type::q4_0: return 2;
+    case tensor_type::q4_1: return 3;
+    case tensor_type::q8_0: return 7;
+    case tensor_type::q5_0: return 8;
+    case tensor_type::q5_1: return 9;
+    case tensor_type::q6_k: return 18;
+    case tensor_type::iq4_nl: return 25;
+    case tensor_type::bf16: return 32;
+    default: return std::nullopt;
+  }
+}
+
 std::string random_model_presets() {
   return "tiny, smollm2-135m, llama-3.1-8b, mistral-7b, mixtral-8x7b, qwen2.5-0.5b, qwen3-0.6b, qwen3-8b, "
          "qwen3-30b-a3b, qwen1.5-moe-a2.7b";
@@ -324,6 +390,9 @@ expected<void> validate(const random_model_options& o) {
   if (head_dim_of(o) % 2 != 0) return bad("the head dimension must be even for RoPE");
   if (o.n_vocab < 259) return bad("--vocab must be at least 259 (3 control tokens and 256 byte tokens)");
   if (!(o.stddev >= 0.0f) || !std::isfinite(o.stddev)) return bad("--std must be positive (or 0 for scaled weights)");
+  if (o.medium_mix && o.type != tensor_type::q4_k && o.type != tensor_type::q5_k) {
+    return bad("the _M mixes need a q4_k or q5_k base type");
+  }
   const architecture_traits& tr = traits_of(o.arch);
   if (tr.moe && o.n_expert == 0) return bad(std::string(tr.name) + " needs --experts");
   if (!tr.moe && o.arch != architecture::llama && o.n_expert != 0) {
@@ -336,10 +405,12 @@ expected<void> validate(const random_model_options& o) {
     return bad("llama (Mixtral layout) experts have the FFN width --ffn; --expert-ffn must be 0 or equal");
   }
   for (const auto& t : plan_tensors(o)) {
-    if (!gguf::can_quantize(t.type)) return bad("cannot write tensors of type " + gguf::type_name(t.type));
-    if (!gguf::row_bytes(t.type, t.k)) {
+    if (!kernels::ref::can_quantize(t.type)) {
+      return bad("cannot write tensors of type " + kernels::ref::type_name(t.type));
+    }
+    if (!kernels::ref::row_bytes(t.type, t.k)) {
       return bad("tensor " + t.name + ": rows of " + std::to_string(t.k) + " are not a whole number of " +
-                 gguf::type_name(t.type) + " blocks");
+                 kernels::ref::type_name(t.type) + " blocks");
     }
   }
   return {};

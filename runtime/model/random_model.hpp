@@ -8,7 +8,7 @@
 #pragma once
 
 #include "runtime/core/error.hpp"
-#include "runtime/gguf/tensor_type.hpp"
+#include "runtime/gguf/gguf_file.hpp"
 #include "runtime/model/decoder_config.hpp"
 
 #include <cstdint>
@@ -17,10 +17,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-namespace dynamo::gguf {
-class file;
-}
 
 namespace dynamo::model {
 
@@ -44,9 +40,14 @@ struct random_model_options {
   uint32_t n_expert_used = 0;
   uint32_t n_ff_expert = 0;   ///< 0: n_ff
   uint32_t n_ff_shared = 0;   ///< qwen2moe's shared expert width; 0: n_ff
-  gguf::tensor_type type = gguf::tensor_type::bf16; ///< attention and FFN matrices
-  /// token_embd (and output when untied); default: `type`, or Q8_0 when
-  /// `type` has 4 or 5 bits (llama.cpp keeps the embeddings wider).
+  /// Base type of the attention and FFN matrices; each matrix's type follows
+  /// llama-quantize's rules for it (see matrix_type).
+  gguf::tensor_type type = gguf::tensor_type::bf16;
+  /// llama.cpp's Q4_K_M / Q5_K_M mix (type q4_k or q5_k): more bits for
+  /// attn_v and ffn_down of some layers.
+  bool medium_mix = false;
+  /// token_embd (and output when untied), taken as given; default: as
+  /// llama-quantize picks them (see matrix_type).
   std::optional<gguf::tensor_type> embd_type;
   bool tied_embeddings = false;
   /// Writes attn_output.bias in every layer (optional in every architecture;
@@ -68,6 +69,22 @@ struct random_model_options {
 
 /// The preset names, comma-separated (for --help).
 [[nodiscard]] std::string random_model_presets();
+
+/// The type of matrix `name` (a GGUF tensor name, rows of `ne0`) as
+/// llama-quantize picks it for a model of base type `o.type`
+/// (src/llama-quant.cpp): F32/F16/BF16 bases are used for everything; a
+/// quantized base stores the LM head (output, or token_embd when tied) in
+/// Q6_K (Q8_0 for a Q8_0 base or rows that do not fit the base's blocks);
+/// the medium mix stores attn_v and ffn_down of layers i < n/8, i >= 7n/8 and
+/// (i - n/8) % 3 == 2 in Q6_K; 8-expert models keep attn_k/attn_v in Q8_0
+/// (and Q4_K_M's attn_output in Q5_K); finally rows that are not a whole
+/// number of blocks fall back (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0,
+/// IQ4_XS -> IQ4_NL, else F16). An explicit embd_type wins for the embeddings.
+[[nodiscard]] gguf::tensor_type matrix_type(const random_model_options& o, std::string_view name, uint32_t ne0);
+
+/// llama.cpp's general.file_type (llama_ftype) for `o`, or nullopt when no
+/// llama ftype means exactly these rules (q4_k, q5_k and iq4_xs bases).
+[[nodiscard]] std::optional<uint32_t> llama_file_type(const random_model_options& o) noexcept;
 
 /// Checks the shape (divisibility, block sizes, vocabulary size, experts).
 [[nodiscard]] expected<void> validate(const random_model_options& o);

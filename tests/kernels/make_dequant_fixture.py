@@ -13,11 +13,14 @@ from gguf.quants import dequantize
 rng = np.random.default_rng(1337)
 N = 512
 # (name, type, block bytes, byte offsets of fp16 scale fields within a block)
+# New types go at the end, so the earlier entries keep their random bytes.
 TYPES = [("q4_0", T.Q4_0, 18, [0]), ("q4_1", T.Q4_1, 20, [0, 2]), ("q8_0", T.Q8_0, 34, [0]),
-         ("q4_k", T.Q4_K, 144, [0, 2]), ("q6_k", T.Q6_K, 210, [208])]
+         ("q4_k", T.Q4_K, 144, [0, 2]), ("q6_k", T.Q6_K, 210, [208]),
+         ("q5_0", T.Q5_0, 22, [0]), ("q5_1", T.Q5_1, 24, [0, 2]), ("q5_k", T.Q5_K, 176, [0, 2]),
+         ("iq4_nl", T.IQ4_NL, 18, [0]), ("iq4_xs", T.IQ4_XS, 136, [0])]
 out = []
 for name, qt, bb, scale_offsets in TYPES:
-    elems = 256 if name.endswith("_k") else 32
+    elems = 256 if name.endswith("_k") or name == "iq4_xs" else 32
     nblocks = N // elems
     raw = bytearray(rng.integers(0, 256, nblocks * bb, dtype=np.uint8).tobytes())
     for b in range(nblocks):  # replace random scale bits by sane finite fp16 values

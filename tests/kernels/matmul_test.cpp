@@ -17,12 +17,14 @@ struct shape {
 };
 
 /// y = x * W^T in double from the dequantized weights, and for each output
-/// the error bound of quantizing x to int16 blocks: sum_i |w_i| * d_x / 2.
+/// the error bound of quantizing x to int16 blocks (sum_i |w_i| * d_x / 2)
+/// plus fp32 accumulation slack, and the slack alone (for exact activations).
 void naive(const std::vector<float>& x, const test::owned_weight& w, uint32_t n_tokens,
-           std::vector<double>& y, std::vector<double>& bound) {
+           std::vector<double>& y, std::vector<double>& bound, std::vector<double>* slack = nullptr) {
   const uint32_t k = w.view.k, n = w.view.n;
   y.assign(static_cast<size_t>(n_tokens) * n, 0.0);
   bound.assign(y.size(), 0.0);
+  if (slack != nullptr) slack->assign(y.size(), 0.0);
   for (uint32_t t = 0; t < n_tokens; ++t) {
     for (uint32_t r = 0; r < n; ++r) {
       double acc = 0.0, err = 0.0, mag = 0.0;
@@ -42,42 +44,58 @@ void naive(const std::vector<float>& x, const test::owned_weight& w, uint32_t n_
       y[t * n + r] = acc;
       // float accumulation slack on top of the quantization bound
       bound[t * n + r] = err + 1e-5 * mag + 1e-6;
+      if (slack != nullptr) (*slack)[t * n + r] = 1e-5 * mag + 1e-6;
     }
   }
 }
 
-bool integer_path(weight_type t) {
-  return t == weight_type::q4_0 || t == weight_type::q4_1 || t == weight_type::q8_0;
+/// The types whose activations are quantized (all but F32/F16/BF16).
+bool integer_path(tensor_type t) {
+  return t != tensor_type::f32 && t != tensor_type::f16 && t != tensor_type::bf16;
 }
 
-const weight_type all_types[] = {weight_type::f32,  weight_type::f16,  weight_type::bf16,
-                                 weight_type::q4_0, weight_type::q4_1, weight_type::q8_0,
-                                 weight_type::q4_k, weight_type::q6_k};
+/// Every type the kernels compute with.
+std::vector<tensor_type> all_types() {
+  std::vector<tensor_type> out;
+  for (uint32_t id = 0; id < 64; ++id)
+    if (is_computed(static_cast<tensor_type>(id))) out.push_back(static_cast<tensor_type>(id));
+  return out;
+}
+
+std::vector<tensor_type> quant_types() {
+  std::vector<tensor_type> out;
+  for (const auto t : all_types())
+    if (integer_path(t)) out.push_back(t);
+  return out;
+}
+
+bool fits(tensor_type t, uint32_t k) { return k % geometry_of(t)->block_elems == 0; }
 
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(matmul_op)
 
 BOOST_AUTO_TEST_CASE(every_type_and_path_matches_dequantize_then_float_matmul) {
-  const shape shapes[] = {{1, 256, 1}, {3, 256, 7}, {5, 512, 33}, {17, 768, 20}, {2, 32, 5}, {9, 96, 3}};
+  const shape shapes[] = {{1, 256, 1}, {3, 256, 7},  {5, 512, 33}, {17, 768, 20},
+                          {2, 32, 5},  {9, 96, 3},   {3, 40, 5},   {2, 1000, 3}};
   thread_pool pool(3);
   for (const cpu_isa isa : test::runnable_isas()) {
     test::isa_guard guard(isa);
-    for (const weight_type t : all_types) {
+    for (const tensor_type t : all_types()) {
       for (const shape& s : shapes) {
-        if (s.k % block_elems(t) != 0) continue;
-        BOOST_TEST_CONTEXT("isa " << to_string(isa) << " type " << to_string(t) << " shape "
+        if (!fits(t, s.k)) continue;
+        BOOST_TEST_CONTEXT("isa " << to_string(isa) << " type " << type_name(t) << " shape "
                                   << s.n_tokens << "x" << s.k << "x" << s.n) {
           const test::owned_weight w(t, s.k, s.n, s.k + s.n);
           const auto x = test::random_floats(static_cast<size_t>(s.n_tokens) * s.k, s.n_tokens);
-          std::vector<double> want, bound;
-          naive(x, w, s.n_tokens, want, bound);
+          std::vector<double> want, bound, slack;
+          naive(x, w, s.n_tokens, want, bound, &slack);
           std::vector<float> y(static_cast<size_t>(s.n_tokens) * s.n, NAN);
           matmul_workspace ws;
           matmul({x.data(), s.k, s.n_tokens, {&w.view, 1}, y.data(), s.n, &pool, &ws});
           for (size_t i = 0; i < y.size(); ++i) {
             // Float paths see exact activations: only accumulation slack.
-            const double tol = integer_path(t) ? bound[i] : 1e-5 * std::fabs(want[i]) + 1e-4;
+            const double tol = integer_path(t) ? bound[i] : slack[i];
             BOOST_TEST_REQUIRE(std::fabs(y[i] - want[i]) <= tol, "out " << i << ": " << y[i] << " vs " << want[i] << " tol " << tol);
           }
         }
@@ -88,24 +106,24 @@ BOOST_AUTO_TEST_CASE(every_type_and_path_matches_dequantize_then_float_matmul) {
 
 BOOST_AUTO_TEST_CASE(fp32_activation_mode_is_exact_for_quantized_types) {
   thread_pool pool(2);
-  const uint32_t k = 96, n = 11, n_tokens = 6;
-  for (const weight_type t : {weight_type::q4_0, weight_type::q4_1, weight_type::q8_0}) {
+  const uint32_t k = 512, n = 11, n_tokens = 6;
+  for (const tensor_type t : quant_types()) {
     const test::owned_weight w(t, k, n, 21);
     const auto x = test::random_floats(n_tokens * k, 22);
-    std::vector<double> want, bound;
-    naive(x, w, n_tokens, want, bound);
+    std::vector<double> want, bound, slack;
+    naive(x, w, n_tokens, want, bound, &slack);
     std::vector<float> y(n_tokens * n);
     matmul_args a{x.data(), k, n_tokens, {&w.view, 1}, y.data(), n, &pool, nullptr};
     a.fp32_activations = true;
     matmul(a);
-    for (size_t i = 0; i < y.size(); ++i) BOOST_TEST_REQUIRE(std::fabs(y[i] - want[i]) <= 1e-5 * std::fabs(want[i]) + 1e-5);
+    for (size_t i = 0; i < y.size(); ++i) BOOST_TEST_REQUIRE(std::fabs(y[i] - want[i]) <= slack[i], type_name(t));
   }
 }
 
 BOOST_AUTO_TEST_CASE(a_token_result_does_not_depend_on_the_rest_of_the_batch) {
   thread_pool pool(2);
   const uint32_t k = 256, n = 40, n_tokens = 7;
-  for (const weight_type t : all_types) {
+  for (const tensor_type t : all_types()) {
     const test::owned_weight w(t, k, n, 99);
     const auto x = test::random_floats(static_cast<size_t>(n_tokens) * k, 5);
     std::vector<float> all(static_cast<size_t>(n_tokens) * n);
@@ -113,7 +131,7 @@ BOOST_AUTO_TEST_CASE(a_token_result_does_not_depend_on_the_rest_of_the_batch) {
     for (uint32_t tok = 0; tok < n_tokens; ++tok) {
       std::vector<float> one(n);
       matmul({x.data() + tok * k, k, 1, {&w.view, 1}, one.data(), n, nullptr, nullptr});
-      BOOST_TEST_CONTEXT("type " << to_string(t) << " token " << tok) {
+      BOOST_TEST_CONTEXT("type " << type_name(t) << " token " << tok) {
         BOOST_TEST(std::memcmp(one.data(), all.data() + tok * n, n * sizeof(float)) == 0);
       }
     }
@@ -122,9 +140,9 @@ BOOST_AUTO_TEST_CASE(a_token_result_does_not_depend_on_the_rest_of_the_batch) {
 
 BOOST_AUTO_TEST_CASE(several_weights_write_side_by_side_like_separate_calls) {
   thread_pool pool(2);
-  const uint32_t k = 64, n_tokens = 3;
-  const test::owned_weight a(weight_type::q4_1, k, 9, 1), b(weight_type::q8_0, k, 3, 2),
-      c(weight_type::f16, k, 5, 3);
+  const uint32_t k = 256, n_tokens = 3;
+  const test::owned_weight a(tensor_type::q4_1, k, 9, 1), b(tensor_type::q6_k, k, 3, 2),
+      c(tensor_type::f16, k, 5, 3);
   const weight_matrix ws[] = {a.view, b.view, c.view};
   const auto x = test::random_floats(n_tokens * k, 11);
   const uint32_t stride = 9 + 3 + 5 + 2; // padded output rows
@@ -176,9 +194,11 @@ BOOST_AUTO_TEST_CASE(activations_quantize_to_int16_blocks_identically_on_every_p
 BOOST_AUTO_TEST_CASE(every_path_gives_the_scalar_paths_bits) {
   // Odd and even block counts, token counts that use every kernel width
   // (1..4 tokens per call) and several token tiles, activations with outliers.
-  const shape shapes[] = {{1, 32, 3}, {3, 96, 17}, {9, 576, 40}, {21, 1536, 9}};
-  for (const weight_type t : {weight_type::q4_0, weight_type::q4_1, weight_type::q8_0}) {
+  const shape shapes[] = {{1, 32, 3},  {3, 96, 17}, {9, 576, 40}, {21, 1536, 9},
+                          {5, 768, 11}, {6, 512, 4}, {3, 40, 6}};
+  for (const tensor_type t : all_types()) {
     for (const shape& s : shapes) {
+      if (!fits(t, s.k)) continue;
       const test::owned_weight w(t, s.k, s.n, s.k * 3 + s.n);
       auto x = test::random_floats(static_cast<size_t>(s.n_tokens) * s.k, s.n, -3.0f, 3.0f);
       for (size_t i = 0; i < x.size(); i += 97) x[i] *= 300.0f;
@@ -192,7 +212,7 @@ BOOST_AUTO_TEST_CASE(every_path_gives_the_scalar_paths_bits) {
         thread_pool pool(2);
         std::vector<float> got(want.size(), NAN);
         matmul({x.data(), s.k, s.n_tokens, {&w.view, 1}, got.data(), s.n, &pool, nullptr});
-        BOOST_TEST_CONTEXT("isa " << to_string(isa) << " type " << to_string(t) << " shape " << s.n_tokens << "x"
+        BOOST_TEST_CONTEXT("isa " << to_string(isa) << " type " << type_name(t) << " shape " << s.n_tokens << "x"
                                   << s.k << "x" << s.n) {
           BOOST_TEST(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0);
         }
@@ -211,7 +231,7 @@ BOOST_AUTO_TEST_CASE(a_massive_activation_does_not_wipe_out_its_block) {
   const uint32_t k = 256, n = 24, n_tokens = 2;
   for (const cpu_isa isa : test::runnable_isas()) {
     test::isa_guard guard(isa);
-    for (const weight_type t : {weight_type::q4_0, weight_type::q4_1, weight_type::q8_0}) {
+    for (const tensor_type t : quant_types()) {
       const test::owned_weight w(t, k, n, 8);
       auto x = test::random_floats(n_tokens * k, 9, -0.5f, 0.5f);
       for (uint32_t i = 5; i < x.size(); i += 32) x[i] = 250.0f;
@@ -230,7 +250,7 @@ BOOST_AUTO_TEST_CASE(a_massive_activation_does_not_wipe_out_its_block) {
         err += std::fabs(y[i] - want[i]);
         mag += std::fabs(want_small[i]);
       }
-      BOOST_TEST_CONTEXT("isa " << to_string(isa) << " type " << to_string(t)) { BOOST_TEST(err < 0.02 * mag); }
+      BOOST_TEST_CONTEXT("isa " << to_string(isa) << " type " << type_name(t)) { BOOST_TEST(err < 0.02 * mag); }
     }
   }
 }
@@ -240,8 +260,8 @@ BOOST_AUTO_TEST_CASE(vnni_path_equals_avx2_path_bit_for_bit) {
     BOOST_TEST_MESSAGE("skipped: this CPU has no AVX512-VNNI");
     return;
   }
-  const uint32_t k = 576, n = 50, n_tokens = 5;
-  for (const weight_type t : {weight_type::q4_0, weight_type::q4_1, weight_type::q8_0}) {
+  const uint32_t k = 768, n = 50, n_tokens = 5;
+  for (const tensor_type t : all_types()) {
     const test::owned_weight w(t, k, n, 4);
     const auto x = test::random_floats(n_tokens * k, 6);
     std::vector<float> a(n_tokens * n), b(n_tokens * n);
@@ -250,7 +270,7 @@ BOOST_AUTO_TEST_CASE(vnni_path_equals_avx2_path_bit_for_bit) {
       matmul({x.data(), k, n_tokens, {&w.view, 1}, a.data(), n, nullptr, nullptr});
     }
     matmul({x.data(), k, n_tokens, {&w.view, 1}, b.data(), n, nullptr, nullptr});
-    BOOST_TEST(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+    BOOST_TEST(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0, type_name(t));
   }
 }
 

@@ -5,8 +5,10 @@
 
 #include "kernels/reference/cpu_features.hpp"
 #include "kernels/reference/dequantize.hpp"
-#include "kernels/reference/weight_types.hpp"
+#include "kernels/reference/quantize.hpp"
+#include "kernels/reference/tensor_type.hpp"
 
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -23,23 +25,29 @@ inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0
   return v;
 }
 
-/// Random bytes for the k-quants, with every fp16 scale field set to a small
-/// finite value so the block dequantizes to sane numbers.
-inline void randomize_kquant(weight_type t, std::vector<std::byte>& bytes, uint32_t seed) {
+/// True for the super-block types, which owned_weight fills with random bytes.
+inline bool random_block_type(tensor_type t) {
+  return t == tensor_type::q4_k || t == tensor_type::q5_k || t == tensor_type::q6_k || t == tensor_type::iq4_xs;
+}
+
+/// Random bytes for the super-block types (every bit pattern of quants and
+/// sub-block scales), with every fp16 scale field set to a small finite value
+/// so the blocks dequantize to sane numbers.
+inline void randomize_blocks(tensor_type t, std::vector<std::byte>& bytes, uint32_t seed) {
   std::mt19937 rng(seed);
   for (auto& b : bytes) b = static_cast<std::byte>(rng() & 0xff);
   std::uniform_real_distribution<float> dist(-0.02f, 0.02f);
-  const size_t bb = block_bytes(t);
+  const size_t bb = geometry_of(t)->block_bytes;
   for (size_t off = 0; off + bb <= bytes.size(); off += bb) {
     auto put = [&](size_t at) {
       const uint16_t h = fp32_to_fp16(dist(rng));
       std::memcpy(bytes.data() + off + at, &h, 2);
     };
-    if (t == weight_type::q4_k) {
-      put(0);
-      put(2);
+    if (t == tensor_type::q6_k) {
+      put(offsetof(block_q6_k, d));
     } else {
-      put(208);
+      put(0); // d
+      if (t != tensor_type::iq4_xs) put(2); // dmin
     }
   }
 }
@@ -50,16 +58,16 @@ struct owned_weight {
   weight_matrix view;
   std::vector<float> dequantized; ///< [n, k]: what the kernel should multiply by
 
-  owned_weight(weight_type t, uint32_t k, uint32_t n, uint32_t seed) {
-    bytes.resize(row_bytes(t, k) * n);
+  owned_weight(tensor_type t, uint32_t k, uint32_t n, uint32_t seed) {
+    const size_t rb = *row_bytes(t, k);
+    bytes.resize(rb * n);
     view = {t, k, n, bytes.data()};
-    if (t == weight_type::q4_k || t == weight_type::q6_k) {
-      randomize_kquant(t, bytes, seed);
+    if (random_block_type(t)) {
+      randomize_blocks(t, bytes, seed);
     } else {
       const auto src = random_floats(static_cast<size_t>(k) * n, seed);
       for (uint32_t r = 0; r < n; ++r) {
-        (void)quantize_row(t, src.data() + static_cast<size_t>(r) * k,
-                           bytes.data() + row_bytes(t, k) * r, k);
+        (void)quantize_row(t, src.data() + static_cast<size_t>(r) * k, bytes.data() + rb * r, k);
       }
     }
     dequantized.resize(static_cast<size_t>(k) * n);

@@ -7,6 +7,8 @@
 #include "runtime/model/cpu_executor.hpp"
 
 #include "kernels/reference/cpu_features.hpp"
+#include "kernels/reference/tensor_type.hpp"
+#include "runtime/gguf/gguf_file.hpp"
 
 #include <sys/resource.h>
 
@@ -16,6 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -192,6 +195,17 @@ double best_wall(const std::vector<rate>& v) {
   return b;
 }
 
+/// {"Q5_0": 166, "Q8_0": 15, ...}: how many tensors of each storage type the file holds.
+std::string type_census(const gguf::file& f) {
+  std::map<std::string, int> n;
+  for (const auto& t : f.tensors()) ++n[kernels::ref::type_name(t.type)];
+  std::ostringstream s;
+  s << "{";
+  for (auto it = n.begin(); it != n.end(); ++it) s << (it == n.begin() ? "" : ", ") << "\"" << it->first << "\": " << it->second;
+  s << "}";
+  return s.str();
+}
+
 std::string json_runs(const std::vector<rate>& v) {
   std::ostringstream s;
   s.precision(4);
@@ -249,11 +263,12 @@ int main(int argc, char** argv) {
     }
     const auto& c = (*ex)->model().config();
     std::printf("{\n  \"model\": \"%s\",\n  \"layers\": %u, \"hidden\": %u, \"vocab\": %u,\n"
+                "  \"tensor_types\": %s,\n"
                 "  \"weight_bytes\": %zu,\n  \"isa\": \"%s\",\n  \"threads\": %u,\n  \"kv_dtype\": \"%s\",\n"
                 "  \"load_time_s\": %.4f,\n  \"prompt_tokens\": %u,\n  \"decode_steps\": %u,\n"
                 "  \"prefill_tokens_per_s\": %s,\n  \"decode_tokens_per_s\": {%s},\n",
                 std::filesystem::path(o.model).filename().c_str(), c.n_layer, c.n_embd, c.n_vocab,
-                (*ex)->model().weight_bytes(), std::string(to_string(kernels::ref::detected_isa())).c_str(),
+                type_census((*ex)->model().file()).c_str(), (*ex)->model().weight_bytes(), std::string(to_string(kernels::ref::detected_isa())).c_str(),
                 (*ex)->threads(), o.kv == model::kv_dtype::f16 ? "f16" : "f32", load_s, o.prompt, o.steps,
                 json_runs(prefill).c_str(), decode.str().c_str());
     if (o.baseline) {

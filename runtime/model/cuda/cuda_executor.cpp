@@ -86,7 +86,7 @@ expected<void> upload_weights(cuda_state& s) {
                                             std::to_string(u.vector.size()) + ") does not fit its device slot");
     }
     if (u.vector.empty() && !u.dst.f32) {
-      staging_bytes = std::max(staging_bytes, size_t(u.matrix.n) * kernels::ref::row_bytes(u.matrix.type, u.matrix.k));
+      staging_bytes = std::max(staging_bytes, size_t(u.matrix.n) * u.matrix.stride());
     }
   }
   device_memory staging;
@@ -111,7 +111,7 @@ expected<void> upload_weights(cuda_state& s) {
       CUDA_OR_RETURN("fp32 weight upload", cudaStreamSynchronize(s.stream)); // host_f32 is reused
       continue;
     }
-    const size_t bytes = size_t(m.n) * kernels::ref::row_bytes(m.type, m.k);
+    const size_t bytes = size_t(m.n) * m.stride();
     // On the executor's stream: it does not wait for the legacy default stream
     // (cudaStreamNonBlocking), and a pageable cudaMemcpy may return before its
     // DMA lands, so a plain cudaMemcpy let the dequantize read stale staging.
@@ -124,7 +124,7 @@ expected<void> upload_weights(cuda_state& s) {
     d.dst = s.weights.get() + u.dst.offset + size_t(u.row0) * u.dst.cols * 2;
     d.dst_stride = u.dst.cols;
     d.dst_type = gpu::half_type::bf16;
-    CUDA_OR_RETURN("dequantize " + std::string(kernels::ref::to_string(m.type)), gpu::launch_dequantize(d, s.stream));
+    CUDA_OR_RETURN("dequantize " + kernels::ref::type_name(m.type), gpu::launch_dequantize(d, s.stream));
     CUDA_OR_RETURN("dequantize", cudaStreamSynchronize(s.stream)); // staging is reused by the next upload
   }
   return {};

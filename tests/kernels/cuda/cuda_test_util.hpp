@@ -4,7 +4,7 @@
 #pragma once
 
 #include "kernels/cuda_check.cuh"
-#include "kernels/reference/weight_types.hpp"
+#include "kernels/reference/tensor_type.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -55,15 +55,8 @@ private:
   size_t n_ = 0;
 };
 
-/// bf16 bits <-> float on the host (round to nearest even).
-inline uint16_t to_bf16(float f) {
-  const __nv_bfloat16 b = __float2bfloat16_rn(f);
-  uint16_t bits;
-  std::memcpy(&bits, &b, 2);
-  return bits;
-}
-inline float bf16_value(uint16_t bits) { return ref::bf16_to_fp32(bits); }
-inline float round_bf16(float f) { return bf16_value(to_bf16(f)); }
+/// Float rounded to bf16 on the host (ref::fp32_to_bf16, round to nearest even).
+inline float round_bf16(float f) { return ref::bf16_to_fp32(ref::fp32_to_bf16(f)); }
 
 inline std::vector<__nv_bfloat16> to_bf16_vector(const std::vector<float>& v) {
   std::vector<__nv_bfloat16> out(v.size());

@@ -28,10 +28,11 @@ struct cublas_handle {
 BOOST_AUTO_TEST_SUITE(dequantize_gemm)
 
 BOOST_AUTO_TEST_CASE(dequantize_every_type_matches_reference_after_one_rounding) {
-  using wt = ref::weight_type;
-  for (const wt type : {wt::f32, wt::f16, wt::bf16, wt::q8_0, wt::q4_0, wt::q4_1, wt::q4_k, wt::q6_k}) {
+  for (uint32_t id = 0; id < 64; ++id) {
+    const auto type = static_cast<ref::tensor_type>(id);
+    if (!ref::is_computed(type)) continue;
     for (const auto out_type : {gpu::half_type::bf16, gpu::half_type::f16}) {
-      const uint32_t k = ref::block_elems(type) == 256 ? 512 : 96, n_rows = 5;
+      const uint32_t k = ref::geometry_of(type)->block_elems == 256 ? 512 : 96, n_rows = 5;
       const ref::test::owned_weight w(type, k, n_rows, 11 + uint32_t(type));
       device_buffer<std::byte> src(w.bytes.size());
       CUDA_CHECK(cudaMemcpy(src.get(), w.bytes.data(), w.bytes.size(), cudaMemcpyHostToDevice));
@@ -53,12 +54,12 @@ BOOST_AUTO_TEST_CASE(dequantize_every_type_matches_reference_after_one_rounding)
       for (uint32_t r = 0; r < n_rows; ++r) {
         for (uint32_t i = 0; i < k; ++i) {
           const float v = w.dequantized[size_t(r) * k + i];
-          const uint16_t want = out_type == gpu::half_type::bf16 ? to_bf16(v) : ref::fp32_to_fp16(v);
+          const uint16_t want = out_type == gpu::half_type::bf16 ? ref::fp32_to_bf16(v) : ref::fp32_to_fp16(v);
           mismatches += got[(row0 + r) * dst_stride + i] != want;
         }
         for (size_t i = k; i < dst_stride; ++i) BOOST_TEST_REQUIRE(got[(row0 + r) * dst_stride + i] == 0xffff);
       }
-      BOOST_TEST_INFO("type " << ref::to_string(type) << " out " << int(out_type));
+      BOOST_TEST_INFO("type " << ref::type_name(type) << " out " << int(out_type));
       BOOST_TEST(mismatches == 0u);
     }
   }
@@ -66,7 +67,7 @@ BOOST_AUTO_TEST_CASE(dequantize_every_type_matches_reference_after_one_rounding)
 
 BOOST_AUTO_TEST_CASE(dequantize_rejects_a_row_length_off_the_block_grid) {
   gpu::dequantize_args a;
-  a.type = ref::weight_type::q4_k;
+  a.type = ref::tensor_type::q4_k;
   a.src = reinterpret_cast<const void*>(0x1000);
   a.dst = reinterpret_cast<void*>(0x1000);
   a.n_rows = 1;
@@ -113,9 +114,9 @@ BOOST_AUTO_TEST_CASE(gemm_matches_reference_matmul_for_bf16_and_f32_outputs) {
       // The CPU matmul with the same values stored as BF16 weights.
       std::vector<uint16_t> w_bits(size_t(s.n) * s.k);
       for (size_t r = 0; r < s.n; ++r) {
-        for (size_t c = 0; c < s.k; ++c) w_bits[r * s.k + c] = to_bf16(w[r * w_stride + c]);
+        for (size_t c = 0; c < s.k; ++c) w_bits[r * s.k + c] = ref::fp32_to_bf16(w[r * w_stride + c]);
       }
-      const ref::weight_matrix wm{ref::weight_type::bf16, s.k, s.n, w_bits.data()};
+      const ref::weight_matrix wm{ref::tensor_type::bf16, s.k, s.n, w_bits.data()};
       std::vector<float> want(size_t(s.m) * s.n);
       ref::matmul({x.data(), x_stride, s.m, {&wm, 1}, want.data(), s.n, nullptr, nullptr});
       BOOST_TEST_INFO("m " << s.m << " n " << s.n << " k " << s.k << " out " << int(out));

@@ -31,7 +31,7 @@ BOOST_AUTO_TEST_CASE(embedding_gathers_bf16_and_f16_rows_exactly) {
       const auto values = random_bf16_values(size_t(vocab) * n_embd, 7 + n_embd);
       std::vector<uint16_t> bits(values.size());
       for (size_t i = 0; i < values.size(); ++i) {
-        bits[i] = dtype == gpu::half_type::bf16 ? to_bf16(values[i]) : ref::fp32_to_fp16(values[i]);
+        bits[i] = dtype == gpu::half_type::bf16 ? ref::fp32_to_bf16(values[i]) : ref::fp32_to_fp16(values[i]);
       }
       const std::vector<uint32_t> ids = {5, 0, 36, 5, 12, 40 /* out of range: zero row */, 1};
       const auto n = static_cast<uint32_t>(ids.size());
@@ -43,7 +43,7 @@ BOOST_AUTO_TEST_CASE(embedding_gathers_bf16_and_f16_rows_exactly) {
       CUDA_CHECK(gpu::launch_embedding({table.get(), dtype, vocab, n_embd, d_ids.get(), n, out.get(), stride}, nullptr));
       const auto got = out.download();
 
-      const ref::weight_matrix w{dtype == gpu::half_type::bf16 ? ref::weight_type::bf16 : ref::weight_type::f16,
+      const ref::weight_matrix w{dtype == gpu::half_type::bf16 ? ref::tensor_type::bf16 : ref::tensor_type::f16,
                                  n_embd, vocab, bits.data()};
       for (uint32_t t = 0; t < n; ++t) {
         std::vector<float> want(n_embd, 0.0f);

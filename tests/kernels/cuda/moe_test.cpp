@@ -206,7 +206,7 @@ BOOST_AUTO_TEST_CASE(grouped_matmul_matches_the_reference_matmul_per_expert) {
       const auto x = random_bf16_values(in_rows * x_stride, s.k, -1.0f, 1.0f);
       const auto w = random_bf16_values(size_t(s.n_expert) * s.n * s.k, s.n, -0.1f, 0.1f);
       std::vector<uint16_t> w_bits(w.size());
-      for (size_t i = 0; i < w.size(); ++i) w_bits[i] = to_bf16(w[i]);
+      for (size_t i = 0; i < w.size(); ++i) w_bits[i] = ref::fp32_to_bf16(w[i]);
 
       device_buffer<__nv_bfloat16> d_x(to_bf16_vector(x)), d_w(to_bf16_vector(w));
       device_buffer<uint32_t> d_start(g.start), d_token(g.pair_token);
@@ -235,11 +235,11 @@ BOOST_AUTO_TEST_CASE(grouped_matmul_matches_the_reference_matmul_per_expert) {
         std::copy_n(x.data() + src * x_stride, s.k, xe.data() + size_t(r) * s.k);
         std::copy_n(got_all.data() + r * y_stride, s.n, got.data() + size_t(r) * s.n);
       }
-      const ref::weight_matrix stacked{ref::weight_type::bf16, s.k, s.n_expert * s.n, w_bits.data()};
+      const ref::weight_matrix stacked{ref::tensor_type::bf16, s.k, s.n_expert * s.n, w_bits.data()};
       for (uint32_t e = 0; e < s.n_expert; ++e) {
         const uint32_t r0 = g.start[e], count = g.start[e + 1] - r0;
         if (count == 0) continue;
-        const ref::weight_matrix we{ref::weight_type::bf16, s.k, s.n, stacked.row(e * s.n)};
+        const ref::weight_matrix we{ref::tensor_type::bf16, s.k, s.n, stacked.row(e * s.n)};
         ref::matmul({xe.data() + size_t(r0) * s.k, s.k, count, {&we, 1}, want.data() + size_t(r0) * s.n, s.n});
       }
       BOOST_TEST(nmse(got, want) < nmse_bf16_out);

@@ -21,6 +21,9 @@ from gguf.quants import dequantize, quantize
 
 failures = []
 
+# The block types the engine computes with (kernels/reference/tensor_type.hpp).
+COMPUTED_BLOCK_TYPES = (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_NL, T.IQ4_XS)
+
 
 def check(ok, what):
     print(("ok   " if ok else "FAIL ") + what)
@@ -56,13 +59,15 @@ def random_blocks(rng, qtype, n_blocks):
     def set_half(col, values):
         raw[:, col:col + 2] = values.astype(np.float16).view(np.uint8).reshape(n_blocks, 2)
     scale = rng.uniform(-2.0, 2.0, size=n_blocks)
-    if qtype in (T.Q4_0, T.Q8_0):
+    if qtype in (T.Q4_0, T.Q5_0, T.Q8_0, T.IQ4_NL, T.IQ4_XS):
         set_half(0, scale)
-    elif qtype in (T.Q4_1, T.Q4_K):
+    elif qtype in (T.Q4_1, T.Q5_1, T.Q4_K, T.Q5_K):
         set_half(0, scale)
         set_half(2, rng.uniform(-2.0, 2.0, size=n_blocks))
     elif qtype == T.Q6_K:
         set_half(nbytes - 2, scale)
+    else:
+        raise ValueError(f"no scale layout for {qtype.name}")
     return raw, elems
 
 
@@ -72,7 +77,7 @@ def check_synthetic(tool, tmp):
     w = gguf.GGUFWriter(path, "llama")
     expected = {}
     rows = 3
-    for qtype in (T.Q4_0, T.Q4_1, T.Q8_0, T.Q4_K, T.Q6_K):
+    for qtype in COMPUTED_BLOCK_TYPES:
         blocks_per_row = 2
         raw, elems = random_blocks(rng, qtype, rows * blocks_per_row)
         raw = raw.reshape(rows, -1)
@@ -97,7 +102,8 @@ def check_synthetic(tool, tmp):
         run_tool(tool, "dequant", path, name, out)
         got = np.fromfile(out, dtype=np.float32).reshape(want.shape)
         check(np.array_equal(got, want, equal_nan=True), f"dequantize {name} bit-exact vs gguf-py")
-    for qtype in (T.Q8_0, T.Q4_0, T.Q4_1, T.F16, T.BF16):
+    # Every type both we and gguf-py quantize (gguf-py has no K-quant or IQ4 quantizer).
+    for qtype in (T.Q8_0, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.F16, T.BF16):
         run_tool(tool, "quant", path, "t.F32", int(qtype), out)
         got = np.fromfile(out, dtype=np.uint8)
         want = np.asarray(quantize(floats, qtype)).view(np.uint8).reshape(-1)

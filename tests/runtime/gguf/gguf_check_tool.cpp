@@ -2,7 +2,8 @@
 // type table on the command line so the PyPI `gguf` package can cross-check
 // them. Not installed; test code only.
 #include "runtime/gguf/gguf_file.hpp"
-#include "runtime/gguf/quantize.hpp"
+
+#include "kernels/reference/quantize.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -36,7 +37,7 @@ bool write_all(const std::string& path, const void* p, size_t n) {
 
 int types() {
   for (uint32_t id = 0; id < 64; ++id)
-    if (auto g = geometry_of(static_cast<tensor_type>(id)))
+    if (auto g = kernels::ref::geometry_of(static_cast<tensor_type>(id)))
       std::printf("%u %u %u %.*s\n", id, g->block_elems, g->block_bytes, static_cast<int>(g->name.size()),
                   g->name.data());
   return 0;
@@ -51,14 +52,19 @@ int dequant(const file& f, const tensor_info& t, const std::string& out, uint64_
   return write_all(out, y.data(), y.size() * sizeof(float)) ? 0 : fail("write " + out);
 }
 
-int quant(const file& f, const tensor_info& t, uint32_t type, const std::string& out) {
+int quant(const file& f, const tensor_info& t, uint32_t type_id, const std::string& out) {
   auto x = f.dequantize(t);
   if (!x)
     return fail(describe(x.error()));
-  auto q = quantize(static_cast<tensor_type>(type), *x);
-  if (!q)
-    return fail(describe(q.error()));
-  return write_all(out, q->data(), q->size()) ? 0 : fail("write " + out);
+  const auto type = static_cast<tensor_type>(type_id);
+  const auto rb = row_bytes(type, t.ne[0]);
+  if (!rb)
+    return fail("tensor rows do not fit type " + type_name(type));
+  std::vector<std::byte> q(*rb * t.n_rows());
+  for (uint64_t r = 0; r < t.n_rows(); ++r)
+    if (!kernels::ref::quantize_row(type, x->data() + r * t.ne[0], q.data() + r * *rb, t.ne[0]))
+      return fail("cannot encode " + type_name(type));
+  return write_all(out, q.data(), q.size()) ? 0 : fail("write " + out);
 }
 
 } // namespace

@@ -3,8 +3,9 @@
 #pragma once
 
 #include "runtime/core/error.hpp"
-#include "runtime/gguf/tensor_type.hpp"
 #include "runtime/gguf/value.hpp"
+
+#include "kernels/reference/tensor_type.hpp"
 
 #include <ostream>
 #include <string>
@@ -20,7 +21,10 @@ std::string error_text(const expected<T>& e) {
 }
 } // namespace dynamo
 
-namespace dynamo::gguf {
+namespace dynamo::kernels::ref {
 inline std::ostream& operator<<(std::ostream& os, tensor_type t) { return os << type_name(t); }
+} // namespace dynamo::kernels::ref
+
+namespace dynamo::gguf {
 inline std::ostream& operator<<(std::ostream& os, value_type t) { return os << value_type_name(t); }
 } // namespace dynamo::gguf

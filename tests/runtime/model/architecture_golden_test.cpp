@@ -113,37 +113,15 @@ std::vector<arch_case> architectures() {
   return cases;
 }
 
+/// Every type the kernels compute with (kernels/reference/tensor_type.hpp).
 const std::vector<gguf::tensor_type>& formats() {
-  using gguf::tensor_type;
-  static const std::vector<tensor_type> all = {tensor_type::f32,  tensor_type::f16,  tensor_type::bf16,
-                                               tensor_type::q8_0, tensor_type::q4_0, tensor_type::q4_1};
+  static const std::vector<gguf::tensor_type> all = [] {
+    std::vector<gguf::tensor_type> v;
+    for (uint32_t id = 0; id < 64; ++id)
+      if (kernels::ref::is_computed(static_cast<gguf::tensor_type>(id))) v.push_back(static_cast<gguf::tensor_type>(id));
+    return v;
+  }();
   return all;
-}
-
-std::vector<double> log_softmax(const std::vector<float>& z) {
-  const double mx = *std::max_element(z.begin(), z.end());
-  double sum = 0.0;
-  for (float v : z) sum += std::exp(double(v) - mx);
-  const double lse = mx + std::log(sum);
-  std::vector<double> out(z.size());
-  for (size_t i = 0; i < z.size(); ++i) out[i] = double(z[i]) - lse;
-  return out;
-}
-
-/// Our log-probs at each of the reference's greedy steps, teacher-forced on
-/// its tokens (the prompt as one prefill, then one decode step per token).
-std::vector<std::vector<double>> our_steps(const std::shared_ptr<const decoder_model>& m, const reference_run& ref,
-                                           kv_dtype kv) {
-  harness h(m, 16, 4, kv);
-  std::vector<uint32_t> blocks(12);
-  for (uint32_t i = 0; i < blocks.size(); ++i) blocks[i] = (i * 5 + 3) % 16;
-  std::vector<std::vector<double>> out;
-  out.push_back(log_softmax(h.run(make_batch({entry(1, prompt, 0, blocks)})).at(0)));
-  for (uint32_t s = 1; s < steps; ++s) {
-    const auto pos = static_cast<uint32_t>(prompt.size() + s - 1);
-    out.push_back(log_softmax(h.run(make_batch({entry(1, {ref.greedy[s - 1]}, pos, blocks)})).at(0)));
-  }
-  return out;
 }
 
 struct temp_dir {
@@ -170,11 +148,11 @@ BOOST_AUTO_TEST_CASE(every_architecture_and_format_matches_the_float64_reference
       auto o = a.options;
       o.type = type;
       o.embd_type = type; // the format under test also holds the embeddings and the LM head
-      const std::string label = a.name + "/" + gguf::type_name(type);
-      const std::string path = (dir.path / (a.name + "-" + gguf::type_name(type) + ".gguf")).string();
+      const std::string label = a.name + "/" + kernels::ref::type_name(type);
+      const std::string path = (dir.path / (a.name + "-" + kernels::ref::type_name(type) + ".gguf")).string();
       auto written = write_random_model(o, path);
       BOOST_REQUIRE_MESSAGE(written, label << ": " << (written ? "" : describe(written.error())));
-      const bool float_weights = kernels::ref::block_elems(static_cast<kernels::ref::weight_type>(type)) == 1;
+      const bool float_weights = kernels::ref::geometry_of(type)->block_elems == 1;
       jobs.push_back({label, path, float_weights, o.n_expert > 0});
       ref_jobs.emplace_back(path, prompt);
     }
@@ -186,19 +164,11 @@ BOOST_AUTO_TEST_CASE(every_architecture_and_format_matches_the_float64_reference
       BOOST_REQUIRE_MESSAGE(m, (m ? "" : describe(m.error())));
       const reference_run& ref = refs[i];
       BOOST_REQUIRE_EQUAL(ref.steps.size(), steps);
-      const auto serving = our_steps(*m, ref, kv_dtype::f16);
-      const auto exact_kv = our_steps(*m, ref, kv_dtype::f32);
-      auto worst = [&](const std::vector<std::vector<double>>& ours, auto top) {
-        double w = 0.0;
-        for (uint32_t s = 0; s < steps; ++s) {
-          for (const auto& [id, lp] : top(ref.steps[s])) w = std::max(w, std::fabs(ours[s][id] - lp));
-        }
-        return w;
-      };
-      auto exact = [](const reference_step& r) { return r.top; };
-      auto kv16 = [](const reference_step& r) { return r.top_kv16; };
-      const double exact_err = worst(exact_kv, exact), serving_err = worst(serving, kv16);
-      const double target_err = worst(serving, exact);
+      const auto serving = our_steps(*m, prompt, ref, steps, kv_dtype::f16);
+      const auto exact_kv = our_steps(*m, prompt, ref, steps, kv_dtype::f32);
+      const double exact_err = worst_top_diff(exact_kv, ref.steps, false);
+      const double serving_err = worst_top_diff(serving, ref.steps, true);
+      const double target_err = worst_top_diff(serving, ref.steps, false);
       uint32_t agree = 0, ties = 0;
       for (uint32_t s = 0; s < steps; ++s) {
         const auto argmax =

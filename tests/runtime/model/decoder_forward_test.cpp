@@ -56,7 +56,7 @@ BOOST_AUTO_TEST_CASE(quantized_weights_match_the_naive_forward_within_activation
     const auto got = h.run(make_batch({entry(1, prompt, 0, {0, 1, 2})}));
     const auto want = naive_llama(m->file(), m->config()).last_logits(prompt);
     const double diff = max_abs_diff(got.at(0), want);
-    BOOST_TEST_MESSAGE(gguf::type_name(t) << " weights: max |logit diff| = " << diff << " (max |logit| "
+    BOOST_TEST_MESSAGE(kernels::ref::type_name(t) << " weights: max |logit diff| = " << diff << " (max |logit| "
                                            << max_abs(want) << ")");
     // Activations are rounded to int8 per 32-block before each quantized matmul.
     BOOST_TEST(diff < 0.03 * max_abs(want));

@@ -5,6 +5,7 @@
 #include "runtime/model/random_model.hpp"
 
 #include "kernels/reference/dequantize.hpp"
+#include "kernels/reference/quantize.hpp"
 #include "runtime/gguf/gguf_file.hpp"
 #include "runtime/gguf/writer.hpp"
 #include "runtime/model/cpu_executor.hpp"
@@ -78,9 +79,70 @@ BOOST_AUTO_TEST_CASE(bad_shapes_are_rejected_with_the_reason) {
   o.n_vocab = 100;
   BOOST_TEST(!validate(o));
   o = *random_model_preset("tiny");
-  o.type = gguf::tensor_type::q8_0;
-  o.n_ff = 100; // ffn_down rows of 100 are not whole Q8_0 blocks
+  o.embd_type = gguf::tensor_type::q4_k; // taken as given: rows of 64 are not whole Q4_K blocks
   BOOST_TEST(!validate(o));
+  o = *random_model_preset("tiny");
+  o.type = gguf::tensor_type::q4_1;
+  o.medium_mix = true; // only for q4_k and q5_k
+  BOOST_TEST(!validate(o));
+  o = *random_model_preset("tiny");
+  o.type = gguf::tensor_type::q8_0;
+  o.n_ff = 100; // ffn_down rows of 100 fit no 32-block type: F16, as llama-quantize does
+  BOOST_TEST(static_cast<bool>(validate(o)));
+  BOOST_TEST((matrix_type(o, "blk.0.ffn_down.weight", 100) == gguf::tensor_type::f16));
+}
+
+BOOST_AUTO_TEST_CASE(matrix_types_follow_llama_quantize) {
+  using tt = gguf::tensor_type;
+  // SmolLM2's shapes (576 wide, FFN 1536, 30 layers, tied) as Q4_K_M: what
+  // llama-quantize wrote for the real model (src/llama-quant.cpp rules):
+  // the tied LM head Q6_K -> Q8_0 (576 % 256), attn_v Q6_K in layers 0-2,
+  // 5, 8, ..., 26-29 (-> Q8_0), else Q4_K -> Q5_0; ffn_down (1536 wide)
+  // Q6_K in those layers, else Q4_K.
+  auto o = *random_model_preset("smollm2-135m");
+  o.type = tt::q4_k;
+  o.medium_mix = true;
+  BOOST_TEST((matrix_type(o, "token_embd.weight", 576) == tt::q8_0));
+  BOOST_TEST((matrix_type(o, "blk.0.attn_q.weight", 576) == tt::q5_0));
+  BOOST_TEST((matrix_type(o, "blk.0.attn_v.weight", 576) == tt::q8_0));
+  BOOST_TEST((matrix_type(o, "blk.4.attn_v.weight", 576) == tt::q5_0));
+  BOOST_TEST((matrix_type(o, "blk.5.attn_v.weight", 576) == tt::q8_0));
+  BOOST_TEST((matrix_type(o, "blk.0.ffn_down.weight", 1536) == tt::q6_k));
+  BOOST_TEST((matrix_type(o, "blk.4.ffn_down.weight", 1536) == tt::q4_k));
+  BOOST_TEST((matrix_type(o, "blk.5.ffn_down.weight", 1536) == tt::q6_k));
+  BOOST_TEST((matrix_type(o, "blk.25.ffn_down.weight", 1536) == tt::q4_k));
+  BOOST_TEST((matrix_type(o, "blk.26.ffn_down.weight", 1536) == tt::q6_k));
+  BOOST_TEST(*llama_file_type(o) == 15u);
+  // Q5_K_M falls back to Q5_1; without the mix there are no Q6_K bumps.
+  o.type = tt::q5_k;
+  BOOST_TEST((matrix_type(o, "blk.7.ffn_gate.weight", 576) == tt::q5_1));
+  BOOST_TEST((matrix_type(o, "blk.8.ffn_down.weight", 1536) == tt::q6_k));
+  o.medium_mix = false;
+  BOOST_TEST((matrix_type(o, "blk.8.ffn_down.weight", 1536) == tt::q5_k));
+  BOOST_TEST(!llama_file_type(o));
+  // Plain quantized types: the LM head goes to Q6_K when it fits, Q8_0 otherwise.
+  o.type = tt::q4_1;
+  BOOST_TEST((matrix_type(o, "token_embd.weight", 576) == tt::q8_0));
+  BOOST_TEST((matrix_type(o, "token_embd.weight", 4096) == tt::q6_k));
+  BOOST_TEST((matrix_type(o, "blk.3.attn_v.weight", 576) == tt::q4_1));
+  o.type = tt::q8_0;
+  BOOST_TEST((matrix_type(o, "token_embd.weight", 4096) == tt::q8_0));
+  o.type = tt::iq4_xs;
+  BOOST_TEST((matrix_type(o, "blk.3.attn_q.weight", 576) == tt::iq4_nl));
+  // Untied: token_embd keeps the base type, output is the LM head.
+  o.tied_embeddings = false;
+  o.type = tt::q4_0;
+  BOOST_TEST((matrix_type(o, "token_embd.weight", 4096) == tt::q4_0));
+  BOOST_TEST((matrix_type(o, "output.weight", 4096) == tt::q6_k));
+  // 8 experts (Mixtral): attn_k and attn_v in Q8_0.
+  o.n_expert = 8;
+  BOOST_TEST((matrix_type(o, "blk.3.attn_k.weight", 4096) == tt::q8_0));
+  BOOST_TEST((matrix_type(o, "blk.3.attn_q.weight", 4096) == tt::q4_0));
+  // Unquantized bases are used for everything; an explicit embd_type wins.
+  o.type = tt::bf16;
+  BOOST_TEST((matrix_type(o, "output.weight", 4096) == tt::bf16));
+  o.embd_type = tt::q8_0;
+  BOOST_TEST((matrix_type(o, "output.weight", 4096) == tt::q8_0));
 }
 
 BOOST_AUTO_TEST_CASE(vocab_is_byte_level_and_exactly_the_requested_size) {
@@ -92,19 +154,29 @@ BOOST_AUTO_TEST_CASE(vocab_is_byte_level_and_exactly_the_requested_size) {
 }
 
 BOOST_AUTO_TEST_CASE(tiny_files_of_every_type_load_tokenize_and_run_a_cpu_step) {
-  for (const auto type : {gguf::tensor_type::f16, gguf::tensor_type::bf16, gguf::tensor_type::q8_0,
-                          gguf::tensor_type::q4_1}) {
-    BOOST_TEST_CONTEXT("type " << gguf::type_name(type)) {
+  std::vector<std::pair<gguf::tensor_type, bool>> types; // (base type, medium mix)
+  for (uint32_t id = 0; id < 64; ++id) {
+    if (kernels::ref::can_quantize(static_cast<gguf::tensor_type>(id))) types.emplace_back(gguf::tensor_type(id), false);
+  }
+  types.emplace_back(gguf::tensor_type::q4_k, true);
+  types.emplace_back(gguf::tensor_type::q5_k, true);
+  for (const auto& [type, mix] : types) {
+    const std::string label = kernels::ref::type_name(type) + (mix ? "_M" : "");
+    BOOST_TEST_CONTEXT("type " << label) {
       auto o = *random_model_preset("tiny");
+      o.n_embd = 256; // rows of 256 and 512: the super-block types need no fallback
+      o.n_ff = 512;
       o.type = type;
+      o.medium_mix = mix;
       o.threads = 2;
-      temp_path tmp("gguf-random-" + gguf::type_name(type));
+      temp_path tmp("gguf-random-" + label);
       auto bytes = write_random_model(o, tmp.path);
       BOOST_REQUIRE_MESSAGE(bytes, (bytes ? "" : describe(bytes.error())));
       BOOST_TEST(*bytes == std::filesystem::file_size(tmp.path));
 
       auto f = gguf::file::open(tmp.path);
       BOOST_REQUIRE_MESSAGE(f, (f ? "" : describe(f.error())));
+      BOOST_TEST(((*f)->find_tensor("blk.1.attn_q.weight")->type == type));
       auto tk = tok::load_tokenizer(**f);
       BOOST_REQUIRE_MESSAGE(tk, (tk ? "" : describe(tk.error())));
       const std::string text = "Hello, random world! 123";

@@ -1,12 +1,17 @@
 // Runs the independent float64 numpy reference (decoder_ref.py) from C++
 // tests and parses what it prints: last-position logits with an optional
-// greedy continuation, or per-step top-k log-probs for a batch of models.
-// Test code only; each call starts one python3 process.
+// greedy continuation, or per-step top-k log-probs for a batch of models;
+// and our engine's log-probs at the reference's steps. Test code only; each
+// reference call starts one python3 process.
 #pragma once
+
+#include "tests/runtime/model/model_test_util.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -129,6 +134,48 @@ inline std::vector<reference_run> run_reference_batch(const std::vector<std::pai
   BOOST_REQUIRE_EQUAL(pclose(p), 0);
   BOOST_REQUIRE_EQUAL(runs.size(), jobs.size());
   return runs;
+}
+
+inline std::vector<double> log_softmax(const std::vector<float>& z) {
+  const double mx = *std::max_element(z.begin(), z.end());
+  double sum = 0.0;
+  for (float v : z) sum += std::exp(double(v) - mx);
+  const double lse = mx + std::log(sum);
+  std::vector<double> out(z.size());
+  for (size_t i = 0; i < z.size(); ++i) out[i] = double(z[i]) - lse;
+  return out;
+}
+
+/// Our log-probs at each of the reference's `steps` greedy steps, teacher-forced
+/// on its tokens (the prompt as one prefill, then one decode step per token).
+inline std::vector<std::vector<double>> our_steps(const std::shared_ptr<const decoder_model>& m,
+                                                  const std::vector<uint32_t>& prompt, const reference_run& ref,
+                                                  uint32_t steps, kv_dtype kv, forward_options options = {}) {
+  // Blocks of 4 tokens, scattered over the cache: (5i + 3) mod a pool size
+  // that is no multiple of 5 (a permutation).
+  const uint32_t n_blocks = std::max<uint32_t>(12, (static_cast<uint32_t>(prompt.size()) + steps + 3) / 4);
+  uint32_t pool = std::max<uint32_t>(16, n_blocks + 4);
+  if (pool % 5 == 0) ++pool;
+  harness h(m, pool, 4, kv, 2, options);
+  std::vector<uint32_t> blocks(n_blocks);
+  for (uint32_t i = 0; i < n_blocks; ++i) blocks[i] = (i * 5 + 3) % pool;
+  std::vector<std::vector<double>> out;
+  out.push_back(log_softmax(h.run(make_batch({entry(1, prompt, 0, blocks)})).at(0)));
+  for (uint32_t s = 1; s < steps; ++s) {
+    const auto pos = static_cast<uint32_t>(prompt.size() + s - 1);
+    out.push_back(log_softmax(h.run(make_batch({entry(1, {ref.greedy[s - 1]}, pos, blocks)})).at(0)));
+  }
+  return out;
+}
+
+/// The largest |ours - reference| over the reference's top-k log-probs of every step.
+inline double worst_top_diff(const std::vector<std::vector<double>>& ours, const std::vector<reference_step>& ref,
+                             bool kv16) {
+  double w = 0.0;
+  for (size_t s = 0; s < ref.size(); ++s) {
+    for (const auto& [id, lp] : kv16 ? ref[s].top_kv16 : ref[s].top) w = std::max(w, std::fabs(ours[s][id] - lp));
+  }
+  return w;
 }
 
 } // namespace dynamo::model::test

@@ -231,8 +231,9 @@ BOOST_AUTO_TEST_CASE(moe_architectures_with_top_k_routing_match_the_cpu_forward)
 }
 
 BOOST_AUTO_TEST_CASE(quantized_weights_dequantized_on_the_device_match_the_cpu_forward) {
-  for (const auto t : {gguf::tensor_type::q4_1, gguf::tensor_type::q8_0, gguf::tensor_type::f16}) {
-    BOOST_TEST_CONTEXT("weights " << gguf::type_name(t)) {
+  for (const auto t : {gguf::tensor_type::q4_1, gguf::tensor_type::q8_0, gguf::tensor_type::f16,
+                       gguf::tensor_type::q5_0, gguf::tensor_type::q5_1, gguf::tensor_type::iq4_nl}) {
+    BOOST_TEST_CONTEXT("weights " << kernels::ref::type_name(t)) {
       compare_with_cpu(tiny_model(options(t, gguf::tensor_type::q8_0)), true, 1e-2);
     }
   }
