@@ -58,6 +58,12 @@ std::string engine_core::rejection(const protocol::preprocessed_request& req) co
   if (o.n == 0 || o.n > sched_.config().max_num_seqs)
     return "n is " + std::to_string(o.n) + "; this worker runs 1 to " +
            std::to_string(sched_.config().max_num_seqs) + " sequences at once";
+  const uint64_t bs = sched_.config().block_size;
+  const uint64_t fork_blocks = req.token_ids.size() % bs != 0 ? o.n - 1 : 0;
+  if ((req.token_ids.size() + bs - 1) / bs + fork_blocks > sched_.config().num_blocks)
+    return "the prompt and the copies of its last block for " + std::to_string(o.n) +
+           " choices need more KV blocks than this worker has (" +
+           std::to_string(sched_.config().num_blocks) + ")";
   if (o.n > 1 && !req.disagg.empty())
     return "n > 1 is not supported with disaggregated prefill/decode yet (its prefill result "
            "carries one first token)";
