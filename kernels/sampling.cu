@@ -29,6 +29,9 @@ struct shared_state {
   uint32_t count[256];
   unsigned long long mass[256];
   unsigned long long partial[32];
+  double dpartial[32];
+  unsigned long long top_keys[max_logprobs];
+  uint32_t n_top;
   int found;
   unsigned long long above;
   uint32_t result;
@@ -47,6 +50,28 @@ __device__ unsigned long long block_sum_u64(unsigned long long v, shared_state& 
   __syncthreads();
   v = lane < blockDim.x / 32 ? sh.partial[lane] : 0ull;
   return warp_sum_u64(v);
+}
+
+__device__ double block_sum_double(double v, shared_state& sh) {
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(detail::full_mask, v, o);
+  __syncthreads();
+  if (lane == 0) sh.dpartial[warp] = v;
+  __syncthreads();
+  v = lane < blockDim.x / 32 ? sh.dpartial[lane] : 0.0;
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(detail::full_mask, v, o);
+  return v;
+}
+
+__device__ unsigned long long block_min_u64(unsigned long long v, shared_state& sh) {
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int o = 16; o > 0; o >>= 1) v = min(v, __shfl_xor_sync(detail::full_mask, v, o));
+  __syncthreads();
+  if (lane == 0) sh.partial[warp] = v;
+  __syncthreads();
+  v = lane < blockDim.x / 32 ? sh.partial[lane] : ~0ull;
+  for (int o = 16; o > 0; o >>= 1) v = min(v, __shfl_xor_sync(detail::full_mask, v, o));
+  return v;
 }
 
 /// Exclusive prefix sum over threads in thread order.
@@ -166,27 +191,70 @@ __device__ uint32_t block_argmax(const float* lg, uint32_t n, shared_state& sh) 
   return sh.result;
 }
 
-__global__ void __launch_bounds__(threads) sample_kernel(sample_args a) {
-  __shared__ shared_state sh;
-  __shared__ float scratch[32];
-  const uint32_t row = blockIdx.x, n = a.n_vocab;
-  const float* lg = a.logits + row * a.logits_stride;
-  const sample_params p = a.params[row];
-  const float temp = p.temperature;
-  if (!(temp > 0.0f) || !isfinite(temp) || p.top_k == 1) {
-    const uint32_t id = block_argmax(lg, n, sh);
-    if (threadIdx.x == 0) a.out[row] = id;
-    return;
+/// The log-softmax of row / t (double) for `chosen` and the k largest (k <= max_logprobs).
+__device__ void write_logprobs(const float* lg, uint32_t n, float mx, double t, uint32_t chosen, uint32_t k,
+                               sample_logprobs* out, shared_state& sh) {
+  double z = 0.0;
+  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x)
+    z += exp((static_cast<double>(lg[i]) - static_cast<double>(mx)) / t);
+  const double log_z = log(block_sum_double(z, sh));
+  auto lp = [&](uint32_t i) {
+    return static_cast<float>((static_cast<double>(lg[i]) - static_cast<double>(mx)) / t - log_z);
+  };
+  k = min(k, n);
+  uint64_t kth = 0;
+  if (k > 0) (void)radix_select<false>(lg, n, mx, 1.0f, 0, k, false, kth, sh); // the k-th largest key
+  if (threadIdx.x == 0) sh.n_top = 0;
+  __syncthreads();
+  if (k > 0) {
+    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
+      const uint64_t key = sort_key(lg[i], i);
+      if (key < kth) continue;
+      const uint32_t slot = atomicAdd(&sh.n_top, 1u); // exactly k: keys are distinct
+      if (slot < max_logprobs) sh.top_keys[slot] = key;
+    }
   }
-  float mx = -INFINITY;
-  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) mx = fmaxf(mx, lg[i]);
-  mx = detail::block_max(mx, scratch);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const uint32_t m = min(sh.n_top, k);
+    for (uint32_t i = 1; i < m; ++i) { // insertion sort, largest key first
+      const unsigned long long key = sh.top_keys[i];
+      uint32_t j = i;
+      for (; j > 0 && sh.top_keys[j - 1] < key; --j) sh.top_keys[j] = sh.top_keys[j - 1];
+      sh.top_keys[j] = key;
+    }
+    out->logprob = lp(chosen);
+    out->n_top = m;
+    for (uint32_t i = 0; i < m; ++i) {
+      out->top_ids[i] = id_of(sh.top_keys[i]);
+      out->top_logprobs[i] = lp(id_of(sh.top_keys[i]));
+    }
+  }
+}
 
+/// Lowest key among the candidates (key >= lo) with weight >= min_p: the
+/// min_p cut (the largest logit's weight is 1, so one always qualifies).
+__device__ uint64_t min_p_cut(const float* lg, uint32_t n, float mx, float temp, double min_p, uint64_t lo,
+                              shared_state& sh) {
+  unsigned long long m = ~0ull;
+  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const uint64_t key = sort_key(lg[i], i);
+    if (key >= lo && exp(static_cast<double>(lg[i] - mx) / static_cast<double>(temp)) >= min_p) m = min(m, static_cast<unsigned long long>(key));
+  }
+  m = block_min_u64(m, sh);
+  return m == ~0ull ? lo : m;
+}
+
+/// The draw of a non-greedy row (uniform across the block).
+__device__ uint32_t draw(const float* lg, uint32_t n, float mx, const sample_params& p, shared_state& sh) {
+  const float temp = p.temperature;
   const bool top_k = p.top_k > 0 && static_cast<uint32_t>(p.top_k) < n;
   const double top_p = isfinite(p.top_p) ? fmin(fmax(static_cast<double>(p.top_p), 0.0), 1.0) : 1.0;
-  const bool filtered = top_k || top_p < 1.0;
+  const double min_p = isfinite(p.min_p) ? fmin(fmax(static_cast<double>(p.min_p), 0.0), 1.0) : 0.0;
+  const bool filtered = top_k || top_p < 1.0 || min_p > 0.0;
   uint64_t lo = 0; // candidates: keys >= lo
   if (top_k) (void)radix_select<false>(lg, n, mx, temp, 0, static_cast<uint32_t>(p.top_k), false, lo, sh);
+  if (min_p > 0.0) lo = max(lo, min_p_cut(lg, n, mx, temp, min_p, lo, sh));
   unsigned long long z = mass_from(lg, n, mx, temp, lo, sh);
   if (top_p < 1.0) {
     const auto target = static_cast<unsigned long long>(ceil(top_p * static_cast<double>(z)));
@@ -201,8 +269,7 @@ __global__ void __launch_bounds__(threads) sample_kernel(sample_args a) {
     // the last kept one (key lo) when rounding leaves none.
     uint64_t key = lo;
     (void)radix_select<true>(lg, n, mx, temp, lo, target, true, key, sh);
-    if (threadIdx.x == 0) a.out[row] = id_of(key);
-    return;
+    return id_of(key);
   }
   // Unfiltered: scan in id order. Each thread owns a contiguous chunk of ids.
   const uint32_t chunk = (n + blockDim.x - 1) / blockDim.x;
@@ -223,7 +290,28 @@ __global__ void __launch_bounds__(threads) sample_kernel(sample_args a) {
     }
   }
   __syncthreads();
-  if (threadIdx.x == 0) a.out[row] = sh.result;
+  const uint32_t id = sh.result;
+  __syncthreads(); // everyone has read sh.result before it is reused
+  return id;
+}
+
+__global__ void __launch_bounds__(threads) sample_kernel(sample_args a) {
+  __shared__ shared_state sh;
+  __shared__ float scratch[32];
+  const uint32_t draw_index = blockIdx.x, n = a.n_vocab;
+  const sample_params p = a.params[draw_index];
+  const float* lg = a.logits + static_cast<size_t>(p.row) * a.logits_stride;
+  const float temp = p.temperature;
+  const bool greedy = !(temp > 0.0f) || !isfinite(temp) || p.top_k == 1;
+  float mx = -INFINITY;
+  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) mx = fmaxf(mx, lg[i]);
+  mx = detail::block_max(mx, scratch);
+  const uint32_t id = greedy ? block_argmax(lg, n, sh) : draw(lg, n, mx, p, sh);
+  if (threadIdx.x == 0) a.out[draw_index] = id;
+  if (p.num_logprobs < 0 || a.logprobs == nullptr) return;
+  const double t = temp > 0.0f && isfinite(temp) ? static_cast<double>(temp) : 1.0;
+  write_logprobs(lg, n, mx, t, id, min(static_cast<uint32_t>(p.num_logprobs), max_logprobs),
+                 a.logprobs + draw_index, sh);
 }
 
 } // namespace

@@ -5,7 +5,7 @@
 #include "runtime/openai/preprocess.hpp"
 #include "runtime/openai/request.hpp"
 #include "runtime/openai/response.hpp"
-#include "runtime/openai/text_stream.hpp"
+#include "runtime/openai/response_assembler.hpp"
 
 #include <caf/actor_cast.hpp>
 #include <caf/after.hpp>
@@ -30,14 +30,11 @@ struct request_state {
   std::shared_ptr<const model_entry> model;
   std::unique_ptr<metrics::request_recorder> recorder; ///< from model resolution on
   std::shared_ptr<engine::generation> gen;
-  std::optional<openai::text_stream> text;
+  std::optional<openai::response_assembler> response; ///< the choices, from preprocessing on
   openai::response_meta meta;
   std::string request_id;
-  std::string accumulated; ///< unary responses
-  uint32_t prompt_tokens = 0;
   bool chat = true;
   bool stream = false;
-  bool include_usage = false;
   bool started = false;      ///< SSE headers sent
   bool finished = false;     ///< response complete (or abandoned): ignore everything
   bool backend_done = false; ///< the generation ended on its own
@@ -140,7 +137,10 @@ bool start_sse(request_ptr self) {
     on_gone(self);
     return false;
   }
-  return !st.chat || send(self, openai::chat_role_chunk(st.meta, st.include_usage));
+  for (const std::string& event : st.response->opening())
+    if (!send(self, event))
+      return false;
+  return true;
 }
 
 /// Records the request as a success. Called before the last bytes go out, so
@@ -150,30 +150,19 @@ void record_success(request_state& st) {
   st.recorder->finish(clock::now());
 }
 
-void complete(request_ptr self, protocol::finish_reason finish) {
+/// Every choice is complete: the body, or the stream's closing payloads.
+void complete(request_ptr self) {
   auto& st = self->state;
-  openai::usage_counts usage{st.prompt_tokens, st.text->completion_tokens(),
-                             st.text->cached_tokens()};
   auto& res = *st.job.responder;
   if (!st.stream) {
-    auto body = st.chat ? openai::chat_completion_body(st.meta, st.accumulated, finish, usage)
-                        : openai::completion_body(st.meta, st.accumulated, finish, usage);
+    auto body = st.response->body();
     record_success(st);
     res.respond(200, "application/json", std::move(body), id_header(st));
     return end(self);
   }
-  if (!st.started && !start_sse(self))
-    return;
-  auto last = st.chat ? openai::chat_finish_chunk(st.meta, finish, st.include_usage)
-                      : openai::completion_chunk(st.meta, "", finish, st.include_usage);
-  if (!send(self, last))
-    return;
-  if (st.include_usage) {
-    auto u = st.chat ? openai::chat_usage_chunk(st.meta, usage)
-                     : openai::completion_usage_chunk(st.meta, usage);
-    if (!send(self, u))
+  for (const std::string& event : st.response->closing())
+    if (!send(self, event))
       return;
-  }
   record_success(st);
   res.send_event("[DONE]");
   res.finish();
@@ -192,26 +181,21 @@ void on_chunk(request_ptr self, const protocol::engine_output& out) {
     return fail(self, make_error(errc::closed, "the backend cancelled the generation"));
   if (!std::exchange(st.cached_seen, true))
     st.recorder->observe_cached(out.cached_tokens);
-  auto step = st.text->push(out);
-  st.recorder->observe_tokens(step.tokens, clock::now());
-  if (step.cancel_backend && st.gen)
-    st.gen->cancel(); // a stop string matched: the rest is not wanted
+  auto step = st.response->push(out);
+  if (!step)
+    return fail(self, step.error());
+  st.recorder->observe_tokens(step->tokens, clock::now());
+  if (step->cancel_backend && st.gen)
+    st.gen->cancel(); // stop strings ended every choice: the rest is not wanted
   if (st.stream) {
     if (!st.started && !start_sse(self))
       return;
-    if (!step.text.empty()) {
-      auto chunk = st.chat ? openai::chat_content_chunk(st.meta, step.text, st.include_usage)
-                           : openai::completion_chunk(st.meta, step.text,
-                                                      protocol::finish_reason::none,
-                                                      st.include_usage);
-      if (!send(self, chunk))
+    for (const std::string& event : step->events)
+      if (!send(self, event))
         return;
-    }
-  } else {
-    st.accumulated += step.text;
   }
-  if (step.done)
-    complete(self, step.finish);
+  if (step->done)
+    complete(self);
 }
 
 /// A strong handle for callbacks. CAF destroys an actor that nobody holds, so
@@ -264,15 +248,22 @@ void begin(request_ptr self) {
                                                             st.model->card.name, ep, rt,
                                                             st.job.start);
   st.stream = req->params.stream;
-  st.include_usage = req->params.include_usage;
   st.request_id = openai::random_hex_id();
   st.meta = {(st.chat ? "chatcmpl-" : "cmpl-") + st.request_id, unix_now(), st.model->card.name};
   auto pre = preprocess(*req, *st.model, st.request_id);
   if (!pre)
     return fail(self, pre.error());
-  st.prompt_tokens = pre->prompt_tokens;
   st.recorder->observe_prompt(pre->prompt_tokens);
-  st.text.emplace(*st.model->tokenizer, std::move(req->params.stop));
+  st.response.emplace(*st.model->tokenizer, st.meta,
+                      openai::response_assembler::options{
+                        .chat = st.chat,
+                        .stream = st.stream,
+                        .include_usage = req->params.include_usage,
+                        .n = pre->sampling.n,
+                        .logprobs = pre->sampling.logprobs.has_value(),
+                        .stop = std::move(req->params.stop),
+                        .stop_token_ids = pre->stop.stop_token_ids,
+                        .prompt_tokens = pre->prompt_tokens});
   if (st.job.responder->client_gone())
     return on_gone(self);
   st.job.responder->on_disconnect(

@@ -143,7 +143,10 @@ struct migrating_request : engine::generation, std::enable_shared_from_this<migr
       std::lock_guard lk{mtx};
       if (done)
         return;
-      generated.insert(generated.end(), c.token_ids.begin(), c.token_ids.end());
+      if (original.sampling.n > 1) // choices diverge: nothing to resume from (see decide_retry)
+        delivered_choices = delivered_choices || !c.token_ids.empty();
+      else
+        generated.insert(generated.end(), c.token_ids.begin(), c.token_ids.end());
       if (c.finish != protocol::finish_reason::none)
         done = true;
     }
@@ -177,7 +180,11 @@ struct migrating_request : engine::generation, std::enable_shared_from_this<migr
     auto code = code_of(failure);
     size_t seq_len = original.token_ids.size() + generated.size();
     bool room = cfg.migration_max_seq_len == 0 || seq_len <= cfg.migration_max_seq_len;
-    if (cancelled || !is_migratable(code) || !room || generated.size() >= original.stop.max_tokens) {
+    // n > 1: one request, n sequences that no single prompt + output resumes;
+    // it is retried only while no choice has delivered a token.
+    const bool diverged = delivered_choices;
+    if (cancelled || !is_migratable(code) || !room || diverged ||
+        generated.size() >= original.stop.max_tokens) {
       if (is_migratable(code) && !cancelled)
         stats->migration_exhausted++;
       return false;
@@ -217,6 +224,7 @@ struct migrating_request : engine::generation, std::enable_shared_from_this<migr
   }
 
   caf::error pending_error;
+  bool delivered_choices = false; ///< n > 1: some choice got a token
 };
 
 } // namespace
@@ -247,8 +255,9 @@ std::shared_ptr<engine::generation> routed_client::generate(protocol::preprocess
   r->original = std::move(req);
   auto pool = prefill();
   uint32_t threshold = cfg_.max_local_prefill_length;
+  // n > 1 is served aggregated: a prefill result carries one first token.
   bool maybe_remote = pool && pool->instances.load() > 0 && r->original.disagg.empty() &&
-                      r->original.token_ids.size() >= threshold;
+                      r->original.sampling.n <= 1 && r->original.token_ids.size() >= threshold;
   if (!maybe_remote) {
     r->start_attempt();
     return r;

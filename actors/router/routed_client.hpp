@@ -4,7 +4,10 @@
 // request plane reports disconnected, or the worker answers with a migratable
 // error), the request is re-routed to another worker with prompt + tokens
 // generated so far and max_tokens reduced, up to `migration_limit` times, so
-// the caller sees one uninterrupted stream. Thread-safe.
+// the caller sees one uninterrupted stream. A request with n > 1 choices is
+// one routed request on one worker: retried while no choice has a token, not
+// migrated after (its choices diverged), and never sent to a prefill worker
+// (served aggregated). Thread-safe.
 #pragma once
 
 #include "actors/core/actor_handle.hpp"

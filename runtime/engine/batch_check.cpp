@@ -10,6 +10,21 @@ namespace {
   return make_error(errc::internal, "batch entry " + std::to_string(entry) + ": " + what);
 }
 
+[[nodiscard]] expected<void> check_fork(size_t i, const batch_entry& e, const batch& b) {
+  if (!e.tokens.empty() || !e.sample)
+    return broken(i, "a fork entry computes no tokens and samples");
+  for (size_t j = 0; j < i; ++j) {
+    const batch_entry& p = b.entries[j];
+    if (p.seq_id != *e.fork_of)
+      continue;
+    if (!p.sample || p.fork_of || p.sample_position != e.sample_position)
+      return broken(i, "fork of seq_id " + std::to_string(p.seq_id) + " that does not sample at " +
+                           std::to_string(e.sample_position));
+    return {};
+  }
+  return broken(i, "fork of seq_id " + std::to_string(*e.fork_of) + " not earlier in the batch");
+}
+
 [[nodiscard]] expected<void> check_entry(size_t i, const batch_entry& e, const kv_geometry& g) {
   if (e.tokens.empty())
     return broken(i, "no tokens");
@@ -33,12 +48,16 @@ expected<void> check_batch(const batch& b, const kv_geometry& g) {
   std::unordered_set<uint64_t> seen;
   for (size_t i = 0; i < b.entries.size(); ++i) {
     const batch_entry& e = b.entries[i];
-    if (auto ok = check_entry(i, e, g); !ok)
+    if (auto ok = e.fork_of ? check_fork(i, e, b) : check_entry(i, e, g); !ok)
       return ok;
     if (!seen.insert(e.seq_id).second)
       return broken(i, "seq_id " + std::to_string(e.seq_id) + " appears twice");
     total += e.tokens.size();
   }
+  for (const block_copy& c : b.block_copies)
+    if (c.src >= g.num_blocks || c.dst >= g.num_blocks || c.src == c.dst)
+      return make_error(errc::internal, "block copy " + std::to_string(c.src) + " -> " +
+                                            std::to_string(c.dst) + " is out of range or in place");
   if (total != b.num_tokens)
     return make_error(errc::internal, "batch num_tokens " + std::to_string(b.num_tokens) +
                                           " != sum of entries " + std::to_string(total));

@@ -11,10 +11,13 @@ namespace dynamo::engine {
 
 /// errc::internal naming the first broken rule, if any:
 ///  - num_tokens is the sum of the entries' token counts;
-///  - every entry has at least one token and a unique seq_id;
+///  - every entry has at least one token and a unique seq_id, except a fork
+///    entry (fork_of set): no tokens, sample set, and fork_of names an earlier
+///    sampling entry with the same sample_position;
 ///  - block_table covers start_pos + tokens.size() positions and every id is
 ///    below g.num_blocks;
-///  - a sampling entry has sample_position == start_pos + tokens.size().
+///  - a sampling entry has sample_position == start_pos + tokens.size();
+///  - block copies name blocks below g.num_blocks, src != dst.
 [[nodiscard]] expected<void> check_batch(const batch& b, const kv_geometry& g);
 
 } // namespace dynamo::engine

@@ -54,6 +54,25 @@ std::string engine_core::rejection(const protocol::preprocessed_request& req) co
            " (prompt + output), so at most " + std::to_string(limit - 1) + " prompt tokens fit";
   if (req.stop.max_tokens == 0)
     return "max_tokens must be at least 1";
+  const protocol::sampling_options& o = req.sampling;
+  if (o.n == 0 || o.n > sched_.config().max_num_seqs)
+    return "n is " + std::to_string(o.n) + "; this worker runs 1 to " +
+           std::to_string(sched_.config().max_num_seqs) + " sequences at once";
+  const uint64_t bs = sched_.config().block_size;
+  const uint64_t fork_blocks = req.token_ids.size() % bs != 0 ? o.n - 1 : 0;
+  if ((req.token_ids.size() + bs - 1) / bs + fork_blocks > sched_.config().num_blocks)
+    return "the prompt and the copies of its last block for " + std::to_string(o.n) +
+           " choices need more KV blocks than this worker has (" +
+           std::to_string(sched_.config().num_blocks) + ")";
+  if (o.n > 1 && !req.disagg.empty())
+    return "n > 1 is not supported with disaggregated prefill/decode yet (its prefill result "
+           "carries one first token)";
+  if (o.logprobs && *o.logprobs > protocol::max_top_logprobs)
+    return "logprobs asks for " + std::to_string(*o.logprobs) + " alternatives; at most " +
+           std::to_string(protocol::max_top_logprobs);
+  if (o.logit_bias.size() > protocol::max_logit_bias)
+    return "logit_bias has " + std::to_string(o.logit_bias.size()) + " entries; at most " +
+           std::to_string(protocol::max_logit_bias);
   return {};
 }
 
@@ -133,7 +152,7 @@ expected<step_result> engine_core::step() {
   step_result res;
   res.outputs.swap(pending_);
   batch b = sched_.schedule();
-  if (!b.entries.empty()) {
+  if (!b.entries.empty() || !b.block_copies.empty()) {
     expected<batch_result> r = exec_->execute(b);
     if (r && r->sampled.size() != b.entries.size())
       r = make_error(errc::internal, exec_->name() + " executor returned " +

@@ -59,7 +59,9 @@ public:
 
   /// Queues a request. A request that cannot run (empty prompt, prompt not
   /// shorter than the context length, max_tokens 0, `disagg` bytes that do not
-  /// decode) is accepted and answered by one error chunk in the next step().
+  /// decode, n of 0 or above max_num_seqs, n > 1 with a disaggregation role,
+  /// more than max_top_logprobs alternatives or max_logit_bias biases) is
+  /// accepted and answered by one error chunk in the next step().
   /// Error (invalid_argument, nothing queued) only when request_id is already
   /// in flight.
   ///

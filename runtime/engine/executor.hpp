@@ -4,6 +4,7 @@
 // An executor is driven by one thread (the worker's step loop); not thread-safe.
 #pragma once
 
+#include "kernels/logit_edit.hpp"
 #include "runtime/core/error.hpp"
 #include "runtime/protocol/kv_transfer.hpp"
 #include "runtime/protocol/llm.hpp"
@@ -34,16 +35,36 @@ struct batch_entry {
   /// Tokens the sequence holds after this step, used to derive per-position
   /// RNG streams so that seeded sampling survives preemption and migration.
   uint32_t sample_position = 0;
+  /// Applied to the logits before sampling (kernels::apply_logit_edit with
+  /// sampling's penalties): logit_bias, penalties, the min_tokens mask.
+  /// Sorted by token, distinct tokens.
+  std::vector<kernels::logit_edit> logit_edits;
+  uint32_t choice = 0; ///< the request's choice this sequence is (n > 1)
+  /// A forked choice's first token (n > 1): no tokens to compute; sample from
+  /// the logits of the entry with this seq_id (the prompt's last step, earlier
+  /// in this batch, with the same edits) with this entry's own RNG stream.
+  std::optional<uint64_t> fork_of;
+};
+
+/// Copy block `src`'s KV into block `dst` before the step's forward pass
+/// (copy-on-write of a prompt's partial last block shared by n choices).
+struct block_copy {
+  uint32_t src = 0;
+  uint32_t dst = 0;
 };
 
 struct batch {
   std::vector<batch_entry> entries; ///< decodes first, then prefill chunks
   uint32_t num_tokens = 0;          ///< sum of entries[i].tokens.size()
+  std::vector<block_copy> block_copies; ///< done before any KV is written or read
 };
 
 struct batch_result {
   /// Aligned with batch::entries: the sampled token where entry.sample was set.
   std::vector<std::optional<uint32_t>> sampled;
+  /// Aligned with batch::entries where any entry asks for logprobs
+  /// (sampling.logprobs), else may be empty: the sampled token's logprobs.
+  std::vector<std::optional<protocol::token_logprob>> logprobs;
   /// Simulated compute time (mocker only; zero for real executors).
   std::chrono::microseconds simulated{0};
 };
@@ -72,8 +93,9 @@ class executor {
 public:
   virtual ~executor() = default;
 
-  /// Runs one forward pass (or simulates it). An error (e.g. a device error)
-  /// fails the whole step; the worker then reports itself unhealthy.
+  /// Runs b.block_copies, then one forward pass (or simulates it), then
+  /// samples. A batch may hold copies and no entries. An error (e.g. a device
+  /// error) fails the whole step; the worker then reports itself unhealthy.
   [[nodiscard]] virtual expected<batch_result> execute(const batch& b) = 0;
 
   [[nodiscard]] virtual kv_geometry geometry() const noexcept = 0;

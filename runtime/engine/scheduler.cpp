@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <utility>
 
 namespace dynamo::engine {
@@ -35,7 +36,8 @@ scheduler::scheduler(scheduler_config cfg)
 
 bool scheduler::add_request(protocol::preprocessed_request req, disagg_mode mode) {
   const uint64_t id = next_seq_id_;
-  if (!by_request_id_.emplace(req.request_id, id).second)
+  const uint32_t n = std::max(1u, req.sampling.n);
+  if (!by_request_id_.emplace(req.request_id, request_group{{id}, n}).second)
     return false;
   ++next_seq_id_;
   if (mode.hold_prompt && release_hold(req.request_id))
@@ -47,6 +49,11 @@ bool scheduler::add_request(protocol::preprocessed_request req, disagg_mode mode
              .sampling = req.sampling,
              .stop = std::move(req.stop)};
   s.num_prompt = s.tokens.size();
+  s.pending_forks = n - 1;
+  // Penalties count what was generated, also before a migration.
+  const auto all = s.tokens.tokens();
+  const size_t prompt = req.prompt_tokens == 0 ? all.size() : std::min<size_t>(req.prompt_tokens, all.size());
+  s.edits = logit_edit_state(s.sampling, all.first(prompt), all.subspan(prompt));
   s.hold_prompt = mode.hold_prompt;
   s.remote_prompt = std::move(mode.remote_prompt);
   auto [it, inserted] = seqs_.emplace(id, std::move(s));
@@ -58,6 +65,9 @@ bool scheduler::add_request(protocol::preprocessed_request req, disagg_mode mode
 
 batch scheduler::schedule() {
   ++step_;
+  for (const block_copy& c : inflight_copies_) // a batch that was never applied
+    kv_.release(std::array{c.src, c.dst});
+  inflight_copies_ = std::exchange(pending_copies_, {}); // the last step's forks
   for (;;) {
     uint32_t budget = cfg_.max_num_batched_tokens;
     batch b;
@@ -73,6 +83,7 @@ batch scheduler::schedule() {
     }
     std::move(prefills.begin(), prefills.end(), std::back_inserter(b.entries));
     b.num_tokens = cfg_.max_num_batched_tokens - budget;
+    b.block_copies = inflight_copies_;
     return b;
   }
 }
@@ -84,7 +95,11 @@ void scheduler::schedule_decodes(uint32_t& budget, std::vector<batch_entry>& out
       continue;
     bool self_preempted = false;
     bool fits = false;
-    while (!self_preempted && !(fits = kv_.allocate_slots(s.id, s.num_computed + 1).has_value())) {
+    auto allocate = [&] {
+      return kv_.blocks_missing(s.id, s.num_computed + 1, {}, fork_blocks(s, 1)) == 0 &&
+             kv_.allocate_slots(s.id, s.num_computed + 1).has_value();
+    };
+    while (!self_preempted && !(fits = allocate())) {
       // Requests after i are unscheduled, so the victim is the newest; it may be s.
       sequence* victim = newest_unscheduled(-1);
       if (victim == nullptr)
@@ -96,7 +111,7 @@ void scheduler::schedule_decodes(uint32_t& budget, std::vector<batch_entry>& out
       break; // s was the last running request
     if (!fits)
       continue;
-    out.push_back(make_entry(s, 1));
+    push_entry(s, 1, out);
     budget -= 1;
   }
 }
@@ -108,19 +123,19 @@ uint32_t scheduler::schedule_prefills(uint32_t& budget, std::vector<batch_entry>
     if (s.remaining() <= 1 || s.scheduled_step == step_)
       continue;
     uint32_t n = chunk_size(s.remaining(), budget);
-    while (n > 0 && kv_.blocks_missing(s.id, s.num_computed + n) > 0) {
+    while (n > 0 && kv_.blocks_missing(s.id, s.num_computed + n, {}, fork_blocks(s, n)) > 0) {
       sequence* victim = newest_unscheduled(static_cast<std::ptrdiff_t>(i));
       if (victim == nullptr)
         break;
       preempt(*victim);
     }
-    n = fitting_chunk(s, n);
+    n = fork_fitting(s, fitting_chunk(s, n));
     if (n > 0) {
       if (!kv_.allocate_slots(s.id, s.num_computed + n))
         n = 0; // unreachable: fitting_chunk() said it fits
     }
     if (n > 0) {
-      out.push_back(make_entry(s, n));
+      push_entry(s, n, out);
       budget -= n;
     }
     if (n < s.remaining())
@@ -137,24 +152,28 @@ void scheduler::admit_waiting(uint32_t& budget, uint32_t num_partial, std::vecto
         break; // first come first served: nobody overtakes the head
       continue;
     }
-    if (budget == 0)
+    if (budget == 0 || num_admitted() + 1 + s.pending_forks > cfg_.max_num_seqs)
       break;
     const kv::computed_blocks prefix = kv_.find_computed_blocks(s.tokens);
     const uint32_t remaining = s.tokens.size() - prefix.num_tokens;
-    const uint32_t n = chunk_size(remaining, budget);
+    uint32_t n = chunk_size(remaining, budget);
+    s.num_computed = prefix.num_tokens; // for fork_blocks(); restored when it stays waiting
+    if (fork_blocks(s, n) > 0 && kv_.blocks_missing(s.id, prefix.num_tokens + n, prefix, fork_blocks(s, n)) > 0)
+      --n; // the fork's blocks do not fit: stop one token short of it
     const bool partial = n < remaining;
-    if (partial && num_partial >= cfg_.max_num_partial_prefills)
-      break;
-    if (!kv_.allocate_slots(s.id, prefix.num_tokens + n, prefix))
+    if (n == 0 || (partial && num_partial >= cfg_.max_num_partial_prefills) ||
+        !kv_.allocate_slots(s.id, prefix.num_tokens + n, prefix)) {
+      s.num_computed = 0;
       break; // first come first served: nobody overtakes the head
+    }
     waiting_.pop_front();
     running_.push_back(s.id);
-    s.num_computed = prefix.num_tokens;
+    reserved_forks_ += s.pending_forks;
     if (!s.admitted_before) {
       s.admitted_before = true;
       s.cached_tokens = prefix.num_tokens;
     }
-    out.push_back(make_entry(s, n));
+    push_entry(s, n, out);
     budget -= n;
     num_partial += partial ? 1 : 0;
   }
@@ -187,8 +206,8 @@ std::vector<kv_pull> scheduler::take_pulls() {
 }
 
 bool scheduler::complete_transfer(std::string_view request_id, bool ok, std::vector<request_output>& out) {
-  auto found = by_request_id_.find(std::string{request_id});
-  if (found == by_request_id_.end()) {
+  sequence* found = first_seq(request_id);
+  if (found == nullptr) {
     // Aborted while its blocks were being written: now nothing writes there.
     if (auto o = orphaned_pulls_.find(std::string{request_id}); o != orphaned_pulls_.end()) {
       kv_.free_detached(o->second);
@@ -196,7 +215,7 @@ bool scheduler::complete_transfer(std::string_view request_id, bool ok, std::vec
     }
     return false;
   }
-  sequence& s = seq(found->second);
+  sequence& s = *found;
   if (!s.waiting_for_kv)
     return false;
   std::erase(kv_waiting_, s.id);
@@ -212,10 +231,10 @@ bool scheduler::complete_transfer(std::string_view request_id, bool ok, std::vec
   kv_.cache_blocks(s.id, s.tokens, s.num_computed);
   request_output o{s.request_id, {}, std::nullopt};
   o.output.token_ids.push_back(first_token);
-  o.output.finish = append_token(s, first_token);
+  end_choice(s, append_token(s, first_token), o.output);
   o.output.cached_tokens = s.cached_tokens;
   s.first_chunk_sent = true;
-  const bool finished = o.output.finish != protocol::finish_reason::none;
+  const bool finished = o.output.choice_end() != protocol::finish_reason::none;
   out.push_back(std::move(o));
   if (finished)
     forget(s.id);
@@ -301,8 +320,99 @@ batch_entry scheduler::make_entry(sequence& s, uint32_t num_new) {
   e.sample = s.num_computed + num_new == s.tokens.size();
   e.sampling = s.sampling;
   e.sample_position = s.num_computed + num_new;
+  e.choice = s.choice;
+  if (e.sample) {
+    const bool mask = s.num_output < s.stop.min_tokens; // stop tokens cannot be drawn yet
+    e.logit_edits = s.edits.edits(mask ? std::span<const uint32_t>{s.stop.stop_token_ids}
+                                       : std::span<const uint32_t>{});
+  }
   s.scheduled_step = step_;
   return e;
+}
+
+uint32_t scheduler::fork_blocks(const sequence& s, uint32_t n) const noexcept {
+  if (s.pending_forks == 0 || s.num_computed + n != s.tokens.size())
+    return 0;
+  return s.tokens.size() % cfg_.block_size != 0 ? s.pending_forks : 0;
+}
+
+uint32_t scheduler::fork_fitting(const sequence& s, uint32_t n) const {
+  const uint32_t extra = fork_blocks(s, n);
+  if (n == 0 || extra == 0)
+    return n;
+  return kv_.blocks_missing(s.id, s.num_computed + n, {}, extra) == 0 ? n : n - 1;
+}
+
+void scheduler::push_entry(sequence& s, uint32_t num_new, std::vector<batch_entry>& out) {
+  out.push_back(make_entry(s, num_new));
+  if (out.back().sample && s.pending_forks > 0)
+    fork_choices(s, batch_entry{out.back()}, out);
+}
+
+void scheduler::fork_choices(sequence& parent, const batch_entry& parent_entry, std::vector<batch_entry>& out) {
+  const uint32_t forks = std::exchange(parent.pending_forks, 0);
+  reserved_forks_ -= forks;
+  const uint32_t prompt = parent.tokens.size();
+  request_group& group = by_request_id_.at(parent.request_id);
+  for (uint32_t c = 1; c <= forks; ++c) {
+    const uint64_t id = next_seq_id_++;
+    const auto copy = kv_.fork(parent.id, id, prompt);
+    if (!copy) { // unreachable: fork_blocks() made room; the choice ends with an error
+      spdlog::error("request {}: no block to fork choice {}", parent.request_id, c);
+      --group.unfinished;
+      continue;
+    }
+    if (*copy) {
+      pending_copies_.push_back(block_copy{(*copy)->src, (*copy)->dst});
+      kv_.retain(std::array{(*copy)->src, (*copy)->dst});
+    }
+    sequence child{.id = id, .request_id = parent.request_id, .tokens = parent.tokens,
+                   .num_prompt = parent.num_prompt, .num_computed = prompt, .num_output = 0,
+                   .sampling = parent.sampling, .stop = parent.stop};
+    if (child.sampling.seed)
+      *child.sampling.seed += c; // vLLM's rule: choice c of seed s draws as seed s + c
+    child.admitted_before = child.first_chunk_sent = true; // the prompt's cached_tokens is choice 0's
+    child.scheduled_step = step_;
+    child.choice = c;
+    child.edits = parent.edits;
+    batch_entry e;
+    e.seq_id = id;
+    e.start_pos = prompt;
+    e.sample = true;
+    e.sampling = child.sampling;
+    e.sample_position = prompt;
+    e.logit_edits = parent_entry.logit_edits;
+    e.choice = c;
+    e.fork_of = parent.id;
+    out.push_back(std::move(e));
+    seqs_.emplace(id, std::move(child));
+    running_.push_back(id);
+    group.seqs.push_back(id);
+  }
+}
+
+void scheduler::end_choice(const sequence& s, protocol::finish_reason finish, protocol::engine_output& o) {
+  o.index = s.choice;
+  if (finish == protocol::finish_reason::none)
+    return;
+  request_group& group = by_request_id_.at(s.request_id);
+  if (finish != protocol::finish_reason::error && group.unfinished > 1) {
+    --group.unfinished;
+    o.choice_finish = finish; // the others go on: the stream does not end here
+    return;
+  }
+  group.unfinished = 0;
+  o.finish = finish;
+}
+
+sequence* scheduler::first_seq(std::string_view request_id) {
+  auto it = by_request_id_.find(std::string{request_id});
+  return it == by_request_id_.end() || it->second.seqs.empty() ? nullptr : &seq(it->second.seqs.front());
+}
+
+const sequence* scheduler::first_seq(std::string_view request_id) const {
+  auto it = by_request_id_.find(std::string{request_id});
+  return it == by_request_id_.end() || it->second.seqs.empty() ? nullptr : &seqs_.at(it->second.seqs.front());
 }
 
 sequence* scheduler::newest_unscheduled(std::ptrdiff_t after) {
@@ -315,6 +425,7 @@ sequence* scheduler::newest_unscheduled(std::ptrdiff_t after) {
 }
 
 void scheduler::preempt(sequence& s) {
+  reserved_forks_ -= s.pending_forks; // re-admission reserves them again
   kv_.free(s.id);
   s.num_computed = 0;
   std::erase(running_, s.id);
@@ -331,13 +442,16 @@ uint32_t scheduler::fitting_chunk(const sequence& s, uint32_t n) const {
 }
 
 std::vector<request_output> scheduler::update(const batch& b, const batch_result& r) {
+  for (const block_copy& c : std::exchange(inflight_copies_, {})) // the executor has run them
+    kv_.release(std::array{c.src, c.dst});
   std::vector<request_output> out;
   std::vector<uint64_t> finished;
   for (size_t i = 0; i < b.entries.size(); ++i) {
     const batch_entry& e = b.entries[i];
     auto it = seqs_.find(e.seq_id);
-    if (it == seqs_.end() || it->second.num_computed != e.start_pos)
-      continue; // not from the last schedule(); nothing to apply
+    if (it == seqs_.end() || it->second.num_computed != e.start_pos ||
+        std::find(finished.begin(), finished.end(), e.seq_id) != finished.end())
+      continue; // not from the last schedule(), or its request failed; nothing to apply
     sequence& s = it->second;
     s.num_computed += static_cast<uint32_t>(e.tokens.size());
     kv_.cache_blocks(s.id, s.tokens, s.num_computed);
@@ -345,20 +459,30 @@ std::vector<request_output> scheduler::update(const batch& b, const batch_result
       continue;
     request_output o{s.request_id, {}, std::nullopt};
     const std::optional<uint32_t> token = i < r.sampled.size() ? r.sampled[i] : std::nullopt;
-    if (token) {
-      o.output.token_ids.push_back(*token);
-      o.output.finish = append_token(s, *token);
-      if (s.hold_prompt && o.output.finish != protocol::finish_reason::none)
-        o.prefill_result = hold(s, *token);
-    } else {
-      o.output.finish = protocol::finish_reason::error;
+    const protocol::token_logprob* lp =
+        i < r.logprobs.size() && r.logprobs[i] ? &*r.logprobs[i] : nullptr;
+    protocol::finish_reason finish = protocol::finish_reason::error;
+    if (!token) {
       o.output.error = "executor returned no token for a sampling entry";
+    } else if (s.sampling.logprobs && lp == nullptr) {
+      o.output.error = "executor returned no logprobs for a request that asked for them";
+    } else {
+      o.output.token_ids.push_back(*token);
+      if (s.sampling.logprobs)
+        o.output.logprobs.push_back(*lp);
+      finish = append_token(s, *token);
+      if (s.hold_prompt && finish != protocol::finish_reason::none)
+        o.prefill_result = hold(s, *token);
     }
+    end_choice(s, finish, o.output);
     if (!s.first_chunk_sent) {
       o.output.cached_tokens = s.cached_tokens;
       s.first_chunk_sent = true;
     }
-    if (o.output.finish != protocol::finish_reason::none)
+    if (finish == protocol::finish_reason::error) // one failed choice ends them all
+      for (uint64_t id : by_request_id_.at(s.request_id).seqs)
+        finished.push_back(id);
+    else if (finish != protocol::finish_reason::none)
       finished.push_back(s.id);
     out.push_back(std::move(o));
   }
@@ -369,15 +493,16 @@ std::vector<request_output> scheduler::update(const batch& b, const batch_result
 
 protocol::finish_reason scheduler::append_token(sequence& s, uint32_t token) {
   s.tokens.append(token);
+  s.edits.on_output(token);
   ++s.num_output;
   return check_stop(token, s.num_output, s.tokens.size(), s.stop, cfg_.max_model_len);
 }
 
 std::optional<protocol::kv_prefill_result> scheduler::unpulled_remote_prompt(std::string_view request_id) const {
-  auto it = by_request_id_.find(std::string{request_id});
-  if (it == by_request_id_.end())
+  const sequence* found = first_seq(request_id);
+  if (found == nullptr)
     return std::nullopt;
-  const sequence& s = seqs_.at(it->second);
+  const sequence& s = *found;
   if (!s.remote_prompt)
     return std::nullopt;
   bool pull_taken = s.waiting_for_kv && std::none_of(pulls_.begin(), pulls_.end(), [&](const kv_pull& p) {
@@ -390,21 +515,29 @@ bool scheduler::abort(std::string_view request_id) {
   auto it = by_request_id_.find(std::string{request_id});
   if (it == by_request_id_.end())
     return false;
-  forget(it->second);
+  for (uint64_t id : std::vector<uint64_t>{it->second.seqs}) // every choice; forget() edits the group
+    forget(id);
   return true;
 }
 
 std::vector<std::string> scheduler::abort_all() {
   std::vector<std::string> ids;
-  ids.reserve(seqs_.size());
-  for (uint64_t id : running_)
-    ids.push_back(seq(id).request_id);
-  for (uint64_t id : kv_waiting_)
-    ids.push_back(seq(id).request_id);
-  for (uint64_t id : waiting_)
-    ids.push_back(seq(id).request_id);
+  ids.reserve(by_request_id_.size());
+  auto add = [&](uint64_t id) { // once per request, whatever its choices
+    const std::string& rid = seq(id).request_id;
+    if (std::find(ids.begin(), ids.end(), rid) == ids.end())
+      ids.push_back(rid);
+  };
+  std::for_each(running_.begin(), running_.end(), add);
+  std::for_each(kv_waiting_.begin(), kv_waiting_.end(), add);
+  std::for_each(waiting_.begin(), waiting_.end(), add);
   for (const auto& [id, s] : seqs_)
     kv_.free(id);
+  for (const block_copy& c : std::exchange(pending_copies_, {}))
+    kv_.release(std::array{c.src, c.dst});
+  for (const block_copy& c : std::exchange(inflight_copies_, {}))
+    kv_.release(std::array{c.src, c.dst});
+  reserved_forks_ = 0;
   seqs_.clear();
   by_request_id_.clear();
   running_.clear();
@@ -424,9 +557,14 @@ void scheduler::forget(uint64_t id) {
     orphaned_pulls_[s.request_id] = kv_.detach(id); // a push may be writing into them
   else
     kv_.free(id); // a no-op for a held prefill: its table was detached
-  if (std::erase(running_, id) == 0 && std::erase(kv_waiting_, id) == 0)
+  if (std::erase(running_, id) != 0)
+    reserved_forks_ -= s.pending_forks;
+  else if (std::erase(kv_waiting_, id) == 0)
     std::erase(waiting_, id);
-  by_request_id_.erase(it->second.request_id);
+  auto group = by_request_id_.find(s.request_id);
+  std::erase(group->second.seqs, id);
+  if (group->second.seqs.empty())
+    by_request_id_.erase(group);
   seqs_.erase(it);
 }
 

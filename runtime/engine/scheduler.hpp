@@ -87,6 +87,23 @@ struct kv_pull {
 ///      token so that the step can sample).
 /// The batch lists decodes first, then prefill chunks.
 ///
+/// Several choices (sampling.n > 1). The request is one sequence (choice 0)
+/// until the step that computes its prompt's last token: that step also
+/// forks choices 1..n-1, each a sequence of its own whose first token is
+/// drawn from the same logits (a batch_entry with fork_of, computing nothing)
+/// with its own RNG stream (seed + choice when seeded). A fork shares the
+/// prompt's full KV blocks (one more reference each) and gets a fresh copy of
+/// its partial last block (copy-on-write: the copy is the next batch's
+/// block_copies, whose blocks stay referenced until that step is applied), so
+/// the prompt is computed once. A request counts n sequences against
+/// max_num_seqs from admission on; the step that completes the prompt also
+/// needs a free block per fork when the prompt ends mid-block (else it stops
+/// one token short and the fork waits). Each choice then runs, stops and is
+/// preempted on its own; its chunks carry output.index, and a choice that
+/// ends while others go on reports choice_finish (finish stays none) so that
+/// the request's last chunk is the only one with finish set. abort() ends
+/// every choice; an error in one ends the request.
+///
 /// Disaggregation. A decode request (disagg_mode::remote_prompt) is admitted
 /// in its turn, without using the token budget, into WAITING_FOR_KV: blocks
 /// for its whole prompt are allocated (local prefix-cache hits first) and a
@@ -185,9 +202,31 @@ private:
   /// Moves a finished prefill's prompt blocks into a hold; returns the result
   /// to report (block ids, token count, first token).
   [[nodiscard]] protocol::kv_prefill_result hold(sequence& s, uint32_t first_token);
+  /// Sequences running or waiting for KV, plus the choices their unforked
+  /// n > 1 requests will add.
   [[nodiscard]] uint32_t num_admitted() const noexcept {
-    return static_cast<uint32_t>(running_.size() + kv_waiting_.size());
+    return static_cast<uint32_t>(running_.size() + kv_waiting_.size()) + reserved_forks_;
   }
+  /// Fresh blocks the fork at the end of `s`'s prompt takes when a chunk of
+  /// `n` tokens completes it (one per fork when the prompt ends mid-block).
+  [[nodiscard]] uint32_t fork_blocks(const sequence& s, uint32_t n) const noexcept;
+  /// n, or n - 1 when n would complete the prompt but the fork's blocks do
+  /// not fit besides the chunk's.
+  [[nodiscard]] uint32_t fork_fitting(const sequence& s, uint32_t n) const;
+  /// Appends `s`'s entry for `n` tokens to `out`, and the fork entries when
+  /// this step completes an n > 1 prompt.
+  void push_entry(sequence& s, uint32_t num_new, std::vector<batch_entry>& out);
+  /// Creates choices 1..n-1 of `parent` (see the class comment).
+  void fork_choices(sequence& parent, const batch_entry& parent_entry, std::vector<batch_entry>& out);
+  /// The sequences of a request (choice order; finished ones are gone).
+  struct request_group {
+    std::vector<uint64_t> seqs;
+    uint32_t unfinished = 1; ///< choices that have not ended
+  };
+  [[nodiscard]] sequence* first_seq(std::string_view request_id);
+  [[nodiscard]] const sequence* first_seq(std::string_view request_id) const;
+  /// Sets how `o` reports that `s` ended with `finish` (see the class comment).
+  void end_choice(const sequence& s, protocol::finish_reason finish, protocol::engine_output& o);
   [[nodiscard]] std::chrono::steady_clock::time_point now() const {
     return cfg_.clock ? cfg_.clock() : std::chrono::steady_clock::now();
   }
@@ -203,7 +242,7 @@ private:
   scheduler_config cfg_;
   kv::kv_cache_manager kv_;
   std::unordered_map<uint64_t, sequence> seqs_;
-  std::unordered_map<std::string, uint64_t> by_request_id_;
+  std::unordered_map<std::string, request_group> by_request_id_;
   std::deque<uint64_t> waiting_;
   std::vector<uint64_t> running_; ///< admission order
   std::vector<uint64_t> kv_waiting_; ///< WAITING_FOR_KV, admission order
@@ -217,6 +256,9 @@ private:
     std::chrono::steady_clock::time_point since;
   };
   std::unordered_map<std::string, kv_hold> holds_;
+  uint32_t reserved_forks_ = 0; ///< pending_forks of running sequences
+  std::vector<block_copy> pending_copies_;  ///< made by this step's forks, run by the next step
+  std::vector<block_copy> inflight_copies_; ///< in the last batch; referenced until update()
   uint64_t next_seq_id_ = 1;
   uint64_t step_ = 0;
   uint64_t num_preemptions_ = 0;

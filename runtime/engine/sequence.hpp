@@ -3,6 +3,7 @@
 // scheduler; touched only from the engine's step thread.
 #pragma once
 
+#include "runtime/engine/logit_edit_state.hpp"
 #include "runtime/kv/token_blocks.hpp"
 #include "runtime/protocol/disagg.hpp"
 #include "runtime/protocol/llm.hpp"
@@ -35,6 +36,12 @@ struct sequence {
   /// WAITING_FOR_KV: blocks cover the prompt, the transfer is under way, the
   /// scheduler never schedules it.
   bool waiting_for_kv = false;
+  /// Which of the request's choices this is (n > 1): choice 0 computes the
+  /// prompt; the others are forked from it at the prompt's last step.
+  uint32_t choice = 0;
+  /// Choice 0 of an n > 1 request: n - 1 until the fork, then 0.
+  uint32_t pending_forks = 0;
+  logit_edit_state edits; ///< penalties and logit_bias over its tokens
 
   /// Tokens still to compute; 1 for a decode, more for a (re)prefill.
   [[nodiscard]] uint32_t remaining() const noexcept { return tokens.size() - num_computed; }

@@ -1,5 +1,6 @@
 // When a sequence ends: the stop rules applied after each sampled token
-// (stop token ids unless ignore_eos, min_tokens, max_tokens, context length).
+// (stop token ids, min_tokens, max_tokens, context length). ignore_eos is the
+// frontend's business: it leaves EOS out of stop_token_ids.
 // Called by the scheduler's update(). Pure function; safe from any thread.
 #pragma once
 
@@ -10,8 +11,8 @@
 namespace dynamo::engine {
 
 /// Why a sequence ends after `token` was appended, or finish_reason::none.
-///  - `stop`: `token` is one of stop.stop_token_ids, ignore_eos is off and at
-///    least stop.min_tokens tokens have been generated (`num_output`, counting
+///  - `stop`: `token` is one of stop.stop_token_ids and at least
+///    stop.min_tokens tokens have been generated (`num_output`, counting
 ///    `token`); a stop token before min_tokens is an ordinary token;
 ///  - `length`: num_output reached stop.max_tokens, or the sequence
 ///    (`num_tokens`, prompt + output) reached `max_model_len`.

@@ -25,13 +25,13 @@ computed_blocks kv_cache_manager::find_computed_blocks(const token_blocks& seq) 
 }
 
 uint32_t kv_cache_manager::blocks_missing(uint64_t seq_id, uint32_t num_tokens,
-                                          const computed_blocks& prefix) const {
+                                          const computed_blocks& prefix, uint32_t extra) const {
   auto it = tables_.find(seq_id);
   const bool first = it == tables_.end() || it->second.blocks.empty();
   const uint32_t held = first ? static_cast<uint32_t>(prefix.block_ids.size())
                               : static_cast<uint32_t>(it->second.blocks.size());
   const uint32_t needed = blocks_for(num_tokens);
-  const uint32_t fresh = needed > held ? needed - held : 0;
+  const uint32_t fresh = (needed > held ? needed - held : 0) + extra;
   // Taking free prefix blocks removes them from the free queue.
   const uint32_t taken = first ? pool_.count_free(prefix.block_ids) : 0;
   const uint32_t available = pool_.num_free_blocks() - taken;
@@ -56,6 +56,29 @@ std::optional<std::span<const uint32_t>> kv_cache_manager::allocate_slots(
     t.blocks.insert(t.blocks.end(), fresh->begin(), fresh->end());
   }
   return std::span<const uint32_t>{t.blocks};
+}
+
+std::optional<std::optional<kv_cache_manager::fork_copy>> kv_cache_manager::fork(uint64_t parent, uint64_t child,
+                                                                               uint32_t num_tokens) {
+  const table& p = tables_.at(parent);
+  const uint32_t full = num_tokens / block_size_;
+  const bool partial = num_tokens % block_size_ != 0;
+  assert(p.blocks.size() >= blocks_for(num_tokens) && tables_.count(child) == 0);
+  std::optional<std::vector<uint32_t>> fresh;
+  if (partial && !(fresh = pool_.allocate(1)))
+    return std::nullopt;
+  std::span<const uint32_t> shared{p.blocks.data(), full};
+  pool_.acquire(shared);
+  table t;
+  t.blocks.assign(shared.begin(), shared.end());
+  t.num_registered = full;
+  std::optional<fork_copy> copy;
+  if (partial) {
+    t.blocks.push_back(fresh->front());
+    copy = fork_copy{p.blocks[full], fresh->front()};
+  }
+  tables_.emplace(child, std::move(t));
+  return copy;
 }
 
 void kv_cache_manager::cache_blocks(uint64_t seq_id, const token_blocks& seq, uint32_t num_computed) {

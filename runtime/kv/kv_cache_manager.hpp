@@ -50,10 +50,33 @@ public:
   [[nodiscard]] std::optional<std::span<const uint32_t>> allocate_slots(
       uint64_t seq_id, uint32_t num_tokens, const computed_blocks& prefix = {});
 
-  /// Free blocks that allocate_slots(seq_id, num_tokens, prefix) would need
-  /// beyond what it can find; 0 means it fits. For chunk sizing.
+  /// Free blocks that allocate_slots(seq_id, num_tokens, prefix), plus
+  /// `extra` fresh blocks besides (forks), would need beyond what it can
+  /// find; 0 means it fits. For chunk sizing.
   [[nodiscard]] uint32_t blocks_missing(uint64_t seq_id, uint32_t num_tokens,
-                                        const computed_blocks& prefix = {}) const;
+                                        const computed_blocks& prefix = {}, uint32_t extra = 0) const;
+
+  /// What fork() did: the partial last block's copy, when there is one.
+  struct fork_copy {
+    uint32_t src = 0; ///< the parent's partial block
+    uint32_t dst = 0; ///< the child's fresh block
+  };
+
+  /// Starts `child`'s table (REQUIRES: it has none) as a copy-on-write fork of
+  /// `parent`'s first `num_tokens` positions (REQUIRES: the parent's table
+  /// covers them): the full blocks are shared (one more reference each, and
+  /// counted as registered: the parent registers them when their KV is
+  /// computed), and a partial last block gets a fresh block for the child,
+  /// whose content the caller must copy from the parent's (returned). nullopt
+  /// (nothing changes) when no block is free for that copy.
+  [[nodiscard]] std::optional<std::optional<fork_copy>> fork(uint64_t parent, uint64_t child,
+                                                             uint32_t num_tokens);
+
+  /// One more / one less reference on each block (a block copy in flight
+  /// keeps its source and destination out of reuse). release() REQUIRES a
+  /// matching retain().
+  void retain(std::span<const uint32_t> ids) { pool_.acquire(ids); }
+  void release(std::span<const uint32_t> ids) { pool_.free(ids); }
 
   /// Registers the full blocks among `seq`'s first `num_computed` tokens that
   /// are not registered yet (emitting `stored` events). A block whose tokens

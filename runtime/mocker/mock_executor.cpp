@@ -58,11 +58,25 @@ expected<engine::batch_result> mock_executor::execute(const engine::batch& b) {
     return ok.error();
   engine::batch_result r;
   r.sampled.reserve(b.entries.size());
-  for (const engine::batch_entry& e : b.entries) {
-    if (e.sample)
-      r.sampled.emplace_back(next_token(e.tokens.back(), e.sample_position));
-    else
+  r.logprobs.resize(b.entries.size());
+  for (size_t i = 0; i < b.entries.size(); ++i) {
+    const engine::batch_entry& e = b.entries[i];
+    if (!e.sample) {
       r.sampled.emplace_back(std::nullopt);
+      continue;
+    }
+    // A fork continues its parent's last token (check_batch: the parent is earlier).
+    uint32_t prev = e.tokens.empty() ? 0 : e.tokens.back();
+    for (size_t j = 0; e.fork_of && j < i; ++j)
+      if (b.entries[j].seq_id == *e.fork_of) prev = b.entries[j].tokens.back();
+    const uint32_t token = next_token(prev, e.sample_position, stream_of(e.sampling.seed, e.choice));
+    r.sampled.emplace_back(token);
+    if (e.sampling.logprobs) {
+      // The mocker's distribution is a point mass: the token has probability 1.
+      protocol::token_logprob lp;
+      if (*e.sampling.logprobs > 0) lp.top.push_back({token, 0.0f});
+      r.logprobs[i] = std::move(lp);
+    }
   }
   r.simulated = step_time(b, geometry_, timing_);
   return r;

@@ -1,7 +1,10 @@
 // The mocker: an engine::executor that computes nothing; it checks each batch,
-// emits mocker::next_token per sampling entry and reports Dynamo's mocker step
-// time, so routing, planning and fault tolerance run at fleet scale without a
-// GPU. Called by engine_core from its one thread: not thread-safe.
+// emits mocker::next_token per sampling entry (in the stream of the entry's
+// seed and choice; logprobs of a point mass: 0 for the token, which is its
+// only alternative) and reports Dynamo's mocker step time, so routing,
+// planning and fault tolerance run at fleet scale without a GPU. Block copies
+// are checked, not done (no KV bytes). Called by engine_core from its one
+// thread: not thread-safe.
 #pragma once
 
 #include "runtime/core/error.hpp"

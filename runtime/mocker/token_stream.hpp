@@ -1,10 +1,14 @@
 // The mocker's "model": the next token is a pure function of (previous token,
-// position), printable ASCII (32..126) for tok::byte_tokenizer, so a request
-// resumed anywhere (preempted, or migrated with prompt + output so far) goes on
-// with the same tokens. Used by mock_executor and tests; pure, thread-safe.
+// position, stream), printable ASCII (32..126) for tok::byte_tokenizer, so a
+// request resumed anywhere (preempted, or migrated with prompt + output so
+// far) goes on with the same tokens. The stream makes the seed matter: an
+// unseeded request's choice 0 uses stream 0 (the historical sequence), a
+// seeded one stream_of(seed), so equal seeds give equal outputs and different
+// seeds differ. Used by mock_executor and tests; pure, thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -13,11 +17,18 @@ namespace dynamo::mocker {
 inline constexpr uint32_t first_token = 32; ///< ' '
 inline constexpr uint32_t last_token = 126; ///< '~'
 
-/// The token the mocker emits at `position` (0-based index in the sequence it
-/// extends) after `prev`.
-[[nodiscard]] uint32_t next_token(uint32_t prev, uint32_t position) noexcept;
+/// The stream of a sequence: 0 for an unseeded choice 0; a mix of the seed
+/// when seeded (choice c of an n > 1 request has seed + c already); a mix of
+/// the choice for the other unseeded choices, so that they differ too.
+[[nodiscard]] uint64_t stream_of(std::optional<uint64_t> seed, uint32_t choice) noexcept;
 
-/// The `n` tokens the mocker generates after `tokens`. REQUIRES: !tokens.empty().
-[[nodiscard]] std::vector<uint32_t> continuation(std::span<const uint32_t> tokens, uint32_t n);
+/// The token the mocker emits at `position` (0-based index in the sequence it
+/// extends) after `prev`, in `stream`.
+[[nodiscard]] uint32_t next_token(uint32_t prev, uint32_t position, uint64_t stream = 0) noexcept;
+
+/// The `n` tokens the mocker generates after `tokens` in `stream`.
+/// REQUIRES: !tokens.empty().
+[[nodiscard]] std::vector<uint32_t> continuation(std::span<const uint32_t> tokens, uint32_t n,
+                                                 uint64_t stream = 0);
 
 } // namespace dynamo::mocker

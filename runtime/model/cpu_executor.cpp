@@ -1,5 +1,7 @@
 #include "runtime/model/cpu_executor.hpp"
 
+#include <cstddef>
+#include <cstring>
 #include <random>
 
 namespace dynamo::model {
@@ -35,13 +37,37 @@ expected<std::unique_ptr<cpu_executor>> cpu_executor::create(std::shared_ptr<con
 }
 
 expected<engine::batch_result> cpu_executor::execute(const engine::batch& b) {
+  const kv_cache_shape& shape = cache_->shape();
+  for (const engine::block_copy& c : b.block_copies) {
+    if (c.src >= shape.num_blocks || c.dst >= shape.num_blocks)
+      return make_error(errc::invalid_argument, "cpu_executor: block copy " + std::to_string(c.src) + " -> " +
+                                                    std::to_string(c.dst) + " outside the pool");
+    auto* base = static_cast<std::byte*>(cache_->data());
+    std::memcpy(base + c.dst * shape.block_bytes(), base + c.src * shape.block_bytes(), shape.block_bytes());
+  }
   auto logits = forward_.run(b, *cache_);
   if (!logits) return logits.error();
   engine::batch_result r;
   r.sampled.resize(b.entries.size());
-  for (size_t i = 0; i < logits->entry.size(); ++i) {
-    const engine::batch_entry& e = b.entries[logits->entry[i]];
-    r.sampled[logits->entry[i]] = sampler_.sample(logits->row(i), e.sampling, e.seq_id, e.sample_position);
+  r.logprobs.resize(b.entries.size());
+  auto sample = [&](size_t entry, std::span<const float> row) {
+    const engine::batch_entry& e = b.entries[entry];
+    auto s = sampler_.sample(row, e.sampling, e.logit_edits, e.seq_id, e.sample_position);
+    r.sampled[entry] = s.token;
+    r.logprobs[entry] = std::move(s.logprobs);
+  };
+  for (size_t i = 0; i < logits->entry.size(); ++i) sample(logits->entry[i], logits->row(i));
+  // Forks draw from their parent's row (the parent's edits are theirs too).
+  for (size_t i = 0; i < b.entries.size(); ++i) {
+    const engine::batch_entry& e = b.entries[i];
+    if (!e.fork_of) continue;
+    size_t row = logits->entry.size();
+    for (size_t j = 0; j < logits->entry.size(); ++j)
+      if (b.entries[logits->entry[j]].seq_id == *e.fork_of) row = j;
+    if (row == logits->entry.size())
+      return make_error(errc::invalid_argument, "cpu_executor: fork of seq " + std::to_string(*e.fork_of) +
+                                                    ", which has no logits in this batch");
+    sample(i, logits->row(row));
   }
   return r;
 }

@@ -35,6 +35,7 @@ expected<void> decoder_forward::check(const engine::batch& b, const kv_cache_sha
   const decoder_config& c = model_->config();
   uint64_t total = 0;
   for (const auto& e : b.entries) {
+    if (e.fork_of && e.tokens.empty()) continue; // samples another entry's logits; computes nothing
     if (e.tokens.empty()) return bad_entry(e, "no tokens");
     const uint64_t end = uint64_t(e.start_pos) + e.tokens.size();
     if (end > c.context_length) {
@@ -75,6 +76,7 @@ void decoder_forward::prepare(const engine::batch& b, uint32_t block_size) {
   sample_entries_.clear();
   for (uint32_t i = 0; i < b.entries.size(); ++i) {
     const auto& e = b.entries[i];
+    if (e.fork_of) continue; // no tokens, no logits row of its own
     const auto first = static_cast<uint32_t>(ids_.size());
     const auto n = static_cast<uint32_t>(e.tokens.size());
     seqs_.push_back({first, n, e.start_pos, e.block_table.data(), static_cast<uint32_t>(e.block_table.size())});

@@ -3,7 +3,8 @@
 // and scalings, dense or mixture-of-experts FFNs): runs one engine::batch
 // (decodes and prefill chunks together as one ragged batch), writes the K/V of
 // every new token into its blocks, attends causally over positions
-// [0, start_pos + i], and returns logits only for entries with sample = true.
+// [0, start_pos + i], and returns logits only for entries with sample = true
+// (a fork entry, batch_entry::fork_of, computes nothing and gets no row).
 // Owned by one executor and driven by its step thread; the kernels fan out
 // over the given thread pool. A token's logits never depend on the other
 // tokens of its batch (MoE experts included).

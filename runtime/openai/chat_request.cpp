@@ -89,14 +89,22 @@ caf::error read_messages(const json& obj, std::vector<tok::chat_message>& out) {
   return {};
 }
 
-caf::error check_unimplemented_chat(const json& obj) {
+// logprobs (bool) and top_logprobs (0..20, only with logprobs=true).
+caf::error read_logprobs(const json& obj, std::optional<uint32_t>& out) {
   std::optional<bool> logprobs;
+  std::optional<int64_t> top;
   if (auto err = detail::read_bool(obj, "logprobs", logprobs))
     return err;
-  if (logprobs.value_or(false))
-    return detail::unsupported_error("logprobs", "log probabilities are not supported.");
-  if (auto err = detail::check_neutral_number(obj, "top_logprobs", 0, 20, 0))
+  if (auto err = detail::read_integer(obj, "top_logprobs", 0, protocol::max_top_logprobs, top))
     return err;
+  if (top && !logprobs.value_or(false))
+    return detail::value_error("top_logprobs", "requires 'logprobs' to be true.");
+  if (logprobs.value_or(false))
+    out = static_cast<uint32_t>(top.value_or(0));
+  return {};
+}
+
+caf::error check_unimplemented_chat(const json& obj) {
   if (auto err = detail::check_empty(obj, "tools", json::value_t::array))
     return err;
   if (const json* choice = detail::field(obj, "tool_choice")) {
@@ -141,6 +149,8 @@ expected<chat_request> parse_chat_request(std::string_view body) {
   if (max_completion)
     out.params.max_tokens = static_cast<uint32_t>(*max_completion);
   if (auto err = detail::check_min_tokens(out.params))
+    return err;
+  if (auto err = read_logprobs(*obj, out.params.logprobs))
     return err;
   if (auto err = check_unimplemented_chat(*obj))
     return err;

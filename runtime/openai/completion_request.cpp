@@ -80,22 +80,26 @@ caf::error read_prompt(const json& obj, prompt_input& out) {
   return {};
 }
 
-caf::error check_unimplemented_completion(const json& obj) {
+caf::error read_completion_options(const json& obj, generation_params& out) {
   std::optional<int64_t> logprobs, best_of;
   std::optional<bool> echo;
   std::optional<std::string> suffix;
-  if (auto err = detail::read_integer(obj, "logprobs", 0, 5, logprobs))
+  if (auto err = detail::read_integer(obj, "logprobs", 0, max_completion_logprobs, logprobs))
     return err;
-  if (logprobs.value_or(0) != 0)
-    return detail::unsupported_error("logprobs", "log probabilities are not supported.");
+  if (logprobs)
+    out.logprobs = static_cast<uint32_t>(*logprobs);
   if (auto err = detail::read_bool(obj, "echo", echo))
     return err;
   if (echo.value_or(false))
     return detail::unsupported_error("echo", "echoing the prompt is not supported.");
   if (auto err = detail::read_integer(obj, "best_of", 1, max_n, best_of))
     return err;
-  if (best_of.value_or(1) != 1)
-    return detail::unsupported_error("best_of", "only best_of=1 is supported.");
+  if (best_of && *best_of < out.n)
+    return detail::value_error("best_of", fmt::format("must be at least n ({}), got {}.", out.n,
+                                                      *best_of));
+  if (best_of && *best_of != out.n)
+    return detail::unsupported_error("best_of", "only best_of equal to n is supported (every "
+                                                "generated choice is returned).");
   if (auto err = detail::read_string(obj, "suffix", suffix))
     return err;
   if (suffix && !suffix->empty())
@@ -118,7 +122,7 @@ expected<completion_request> parse_completion_request(std::string_view body) {
     return err;
   if (auto err = detail::check_min_tokens(out.params))
     return err;
-  if (auto err = check_unimplemented_completion(*obj))
+  if (auto err = read_completion_options(*obj, out.params))
     return err;
   return out;
 }

@@ -148,17 +148,6 @@ caf::error read_string(const json& obj, const char* name, std::optional<std::str
   return {};
 }
 
-caf::error check_neutral_number(const json& obj, const char* name, double lo, double hi,
-                                double neutral) {
-  std::optional<double> v;
-  if (auto err = read_number(obj, name, lo, hi, v))
-    return err;
-  if (v && *v != neutral)
-    return unsupported_error(name, fmt::format("this server does not implement '{}'; only {} "
-                                               "is accepted.", name, neutral));
-  return {};
-}
-
 caf::error check_empty(const json& obj, const char* name, json::value_t type) {
   const json* f = field(obj, name);
   if (!f)

@@ -43,9 +43,6 @@ using json = nlohmann::json;
 [[nodiscard]] caf::error read_string(const json& obj, const char* name,
                                      std::optional<std::string>& out);
 
-/// A known OpenAI number we do not implement: in [lo, hi], and must equal `neutral`.
-[[nodiscard]] caf::error check_neutral_number(const json& obj, const char* name, double lo,
-                                              double hi, double neutral);
 /// A known OpenAI container we do not implement: must be empty (or absent).
 [[nodiscard]] caf::error check_empty(const json& obj, const char* name, json::value_t type);
 

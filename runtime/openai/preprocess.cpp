@@ -37,6 +37,36 @@ caf::error check_lengths(size_t prompt_len, const generation_params& p,
   return {};
 }
 
+/// Token ids the client named (logit_bias keys, stop_token_ids) must be in the vocabulary.
+caf::error check_token_ids(const generation_params& p, uint32_t vocab) {
+  for (const protocol::token_bias& b : p.logit_bias)
+    if (b.token >= vocab)
+      return field_error(errc::invalid_argument, "logit_bias", codes::invalid_value,
+                         fmt::format("Invalid value for 'logit_bias': token id {} is not below the "
+                                     "vocabulary size {}.", b.token, vocab));
+  for (size_t i = 0; i < p.stop_token_ids.size(); ++i)
+    if (p.stop_token_ids[i] >= vocab)
+      return field_error(errc::invalid_argument, fmt::format("stop_token_ids[{}]", i),
+                         codes::invalid_value,
+                         fmt::format("Invalid value for 'stop_token_ids[{}]': token id {} is not "
+                                     "below the vocabulary size {}.", i, p.stop_token_ids[i], vocab));
+  return {};
+}
+
+void set_sampling(const generation_params& p, protocol::sampling_options& s) {
+  s.temperature = p.temperature.value_or(1.0f);
+  s.top_p = p.top_p.value_or(1.0f);
+  s.top_k = std::max(0, p.top_k.value_or(0)); // -1 (off) -> 0 (off)
+  s.seed = p.seed;
+  s.min_p = p.min_p.value_or(0.0f);
+  s.presence_penalty = p.presence_penalty.value_or(0.0f);
+  s.frequency_penalty = p.frequency_penalty.value_or(0.0f);
+  s.repetition_penalty = p.repetition_penalty.value_or(1.0f);
+  s.logit_bias = p.logit_bias;
+  s.logprobs = p.logprobs;
+  s.n = p.n;
+}
+
 expected<protocol::preprocessed_request> build(std::vector<uint32_t> ids,
                                                const generation_params& p,
                                                const protocol::model_card& card,
@@ -45,6 +75,8 @@ expected<protocol::preprocessed_request> build(std::vector<uint32_t> ids,
   if (card.context_length == 0)
     return make_error(errc::config_error, "model " + card.name + " has no context length");
   if (auto err = check_lengths(ids.size(), p, card, prompt_param))
+    return err;
+  if (auto err = check_token_ids(p, tk.vocab_size()))
     return err;
   protocol::preprocessed_request r;
   r.request_id = std::move(request_id);
@@ -60,10 +92,11 @@ expected<protocol::preprocessed_request> build(std::vector<uint32_t> ids,
   r.stop.ignore_eos = p.ignore_eos;
   if (!p.ignore_eos)
     r.stop.stop_token_ids = tk.stop_token_ids();
-  r.sampling.temperature = p.temperature.value_or(1.0f);
-  r.sampling.top_p = p.top_p.value_or(1.0f);
-  r.sampling.top_k = std::max(0, p.top_k.value_or(0)); // -1 (off) -> 0 (off)
-  r.sampling.seed = p.seed;
+  for (uint32_t id : p.stop_token_ids) // the client's, which ignore_eos leaves alone (vLLM)
+    if (std::find(r.stop.stop_token_ids.begin(), r.stop.stop_token_ids.end(), id) ==
+        r.stop.stop_token_ids.end())
+      r.stop.stop_token_ids.push_back(id);
+  set_sampling(p, r.sampling);
   r.token_ids = std::move(ids);
   return r;
 }

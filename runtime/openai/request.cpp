@@ -3,8 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <limits>
+#include <string>
 
 namespace dynamo::openai {
 
@@ -12,19 +14,20 @@ namespace {
 
 constexpr int64_t u32_max = std::numeric_limits<uint32_t>::max();
 
-constexpr std::array<std::string_view, 26> chat_fields = {
+constexpr std::array<std::string_view, 27> chat_fields = {
   "model", "messages", "max_tokens", "max_completion_tokens", "min_tokens", "temperature",
-  "top_p", "top_k", "seed", "stop", "n", "stream", "stream_options", "ignore_eos", "user",
+  "top_p", "top_k", "min_p", "seed", "stop", "stop_token_ids", "n", "stream", "stream_options",
+  "ignore_eos", "user", "frequency_penalty", "presence_penalty", "repetition_penalty",
+  "logit_bias", "logprobs", "top_logprobs",
   // accepted at their neutral value only
-  "frequency_penalty", "presence_penalty", "repetition_penalty", "min_p", "logit_bias",
-  "logprobs", "top_logprobs", "tools", "tool_choice", "response_format", "parallel_tool_calls"};
+  "tools", "tool_choice", "response_format", "parallel_tool_calls"};
 
-constexpr std::array<std::string_view, 23> completion_fields = {
-  "model", "prompt", "max_tokens", "min_tokens", "temperature", "top_p", "top_k", "seed", "stop",
-  "n", "stream", "stream_options", "ignore_eos", "user",
-  // accepted at their neutral value only
-  "frequency_penalty", "presence_penalty", "repetition_penalty", "min_p", "logit_bias",
-  "logprobs", "echo", "best_of", "suffix"};
+constexpr std::array<std::string_view, 24> completion_fields = {
+  "model", "prompt", "max_tokens", "min_tokens", "temperature", "top_p", "top_k", "min_p", "seed",
+  "stop", "stop_token_ids", "n", "stream", "stream_options", "ignore_eos", "user",
+  "frequency_penalty", "presence_penalty", "repetition_penalty", "logit_bias", "logprobs",
+  // accepted at their neutral value only (best_of: equal to n)
+  "echo", "best_of", "suffix"};
 
 constexpr std::array<std::string_view, 5> roles = {"system", "developer", "user", "assistant",
                                                    "tool"};
@@ -85,7 +88,88 @@ caf::error read_stream(const json& obj, generation_params& out) {
   return {};
 }
 
+caf::error read_penalties(const json& obj, generation_params& out) {
+  std::optional<double> presence, frequency, repetition, min_p;
+  if (auto err = detail::read_number(obj, "presence_penalty", -2.0, 2.0, presence))
+    return err;
+  if (auto err = detail::read_number(obj, "frequency_penalty", -2.0, 2.0, frequency))
+    return err;
+  if (auto err = detail::read_number(obj, "repetition_penalty", 0.0, 2.0, repetition))
+    return err;
+  if (repetition && *repetition <= 0.0)
+    return detail::value_error("repetition_penalty", "must be greater than 0 (1 is neutral), got 0.");
+  if (auto err = detail::read_number(obj, "min_p", 0.0, 1.0, min_p))
+    return err;
+  auto to_float = [](const std::optional<double>& v) -> std::optional<float> {
+    return v ? std::optional{static_cast<float>(*v)} : std::nullopt;
+  };
+  out.presence_penalty = to_float(presence);
+  out.frequency_penalty = to_float(frequency);
+  out.repetition_penalty = to_float(repetition);
+  out.min_p = to_float(min_p);
+  return {};
+}
+
+// logit_bias: {"<token id>": bias, ...}, bias in [-100, 100].
+caf::error read_logit_bias(const json& obj, std::vector<protocol::token_bias>& out) {
+  const json* f = detail::field(obj, "logit_bias");
+  if (!f)
+    return {};
+  if (!f->is_object())
+    return detail::type_error("logit_bias", "an object mapping token ids to numbers", *f);
+  if (f->size() > protocol::max_logit_bias)
+    return detail::value_error("logit_bias", fmt::format("at most {} entries are allowed, got {}.",
+                                                         protocol::max_logit_bias, f->size()));
+  for (const auto& [key, value] : f->items()) {
+    uint64_t id = 0;
+    bool digits = !key.empty() && key.size() <= 10;
+    for (char c : key)
+      digits = digits && c >= '0' && c <= '9';
+    if (digits)
+      id = std::stoull(key);
+    if (!digits || id > std::numeric_limits<uint32_t>::max())
+      return detail::value_error("logit_bias", fmt::format("keys are token ids (non-negative "
+                                                           "integers), got '{}'.", key));
+    if (!value.is_number())
+      return detail::type_error(fmt::format("logit_bias.{}", key), "a number", value);
+    const double bias = value.get<double>();
+    if (!(bias >= -100.0 && bias <= 100.0))
+      return detail::value_error("logit_bias", fmt::format("the bias of token {} must be in "
+                                                           "[-100, 100], got {}.", key, value.dump()));
+    out.push_back({static_cast<uint32_t>(id), static_cast<float>(bias)});
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.token < b.token; });
+  for (size_t i = 1; i < out.size(); ++i)
+    if (out[i].token == out[i - 1].token) // "7" and "07"
+      return detail::value_error("logit_bias", fmt::format("token {} appears twice.", out[i].token));
+  return {};
+}
+
+caf::error read_stop_token_ids(const json& obj, std::vector<uint32_t>& out) {
+  const json* f = detail::field(obj, "stop_token_ids");
+  if (!f)
+    return {};
+  if (!f->is_array())
+    return detail::type_error("stop_token_ids", "an array of token ids", *f);
+  if (f->size() > max_stop_sequences)
+    return detail::value_error("stop_token_ids", fmt::format("at most {} ids are allowed, got {}.",
+                                                             max_stop_sequences, f->size()));
+  for (size_t i = 0; i < f->size(); ++i) {
+    const json& t = (*f)[i];
+    if (!t.is_number_unsigned() || t.get<uint64_t>() > std::numeric_limits<uint32_t>::max())
+      return detail::value_error(fmt::format("stop_token_ids[{}]", i),
+                                 fmt::format("token ids are integers in [0, 4294967295], got {}.",
+                                             t.dump()));
+    out.push_back(static_cast<uint32_t>(t.get<uint64_t>()));
+  }
+  return {};
+}
+
 caf::error read_sampling(const json& obj, generation_params& out) {
+  if (auto err = read_penalties(obj, out))
+    return err;
+  if (auto err = read_logit_bias(obj, out.logit_bias))
+    return err;
   std::optional<double> temperature, top_p;
   std::optional<int64_t> top_k;
   if (auto err = detail::read_number(obj, "temperature", 0.0, 2.0, temperature))
@@ -113,25 +197,12 @@ caf::error read_lengths(const json& obj, generation_params& out) {
     return err;
   if (auto err = detail::read_integer(obj, "n", 1, max_n, n))
     return err;
-  if (n && *n != 1)
-    return detail::unsupported_error("n", fmt::format("only n=1 is supported, got {}.", *n));
+  out.n = static_cast<uint32_t>(n.value_or(1));
   if (max_tokens)
     out.max_tokens = static_cast<uint32_t>(*max_tokens);
   if (min_tokens)
     out.min_tokens = static_cast<uint32_t>(*min_tokens);
   return {};
-}
-
-caf::error check_unimplemented_common(const json& obj) {
-  if (auto err = detail::check_neutral_number(obj, "frequency_penalty", -2.0, 2.0, 0.0))
-    return err;
-  if (auto err = detail::check_neutral_number(obj, "presence_penalty", -2.0, 2.0, 0.0))
-    return err;
-  if (auto err = detail::check_neutral_number(obj, "repetition_penalty", 0.0, 2.0, 1.0))
-    return err;
-  if (auto err = detail::check_neutral_number(obj, "min_p", 0.0, 1.0, 0.0))
-    return err;
-  return detail::check_empty(obj, "logit_bias", json::value_t::object);
 }
 
 } // namespace
@@ -145,6 +216,8 @@ caf::error read_common(const json& obj, generation_params& out) {
     return err;
   if (auto err = read_stop(obj, out.stop))
     return err;
+  if (auto err = read_stop_token_ids(obj, out.stop_token_ids))
+    return err;
   if (auto err = read_stream(obj, out))
     return err;
   std::optional<bool> ignore_eos;
@@ -155,7 +228,7 @@ caf::error read_common(const json& obj, generation_params& out) {
     return err;
   if (out.user && out.user->empty())
     return value_error("user", "must not be empty.");
-  return check_unimplemented_common(obj);
+  return {};
 }
 
 caf::error check_min_tokens(const generation_params& p) {

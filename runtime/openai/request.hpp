@@ -6,12 +6,14 @@
 //
 // Field policy (documented in docs and /openapi.json):
 //  - implemented: model, messages / prompt, max_tokens, max_completion_tokens,
-//    min_tokens, temperature, top_p, top_k, seed, stop, n (1 only), stream,
+//    min_tokens, temperature, top_p, top_k, min_p, seed, stop, stop_token_ids,
+//    n (1..128), presence_penalty, frequency_penalty, repetition_penalty,
+//    logit_bias, logprobs (+ top_logprobs for chat), stream,
 //    stream_options.include_usage, ignore_eos, user;
-//  - known OpenAI fields we do not implement (penalties, logprobs, logit_bias,
-//    tools, response_format, echo, best_of, suffix, ...) are accepted only at
-//    their neutral value; anything else is 400 `unsupported_value`, so a client
-//    never silently gets different behaviour than it asked for;
+//  - known OpenAI fields we do not implement (tools, response_format, echo,
+//    best_of != n, suffix, ...) are accepted only at their neutral value;
+//    anything else is 400 `unsupported_value`, so a client never silently
+//    gets different behaviour than it asked for;
 //  - unknown top-level fields are ignored, as OpenAI-compatible servers do
 //    (clients send vendor extensions such as `nvext` through extra_body).
 //  - wrong JSON types are 400 with code `invalid_type` (OpenAI's choice; Dynamo
@@ -19,6 +21,7 @@
 #pragma once
 
 #include "runtime/core/error.hpp"
+#include "runtime/protocol/llm.hpp"
 #include "runtime/tokenizer/chat_template.hpp"
 
 #include <cstdint>
@@ -33,7 +36,8 @@ namespace dynamo::openai {
 
 /// Limits from Dynamo's validate.rs.
 inline constexpr size_t max_stop_sequences = 32;
-inline constexpr uint32_t max_n = 128;
+inline constexpr uint32_t max_n = 128;            ///< choices per request
+inline constexpr uint32_t max_completion_logprobs = 5; ///< /v1/completions `logprobs`
 inline constexpr size_t max_json_depth = 64; ///< deeper bodies are rejected before parsing
 
 /// Options shared by both endpoints, after validation.
@@ -44,7 +48,19 @@ struct generation_params {
   std::optional<float> top_p;         ///< [0, 1]
   std::optional<int32_t> top_k;       ///< -1 (off) or >= 1
   std::optional<uint64_t> seed;       ///< any JSON integer, two's complement for negatives
+  std::optional<float> min_p;         ///< [0, 1]
+  std::optional<float> presence_penalty;   ///< [-2, 2]
+  std::optional<float> frequency_penalty;  ///< [-2, 2]
+  std::optional<float> repetition_penalty; ///< (0, 2]
+  /// logit_bias: token id -> bias in [-100, 100], sorted by id, at most
+  /// protocol::max_logit_bias; ids are checked against the vocabulary later.
+  std::vector<protocol::token_bias> logit_bias;
+  /// Alternatives per token when logprobs are asked for (chat: top_logprobs
+  /// 0..20 with logprobs=true; completions: logprobs 0..5); nullopt: none.
+  std::optional<uint32_t> logprobs;
+  uint32_t n = 1;                     ///< choices, 1..max_n
   std::vector<std::string> stop;      ///< at most max_stop_sequences
+  std::vector<uint32_t> stop_token_ids; ///< vLLM's: more ids that end generation (any < vocab)
   bool stream = false;
   bool include_usage = false; ///< stream_options.include_usage (stream only)
   bool ignore_eos = false;

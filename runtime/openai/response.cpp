@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "runtime/tokenizer/detokenizer.hpp"
+
+#include <algorithm>
 #include <random>
 
 namespace dynamo::openai {
@@ -32,12 +35,66 @@ ojson envelope(const response_meta& meta, std::string_view object) {
   return ojson{{"id", meta.id}, {"object", object}, {"created", meta.created}, {"model", meta.model}};
 }
 
-std::string chat_chunk(const response_meta& meta, ojson delta, protocol::finish_reason finish,
-                       bool usage_null) {
+/// A logprob as JSON: -inf (a masked token) has no JSON form; -9999 as vLLM.
+double logprob_value(float lp) { return std::max(static_cast<double>(lp), -9999.0); }
+
+ojson byte_list(std::string_view bytes) {
+  auto a = ojson::array();
+  for (char c : bytes)
+    a.push_back(static_cast<unsigned>(static_cast<unsigned char>(c)));
+  return a;
+}
+
+ojson chat_logprobs_json(const std::vector<logprob_entry>* entries) {
+  if (entries == nullptr)
+    return nullptr;
+  auto content = ojson::array();
+  for (const logprob_entry& e : *entries) {
+    auto top = ojson::array();
+    for (const logprob_alt& a : e.top)
+      top.push_back(ojson{{"token", token_text(a.bytes)},
+                          {"logprob", logprob_value(a.logprob)},
+                          {"bytes", byte_list(a.bytes)}});
+    content.push_back(ojson{{"token", token_text(e.bytes)},
+                            {"logprob", logprob_value(e.logprob)},
+                            {"bytes", byte_list(e.bytes)},
+                            {"top_logprobs", std::move(top)}});
+  }
+  return ojson{{"content", std::move(content)}, {"refusal", nullptr}};
+}
+
+ojson completion_logprobs_json(const std::vector<logprob_entry>* entries) {
+  if (entries == nullptr)
+    return nullptr;
+  auto tokens = ojson::array(), values = ojson::array(), tops = ojson::array(),
+       offsets = ojson::array();
+  for (const logprob_entry& e : *entries) {
+    const std::string text = token_text(e.bytes);
+    tokens.push_back(text);
+    values.push_back(logprob_value(e.logprob));
+    auto top = ojson::object(); // the alternatives and the chosen token (OpenAI: up to logprobs + 1)
+    for (const logprob_alt& a : e.top)
+      top.emplace(token_text(a.bytes), logprob_value(a.logprob));
+    top.emplace(text, logprob_value(e.logprob)); // no-op when already there
+    tops.push_back(std::move(top));
+    offsets.push_back(e.text_offset);
+  }
+  return ojson{{"tokens", std::move(tokens)},
+               {"token_logprobs", std::move(values)},
+               {"top_logprobs", std::move(tops)},
+               {"text_offset", std::move(offsets)}};
+}
+
+const std::vector<logprob_entry>* logprobs_of(const choice_result& c) {
+  return c.logprobs ? &*c.logprobs : nullptr;
+}
+
+std::string chat_chunk(const response_meta& meta, uint32_t index, ojson delta, ojson logprobs,
+                       protocol::finish_reason finish, bool usage_null) {
   auto j = envelope(meta, "chat.completion.chunk");
-  j["choices"] = ojson::array({ojson{{"index", 0},
+  j["choices"] = ojson::array({ojson{{"index", index},
                                      {"delta", std::move(delta)},
-                                     {"logprobs", nullptr},
+                                     {"logprobs", std::move(logprobs)},
                                      {"finish_reason", finish_json(finish)}}});
   if (usage_null)
     j["usage"] = nullptr;
@@ -62,29 +119,45 @@ std::string random_hex_id() {
   return fmt::format("{:016x}{:016x}", rng(), rng());
 }
 
-std::string chat_completion_body(const response_meta& meta, std::string_view content,
-                                 protocol::finish_reason finish, const usage_counts& usage) {
+std::string token_text(std::string_view bytes) {
+  std::string copy{bytes};
+  if (tok::utf8_complete_prefix(copy) == bytes.size() && copy == bytes)
+    return copy;
+  std::string out = "bytes:";
+  for (char c : bytes)
+    out += fmt::format("\\x{:02x}", static_cast<unsigned>(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string chat_completion_body(const response_meta& meta, std::span<const choice_result> choices,
+                                 const usage_counts& usage) {
   auto j = envelope(meta, "chat.completion");
-  j["choices"] = ojson::array({ojson{{"index", 0},
-                                     {"message", {{"role", "assistant"}, {"content", content}}},
-                                     {"logprobs", nullptr},
-                                     {"finish_reason", finish_json(finish)}}});
+  auto list = ojson::array();
+  for (const choice_result& c : choices)
+    list.push_back(ojson{
+      {"index", c.index},
+      {"message", {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}}},
+      {"logprobs", chat_logprobs_json(logprobs_of(c))},
+      {"finish_reason", finish_json(c.finish)}});
+  j["choices"] = std::move(list);
   j["usage"] = usage_json(usage);
   return dump(j);
 }
 
-std::string chat_role_chunk(const response_meta& meta, bool usage_null) {
-  return chat_chunk(meta, ojson{{"role", "assistant"}, {"content", ""}},
+std::string chat_role_chunk(const response_meta& meta, uint32_t index, bool usage_null) {
+  return chat_chunk(meta, index, ojson{{"role", "assistant"}, {"content", ""}, {"refusal", nullptr}},
+                    nullptr, protocol::finish_reason::none, usage_null);
+}
+
+std::string chat_content_chunk(const response_meta& meta, uint32_t index, std::string_view text,
+                               const std::vector<logprob_entry>* logprobs, bool usage_null) {
+  return chat_chunk(meta, index, ojson{{"content", text}}, chat_logprobs_json(logprobs),
                     protocol::finish_reason::none, usage_null);
 }
 
-std::string chat_content_chunk(const response_meta& meta, std::string_view text, bool usage_null) {
-  return chat_chunk(meta, ojson{{"content", text}}, protocol::finish_reason::none, usage_null);
-}
-
-std::string chat_finish_chunk(const response_meta& meta, protocol::finish_reason finish,
-                              bool usage_null) {
-  return chat_chunk(meta, ojson::object(), finish, usage_null);
+std::string chat_finish_chunk(const response_meta& meta, uint32_t index,
+                              protocol::finish_reason finish, bool usage_null) {
+  return chat_chunk(meta, index, ojson::object(), nullptr, finish, usage_null);
 }
 
 std::string chat_usage_chunk(const response_meta& meta, const usage_counts& usage) {
@@ -94,23 +167,27 @@ std::string chat_usage_chunk(const response_meta& meta, const usage_counts& usag
   return dump(j);
 }
 
-std::string completion_body(const response_meta& meta, std::string_view text,
-                            protocol::finish_reason finish, const usage_counts& usage) {
+std::string completion_body(const response_meta& meta, std::span<const choice_result> choices,
+                            const usage_counts& usage) {
   auto j = envelope(meta, "text_completion");
-  j["choices"] = ojson::array({ojson{{"index", 0},
-                                     {"text", text},
-                                     {"logprobs", nullptr},
-                                     {"finish_reason", finish_json(finish)}}});
+  auto list = ojson::array();
+  for (const choice_result& c : choices)
+    list.push_back(ojson{{"index", c.index},
+                         {"text", c.text},
+                         {"logprobs", completion_logprobs_json(logprobs_of(c))},
+                         {"finish_reason", finish_json(c.finish)}});
+  j["choices"] = std::move(list);
   j["usage"] = usage_json(usage);
   return dump(j);
 }
 
-std::string completion_chunk(const response_meta& meta, std::string_view text,
+std::string completion_chunk(const response_meta& meta, uint32_t index, std::string_view text,
+                             const std::vector<logprob_entry>* logprobs,
                              protocol::finish_reason finish, bool usage_null) {
   auto j = envelope(meta, "text_completion");
-  j["choices"] = ojson::array({ojson{{"index", 0},
+  j["choices"] = ojson::array({ojson{{"index", index},
                                      {"text", text},
-                                     {"logprobs", nullptr},
+                                     {"logprobs", completion_logprobs_json(logprobs)},
                                      {"finish_reason", finish_json(finish)}}});
   if (usage_null)
     j["usage"] = nullptr;

@@ -4,36 +4,72 @@
 
 namespace dynamo::openai {
 
-text_stream::text_stream(const tok::tokenizer& tk, std::vector<std::string> stop_strings)
-  : detok_(tk), stops_(std::move(stop_strings)) {}
+namespace {
+
+uint32_t code_points(std::string_view utf8) {
+  return static_cast<uint32_t>(
+    std::count_if(utf8.begin(), utf8.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
+} // namespace
+
+text_stream::text_stream(const tok::tokenizer& tk, std::vector<std::string> stop_strings,
+                         std::vector<uint32_t> stop_token_ids, bool logprobs)
+  : tk_(&tk), detok_(tk), stops_(std::move(stop_strings)),
+    stop_token_ids_(std::move(stop_token_ids)), logprobs_(logprobs) {}
+
+logprob_entry text_stream::entry(const protocol::engine_output& out, size_t i) const {
+  const protocol::token_logprob& lp = out.logprobs[i];
+  logprob_entry e{tk_->token_bytes(out.token_ids[i], /*include_special=*/true), lp.logprob, {}, chars_};
+  e.top.reserve(lp.top.size());
+  for (const protocol::top_logprob& t : lp.top)
+    e.top.push_back({tk_->token_bytes(t.token, /*include_special=*/true), t.logprob});
+  return e;
+}
 
 text_stream::step text_stream::push(const protocol::engine_output& out) {
   step s;
   if (done_)
     return s;
   cached_ = std::max(cached_, out.cached_tokens);
-  for (auto id : out.token_ids) {
-    ++s.tokens;
-    auto r = stops_.push(detok_.push(id));
+  const protocol::finish_reason end = out.choice_end();
+  size_t n = out.token_ids.size();
+  // A stop token that ended the choice counts, but is not text.
+  const bool stop_token = end == protocol::finish_reason::stop && n > 0 &&
+                          std::find(stop_token_ids_.begin(), stop_token_ids_.end(),
+                                    out.token_ids[n - 1]) != stop_token_ids_.end();
+  if (stop_token)
+    --n;
+  const bool with_logprobs = logprobs_ && out.logprobs.size() == out.token_ids.size();
+  for (size_t i = 0; i < n; ++i) {
+    ++s.tokens; // tokens after a stop string's match are not the client's
+    ++tokens_;
+    if (with_logprobs)
+      s.logprobs.push_back(entry(out, i));
+    const std::string piece = detok_.push(out.token_ids[i]);
+    chars_ += code_points(piece);
+    auto r = stops_.push(piece);
     s.text += r.text;
     if (r.stopped) {
       s.done = done_ = true;
       s.finish = protocol::finish_reason::stop;
-      s.cancel_backend = out.finish == protocol::finish_reason::none;
-      tokens_ += s.tokens;
+      s.cancel_backend = end == protocol::finish_reason::none;
       return s;
     }
   }
-  tokens_ += s.tokens;
-  if (out.finish == protocol::finish_reason::none)
+  if (stop_token) {
+    ++s.tokens;
+    ++tokens_;
+  }
+  if (end == protocol::finish_reason::none)
     return s;
-  // End of stream: release what the detokenizer and the stop matcher held back.
+  // End of the choice: release what the detokenizer and the stop matcher held back.
   auto r = stops_.push(detok_.flush());
   s.text += r.text;
   if (!r.stopped)
     s.text += stops_.flush();
   s.done = done_ = true;
-  s.finish = r.stopped ? protocol::finish_reason::stop : out.finish;
+  s.finish = r.stopped ? protocol::finish_reason::stop : end;
   return s;
 }
 

@@ -1,9 +1,11 @@
-// Turns one request's engine_output chunks into OpenAI text: incremental,
+// Turns one choice's engine_output chunks into OpenAI text: incremental,
 // UTF-8-safe detokenization, stop strings (text from a match on never leaves;
-// the generation is then cancelled) and the final finish_reason.
+// the generation is then cancelled), the final finish_reason, and each
+// token's logprobs with the token's bytes and text offset.
 // Owned by one request (one actor); not thread-safe.
 #pragma once
 
+#include "runtime/openai/response.hpp"
 #include "runtime/protocol/llm.hpp"
 #include "runtime/tokenizer/detokenizer.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
@@ -16,20 +18,27 @@ namespace dynamo::openai {
 
 class text_stream {
 public:
-  /// `tk` must outlive this object.
-  text_stream(const tok::tokenizer& tk, std::vector<std::string> stop_strings);
+  /// `tk` must outlive this object. `stop_token_ids`: the ids that end
+  /// generation (the request's stop_conditions): a chunk that ends the choice
+  /// with `stop` on one of them contributes neither its text nor its
+  /// logprobs (as vLLM). With `logprobs`, step::logprobs lists every token
+  /// whose text is released (chunks must then carry engine_output::logprobs).
+  text_stream(const tok::tokenizer& tk, std::vector<std::string> stop_strings,
+              std::vector<uint32_t> stop_token_ids = {}, bool logprobs = false);
 
   struct step {
     std::string text;     ///< text released by this chunk (may be empty)
     uint32_t tokens = 0;  ///< tokens this chunk contributed (usage, metrics)
-    bool done = false;    ///< the response is complete
+    bool done = false;    ///< the choice is complete
     protocol::finish_reason finish = protocol::finish_reason::none; ///< set when done
     bool cancel_backend = false; ///< a stop string ended it early: cancel the generation
+    std::vector<logprob_entry> logprobs; ///< the tokens behind `text` (with `logprobs`)
   };
 
-  /// Feeds one chunk. A chunk with finish != none completes the response with
-  /// that reason, unless a stop string matched first (then "stop"). After
-  /// completion further chunks are ignored (an empty step).
+  /// Feeds one chunk of this choice. A chunk whose choice_end() is not none
+  /// completes the choice with that reason, unless a stop string matched
+  /// first (then "stop"). After completion further chunks are ignored (an
+  /// empty step).
   [[nodiscard]] step push(const protocol::engine_output& out);
 
   [[nodiscard]] bool done() const noexcept { return done_; }
@@ -38,10 +47,17 @@ public:
   [[nodiscard]] uint32_t cached_tokens() const noexcept { return cached_; }
 
 private:
+  /// The logprob entry of token `i` of `out` (REQUIRES: out.logprobs[i]).
+  [[nodiscard]] logprob_entry entry(const protocol::engine_output& out, size_t i) const;
+
+  const tok::tokenizer* tk_;
   tok::incremental_detokenizer detok_;
   tok::stop_matcher stops_;
+  std::vector<uint32_t> stop_token_ids_;
+  bool logprobs_;
   uint32_t tokens_ = 0;
   uint32_t cached_ = 0;
+  uint32_t chars_ = 0; ///< code points the detokenizer has released
   bool done_ = false;
 };
 

@@ -8,6 +8,7 @@
 
 #include <msgpack.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -22,19 +23,53 @@ enum class finish_reason : uint8_t { none = 0, stop = 1, length = 2, cancelled =
 
 [[nodiscard]] std::string_view to_string(finish_reason r) noexcept;
 
+/// Bounds a worker enforces on what it is asked (the frontend's limits, see
+/// runtime/openai/request.hpp, are within them).
+inline constexpr uint32_t max_top_logprobs = 20;    ///< OpenAI's top_logprobs maximum
+inline constexpr size_t max_logit_bias = 1024;      ///< logit_bias entries per request
+
+/// One logit_bias entry: `bias` is added to the logit of `token`.
+struct token_bias {
+  uint32_t token = 0;
+  float bias = 0.0f; ///< [-100, 100]
+  DYNAMO_MSGPACK_MAP(token, bias);
+};
+
+/// How the next token is drawn (vLLM's SamplingParams semantics). The logits
+/// are processed in this order: logit_bias, min_tokens (stop tokens masked
+/// out until min_tokens), repetition_penalty, then frequency/presence
+/// penalties; then temperature; then min_p, top_k and top_p truncate.
 struct sampling_options {
   float temperature = 1.0f;     ///< 0 means greedy
   float top_p = 1.0f;           ///< nucleus mass in (0, 1]
   int32_t top_k = 0;            ///< 0 means off
-  std::optional<uint64_t> seed; ///< per-request RNG seed; token i uses (seed, position i)
-  DYNAMO_MSGPACK_MAP(temperature, top_p, top_k, seed);
+  /// Per-request RNG seed; token i uses (seed, position i). With n > 1,
+  /// choice c draws from seed + c (as vLLM), so choice 0 is the n = 1 output.
+  std::optional<uint64_t> seed;
+  float min_p = 0.0f;              ///< [0, 1]: drop tokens below min_p x the top probability
+  float presence_penalty = 0.0f;   ///< [-2, 2]: minus this once for every token generated before
+  float frequency_penalty = 0.0f;  ///< [-2, 2]: minus this times the token's generated count
+  float repetition_penalty = 1.0f; ///< > 0: logits of prompt and generated tokens / (or x, if <= 0) it
+  std::vector<token_bias> logit_bias; ///< unique tokens, at most max_logit_bias
+  /// Report the chosen token's log-probability and this many alternatives
+  /// (<= max_top_logprobs) for every generated token; nullopt: none.
+  std::optional<uint32_t> logprobs;
+  /// Choices to generate. The prompt is computed once; its KV blocks are
+  /// shared by all choices. A request with n > 1 is one routed request.
+  uint32_t n = 1;
+  DYNAMO_MSGPACK_MAP(temperature, top_p, top_k, seed, min_p, presence_penalty, frequency_penalty,
+                     repetition_penalty, logit_bias, logprobs, n);
 };
 
 struct stop_conditions {
   uint32_t max_tokens = 16;             ///< new tokens to generate (after migration: remaining)
-  uint32_t min_tokens = 0;              ///< EOS is ignored before this many tokens
-  std::vector<uint32_t> stop_token_ids; ///< EOS/EOT/EOG ids; generation ends on any of them
-  bool ignore_eos = false;
+  /// Stop tokens are masked out of sampling (and never end the sequence)
+  /// until this many tokens have been generated.
+  uint32_t min_tokens = 0;
+  /// Every id that ends generation: the model's EOS/EOT/EOG ids (unless
+  /// ignore_eos) and the client's stop_token_ids, as the frontend resolved them.
+  std::vector<uint32_t> stop_token_ids;
+  bool ignore_eos = false; ///< informational: stop_token_ids already leaves EOS out
   // Stop *strings* are matched by the frontend on detokenized text.
   DYNAMO_MSGPACK_MAP(max_tokens, min_tokens, stop_token_ids, ignore_eos);
 };
@@ -53,8 +88,28 @@ struct preprocessed_request {
                      backend_instance_id, disagg);
 };
 
+/// One alternative of a token's logprobs.
+struct top_logprob {
+  uint32_t token = 0;
+  float logprob = 0.0f;
+  DYNAMO_MSGPACK_MAP(token, logprob);
+};
+
+/// The log-probability of one generated token under the distribution it was
+/// sampled from (after logit_bias, penalties and temperature; before
+/// top-k/top-p/min-p truncation; temperature 0: the unscaled processed
+/// logits), and the `logprobs` most likely tokens of that distribution, most
+/// likely first (ties: lower id first). -inf for a masked-out token.
+struct token_logprob {
+  float logprob = 0.0f;
+  std::vector<top_logprob> top;
+  DYNAMO_MSGPACK_MAP(logprob, top);
+};
+
 /// One chunk of a response stream. A stream ends with a chunk whose `finish`
-/// is not `none`.
+/// is not `none`. With n > 1 every chunk belongs to one choice (`index`); a
+/// choice that ends while others go on says so in `choice_finish`, and the
+/// last choice to end carries the stream's `finish`.
 struct engine_output {
   std::vector<uint32_t> token_ids; ///< new tokens in this chunk (may be empty)
   finish_reason finish = finish_reason::none;
@@ -62,7 +117,17 @@ struct engine_output {
   std::string error;               ///< set when finish == error
   std::vector<uint8_t> disagg;     ///< prefill result for a decode worker (disaggregation)
   uint8_t error_code = 0;          ///< dynamo::errc value when finish == error (0: unknown)
-  DYNAMO_MSGPACK_MAP(token_ids, finish, cached_tokens, error, disagg, error_code);
+  /// Aligned with token_ids when the request asked for logprobs, else empty.
+  std::vector<token_logprob> logprobs;
+  uint32_t index = 0; ///< the choice (0 .. n-1) these tokens belong to
+  finish_reason choice_finish = finish_reason::none; ///< choice `index` ended; the stream goes on
+  DYNAMO_MSGPACK_MAP(token_ids, finish, cached_tokens, error, disagg, error_code, logprobs, index,
+                     choice_finish);
+
+  /// How this chunk ends its choice: `finish`, else `choice_finish` (none: it goes on).
+  [[nodiscard]] finish_reason choice_end() const noexcept {
+    return finish != finish_reason::none ? finish : choice_finish;
+  }
 };
 
 } // namespace dynamo::protocol

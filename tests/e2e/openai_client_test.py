@@ -167,7 +167,7 @@ class OpenAIClientTest(unittest.TestCase):
 
     def test_invalid_parameters_are_bad_requests(self):
         for kw, param in [({"temperature": 5}, "temperature"), ({"top_p": 2}, "top_p"),
-                          ({"n": 2}, "n"), ({"messages": []}, "messages"),
+                          ({"n": 0}, "n"), ({"messages": []}, "messages"),
                           ({"max_tokens": 0}, "max_tokens")]:
             with self.subTest(param=param):
                 with self.assertRaises(openai.BadRequestError) as ctx:

@@ -5,6 +5,7 @@
 #include "kernels/cuda_check.cuh"
 #include "kernels/dequantize.cuh"
 #include "kernels/gemm.cuh"
+#include "kernels/logits_process.cuh"
 #include "kernels/moe.cuh"
 #include "kernels/reference/dequantize.hpp"
 #include "kernels/reference/rope.hpp"
@@ -15,6 +16,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string_view>
 
@@ -29,6 +31,13 @@ static_assert(offsetof(cuda_sample_row, position) == offsetof(gpu::sample_params
 static_assert(offsetof(cuda_sample_row, temperature) == offsetof(gpu::sample_params, temperature));
 static_assert(offsetof(cuda_sample_row, top_p) == offsetof(gpu::sample_params, top_p));
 static_assert(offsetof(cuda_sample_row, top_k) == offsetof(gpu::sample_params, top_k));
+static_assert(offsetof(cuda_sample_row, row) == offsetof(gpu::sample_params, row));
+static_assert(offsetof(cuda_sample_row, min_p) == offsetof(gpu::sample_params, min_p));
+static_assert(offsetof(cuda_sample_row, num_logprobs) == offsetof(gpu::sample_params, num_logprobs));
+static_assert(sizeof(cuda_edit_item) == sizeof(gpu::logit_edit_item));
+static_assert(offsetof(cuda_edit_item, row) == offsetof(gpu::logit_edit_item, row));
+static_assert(offsetof(cuda_edit_item, edit) == offsetof(gpu::logit_edit_item, edit));
+static_assert(offsetof(cuda_edit_item, penalties) == offsetof(gpu::logit_edit_item, penalties));
 
 namespace {
 
@@ -207,6 +216,9 @@ expected<void> setup(cuda_state& s) {
   CUDA_OR_RETURN("metadata buffer", s.metadata.allocate(biggest.total_bytes));
   CUDA_OR_RETURN("pinned staging", s.staging.allocate(biggest.total_bytes));
   CUDA_OR_RETURN("pinned results", s.sampled_host.allocate(size_t(s.config.max_num_seqs) * 4));
+  const size_t logprob_bytes = size_t(s.config.max_num_seqs) * sizeof(gpu::sample_logprobs);
+  CUDA_OR_RETURN("logprobs buffer", s.logprobs_dev.allocate(logprob_bytes));
+  CUDA_OR_RETURN("pinned logprobs", s.logprobs_host.allocate(logprob_bytes));
 
   if (auto ok = allocate_kv(s); !ok) return ok.error();
   if (const char* v = std::getenv("DYNAMO_CUDA_CHECK_FINITE"); v != nullptr && std::string_view(v) == "1") {
@@ -252,6 +264,45 @@ cudaError_t run_graph(cuda_state& s, uint32_t bucket, const cuda_step_pointers& 
   return cudaSuccess;
 }
 
+/// Runs the batch's block copies (copy-on-write of forked prompts' last blocks).
+cudaError_t copy_blocks(cuda_state& s, const std::vector<engine::block_copy>& copies) {
+  for (const engine::block_copy& c : copies) {
+    DYNAMO_CUDA_TRY(cudaMemcpyAsync(s.kv.get() + c.dst * s.kv_block_bytes, s.kv.get() + c.src * s.kv_block_bytes,
+                                    s.kv_block_bytes, cudaMemcpyDeviceToDevice, s.stream));
+  }
+  return cudaSuccess;
+}
+
+/// Applies the step's logit edits to the logits rows (grows the edit buffers on demand).
+cudaError_t process_logits(cuda_state& s, const std::vector<cuda_edit_item>& edits) {
+  if (edits.empty()) return cudaSuccess;
+  const size_t bytes = edits.size() * sizeof(cuda_edit_item);
+  if (s.edits_dev.bytes() < bytes) {
+    DYNAMO_CUDA_TRY(cudaStreamSynchronize(s.stream)); // the old buffers may still be in use
+    const size_t cap = std::max(bytes, 2 * s.edits_dev.bytes());
+    DYNAMO_CUDA_TRY(s.edits_dev.allocate(cap)); // allocate() frees the old buffer
+    DYNAMO_CUDA_TRY(s.edits_host.allocate(cap));
+  }
+  std::memcpy(s.edits_host.get(), edits.data(), bytes);
+  DYNAMO_CUDA_TRY(cudaMemcpyAsync(s.edits_dev.get(), s.edits_host.get(), bytes, cudaMemcpyHostToDevice, s.stream));
+  gpu::logits_process_args a;
+  a.logits = s.activations.at<float>(s.act_layout.logits.offset);
+  a.logits_stride = s.cfg.n_vocab;
+  a.n_vocab = s.cfg.n_vocab;
+  a.items = reinterpret_cast<const gpu::logit_edit_item*>(s.edits_dev.get());
+  a.n_items = static_cast<uint32_t>(edits.size());
+  return gpu::launch_logits_process(a, s.stream);
+}
+
+/// The logprobs of draw `r` (downloaded into logprobs_host).
+protocol::token_logprob logprobs_of(const cuda_state& s, uint32_t r) {
+  const auto& lp = reinterpret_cast<const gpu::sample_logprobs*>(s.logprobs_host.get())[r];
+  protocol::token_logprob out;
+  out.logprob = lp.logprob;
+  for (uint32_t i = 0; i < std::min(lp.n_top, gpu::max_logprobs); ++i) out.top.push_back({lp.top_ids[i], lp.top_logprobs[i]});
+  return out;
+}
+
 } // namespace
 
 bool cuda_available() noexcept { return gpu::cuda_available(); }
@@ -292,7 +343,8 @@ expected<engine::batch_result> cuda_executor::execute(const engine::batch& b) {
   if (auto ok = check_batch(b, limits); !ok) return ok.error();
   engine::batch_result result;
   result.sampled.resize(b.entries.size());
-  if (b.entries.empty()) return result;
+  result.logprobs.resize(b.entries.size());
+  if (b.entries.empty() && b.block_copies.empty()) return result;
 
   auto fail = [&](const std::string& what, cudaError_t e) -> caf::error {
     auto err = device_error(what, e);
@@ -303,6 +355,11 @@ expected<engine::batch_result> cuda_executor::execute(const engine::batch& b) {
   };
   if (auto e = cudaSetDevice(s.config.device); e != cudaSuccess) return fail("cudaSetDevice", e);
   (void)cudaGetLastError(); // as in setup(): only this step's launch errors count
+  if (auto e = copy_blocks(s, b.block_copies); e != cudaSuccess) return fail("block copies", e);
+  if (b.entries.empty()) {
+    if (auto e = cudaStreamSynchronize(s.stream); e != cudaSuccess) return fail("block copies", e);
+    return result;
+  }
 
   bool decode_only = true;
   for (const auto& e : b.entries) decode_only = decode_only && e.tokens.size() == 1;
@@ -329,6 +386,9 @@ expected<engine::batch_result> cuda_executor::execute(const engine::batch& b) {
     return fail(bucket > 0 ? "decode graph" : "forward pass", e);
   }
   uint32_t* sampled = s.activations.at<uint32_t>(s.act_layout.sampled.offset);
+  const bool any_logprobs = std::any_of(p.params.begin(), p.params.end(),
+                                        [](const cuda_sample_row& r) { return r.num_logprobs >= 0; });
+  if (auto e = process_logits(s, p.edits); e != cudaSuccess) return fail("logits processing", e);
   if (p.n_sample_rows > 0) {
     gpu::sample_args a;
     a.logits = s.activations.at<float>(s.act_layout.logits.offset);
@@ -337,7 +397,16 @@ expected<engine::batch_result> cuda_executor::execute(const engine::batch& b) {
     a.n_vocab = s.cfg.n_vocab;
     a.params = static_cast<const gpu::sample_params*>(m.params);
     a.out = sampled;
+    a.logprobs = any_logprobs ? reinterpret_cast<gpu::sample_logprobs*>(s.logprobs_dev.get()) : nullptr;
     if (auto e = gpu::launch_sample(a, s.stream); e != cudaSuccess) return fail("sampling", e);
+    if (any_logprobs) {
+      if (auto e = cudaMemcpyAsync(s.logprobs_host.get(), s.logprobs_dev.get(),
+                                   size_t(p.n_sample_rows) * sizeof(gpu::sample_logprobs), cudaMemcpyDeviceToHost,
+                                   s.stream);
+          e != cudaSuccess) {
+        return fail("logprobs download", e);
+      }
+    }
     if (auto e = cudaMemcpyAsync(s.sampled_host.get(), sampled, size_t(p.n_sample_rows) * 4, cudaMemcpyDeviceToHost,
                                  s.stream);
         e != cudaSuccess) {
@@ -349,7 +418,10 @@ expected<engine::batch_result> cuda_executor::execute(const engine::batch& b) {
   s.last_entries = b.entries.size();
   const auto* host = reinterpret_cast<const uint32_t*>(s.sampled_host.get());
   for (uint32_t r = 0; r < p.n_sample_rows; ++r) {
-    if (p.row_entry[r] >= 0) result.sampled[static_cast<size_t>(p.row_entry[r])] = host[r];
+    if (p.row_entry[r] < 0) continue;
+    const auto entry = static_cast<size_t>(p.row_entry[r]);
+    result.sampled[entry] = host[r];
+    if (p.params[r].num_logprobs >= 0) result.logprobs[entry] = logprobs_of(s, r);
   }
   return result;
 }

@@ -1,5 +1,7 @@
 #include "runtime/model/cuda/cuda_plan.hpp"
 
+#include "runtime/engine/logit_edit_state.hpp"
+
 #include "kernels/counter_rng.hpp"
 
 #include <algorithm>
@@ -211,8 +213,21 @@ expected<void> check_batch(const engine::batch& b, const cuda_batch_limits& lim)
                                                   " sequences exceeds the executor's max_num_seqs " +
                                                   std::to_string(lim.max_seqs));
   }
+  for (const engine::block_copy& c : b.block_copies) {
+    if (c.src >= lim.num_blocks || c.dst >= lim.num_blocks) {
+      return make_error(errc::invalid_argument, "block copy " + std::to_string(c.src) + " -> " +
+                                                    std::to_string(c.dst) + " outside the pool");
+    }
+  }
   uint64_t total = 0;
-  for (const auto& e : b.entries) {
+  for (size_t i = 0; i < b.entries.size(); ++i) {
+    const auto& e = b.entries[i];
+    if (e.fork_of) { // samples an earlier entry's row
+      const bool parent = std::any_of(b.entries.begin(), b.entries.begin() + static_cast<std::ptrdiff_t>(i),
+                                      [&](const auto& q) { return q.seq_id == *e.fork_of && q.sample && !q.fork_of; });
+      if (!e.tokens.empty() || !e.sample || !parent) return bad_entry(e, "a fork needs a sampled parent before it");
+      continue;
+    }
     if (e.tokens.empty()) return bad_entry(e, "no tokens");
     const uint64_t end = uint64_t(e.start_pos) + e.tokens.size();
     if (end > lim.max_model_len) {
@@ -277,13 +292,34 @@ cuda_packed_step pack_step(const engine::batch& b, uint32_t block_size, uint32_t
   p.decode_only = !b.entries.empty();
   for (const auto& e : b.entries) p.decode_only = p.decode_only && e.tokens.size() == 1;
   const bool graph = pad_to > 0;
-  auto params_of = [&](const engine::batch_entry& e) {
+  auto params_of = [&](const engine::batch_entry& e, uint32_t row) {
     const auto& s = e.sampling;
     return cuda_sample_row{kernels::rng_stream_seed(s.seed.has_value(), s.seed.value_or(0), process_seed, e.seq_id),
-                           e.sample_position, s.temperature, s.top_p, s.top_k};
+                           e.sample_position,
+                           s.temperature,
+                           s.top_p,
+                           s.top_k,
+                           row,
+                           s.min_p,
+                           s.logprobs ? static_cast<int32_t>(std::min(*s.logprobs, protocol::max_top_logprobs)) : -1,
+                           0};
   };
+  auto add_edits = [&](const engine::batch_entry& e, uint32_t row) {
+    const kernels::logit_penalties pen = engine::penalties_of(e.sampling);
+    for (const kernels::logit_edit& ed : e.logit_edits) p.edits.push_back(cuda_edit_item{row, 0, ed, pen});
+  };
+  std::vector<std::pair<uint64_t, uint32_t>> row_of_seq; // sampled entries' logits rows, for forks
   for (uint32_t i = 0; i < b.entries.size(); ++i) {
     const auto& e = b.entries[i];
+    if (e.fork_of) { // no tokens; a draw on the parent's row (graph steps have no forks)
+      const auto it = std::find_if(row_of_seq.begin(), row_of_seq.end(),
+                                   [&](const auto& r) { return r.first == *e.fork_of; });
+      p.tables.resize(p.tables.size() + table_stride, 0); // keeps table row == entry index
+      if (it == row_of_seq.end()) continue;           // check_batch rejects this
+      p.params.push_back(params_of(e, it->second));
+      p.row_entry.push_back(int32_t(i));
+      continue;
+    }
     const auto first = static_cast<uint32_t>(p.ids.size());
     for (uint32_t j = 0; j < e.tokens.size(); ++j) {
       const uint32_t pos = e.start_pos + j;
@@ -297,13 +333,17 @@ cuda_packed_step pack_step(const engine::batch& b, uint32_t block_size, uint32_t
     std::copy_n(e.block_table.begin(), std::min<size_t>(e.block_table.size(), table_stride), p.tables.begin() + row0);
     const uint32_t last = first + static_cast<uint32_t>(e.tokens.size()) - 1;
     if (graph) {
-      // Every token has a logits row; rows of unsampled entries are ignored.
-      p.params.push_back(e.sample ? params_of(e) : cuda_sample_row{});
+      // Every token has a logits row (row i: decode-only); rows of unsampled entries are ignored.
+      p.params.push_back(e.sample ? params_of(e, i) : cuda_sample_row{});
       p.row_entry.push_back(e.sample ? int32_t(i) : -1);
+      if (e.sample) add_edits(e, i);
     } else if (e.sample) {
+      const auto row = static_cast<uint32_t>(p.lm_rows.size());
       p.lm_rows.push_back(last);
-      p.params.push_back(params_of(e));
+      p.params.push_back(params_of(e, row));
       p.row_entry.push_back(int32_t(i));
+      row_of_seq.emplace_back(e.seq_id, row);
+      add_edits(e, row);
     }
   }
   if (graph) {

@@ -7,6 +7,8 @@
 // Pure functions and values; any thread.
 #pragma once
 
+#include "kernels/logit_edit.hpp"
+
 #include "runtime/core/error.hpp"
 #include "runtime/engine/executor.hpp"
 #include "runtime/model/decoder_config.hpp"
@@ -184,6 +186,19 @@ struct cuda_sample_row {
   float temperature = 0.0f;
   float top_p = 1.0f;
   int32_t top_k = 0;
+  uint32_t row = 0;          ///< the logits row the draw reads
+  float min_p = 0.0f;
+  int32_t num_logprobs = -1; ///< < 0: none
+  uint32_t pad = 0;
+};
+
+/// One logit edit of one logits row; byte-compatible with
+/// kernels::gpu::logit_edit_item (static_asserts in the executor).
+struct cuda_edit_item {
+  uint32_t row = 0;
+  uint32_t pad = 0;
+  kernels::logit_edit edit;
+  kernels::logit_penalties penalties;
 };
 
 /// Where each metadata array sits in the per-step staging image (byte
@@ -216,13 +231,15 @@ struct cuda_packed_step {
   uint32_t n_sample_rows = 0; ///< rows the sampler runs on: logits rows [0, n_sample_rows)
   bool decode_only = false;   ///< every entry has exactly one token
   std::vector<uint32_t> ids, positions, slots, token_seq, lm_rows, tables;
-  std::vector<cuda_sample_row> params; ///< [n_sample_rows]
-  std::vector<int32_t> row_entry;      ///< [n_sample_rows]: batch entry of the row, or -1 (ignored)
+  std::vector<cuda_sample_row> params; ///< [n_sample_rows] draws (a fork's reads its parent's row)
+  std::vector<int32_t> row_entry;      ///< [n_sample_rows]: batch entry of the draw, or -1 (ignored)
+  std::vector<cuda_edit_item> edits;   ///< logit edits of the sampled rows (a fork's are its parent's)
 };
 
 /// Flattens `b` (already checked). `pad_to` > 0 requests a graph step: REQUIRES
 /// decode-only and entries.size() <= pad_to. Unseeded requests draw from
-/// rng_stream_seed(process_seed, seq_id), like the CPU sampler.
+/// rng_stream_seed(process_seed, seq_id), like the CPU sampler. A fork entry
+/// (fork_of) adds a draw on its parent's logits row and nothing else.
 [[nodiscard]] cuda_packed_step pack_step(const engine::batch& b, uint32_t block_size, uint32_t table_stride,
                                          uint64_t process_seed, uint32_t pad_to = 0);
 

@@ -91,6 +91,10 @@ struct cuda_state {
   device_memory kv;           ///< [num_blocks][n_layer][2][n_kv_head][block_size][head_dim] bf16 (the CPU cache's layout)
   pinned_memory staging;      ///< host image of `metadata`
   pinned_memory sampled_host; ///< u32 [max_num_seqs]
+  device_memory logprobs_dev; ///< kernels::gpu::sample_logprobs [max_num_seqs]
+  pinned_memory logprobs_host;
+  device_memory edits_dev;    ///< cuda_edit_item [capacity], grown on demand
+  pinned_memory edits_host;
   uint32_t num_blocks = 0;
   size_t kv_block_bytes = 0;
 

@@ -250,8 +250,12 @@ BOOST_AUTO_TEST_CASE(invalid_bodies_are_400) {
               "invalid_value");
   check_error(post("/v1/completions", R"({"model":"fake","prompt":[]})"), 400, "prompt",
               "invalid_value");
-  check_error(post("/v1/chat/completions", chat_body("fake", R"("n":2)")), 400, "n",
-              "unsupported_value");
+  check_error(post("/v1/chat/completions", chat_body("fake", R"("n":129)")), 400, "n",
+              "invalid_value");
+  check_error(post("/v1/chat/completions", chat_body("fake", R"("logit_bias":{"999":1})")), 400,
+              "logit_bias", "invalid_value"); // the fake model's vocabulary has 257 tokens
+  check_error(post("/v1/completions", completion_body("fake", R"("stop_token_ids":[3,257])")), 400,
+              "stop_token_ids[1]", "invalid_value");
   check_error(post("/v1/completions", R"({"model":"fake","prompt":[1,999]})"), 400, "prompt",
               "invalid_value");
 }

@@ -34,9 +34,14 @@ BOOST_AUTO_TEST_CASE(stop_token_before_min_tokens_is_ordinary) {
   BOOST_TEST(check_stop(7, 3, 13, stops(10, 3), 100) == finish_reason::stop);
 }
 
-BOOST_AUTO_TEST_CASE(ignore_eos_never_stops_on_a_stop_token) {
-  BOOST_TEST(check_stop(7, 1, 11, stops(4, 0, true), 100) == finish_reason::none);
-  BOOST_TEST(check_stop(7, 4, 14, stops(4, 0, true), 100) == finish_reason::length);
+BOOST_AUTO_TEST_CASE(ignore_eos_is_resolved_by_the_frontend_so_listed_ids_still_stop) {
+  // The frontend leaves EOS out of stop_token_ids under ignore_eos; what is
+  // listed (the client's stop_token_ids) still ends the sequence, as in vLLM.
+  BOOST_TEST(check_stop(7, 1, 11, stops(4, 0, true), 100) == finish_reason::stop);
+  auto no_eos = stops(4, 0, true);
+  no_eos.stop_token_ids.clear();
+  BOOST_TEST(check_stop(7, 1, 11, no_eos, 100) == finish_reason::none);
+  BOOST_TEST(check_stop(7, 4, 14, no_eos, 100) == finish_reason::length);
 }
 
 BOOST_AUTO_TEST_CASE(max_tokens_finishes_with_length) {

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <random>
+#include <set>
 #include <vector>
 
 using dynamo::model::sampler;
@@ -124,6 +126,134 @@ BOOST_AUTO_TEST_CASE(uniform_stream_is_in_range_and_varies_with_position) {
   BOOST_TEST(hi > 0.99);
   BOOST_TEST(sampler::uniform(7, 3) == sampler::uniform(7, 3));
   BOOST_TEST(sampler::uniform(7, 3) != sampler::uniform(8, 3));
+}
+
+
+// -- logits processing, min_p and logprobs (issue 14) -------------------------
+
+namespace {
+
+using dynamo::kernels::logit_edit;
+using dynamo::kernels::logit_seen;
+using dynamo::kernels::logit_suppressed;
+
+/// vLLM's processing written out directly: bias, mask, repetition over seen
+/// tokens (divide positive, multiply the rest), then frequency x count + presence.
+std::vector<double> reference_processed(const std::vector<float>& logits, const std::vector<logit_edit>& edits,
+                                        const sampling_options& o) {
+  std::vector<double> out(logits.begin(), logits.end());
+  for (const auto& e : edits) {
+    float l = logits[e.token];
+    if (e.flags & logit_suppressed) {
+      out[e.token] = -INFINITY;
+      continue;
+    }
+    l += e.bias;
+    if ((e.flags & logit_seen) && o.repetition_penalty != 1.0f) l = l > 0 ? l / o.repetition_penalty : l * o.repetition_penalty;
+    if (e.count > 0) l -= o.frequency_penalty * static_cast<float>(e.count) + o.presence_penalty;
+    out[e.token] = l;
+  }
+  return out;
+}
+
+/// log-softmax(x / t) in long double.
+std::vector<double> reference_log_softmax(const std::vector<double>& x, double t) {
+  long double mx = -INFINITY;
+  for (double v : x) mx = std::max<long double>(mx, v);
+  long double z = 0;
+  for (double v : x) z += std::exp((static_cast<long double>(v) - mx) / t);
+  std::vector<double> out;
+  for (double v : x) out.push_back(static_cast<double>((static_cast<long double>(v) - mx) / t - std::log(z)));
+  return out;
+}
+
+sampling_options full(float temperature, float presence, float frequency, float repetition, uint32_t logprobs,
+                      uint64_t seed = 5) {
+  sampling_options o = opts(temperature, 1.0f, 0, seed);
+  o.presence_penalty = presence;
+  o.frequency_penalty = frequency;
+  o.repetition_penalty = repetition;
+  o.logprobs = logprobs;
+  return o;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(logprobs_are_the_double_log_softmax_of_the_processed_logits) {
+  const auto logits = random_logits(3000, 41, 4.0f);
+  std::vector<logit_edit> edits;
+  for (uint32_t t = 3; t < 3000; t += 37)
+    edits.push_back({t, t % 2 ? 1.5f : -3.0f, t % 4, logit_seen | (t % 13 == 0 ? logit_suppressed : 0u)});
+  sampler s(1);
+  for (const float temp : {0.0f, 0.6f, 1.0f, 1.7f}) {
+    const auto o = full(temp, 0.4f, 0.9f, 1.25f, 20);
+    const auto got = s.sample(logits, o, edits, 3, 9);
+    BOOST_REQUIRE(got.logprobs);
+    const auto ref = reference_log_softmax(reference_processed(logits, edits, o), temp > 0 ? temp : 1.0);
+    BOOST_TEST(std::abs(got.logprobs->logprob - ref[got.token]) < 1e-6);
+    // The 20 most likely of the processed distribution, most likely first, ties by id.
+    std::vector<uint32_t> order(ref.size());
+    std::iota(order.begin(), order.end(), 0u);
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return ref[a] > ref[b]; });
+    BOOST_REQUIRE_EQUAL(got.logprobs->top.size(), 20u);
+    for (size_t i = 0; i < 20; ++i) {
+      BOOST_TEST(got.logprobs->top[i].token == order[i]);
+      BOOST_TEST(std::abs(got.logprobs->top[i].logprob - ref[order[i]]) < 1e-6);
+    }
+    if (temp == 0.0f) BOOST_TEST(got.token == order[0]); // greedy on the processed logits
+  }
+}
+
+BOOST_AUTO_TEST_CASE(penalties_follow_vllm_on_a_small_row) {
+  // Token 0: 2.0 seen once; token 1: -1.0 seen twice; token 2: 1.9 unseen.
+  const std::vector<float> logits = {2.0f, -1.0f, 1.9f, 0.0f};
+  const std::vector<logit_edit> edits = {{0, 0.0f, 1, logit_seen}, {1, 0.0f, 2, logit_seen}};
+  sampler s(1);
+  auto o = full(0.0f, 0.5f, 0.25f, 2.0f, 4);
+  auto r = s.sample(logits, o, edits, 0, 0);
+  // 0: 2 / 2 - (0.25 + 0.5) = 0.25; 1: -1 x 2 - (0.5 + 0.5) = -3; 2 is now the largest.
+  BOOST_TEST(r.token == 2u);
+  const auto ref = reference_log_softmax({0.25, -3.0, 1.9, 0.0}, 1.0);
+  BOOST_REQUIRE_EQUAL(r.logprobs->top.size(), 4u);
+  BOOST_TEST(r.logprobs->top[1].token == 0u);
+  BOOST_TEST(std::abs(r.logprobs->top[1].logprob - ref[0]) < 1e-6);
+  BOOST_TEST(r.logprobs->top[3].token == 1u);
+  BOOST_TEST(std::abs(r.logprobs->top[3].logprob - ref[1]) < 1e-6);
+}
+
+BOOST_AUTO_TEST_CASE(logit_bias_forces_and_a_masked_token_is_never_drawn) {
+  const auto logits = random_logits(500, 3, 2.0f);
+  sampler s(9);
+  const std::vector<logit_edit> force = {{123, 100.0f, 0, 0}};
+  const std::vector<logit_edit> mask = {{sampler::argmax(logits), 0.0f, 0, logit_suppressed}};
+  for (uint32_t pos = 0; pos < 50; ++pos) {
+    BOOST_TEST(s.sample(logits, opts(1.0f, 1.0f, 0, pos), force, 0, pos).token == 123u);
+    BOOST_TEST(s.sample(logits, opts(0.0f), mask, 0, pos).token != sampler::argmax(logits));
+  }
+  auto masked = s.logprobs(std::vector<float>{1.0f, -INFINITY}, 1.0f, 1, 0);
+  BOOST_TEST(std::isinf(masked.logprob));
+}
+
+BOOST_AUTO_TEST_CASE(min_p_keeps_only_tokens_near_the_top_one) {
+  const auto logits = random_logits(400, 17, 2.0f);
+  const float mx = *std::max_element(logits.begin(), logits.end());
+  sampler s(3);
+  for (const float min_p : {0.05f, 0.3f}) {
+    auto o = opts(1.3f, 1.0f, 0, 0);
+    o.min_p = min_p;
+    std::set<uint32_t> drawn;
+    for (uint32_t seed = 0; seed < 300; ++seed) {
+      o.seed = seed;
+      const uint32_t t = s.sample(logits, o, seed, 4);
+      drawn.insert(t);
+      // p_t / p_max = exp((l_t - max) / T) must reach min_p.
+      BOOST_TEST(std::exp((static_cast<double>(logits[t]) - mx) / 1.3) >= min_p - 1e-12);
+    }
+    BOOST_TEST(drawn.size() > 1u); // still a sample, not greedy
+  }
+  auto o = opts(1.5f, 1.0f, 0, 7);
+  o.min_p = 1.0f;
+  for (uint32_t pos = 0; pos < 20; ++pos) BOOST_TEST(s.sample(logits, o, 0, pos) == sampler::argmax(logits));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -174,13 +174,65 @@ BOOST_AUTO_TEST_CASE(max_and_min_tokens_are_checked) {
   BOOST_TEST(test::ok(chat(R"("max_tokens":4,"min_tokens":4)")));
 }
 
-BOOST_AUTO_TEST_CASE(n_above_one_is_unsupported_and_out_of_range_is_invalid) {
-  BOOST_TEST(test::ok(chat(R"("n":1)")));
-  auto r = chat(R"("n":2)");
-  check_error(r, 400, "n", "unsupported_value");
-  BOOST_TEST(to_string(code_of(r.error())) == "unsupported");
+BOOST_AUTO_TEST_CASE(n_is_one_to_128) {
+  BOOST_TEST(chat(R"("n":1)")->params.n == 1u);
+  BOOST_TEST(chat("")->params.n == 1u);
+  BOOST_TEST(chat(R"("n":128)")->params.n == 128u);
   check_error(chat(R"("n":0)"), 400, "n", "invalid_value");
   check_error(chat(R"("n":129)"), 400, "n", "invalid_value");
+  check_error(chat(R"("n":1.5)"), 400, "n", "invalid_type");
+}
+
+BOOST_AUTO_TEST_CASE(penalties_min_p_and_logit_bias_are_read_within_openai_ranges) {
+  auto r = chat(R"("frequency_penalty":0.5,"presence_penalty":-2,"repetition_penalty":1.3,
+                   "min_p":0.05,"logit_bias":{"7":-100,"3":2.5,"50256":100})");
+  BOOST_REQUIRE(r);
+  BOOST_TEST(*r->params.frequency_penalty == 0.5f);
+  BOOST_TEST(*r->params.presence_penalty == -2.0f);
+  BOOST_TEST(*r->params.repetition_penalty == 1.3f);
+  BOOST_TEST(*r->params.min_p == 0.05f);
+  BOOST_REQUIRE_EQUAL(r->params.logit_bias.size(), 3u); // sorted by token id
+  BOOST_TEST(r->params.logit_bias[0].token == 3u);
+  BOOST_TEST(r->params.logit_bias[0].bias == 2.5f);
+  BOOST_TEST(r->params.logit_bias[1].token == 7u);
+  BOOST_TEST(r->params.logit_bias[2].token == 50256u);
+  BOOST_TEST(r->params.logit_bias[2].bias == 100.0f);
+  check_error(chat(R"("frequency_penalty":2.01)"), 400, "frequency_penalty", "invalid_value");
+  check_error(chat(R"("presence_penalty":-3)"), 400, "presence_penalty", "invalid_value");
+  check_error(chat(R"("presence_penalty":"1")"), 400, "presence_penalty", "invalid_type");
+  check_error(chat(R"("repetition_penalty":0)"), 400, "repetition_penalty", "invalid_value");
+  check_error(chat(R"("repetition_penalty":-1)"), 400, "repetition_penalty", "invalid_value");
+  check_error(chat(R"("repetition_penalty":2.5)"), 400, "repetition_penalty", "invalid_value");
+  check_error(chat(R"("min_p":1.5)"), 400, "min_p", "invalid_value");
+  check_error(chat(R"("logit_bias":{"5":101})"), 400, "logit_bias", "invalid_value");
+  check_error(chat(R"("logit_bias":{"5":-100.5})"), 400, "logit_bias", "invalid_value");
+  check_error(chat(R"("logit_bias":{"x":1})"), 400, "logit_bias", "invalid_value");
+  check_error(chat(R"("logit_bias":{"-1":1})"), 400, "logit_bias", "invalid_value");
+  check_error(chat(R"("logit_bias":{"4294967296":1})"), 400, "logit_bias", "invalid_value");
+  check_error(chat(R"("logit_bias":{"7":1,"07":2})"), 400, "logit_bias", "invalid_value");
+  check_error(chat(R"("logit_bias":{"5":"1"})"), 400, "logit_bias.5", "invalid_type");
+  check_error(chat(R"("logit_bias":[1])"), 400, "logit_bias", "invalid_type");
+  std::string many = R"("logit_bias":{)";
+  for (int i = 0; i <= 1024; ++i)
+    many += (i ? ",\"" : "\"") + std::to_string(i) + "\":1";
+  check_error(chat(many + "}"), 400, "logit_bias", "invalid_value");
+}
+
+BOOST_AUTO_TEST_CASE(logprobs_and_top_logprobs) {
+  BOOST_TEST(!chat("")->params.logprobs);
+  BOOST_TEST(!chat(R"("logprobs":false)")->params.logprobs);
+  BOOST_TEST(*chat(R"("logprobs":true)")->params.logprobs == 0u);
+  BOOST_TEST(*chat(R"("logprobs":true,"top_logprobs":20)")->params.logprobs == 20u);
+  check_error(chat(R"("logprobs":true,"top_logprobs":21)"), 400, "top_logprobs", "invalid_value");
+  check_error(chat(R"("top_logprobs":2)"), 400, "top_logprobs", "invalid_value");
+  check_error(chat(R"("logprobs":false,"top_logprobs":2)"), 400, "top_logprobs", "invalid_value");
+  check_error(chat(R"("logprobs":1)"), 400, "logprobs", "invalid_type");
+}
+
+BOOST_AUTO_TEST_CASE(stop_token_ids_are_token_ids) {
+  BOOST_TEST((chat(R"("stop_token_ids":[5,0])")->params.stop_token_ids == std::vector<uint32_t>{5, 0}));
+  check_error(chat(R"("stop_token_ids":[-1])"), 400, "stop_token_ids[0]", "invalid_value");
+  check_error(chat(R"("stop_token_ids":5)"), 400, "stop_token_ids", "invalid_type");
 }
 
 BOOST_AUTO_TEST_CASE(stop_allows_at_most_32_strings) {
@@ -211,18 +263,9 @@ BOOST_AUTO_TEST_CASE(empty_user_is_rejected) {
 
 BOOST_AUTO_TEST_CASE(unimplemented_fields_are_accepted_only_at_neutral_values) {
   BOOST_TEST(test::ok(chat(R"("frequency_penalty":0,"presence_penalty":0,"repetition_penalty":1,
-                     "min_p":0,"logit_bias":{},"logprobs":false,"top_logprobs":0,"tools":[],
+                     "min_p":0,"logit_bias":{},"logprobs":false,"tools":[],
                      "tool_choice":"none","response_format":{"type":"text"},
                      "parallel_tool_calls":true)")));
-  check_error(chat(R"("frequency_penalty":0.5)"), 400, "frequency_penalty", "unsupported_value");
-  check_error(chat(R"("frequency_penalty":3)"), 400, "frequency_penalty", "invalid_value");
-  check_error(chat(R"("presence_penalty":-1)"), 400, "presence_penalty", "unsupported_value");
-  check_error(chat(R"("repetition_penalty":1.1)"), 400, "repetition_penalty", "unsupported_value");
-  check_error(chat(R"("repetition_penalty":2.5)"), 400, "repetition_penalty", "invalid_value");
-  check_error(chat(R"("min_p":0.1)"), 400, "min_p", "unsupported_value");
-  check_error(chat(R"("logit_bias":{"50256":-100})"), 400, "logit_bias", "unsupported_value");
-  check_error(chat(R"("logprobs":true)"), 400, "logprobs", "unsupported_value");
-  check_error(chat(R"("top_logprobs":21)"), 400, "top_logprobs", "invalid_value");
   check_error(chat(R"("tools":[{"type":"function"}])"), 400, "tools", "unsupported_value");
   check_error(chat(R"("tool_choice":"required")"), 400, "tool_choice", "unsupported_value");
   check_error(chat(R"("response_format":{"type":"json_object"})"), 400, "response_format.type",

@@ -63,7 +63,8 @@ BOOST_AUTO_TEST_CASE(bad_prompt_shapes_and_token_ids_are_rejected) {
 
 BOOST_AUTO_TEST_CASE(shares_the_common_validation) {
   check_error(completion(R"("x")", R"("temperature":5)"), 400, "temperature", "invalid_value");
-  check_error(completion(R"("x")", R"("n":3)"), 400, "n", "unsupported_value");
+  check_error(completion(R"("x")", R"("n":0)"), 400, "n", "invalid_value");
+  BOOST_TEST(completion(R"("x")", R"("n":3)")->params.n == 3u);
   check_error(completion(R"("x")", R"("max_tokens":0)"), 400, "max_tokens", "invalid_value");
   auto r = completion(R"("x")", R"("max_tokens":3,"stream":true,"stop":"\n")");
   BOOST_REQUIRE(r);
@@ -77,9 +78,17 @@ BOOST_AUTO_TEST_CASE(completion_only_fields_accept_neutral_values) {
                ));
   check_error(completion(R"("x")", R"("echo":true)"), 400, "echo", "unsupported_value");
   check_error(completion(R"("x")", R"("best_of":2)"), 400, "best_of", "unsupported_value");
+  BOOST_TEST(test::ok(completion(R"("x")", R"("n":2,"best_of":2)")));
+  check_error(completion(R"("x")", R"("n":3,"best_of":2)"), 400, "best_of", "invalid_value");
   check_error(completion(R"("x")", R"("suffix":"end")"), 400, "suffix", "unsupported_value");
-  check_error(completion(R"("x")", R"("logprobs":2)"), 400, "logprobs", "unsupported_value");
   check_error(completion(R"("x")", R"("logprobs":6)"), 400, "logprobs", "invalid_value");
+  check_error(completion(R"("x")", R"("logprobs":true)"), 400, "logprobs", "invalid_type");
+}
+
+BOOST_AUTO_TEST_CASE(logprobs_is_the_number_of_alternatives) {
+  BOOST_TEST(!completion(R"("x")", "")->params.logprobs);
+  BOOST_TEST(*completion(R"("x")", R"("logprobs":0)")->params.logprobs == 0u);
+  BOOST_TEST(*completion(R"("x")", R"("logprobs":5)")->params.logprobs == 5u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,92 @@
+#include "runtime/openai/response_assembler.hpp"
+
+#include <algorithm>
+
+namespace dynamo::openai {
+
+response_assembler::response_assembler(const tok::tokenizer& tk, response_meta meta, options o)
+  : meta_(std::move(meta)), opts_(std::move(o)), open_(std::max(1u, opts_.n)) {
+  texts_.reserve(open_);
+  results_.resize(open_);
+  for (uint32_t i = 0; i < open_; ++i) {
+    texts_.emplace_back(tk, opts_.stop, opts_.stop_token_ids, opts_.logprobs);
+    results_[i].index = i;
+    if (opts_.logprobs)
+      results_[i].logprobs.emplace();
+  }
+}
+
+std::vector<std::string> response_assembler::opening() const {
+  std::vector<std::string> out;
+  if (opts_.chat)
+    for (uint32_t i = 0; i < texts_.size(); ++i)
+      out.push_back(chat_role_chunk(meta_, i, opts_.include_usage));
+  return out;
+}
+
+void response_assembler::apply(uint32_t index, text_stream::step s, update& u) {
+  u.tokens += s.tokens;
+  choice_result& r = results_[index];
+  if (opts_.stream) {
+    const auto* lp = opts_.logprobs ? &s.logprobs : nullptr;
+    if (!s.text.empty() || !s.logprobs.empty())
+      u.events.push_back(opts_.chat ? chat_content_chunk(meta_, index, s.text, lp, opts_.include_usage)
+                                    : completion_chunk(meta_, index, s.text, lp,
+                                                       protocol::finish_reason::none,
+                                                       opts_.include_usage));
+    if (s.done)
+      u.events.push_back(opts_.chat ? chat_finish_chunk(meta_, index, s.finish, opts_.include_usage)
+                                    : completion_chunk(meta_, index, "", nullptr, s.finish,
+                                                       opts_.include_usage));
+  } else {
+    r.text += s.text;
+    if (r.logprobs)
+      std::move(s.logprobs.begin(), s.logprobs.end(), std::back_inserter(*r.logprobs));
+  }
+  if (s.done) {
+    r.finish = s.finish;
+    --open_;
+  }
+}
+
+expected<response_assembler::update> response_assembler::push(const protocol::engine_output& out) {
+  update u;
+  if (out.index >= texts_.size())
+    return make_error(errc::internal, "the backend sent choice " + std::to_string(out.index) +
+                                          " of a request with " + std::to_string(texts_.size()));
+  if (!texts_[out.index].done())
+    apply(out.index, texts_[out.index].push(out), u);
+  if (out.finish != protocol::finish_reason::none) {
+    // The stream ends: a choice the backend did not end explicitly ends with it.
+    protocol::engine_output last;
+    last.finish = out.finish;
+    for (uint32_t i = 0; i < texts_.size(); ++i)
+      if (!texts_[i].done())
+        apply(i, texts_[i].push(last), u);
+  }
+  u.done = done();
+  u.cancel_backend = u.done && out.finish == protocol::finish_reason::none;
+  return u;
+}
+
+std::vector<std::string> response_assembler::closing() const {
+  if (!opts_.include_usage)
+    return {};
+  return {opts_.chat ? chat_usage_chunk(meta_, usage()) : completion_usage_chunk(meta_, usage())};
+}
+
+std::string response_assembler::body() const {
+  return opts_.chat ? chat_completion_body(meta_, results_, usage())
+                    : completion_body(meta_, results_, usage());
+}
+
+usage_counts response_assembler::usage() const {
+  usage_counts u{opts_.prompt_tokens, 0, 0};
+  for (const text_stream& t : texts_) {
+    u.completion_tokens += t.completion_tokens();
+    u.cached_tokens = std::max(u.cached_tokens, t.cached_tokens());
+  }
+  return u;
+}
+
+} // namespace dynamo::openai

@@ -1,0 +1,123 @@
+// One request's choices assembled from interleaved engine chunks: per-choice
+// text, stop tokens and stop strings, logprobs with bytes and offsets, stream
+// payloads with their index, the unary body, usage over all choices.
+#include "runtime/openai/response_assembler.hpp"
+
+#include <boost/test/unit_test.hpp>
+#include <nlohmann/json.hpp>
+
+using namespace dynamo;
+using namespace dynamo::openai;
+using nlohmann::json;
+using protocol::engine_output;
+using protocol::finish_reason;
+
+namespace {
+
+const tok::byte_tokenizer tk;
+const response_meta meta{"chatcmpl-1", 7, "m"};
+
+engine_output chunk(uint32_t index, std::string_view text, finish_reason choice_end = finish_reason::none,
+                    finish_reason stream_end = finish_reason::none, bool logprobs = false) {
+  engine_output out;
+  out.index = index;
+  for (unsigned char c : text) {
+    out.token_ids.push_back(c);
+    if (logprobs)
+      out.logprobs.push_back({-0.5f, {{c, -0.5f}, {'z', -2.0f}}});
+  }
+  out.choice_finish = choice_end;
+  out.finish = stream_end;
+  return out;
+}
+
+response_assembler::options opts(bool chat, bool stream, uint32_t n, bool logprobs = false) {
+  response_assembler::options o;
+  o.chat = chat;
+  o.stream = stream;
+  o.n = n;
+  o.logprobs = logprobs;
+  o.stop_token_ids = {tok::byte_tokenizer::eos_id};
+  o.prompt_tokens = 4;
+  return o;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(response_assembler_suite)
+
+BOOST_AUTO_TEST_CASE(interleaved_choices_make_one_body_with_usage_over_all) {
+  response_assembler a{tk, meta, opts(true, false, 2, true)};
+  const auto none = finish_reason::none;
+  BOOST_TEST(!a.push(chunk(1, "xy", none, none, true))->done);
+  BOOST_TEST(!a.push(chunk(0, "ab", none, none, true))->done);
+  auto eos = chunk(1, "z", none, none, true);
+  eos.token_ids.push_back(tok::byte_tokenizer::eos_id);
+  eos.logprobs.push_back({-0.1f, {}});
+  eos.choice_finish = finish_reason::stop;
+  BOOST_TEST(!a.push(eos)->done);
+  auto last = a.push(chunk(0, "c", none, finish_reason::length, true));
+  BOOST_TEST(last->done);
+  BOOST_TEST(!last->cancel_backend);
+  auto j = json::parse(a.body());
+  BOOST_TEST(j["choices"][0]["message"]["content"] == "abc");
+  BOOST_TEST(j["choices"][0]["finish_reason"] == "length");
+  BOOST_TEST(j["choices"][1]["message"]["content"] == "xyz"); // EOS: counted, no text
+  BOOST_TEST(j["choices"][1]["finish_reason"] == "stop");
+  BOOST_TEST(j["choices"][1]["logprobs"]["content"].size() == 3u); // ... and no logprob entry
+  BOOST_TEST(j["choices"][1]["logprobs"]["content"][2]["token"] == "z");
+  BOOST_TEST(j["usage"]["completion_tokens"] == 7); // 3 + 4 with the EOS
+  BOOST_TEST(j["usage"]["prompt_tokens"] == 4);    // once
+}
+
+BOOST_AUTO_TEST_CASE(stream_payloads_carry_their_choice_and_each_finish_once) {
+  response_assembler a{tk, meta, opts(true, true, 2)};
+  const auto open = a.opening();
+  BOOST_REQUIRE_EQUAL(open.size(), 2u);
+  BOOST_TEST(json::parse(open[1])["choices"][0]["index"] == 1);
+  BOOST_TEST(json::parse(open[1])["choices"][0]["delta"]["role"] == "assistant");
+  auto u = a.push(chunk(1, "hi", finish_reason::stop));
+  BOOST_REQUIRE_EQUAL(u->events.size(), 2u);
+  BOOST_TEST(json::parse(u->events[0])["choices"][0]["delta"]["content"] == "hi");
+  BOOST_TEST(json::parse(u->events[1])["choices"][0]["index"] == 1);
+  BOOST_TEST(json::parse(u->events[1])["choices"][0]["finish_reason"] == "stop");
+  // The stream's end also ends choice 0, which the backend did not end itself.
+  u = a.push(chunk(0, "", finish_reason::none, finish_reason::length));
+  BOOST_REQUIRE_EQUAL(u->events.size(), 1u);
+  BOOST_TEST(json::parse(u->events[0])["choices"][0]["index"] == 0);
+  BOOST_TEST(json::parse(u->events[0])["choices"][0]["finish_reason"] == "length");
+  BOOST_TEST(u->done);
+}
+
+BOOST_AUTO_TEST_CASE(stop_strings_on_every_choice_cancel_the_backend) {
+  auto o = opts(false, false, 2);
+  o.stop = {"!"};
+  response_assembler a{tk, meta, o};
+  auto u = a.push(chunk(0, "ab!cd"));
+  BOOST_TEST(!u->done);
+  u = a.push(chunk(1, "x!"));
+  BOOST_TEST(u->done);
+  BOOST_TEST(u->cancel_backend); // the backend still runs: nothing more is wanted
+  auto j = json::parse(a.body());
+  BOOST_TEST(j["choices"][0]["text"] == "ab");
+  BOOST_TEST(j["choices"][1]["text"] == "x");
+  BOOST_TEST(j["choices"][1]["finish_reason"] == "stop");
+}
+
+BOOST_AUTO_TEST_CASE(completion_logprobs_offsets_count_code_points_and_partial_tokens) {
+  response_assembler a{tk, meta, opts(false, false, 1, true)};
+  // "é" is two byte tokens: the first has no text of its own yet.
+  auto u = a.push(chunk(0, "a\xC3\xA9" "b", finish_reason::none, finish_reason::length, true));
+  BOOST_TEST(u->done);
+  auto lp = json::parse(a.body())["choices"][0]["logprobs"];
+  BOOST_TEST((lp["tokens"] == json::array({"a", "bytes:\\xc3", "bytes:\\xa9", "b"})));
+  BOOST_TEST((lp["text_offset"] == json::array({0, 1, 1, 2})));
+  BOOST_TEST(json::parse(a.body())["choices"][0]["text"] == "a\xC3\xA9" "b");
+}
+
+BOOST_AUTO_TEST_CASE(a_choice_the_request_does_not_have_is_an_error) {
+  response_assembler a{tk, meta, opts(true, false, 2)};
+  BOOST_TEST(!a.push(chunk(2, "x")));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
