@@ -16,14 +16,10 @@ namespace dynamo::actors {
 
 namespace {
 
-// `threads`: the CPU engine's compute threads (resolved), 0 for other engines.
-engine::engine_config engine_limits(config::engine_kind kind, const config::engine_options& o,
-                                    uint32_t threads = 0) {
+engine::engine_config engine_limits(config::engine_kind kind, const config::engine_options& o) {
   engine::engine_config ec;
   ec.max_num_seqs = o.max_num_seqs;
-  ec.max_num_batched_tokens = o.max_num_batched_tokens != 0
-                                ? o.max_num_batched_tokens
-                                : config::default_max_num_batched_tokens(kind, threads);
+  ec.max_num_batched_tokens = config::max_num_batched_tokens(kind, o);
   ec.enable_prefix_caching = o.prefix_caching;
   ec.max_model_len = o.context_length;
   ec.num_blocks = o.kv_blocks;
@@ -72,7 +68,7 @@ expected<engine_setup> prepare_cpu(const config::pool_config& pool, size_t kv_by
   auto probe = model::cpu_executor::create(*model, xc);
   if (!probe)
     return probe.error();
-  auto ec = engine_limits(pool.engine, pool.engine_opts, (*probe)->threads());
+  auto ec = engine_limits(pool.engine, pool.engine_opts);
   spdlog::info("model {}: {} compute threads, {} tokens per engine step{}", pool.model, (*probe)->threads(),
                ec.max_num_batched_tokens, pool.engine_opts.max_num_batched_tokens ? "" : " (the CPU default)");
   engine_setup s;
