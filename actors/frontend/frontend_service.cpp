@@ -66,6 +66,13 @@ http::router frontend_service::make_routes() {
       if (ctx_->draining.load()) {
         return respond_error(*res, make_error(errc::closed, "the server is shutting down"));
       }
+      if (!http::is_json_media_type(req.header("content-type"))) {
+        auto got = req.header("content-type");
+        return (void)res->respond(
+          415, std::string{json_type},
+          openai::status_error_body(415, "Expected request with `Content-Type: application/json`, got " +
+                                           (got.empty() ? std::string{"none"} : "`" + std::string{got} + "`")));
+      }
       ctx_->inflight.fetch_add(1);
       std::shared_ptr<void> guard(nullptr, [ctx = ctx_](void*) { ctx->inflight.fetch_sub(1); });
       // Parsing and tokenizing happen in the request actor, off the io thread.

@@ -270,7 +270,12 @@ void begin(request_ptr self) {
     [hdl = handle_of(self)] { caf::anon_send(hdl, actors::client_gone_atom_v); });
   st.gen = st.model->client->generate(std::move(*pre), forward_to(self));
   if (!st.gen)
-    fail(self, make_error(errc::internal, "the llm_client returned no generation"));
+    return fail(self, make_error(errc::internal, "the llm_client returned no generation"));
+  // Accepted: a stream's headers and role chunk go out now, not with the first
+  // token, so the client sees at once that its request runs (and can leave).
+  // Backend errors from here on are SSE `event: error`s.
+  if (st.stream)
+    (void)start_sse(self);
 }
 
 /// The backend sent nothing for backend_timeout: give up (the state's

@@ -1,7 +1,8 @@
 // One generation request (POST /v1/chat/completions or /v1/completions) as a
 // CAF actor: parses the body, resolves the model, preprocesses, calls
 // llm_client::generate (chunks come back as messages), detokenizes, applies
-// stop strings, writes JSON or SSE through the http_responder, records
+// stop strings, writes JSON or SSE (a stream's headers and role chunk as soon
+// as the generation is started) through the http_responder, records
 // metrics, and cancels the generation when the client leaves or a stop string
 // matches. Spawned by frontend_service, one per request; it quits when the
 // response is complete. The actor's state is touched only by the actor.

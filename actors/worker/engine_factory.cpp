@@ -16,10 +16,10 @@ namespace dynamo::actors {
 
 namespace {
 
-engine::engine_config engine_limits(const config::engine_options& o) {
+engine::engine_config engine_limits(config::engine_kind kind, const config::engine_options& o) {
   engine::engine_config ec;
   ec.max_num_seqs = o.max_num_seqs;
-  ec.max_num_batched_tokens = o.max_num_batched_tokens;
+  ec.max_num_batched_tokens = config::max_num_batched_tokens(kind, o);
   ec.enable_prefix_caching = o.prefix_caching;
   ec.max_model_len = o.context_length;
   ec.num_blocks = o.kv_blocks;
@@ -33,7 +33,7 @@ expected<engine_setup> prepare_mocker(const config::pool_config& pool) {
   mc.speedup_ratio = pool.mocker.speedup_ratio;
   mc.decode_speedup_ratio = pool.mocker.decode_speedup_ratio;
   mc.max_num_seqs = pool.engine_opts.max_num_seqs;
-  mc.max_num_batched_tokens = pool.engine_opts.max_num_batched_tokens;
+  mc.max_num_batched_tokens = config::max_num_batched_tokens(pool.engine, pool.engine_opts);
   mc.enable_prefix_caching = pool.engine_opts.prefix_caching;
   if (pool.engine_opts.context_length)
     mc.context_length = pool.engine_opts.context_length;
@@ -68,7 +68,9 @@ expected<engine_setup> prepare_cpu(const config::pool_config& pool, size_t kv_by
   auto probe = model::cpu_executor::create(*model, xc);
   if (!probe)
     return probe.error();
-  auto ec = engine_limits(pool.engine_opts);
+  auto ec = engine_limits(pool.engine, pool.engine_opts);
+  spdlog::info("model {}: {} compute threads, {} tokens per engine step{}", pool.model, (*probe)->threads(),
+               ec.max_num_batched_tokens, pool.engine_opts.max_num_batched_tokens ? "" : " (the CPU default)");
   engine_setup s;
   s.plan.pool = pool;
   s.plan.kv_cache_bytes = kv_bytes;
@@ -98,7 +100,7 @@ expected<engine_setup> prepare_cuda(const config::pool_config& pool) {
   auto model = model::decoder_model::load(pool.model_path);
   if (!model)
     return model.error();
-  auto ec = engine_limits(pool.engine_opts);
+  auto ec = engine_limits(pool.engine, pool.engine_opts);
   model::cuda_executor_config xc;
   xc.block_size = pool.engine_opts.block_size;
   xc.num_blocks = pool.engine_opts.kv_blocks;

@@ -3,8 +3,11 @@
 // output_sink, publishing KV events and load metrics through hooks. A
 // simulated step time (mocker) is honoured by delivering that step's chunks
 // after the delay, without blocking a thread. Real executors block while they
-// compute, so spawn those workers detached (own thread).
-// All interaction is by message; hooks and sinks are called inside the actor.
+// compute, so spawn those workers detached (own thread); messages that arrive
+// meanwhile (an abort of a request whose client left, a new request) are
+// handled before the next step, so the engine's per-step token budget bounds
+// how long they wait. All interaction is by message; hooks and sinks are
+// called inside the actor.
 #pragma once
 
 #include "runtime/core/error.hpp"

@@ -52,11 +52,13 @@ expected<void> serve_worker(planes::request_server& server, const std::string& e
       return;
     }
     std::string id = req->request_id;
-    stream->on_cancel([actor, id] { caf::anon_send(actor, abort_atom::value, id); });
     auto job = std::make_shared<generate_job>();
     job->request = std::move(*req);
     job->sink = std::make_shared<stream_sink>(stream);
     caf::anon_send(actor, generate_atom::value, std::move(job));
+    // After the job: a stream cancelled already runs this at once, and the
+    // abort must reach the worker behind its request, not before it.
+    stream->on_cancel([actor, id] { caf::anon_send(actor, abort_atom::value, id); });
   });
 }
 

@@ -1,5 +1,6 @@
 #include "apps/dynamo-bench/load_generator.hpp"
 
+#include "apps/dynamo-bench/openai_stream.hpp"
 #include "planes/http_client/http_client.hpp"
 #include "runtime/bench/sse_parser.hpp"
 #include "runtime/bench/stats.hpp"
@@ -66,57 +67,6 @@ request_plan pick_class(const load_config& cfg, std::mt19937_64& rng) {
   return {short_class, cfg.isl, cfg.osl};
 }
 
-// Random token ids (or words), so prompts differ from their first KV block on
-// and the prefix cache cannot hide prefill cost.
-std::string make_body(const load_config& cfg, const request_plan& plan, std::mt19937_64& rng) {
-  std::uniform_int_distribution<uint32_t> tok(cfg.token_lo, cfg.token_hi);
-  json body{{"model", cfg.model}, {"max_tokens", plan.osl}, {"stream", true},
-            {"stream_options", {{"include_usage", true}}}, {"ignore_eos", true},
-            {"temperature", 0}};
-  if (cfg.endpoint == "chat") {
-    static const char* words[] = {"alpha", "beta", "gamma", "delta", "river", "stone",
-                                  "cloud", "market", "engine", "paper", "light", "music"};
-    std::string text;
-    for (uint32_t i = 0; i < plan.isl; ++i) {
-      text += words[rng() % std::size(words)];
-      text += ' ';
-    }
-    body["messages"] = json::array({{{"role", "user"}, {"content", text}}});
-  } else {
-    std::vector<uint32_t> ids(plan.isl);
-    for (auto& id : ids)
-      id = tok(rng);
-    body["prompt"] = ids;
-  }
-  return body.dump();
-}
-
-// Interprets one SSE event; returns the number of content tokens it carried.
-uint64_t content_tokens(const sse_event& ev, request_result& r, bool& done) {
-  if (ev.data == "[DONE]") {
-    done = true;
-    return 0;
-  }
-  if (ev.event == "error") {
-    r.error = "stream error: " + ev.data;
-    return 0;
-  }
-  auto j = json::parse(ev.data, nullptr, false);
-  if (j.is_discarded())
-    return 0;
-  if (j.contains("usage") && j["usage"].is_object())
-    r.output_tokens = j["usage"].value("completion_tokens", r.output_tokens);
-  if (!j.contains("choices") || !j["choices"].is_array() || j["choices"].empty())
-    return 0;
-  const auto& c = j["choices"][0];
-  std::string text;
-  if (c.contains("text") && c["text"].is_string())
-    text = c["text"].get<std::string>();
-  else if (c.contains("delta") && c["delta"].contains("content") && c["delta"]["content"].is_string())
-    text = c["delta"]["content"].get<std::string>();
-  return text.empty() ? 0 : 1;
-}
-
 // Adds a finished measured request to the totals and to its class. Caller holds st.mtx.
 void record(run_state& st, const request_result& r, const request_plan& plan) {
   if (!r.ok) {
@@ -155,13 +105,19 @@ void start_one(http::http_client& client, const load_config& cfg, run_state& st,
   };
   auto c = std::make_shared<ctx>();
   http::client_request req;
-  req.target = cfg.endpoint == "chat" ? "/v1/chat/completions" : "/v1/completions";
+  req.target = std::string{target_of(cfg)};
   req.body = std::move(body);
   http::client_callbacks cb;
   cb.on_status = [c](unsigned s) { c->status = s; };
   cb.on_data = [c](std::string_view d) {
     for (auto& ev : c->parser.feed(d)) {
-      auto n = content_tokens(ev, c->r, c->done);
+      auto e = read_event(ev);
+      c->done = c->done || e.done;
+      if (!e.error.empty())
+        c->r.error = e.error;
+      if (e.completion_tokens)
+        c->r.output_tokens = *e.completion_tokens;
+      auto n = e.content_tokens;
       if (n == 0)
         continue;
       auto now = clock::now();
@@ -197,16 +153,6 @@ void start_one(http::http_client& client, const load_config& cfg, run_state& st,
   client.start(std::move(req), std::move(cb));
 }
 
-expected<std::string> resolve_model(http::http_client& client) {
-  auto res = client.request({"GET", "/v1/models", "", ""}, std::chrono::seconds(10));
-  if (!res)
-    return res.error();
-  auto j = json::parse(res->body, nullptr, false);
-  if (res->status != 200 || j.is_discarded() || !j.contains("data") || j["data"].empty())
-    return make_error(errc::not_found, "GET /v1/models returned no model: " + res->body);
-  return j["data"][0].value("id", std::string{});
-}
-
 // Sends `count` requests, closed loop (concurrency cap) or open loop (rate).
 void drive(http::http_client& client, const load_config& cfg, run_state& st, uint32_t count,
            bool measured, std::mt19937_64& rng) {
@@ -214,7 +160,7 @@ void drive(http::http_client& client, const load_config& cfg, run_state& st, uin
   auto next_arrival = clock::now();
   for (uint32_t i = 0; i < count; ++i) {
     auto plan = pick_class(cfg, rng);
-    std::string body = make_body(cfg, plan, rng);
+    std::string body = make_body(cfg, plan.isl, plan.osl, rng);
     std::unique_lock lk{st.mtx};
     if (cfg.request_rate > 0) {
       next_arrival += std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(gap(rng)));

@@ -1,4 +1,6 @@
-// dynamo-bench: load generator for any OpenAI-compatible server; prints JSON.
+// dynamo-bench: load generator for any OpenAI-compatible server, or (--mode
+// cancel-storm) the cost of streams that clients abandon; prints JSON.
+#include "apps/dynamo-bench/cancel_storm.hpp"
 #include "apps/dynamo-bench/load_generator.hpp"
 #include "runtime/core/cli.hpp"
 
@@ -8,11 +10,13 @@
 
 int main(int argc, char** argv) {
   dynamo::bench::load_config cfg;
-  std::string url = "http://127.0.0.1:8000", output;
+  dynamo::bench::storm_config storm;
+  std::string url = "http://127.0.0.1:8000", output, mode = "load";
   int64_t seed = 1;
   dynamo::cli cli("dynamo-bench",
                   "load generator for OpenAI-compatible servers (TTFT, ITL, throughput as JSON)");
-  cli.option("url", &url, "server base URL (http only)")
+  cli.option("mode", &mode, "load (TTFT, ITL, throughput) | cancel-storm (TTFT idle vs. after cancelled streams)")
+    .option("url", &url, "server base URL (http only)")
     .option("model", &cfg.model, "model name (default: first of /v1/models)")
     .option("endpoint", &cfg.endpoint, "completions | chat")
     .option("concurrency", &cfg.concurrency, "maximum requests in flight")
@@ -30,8 +34,14 @@ int main(int argc, char** argv) {
     .option("io-threads", &cfg.io_threads, "client I/O threads")
     .option("label", &cfg.label, "free text copied into the report")
     .option("output", &output, "also write the JSON report to this file")
+    .option("storm", &storm.storm, "cancel-storm: streams per storm")
+    .option("cancel-after-ms", &storm.cancel_after_ms, "cancel-storm: close the storm's streams this long after sending")
+    .option("rounds", &storm.rounds, "cancel-storm: idle probes, then storm + probe rounds")
+    .option("storm-osl", &storm.storm_osl, "cancel-storm: max_tokens of a storm stream (--osl is the probe's)")
+    .option("busy-streams", &storm.busy_streams, "cancel-storm: streams already decoding when the storm arrives")
     .epilog("Examples:\n  dynamo-bench --url http://127.0.0.1:8000 --concurrency 64 --isl 512 --osl 128\n"
-            "  dynamo-bench --long-fraction 0.1 --long-isl 4096 --long-osl 16   # chat + long prompts");
+            "  dynamo-bench --long-fraction 0.1 --long-isl 4096 --long-osl 16   # chat + long prompts\n"
+            "  dynamo-bench --mode cancel-storm --endpoint chat --isl 512 --osl 8 --storm 50 --cancel-after-ms 500");
   if (auto code = dynamo::cli_exit_code("dynamo-bench", cli.parse(argc, argv)))
     return *code;
   cfg.seed = static_cast<uint64_t>(seed);
@@ -45,7 +55,11 @@ int main(int argc, char** argv) {
     cfg.host = rest.substr(0, colon);
     cfg.port = static_cast<uint16_t>(std::stoi(rest.substr(colon + 1)));
   }
-  auto report = dynamo::bench::run_load(cfg);
+  if (mode != "load" && mode != "cancel-storm") {
+    std::fprintf(stderr, "dynamo-bench: --mode %s: expected load or cancel-storm\n", mode.c_str());
+    return 2;
+  }
+  auto report = mode == "load" ? dynamo::bench::run_load(cfg) : dynamo::bench::run_cancel_storm(cfg, storm);
   if (!report) {
     std::fprintf(stderr, "dynamo-bench: %s\n", dynamo::describe(report.error()).c_str());
     return 1;

@@ -53,7 +53,9 @@ expected<bool> parse(int argc, char** argv, run_options& o) {
     .option("gpu-memory-fraction", &o.gpu_memory_fraction,
             "out=cuda: device memory for all workers together, split evenly among them")
     .option("max-num-seqs", &o.pool.engine_opts.max_num_seqs, "running sequences per worker")
-    .option("max-num-batched-tokens", &o.pool.engine_opts.max_num_batched_tokens, "tokens per engine step")
+    .option("max-num-batched-tokens", &o.pool.engine_opts.max_num_batched_tokens,
+            "tokens per engine step (0: the engine's default: out=engine 128 per compute thread, 128..2048, "
+            "so that a step stays short; cuda and mocker 8192)")
     .option("context-length", &o.pool.engine_opts.context_length, "cap on prompt + output tokens (0: the model's)")
     .option("enable-prefix-caching", &o.pool.engine_opts.prefix_caching, "reuse cached KV blocks across requests")
     .option("speedup-ratio", &o.pool.mocker.speedup_ratio, "mocker: divide simulated time by this (0: no delay)")
@@ -77,7 +79,8 @@ expected<bool> parse(int argc, char** argv, run_options& o) {
   c.epilog("Examples:\n  dynamo-run in=http                       # SmolLM2 on the CPU at :8000\n"
            "  dynamo-run in=http out=mocker --num-workers 4 --router-mode kv --speedup-ratio 0\n"
            "  dynamo-run in=http --disagg --prefill-workers 1 --decode-workers 1\n"
-           "Then: curl localhost:8000/v1/chat/completions -d '{\"model\":\"...\",\"messages\":[...]}'");
+           "Then: curl localhost:8000/v1/chat/completions -H 'content-type: application/json' \\\n"
+           "        -d '{\"model\":\"...\",\"messages\":[...]}'");
   return c.parse(argc, argv);
 }
 

@@ -93,4 +93,23 @@ std::string percent_decode(std::string_view s) {
   return out;
 }
 
+bool is_json_media_type(std::string_view content_type) {
+  auto essence = content_type.substr(0, content_type.find(';'));
+  auto trim = [](std::string_view v) {
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t'))
+      v.remove_prefix(1);
+    while (!v.empty() && (v.back() == ' ' || v.back() == '\t'))
+      v.remove_suffix(1);
+    return v;
+  };
+  essence = trim(essence);
+  const auto slash = essence.find('/');
+  if (slash == std::string_view::npos || !iequals(essence.substr(0, slash), "application"))
+    return false;
+  const auto subtype = essence.substr(slash + 1);
+  constexpr std::string_view suffix = "+json";
+  return iequals(subtype, "json") ||
+         (subtype.size() > suffix.size() && iequals(subtype.substr(subtype.size() - suffix.size()), suffix));
+}
+
 } // namespace dynamo::http

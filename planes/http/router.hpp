@@ -68,4 +68,9 @@ private:
 /// Decodes %XX escapes (invalid escapes are kept as they are). '+' stays '+'.
 [[nodiscard]] std::string percent_decode(std::string_view s);
 
+/// True when a Content-Type value names JSON: application/json or
+/// application/<anything>+json, any case, parameters (charset=...) ignored.
+/// False for "" (no header), text/plain, application/x-www-form-urlencoded, ...
+[[nodiscard]] bool is_json_media_type(std::string_view content_type);
+
 } // namespace dynamo::http

@@ -10,6 +10,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <sys/socket.h>
+
 #include <atomic>
 #include <limits>
 #include <future>
@@ -23,6 +25,33 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = beast::http;
 using tcp = asio::ip::tcp;
+
+void cancel_token::cancel() {
+  std::lock_guard lk{mtx_};
+  cancelled_ = true;
+  // shutdown() (not close) is safe while the io thread waits on the socket:
+  // its pending read completes, and the descriptor stays valid until detach().
+  if (socket_ >= 0)
+    ::shutdown(socket_, SHUT_RDWR);
+}
+
+bool cancel_token::cancelled() const {
+  std::lock_guard lk{mtx_};
+  return cancelled_;
+}
+
+bool cancel_token::attach(int native_socket) {
+  std::lock_guard lk{mtx_};
+  if (cancelled_)
+    return false;
+  socket_ = native_socket;
+  return true;
+}
+
+void cancel_token::detach() {
+  std::lock_guard lk{mtx_};
+  socket_ = -1;
+}
 
 struct http_client::impl : std::enable_shared_from_this<impl> {
   asio::io_context io;
@@ -111,8 +140,22 @@ struct http_client::impl : std::enable_shared_from_this<impl> {
     co_return true;
   }
 
+  // One exchange on `s`, visible to the request's cancel token meanwhile.
+  asio::awaitable<bool> attempt(beast::tcp_stream* s, const client_request& req, client_callbacks& cb,
+                                bool& keep_alive, beast::error_code& ec) {
+    if (!s)
+      co_return false;
+    if (req.cancel && !req.cancel->attach(s->socket().native_handle()))
+      co_return false;
+    bool ok = co_await exchange(*s, req, cb, keep_alive, ec);
+    if (req.cancel)
+      req.cancel->detach();
+    co_return ok;
+  }
+
   asio::awaitable<void> run(client_request req, client_callbacks cb) {
     auto self = shared_from_this();
+    auto cancelled = [&req] { return req.cancel && req.cancel->cancelled(); };
     beast::error_code ec;
     bool reused = true;
     auto s = take_idle();
@@ -121,21 +164,23 @@ struct http_client::impl : std::enable_shared_from_this<impl> {
       s = co_await connect(ec);
     }
     bool keep_alive = false;
-    bool ok = s && co_await exchange(*s, req, cb, keep_alive, ec);
-    if (!ok && reused && !cb.on_status) {
+    bool ok = co_await attempt(s.get(), req, cb, keep_alive, ec);
+    if (!ok && reused && !cb.on_status && !cancelled()) {
       // A pooled connection may have been closed by the server: retry once fresh.
       ec = {};
       s = co_await connect(ec);
-      ok = s && co_await exchange(*s, req, cb, keep_alive, ec);
+      ok = co_await attempt(s.get(), req, cb, keep_alive, ec);
     }
-    if (ok && keep_alive)
+    if (ok && keep_alive && !cancelled())
       give_back(std::move(s));
-    if (cb.on_done) {
-      if (ok)
-        cb.on_done(expected<void>{});
-      else
-        cb.on_done(make_error(errc::io_error, "http " + req.target + ": " + ec.message()));
-    }
+    if (!cb.on_done)
+      co_return;
+    if (!ok && cancelled())
+      cb.on_done(make_error(errc::cancelled, "http " + req.target + ": cancelled by the caller"));
+    else if (ok)
+      cb.on_done(expected<void>{});
+    else
+      cb.on_done(make_error(errc::io_error, "http " + req.target + ": " + ec.message()));
   }
 };
 

@@ -10,16 +10,39 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
 namespace dynamo::http {
+
+/// Lets the caller abandon a request it started: cancel() shuts the request's
+/// connection down at once, so the server sees its client leave, and the
+/// request's on_done reports errc::cancelled (a request not connected yet is
+/// never sent). The connection is not reused. Thread-safe; one per request.
+class cancel_token {
+public:
+  void cancel();
+  [[nodiscard]] bool cancelled() const;
+  /// For http_client: the request now uses `native_socket`; false (nothing
+  /// attached) when it was cancelled already.
+  [[nodiscard]] bool attach(int native_socket);
+  /// For http_client: the request is done with its socket (before closing or
+  /// reusing it); a later cancel() touches nothing.
+  void detach();
+
+private:
+  mutable std::mutex mtx_;
+  int socket_ = -1;
+  bool cancelled_ = false;
+};
 
 struct client_request {
   std::string method = "POST"; ///< GET or POST
   std::string target;          ///< e.g. "/v1/completions"
   std::string body;
   std::string content_type = "application/json";
+  std::shared_ptr<cancel_token> cancel; ///< optional: to abandon the request
 };
 
 struct client_callbacks {

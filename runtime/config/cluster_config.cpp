@@ -5,9 +5,11 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <utility>
 
 namespace dynamo::config {
@@ -28,6 +30,18 @@ std::string_view to_string(engine_kind e) noexcept {
     case engine_kind::cuda: return "cuda";
   }
   return "unknown";
+}
+
+uint32_t default_max_num_batched_tokens(engine_kind e, uint32_t threads) noexcept {
+  if (e != engine_kind::cpu)
+    return accelerator_step_tokens;
+  const uint32_t n = threads != 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<uint32_t>(std::clamp<uint64_t>(uint64_t{n} * cpu_step_tokens_per_thread, 128, 2048));
+}
+
+uint32_t max_num_batched_tokens(engine_kind e, const engine_options& o) noexcept {
+  return o.max_num_batched_tokens != 0 ? o.max_num_batched_tokens
+                                       : default_max_num_batched_tokens(e, o.threads);
 }
 
 expected<worker_role> parse_worker_role(std::string_view t) {

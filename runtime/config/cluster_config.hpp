@@ -33,7 +33,8 @@ struct engine_options {
   uint32_t block_size = 16;             ///< tokens per KV block (router hashes with it)
   uint32_t kv_blocks = 0;               ///< 0: sized from memory (cpu/cuda) or mocker.num_blocks
   uint32_t max_num_seqs = 256;
-  uint32_t max_num_batched_tokens = 8192;
+  /// Tokens per engine step; 0: the engine's default (default_max_num_batched_tokens).
+  uint32_t max_num_batched_tokens = 0;
   bool prefix_caching = true;
   uint32_t threads = 0;                 ///< cpu engine threads; 0: all cores
   uint32_t context_length = 0;          ///< 0: the model's
@@ -134,6 +135,19 @@ struct cluster_config {
   /// The pool named `name`, or nullptr.
   [[nodiscard]] const pool_config* find_pool(std::string_view name) const noexcept;
 };
+
+/// The per-step token budget of an engine when none is configured. A step must
+/// stay short: a request that arrives, and the abort of a request whose client
+/// left, wait for the step in flight. cuda and mocker: 8192 (vLLM's OpenAI
+/// server default; a GPU step of 8192 tokens takes milliseconds). cpu:
+/// cpu_step_tokens_per_thread per compute thread, 128..2048, about 0.3-0.7 s of
+/// prefill at the ~200 tokens/s per core of SmolLM2-135M (docs/BENCHMARKS.md).
+/// `threads` is the CPU engine's compute threads; 0: the hardware threads.
+inline constexpr uint32_t accelerator_step_tokens = 8192;
+inline constexpr uint32_t cpu_step_tokens_per_thread = 128;
+[[nodiscard]] uint32_t default_max_num_batched_tokens(engine_kind e, uint32_t threads) noexcept;
+/// `o.max_num_batched_tokens`, or the default for `e` when it is 0.
+[[nodiscard]] uint32_t max_num_batched_tokens(engine_kind e, const engine_options& o) noexcept;
 
 /// Parses YAML text. Errors are errc::config_error naming the field.
 [[nodiscard]] expected<cluster_config> parse_cluster_config(std::string_view yaml_text);

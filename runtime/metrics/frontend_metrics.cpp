@@ -72,7 +72,7 @@ frontend_metrics::create(registry& reg, const frontend_metrics_config& cfg) {
   step(take(reg.add_gauge(name("queued_requests"), "Number of requests in HTTP processing queue",
                           model),
             m->queued_requests));
-  step(take(reg.add_gauge(name("disconnected_clients"), "Number of disconnected clients"),
+  step(take(reg.add_counter(name("disconnected_clients"), "Number of disconnected clients"),
             m->disconnected_clients));
   step(take(reg.add_histogram(name("request_duration_seconds"), "Duration of LLM requests", model,
                               cfg.request_duration.bounds()),

@@ -53,7 +53,8 @@ public:
   counter_family* requests_total = nullptr;        ///< model, endpoint, request_type, status, error_type
   gauge_family* inflight_requests = nullptr;       ///< model: handler start -> response complete
   gauge_family* queued_requests = nullptr;         ///< model: handler start -> first token
-  gauge_family* disconnected_clients = nullptr;    ///< (no labels)
+  /// (no labels) Dynamo's name; a counter: it only ever counts up.
+  counter_family* disconnected_clients = nullptr;
   histogram_family* request_duration = nullptr;    ///< model, seconds
   histogram_family* input_sequence_tokens = nullptr;
   histogram_family* output_sequence_tokens = nullptr;

@@ -21,6 +21,7 @@ constexpr std::string_view document = R"json({
         "responses": {
           "200": {"description": "A chat.completion object, or with stream=true an event stream of chat.completion.chunk objects ending with 'data: [DONE]'", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ChatCompletion"}}, "text/event-stream": {"schema": {"$ref": "#/components/schemas/ChatCompletionChunk"}}}},
           "400": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"},
+          "415": {"$ref": "#/components/responses/Error"},
           "499": {"$ref": "#/components/responses/Error"}, "500": {"$ref": "#/components/responses/Error"},
           "503": {"$ref": "#/components/responses/Error"}, "504": {"$ref": "#/components/responses/Error"}
         }
@@ -33,6 +34,7 @@ constexpr std::string_view document = R"json({
         "responses": {
           "200": {"description": "A text_completion object, or with stream=true an event stream of text_completion chunks ending with 'data: [DONE]'", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Completion"}}, "text/event-stream": {"schema": {"$ref": "#/components/schemas/Completion"}}}},
           "400": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"},
+          "415": {"$ref": "#/components/responses/Error"},
           "499": {"$ref": "#/components/responses/Error"}, "500": {"$ref": "#/components/responses/Error"},
           "503": {"$ref": "#/components/responses/Error"}, "504": {"$ref": "#/components/responses/Error"}
         }

@@ -47,7 +47,7 @@ std::vector<pool_spec> pool_specs(const config::cluster_config& c) {
     s.replicas = p.replicas;
     s.workers_per_replica = std::max<uint32_t>(1, p.workers_per_process);
     s.gpus_per_replica = s.workers_per_replica * std::max<uint32_t>(1, c.planner.gpus_per_worker);
-    s.prefill_capacity_tokens = std::max<uint32_t>(1, p.engine_opts.max_num_batched_tokens);
+    s.prefill_capacity_tokens = std::max<uint32_t>(1, config::max_num_batched_tokens(p.engine, p.engine_opts));
     s.capacity.prefill_tokens_per_s = c.planner.prefill_tokens_per_s * s.workers_per_replica;
     s.capacity.decode_tokens_per_s = c.planner.decode_tokens_per_s * s.workers_per_replica;
     out.push_back(std::move(s));

@@ -7,8 +7,9 @@ or let it start one (it must print "listening on PORT" and stop on SIGTERM):
     openai_client_test.py --server build/bin/fake_frontend_server --model fake
 
 Checks chat and text completions (whole and streamed, with usage), max_tokens, stop
-strings, model listing, error mapping (NotFoundError, BadRequestError), /health,
-/metrics and that a client leaving a stream is noticed. Works with any model:
+strings, model listing, error mapping (NotFoundError, BadRequestError, 415 for a body
+that is not sent as JSON), /health, /metrics (and their types) and that a client leaving
+a stream is noticed. Works with any model:
 text is only required to be non-empty unless --expect-text gives the exact reply.
 """
 
@@ -52,11 +53,24 @@ def start_server(command):
     return proc, found["port"]
 
 
-def http_get(path):
+def server_root():
     root = ARGS.base_url.rstrip("/")
-    root = root[: -len("/v1")] if root.endswith("/v1") else root
+    return root[: -len("/v1")] if root.endswith("/v1") else root
+
+
+def http_get(path):
     try:
-        with urllib.request.urlopen(root + path, timeout=30) as r:
+        with urllib.request.urlopen(server_root() + path, timeout=30) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def http_post(path, body, content_type):
+    req = urllib.request.Request(server_root() + path, data=body.encode(),
+                                 headers={"Content-Type": content_type})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
             return r.status, r.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode()
@@ -180,6 +194,23 @@ class OpenAIClientTest(unittest.TestCase):
             self.client.completions.create(model=self.model, prompt="word " * 200000, max_tokens=1)
         self.assertEqual(ctx.exception.body["code"], "context_length_exceeded")
 
+    def test_a_body_not_sent_as_json_is_415(self):
+        body = json.dumps({"model": self.model, "messages": [{"role": "user", "content": "Hi"}],
+                           "max_tokens": 2})
+        for path in ("/v1/chat/completions", "/v1/completions"):
+            for ctype in ("application/x-www-form-urlencoded", "text/plain"):
+                with self.subTest(path=path, content_type=ctype):
+                    status, text = http_post(path, body, ctype)
+                    self.assertEqual(status, 415)
+                    err = json.loads(text)["error"]
+                    self.assertEqual(err["type"], "invalid_request_error")
+                    self.assertIn("application/json", err["message"])
+                    self.assertIn("param", err)
+                    self.assertIn("code", err)
+        status, text = http_post("/v1/chat/completions", body, "application/json; charset=utf-8")
+        self.assertEqual(status, 200, text)
+        self.assertEqual(json.loads(text)["object"], "chat.completion")
+
     # -- service endpoints ----------------------------------------------------
 
     def test_health_and_metrics(self):
@@ -191,6 +222,10 @@ class OpenAIClientTest(unittest.TestCase):
         self.assertEqual(status, 200)
         self.assertIn('dynamo_frontend_requests_total{model="%s"' % self.model, text)
         self.assertIn("dynamo_frontend_time_to_first_token_seconds_bucket", text)
+        # Counts up only: a counter (Dynamo's name, without _total).
+        self.assertRegex(text, r"(?m)^# TYPE dynamo_frontend_disconnected_clients counter$")
+        self.assertRegex(text, r"(?m)^# TYPE dynamo_frontend_requests_total counter$")
+        self.assertRegex(text, r"(?m)^# TYPE dynamo_frontend_inflight_requests gauge$")
         if ARGS.router_metrics:
             # The router publishes its KV index about once a second.
             pattern = (r'^dynamo_router_kv_events_applied_total\{router="router\[%s\]",'
@@ -229,11 +264,35 @@ class FakeBackendTest(unittest.TestCase):
     def setUpClass(cls):
         OpenAIClientTest.setUpClass.__func__(cls)
 
-    def test_backend_failure_before_the_first_token_is_an_http_error(self):
+    def test_stream_headers_and_role_chunk_come_before_the_first_token(self):
+        # fake-silent never produces a token: create() returning and the role
+        # chunk arriving prove both were sent when the request was accepted.
+        client = self.client.with_options(timeout=10)
+        stream = client.chat.completions.create(
+            model="fake-silent", messages=[{"role": "user", "content": "x"}], stream=True)
+        try:
+            first = next(iter(stream))
+            self.assertEqual(first.choices[0].delta.role, "assistant")
+            self.assertEqual(first.choices[0].delta.content, "")
+            self.assertIsNone(first.choices[0].finish_reason)
+        finally:
+            stream.close()
+
+    def test_backend_failure_before_the_first_token(self):
+        # Unary: an HTTP error status.
         with self.assertRaises(openai.InternalServerError) as ctx:
             self.client.chat.completions.create(
-                model="fake-fail-first", messages=[{"role": "user", "content": "x"}], stream=True)
+                model="fake-fail-first", messages=[{"role": "user", "content": "x"}])
         self.assertEqual(ctx.exception.status_code, 503)
+        # Streamed: the headers are already out, so the error is an SSE error event.
+        stream = self.client.chat.completions.create(
+            model="fake-fail-first", messages=[{"role": "user", "content": "x"}], stream=True)
+        roles = []
+        with self.assertRaises(openai.APIError) as ctx:
+            for chunk in stream:
+                roles.append(chunk.choices[0].delta.role)
+        self.assertEqual(roles, ["assistant"])
+        self.assertIn("no worker", str(ctx.exception))
 
     def test_backend_failure_mid_stream_raises_an_api_error(self):
         stream = self.client.chat.completions.create(

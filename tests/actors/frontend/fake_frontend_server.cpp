@@ -21,7 +21,8 @@ namespace {
 void usage() {
   std::cout << "usage: fake_frontend_server [--host H] [--port N] [--io-threads N]\n"
                "Serves the OpenAI API with fake backends: 'fake' (a fixed reply), 'fake-endless'\n"
-               "(tokens until cancelled), 'fake-fail-first' and 'fake-fail-mid' (errors),\n"
+               "(tokens until cancelled), 'fake-silent' (no token until cancelled),\n"
+               "'fake-fail-first' and 'fake-fail-mid' (errors),\n"
                "and prints \"listening on PORT\" when ready. Stops on SIGTERM or SIGINT.\n";
 }
 
@@ -86,6 +87,7 @@ int main(int argc, char** argv) {
   endless.delay = std::chrono::milliseconds(5);
   using behaviour = dynamo::test::fake_options::behaviour;
   for (auto entry : {fake_model("fake", {}), fake_model("fake-endless", endless),
+                     fake_model("fake-silent", {.mode = behaviour::silent}),
                      fake_model("fake-fail-first", {.mode = behaviour::fail_first}),
                      fake_model("fake-fail-mid", {.mode = behaviour::fail_mid})})
     if (auto ok = (*svc)->add_model(std::move(entry)); !ok) {

@@ -117,6 +117,11 @@ bool fake_llm_client::wait_for_started(size_t n) {
   return cv_.wait_for(lock, std::chrono::seconds(5), [&] { return started_ >= n; });
 }
 
+size_t fake_llm_client::started() const {
+  std::lock_guard lock{mutex_};
+  return started_;
+}
+
 size_t fake_llm_client::completions() const {
   std::lock_guard lock{mutex_};
   return completed_;

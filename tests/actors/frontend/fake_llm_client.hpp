@@ -46,6 +46,8 @@ public:
   bool wait_for_cancellations(size_t n);
   /// Waits (5 s at most) until `n` generations were started.
   bool wait_for_started(size_t n);
+  /// Generations started so far (generate() calls).
+  [[nodiscard]] size_t started() const;
   /// Generations that ran to their own end (not cancelled).
   [[nodiscard]] size_t completions() const;
   [[nodiscard]] protocol::preprocessed_request last_request() const;

@@ -53,6 +53,7 @@ struct fixture {
     add("fake-error-chunk", {.mode = behaviour::error_chunk});
     add("fake-fail-mid", {.mode = behaviour::fail_mid});
     add("fake-short-context", {}, 32);
+    add("fake-silent", {.mode = behaviour::silent});
   }
   ~fixture() { svc->stop(); }
 
@@ -260,6 +261,34 @@ BOOST_AUTO_TEST_CASE(invalid_bodies_are_400) {
               "invalid_value");
 }
 
+BOOST_AUTO_TEST_CASE(non_json_content_types_are_415_with_an_openai_error) {
+  for (const char* path : {"/v1/chat/completions", "/v1/completions"}) {
+    const auto body = std::string{path} == "/v1/completions" ? completion_body("fake") : chat_body("fake");
+    for (const char* type : {"application/x-www-form-urlencoded", "text/plain", "multipart/form-data"}) {
+      BOOST_TEST_CONTEXT(path << " " << type) {
+        http_client c{svc->port()};
+        auto r = c.request("POST", path, body, {{"Content-Type", type}});
+        check_error(r, 415, "", "");
+        BOOST_TEST(json::parse(r.body)["error"]["type"] == "invalid_request_error");
+        BOOST_TEST(json::parse(r.body)["error"]["message"].get<std::string>().find(type) != std::string::npos);
+      }
+    }
+    for (const char* type : {"application/json; charset=utf-8", "Application/JSON"}) {
+      BOOST_TEST_CONTEXT(path << " " << type) {
+        http_client c{svc->port()};
+        BOOST_TEST(c.request("POST", path, body, {{"Content-Type", type}}).status == 200u);
+      }
+    }
+  }
+  // No Content-Type at all is not JSON either (as Dynamo's axum frontend answers).
+  http_client c{svc->port()};
+  const auto body = chat_body("fake");
+  auto raw = c.raw("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: " +
+                   std::to_string(body.size()) + "\r\n\r\n" + body);
+  BOOST_TEST(raw.rfind("HTTP/1.1 415 ", 0) == 0u);
+  BOOST_TEST(fakes["fake"]->started() == 4u); // only the JSON ones reached the backend
+}
+
 BOOST_AUTO_TEST_CASE(prompt_too_long_is_400_context_length_exceeded) {
   auto r = post("/v1/completions", completion_body("fake-short-context", R"("max_tokens":1)"));
   BOOST_TEST(r.status == 200u);
@@ -292,7 +321,7 @@ BOOST_AUTO_TEST_CASE(client_leaving_a_unary_request_cancels_the_generation) {
     c.close();
   }
   BOOST_TEST(fake.wait_for_cancellations(1));
-  // Recorded as a disconnect; the gauge is incremented before the actor quits.
+  // Recorded as a disconnect; the counter is incremented before the actor quits.
   http_client m{svc->port()};
   std::string text;
   for (int i = 0; i < 100 && text.find("dynamo_frontend_disconnected_clients 1") ==
@@ -301,14 +330,63 @@ BOOST_AUTO_TEST_CASE(client_leaving_a_unary_request_cancels_the_generation) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   BOOST_TEST(text.find("dynamo_frontend_disconnected_clients 1") != std::string::npos);
+  BOOST_TEST(text.find("# TYPE dynamo_frontend_disconnected_clients counter\n") != std::string::npos);
 }
 
-BOOST_AUTO_TEST_CASE(backend_error_before_any_token_is_an_http_error) {
-  check_error(post("/v1/chat/completions", chat_body("fake-fail-first", R"("stream":true)")), 503,
-              "", "");
-  auto r = post("/v1/completions", completion_body("fake-error-chunk", R"("stream":true)"));
+BOOST_AUTO_TEST_CASE(stream_headers_and_role_chunk_arrive_before_the_first_token) {
+  // fake-silent never sends a token: whatever arrives came before the first one.
+  auto& fake = *fakes["fake-silent"];
+  http_client c{svc->port()};
+  c.send("POST", "/v1/chat/completions", chat_body("fake-silent", R"("stream":true)"));
+  auto head = c.read_header();
+  BOOST_REQUIRE_EQUAL(head.status, 200u);
+  BOOST_TEST(head.header("content-type") == "text/event-stream");
+  BOOST_TEST(!head.header("x-request-id").empty());
+  const std::string role = R"("role":"assistant")";
+  auto body = c.read_body_until(role);
+  BOOST_REQUIRE(body.find(role) != std::string::npos);
+  auto chunks = chunks_of(body);
+  BOOST_REQUIRE_EQUAL(chunks.size(), 1u);
+  BOOST_TEST(chunks[0]["choices"][0]["delta"]["content"] == "");
+  BOOST_TEST(chunks[0]["choices"][0]["finish_reason"].is_null());
+  BOOST_TEST(!c.body_done());
+  BOOST_TEST(fake.cancellations() == 0u);
+  c.close(); // leaving before the first token cancels the generation too
+  BOOST_TEST(fake.wait_for_cancellations(1));
+}
+
+BOOST_AUTO_TEST_CASE(completion_stream_headers_arrive_before_the_first_token) {
+  http_client c{svc->port()};
+  c.send("POST", "/v1/completions", completion_body("fake-silent", R"("stream":true)"));
+  auto head = c.read_header();
+  BOOST_TEST(head.status == 200u);
+  BOOST_TEST(head.header("content-type") == "text/event-stream");
+  BOOST_TEST(!c.body_done());
+}
+
+BOOST_AUTO_TEST_CASE(backend_error_before_any_token_is_an_http_error_when_unary) {
+  check_error(post("/v1/chat/completions", chat_body("fake-fail-first")), 503, "", "");
+  auto r = post("/v1/completions", completion_body("fake-error-chunk"));
   check_error(r, 500, "", "");
   BOOST_TEST(r.body.find("illegal memory") == std::string::npos); // details stay in the log
+}
+
+BOOST_AUTO_TEST_CASE(backend_error_before_any_token_of_a_stream_is_an_error_event) {
+  // The headers went out when the request was accepted: the error is an SSE event.
+  auto r = post("/v1/chat/completions", chat_body("fake-fail-first", R"("stream":true)"));
+  BOOST_REQUIRE_EQUAL(r.status, 200u);
+  auto role = r.body.find(R"("role":"assistant")");
+  auto error = r.body.find("event: error\ndata: {\"error\":");
+  BOOST_REQUIRE(role != std::string::npos);
+  BOOST_REQUIRE(error != std::string::npos);
+  BOOST_TEST(role < error);
+  BOOST_TEST(r.body.find("[DONE]") == std::string::npos);
+  auto event = sse_data(r.body.substr(error)).front();
+  BOOST_TEST(json::parse(event)["error"]["type"] == "service_unavailable");
+  auto c = post("/v1/completions", completion_body("fake-error-chunk", R"("stream":true)"));
+  BOOST_REQUIRE_EQUAL(c.status, 200u);
+  BOOST_TEST(c.body.find("event: error") != std::string::npos);
+  BOOST_TEST(c.body.find("illegal memory") == std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(backend_error_mid_stream_sends_an_error_event_without_done) {

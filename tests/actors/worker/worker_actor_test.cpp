@@ -5,6 +5,7 @@
 #include "planes/request/inproc_request_plane.hpp"
 #include "runtime/mocker/mock_executor.hpp"
 #include "runtime/mocker/token_stream.hpp"
+#include "runtime/kv/block_hash.hpp"
 #include "runtime/protocol/codec.hpp"
 #include "tests/actors/worker/collected.hpp"
 
@@ -47,18 +48,26 @@ struct fixture {
   std::unique_ptr<planes::request_client> client = planes::make_inproc_request_client(net);
   std::shared_ptr<worker_handle> handle = std::make_shared<worker_handle>();
   std::mutex events_mtx;
+  std::condition_variable load_cv;
   std::vector<protocol::kv_event> events;
+  protocol::load_metrics load; ///< the last one published
   caf::actor sup;
 
-  explicit fixture(double speedup = 0) {
+  explicit fixture(double speedup = 0, uint32_t max_num_seqs = 256) {
     mocker::mocker_config mc;
     mc.block_size = 4;
     mc.num_blocks = 64;
     mc.speedup_ratio = speedup;
+    mc.max_num_seqs = max_num_seqs;
     worker_hooks hooks;
     hooks.on_kv_events = [this](std::vector<protocol::kv_event> evs) {
       std::lock_guard lk{events_mtx};
       events.insert(events.end(), evs.begin(), evs.end());
+    };
+    hooks.on_load = [this](const protocol::load_metrics& m) {
+      std::lock_guard lk{events_mtx};
+      load = m;
+      load_cv.notify_all();
     };
     child_spec spec;
     spec.name = "worker-0";
@@ -76,6 +85,13 @@ struct fixture {
   }
   ~fixture() {
     caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
+  }
+
+  /// Waits (5 s at most) for a load report with `pred` true.
+  template <class Pred>
+  bool wait_load(Pred pred) {
+    std::unique_lock lk{events_mtx};
+    return load_cv.wait_for(lk, 5s, [&] { return pred(load); });
   }
 };
 
@@ -147,6 +163,38 @@ BOOST_AUTO_TEST_CASE(malformed_requests_fail_the_stream) {
                         });
   BOOST_REQUIRE(out->wait());
   BOOST_TEST(static_cast<int>(code_of(out->end_error)) == static_cast<int>(errc::malformed_message));
+}
+
+BOOST_AUTO_TEST_CASE(cancelled_calls_free_the_engine_whether_decoding_or_queued) {
+  fixture f(0.5, 1); // slow steps; one running request, the other queued behind it
+  auto decoding = std::make_shared<collected>();
+  auto queued = std::make_shared<collected>();
+  auto h1 = call(*f.client, f.server->address(), make_request("long-1", 5000), decoding);
+  BOOST_REQUIRE(decoding->wait_tokens(2));
+  auto second = make_request("long-2", 5000);
+  second.token_ids = {66, 121, 101, 32, 119, 111, 114, 108, 100}; // "Bye world": its own blocks
+  auto h2 = call(*f.client, f.server->address(), second, queued);
+  BOOST_REQUIRE(f.wait_load([](const protocol::load_metrics& m) { return m.num_waiting == 1; }));
+  h2.cancel();
+  h1.cancel();
+  // Both aborted: nothing running or queued, every block back in the pool.
+  BOOST_TEST(f.wait_load([](const protocol::load_metrics& m) {
+    return m.num_running == 0 && m.num_waiting == 0 && m.active_decode_blocks == 0;
+  }));
+  // The queued one was dropped from the queue, not prefilled and then cut off.
+  const auto never = kv::sequence_hashes_of_tokens(second.token_ids, 4).front();
+  {
+    std::lock_guard lk{f.events_mtx};
+    for (const auto& e : f.events)
+      for (const auto& b : e.blocks)
+        BOOST_TEST(b.block_hash != never);
+  }
+  auto next = std::make_shared<collected>();
+  auto req = make_request("next", 3);
+  (void) call(*f.client, f.server->address(), req, next);
+  BOOST_REQUIRE(next->wait());
+  BOOST_TEST(!next->end_error);
+  BOOST_TEST(next->tokens == mocker::continuation(req.token_ids, 3));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -74,4 +74,13 @@ BOOST_AUTO_TEST_CASE(sse_events_prefix_every_data_line) {
   BOOST_TEST(format_sse_event("") == "data: \n\n");
 }
 
+BOOST_AUTO_TEST_CASE(json_media_types_ignore_case_and_parameters) {
+  for (auto t : {"application/json", "application/json; charset=utf-8", "Application/JSON;charset=UTF-8",
+                 " application/json ", "application/vnd.api+json"})
+    BOOST_TEST(is_json_media_type(t), t);
+  for (auto t : {"", "text/plain", "text/json", "application/x-www-form-urlencoded", "multipart/form-data",
+                 "application/jsonx", "application/+json", "application", "json"})
+    BOOST_TEST(!is_json_media_type(t), t);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -178,4 +178,24 @@ BOOST_AUTO_TEST_CASE(planner_errors_name_the_field) {
   BOOST_TEST(bad("scale_up: 1") == "planner.scale_up: unknown key");
 }
 
+BOOST_AUTO_TEST_CASE(the_step_token_budget_defaults_per_engine_and_can_be_overridden) {
+  // A CPU step is kept short (128 tokens per compute thread, 128..2048); GPUs and the mocker take 8192.
+  BOOST_TEST(default_max_num_batched_tokens(engine_kind::cpu, 1) == 128u);
+  BOOST_TEST(default_max_num_batched_tokens(engine_kind::cpu, 2) == 256u);
+  BOOST_TEST(default_max_num_batched_tokens(engine_kind::cpu, 16) == 2048u);
+  BOOST_TEST(default_max_num_batched_tokens(engine_kind::cpu, 4096) == 2048u);
+  BOOST_TEST(default_max_num_batched_tokens(engine_kind::cpu, 0) >= 128u); // the hardware threads
+  BOOST_TEST(default_max_num_batched_tokens(engine_kind::cuda, 2) == 8192u);
+  BOOST_TEST(default_max_num_batched_tokens(engine_kind::mocker, 0) == 8192u);
+  auto c = parse_cluster_config(R"(
+pools:
+  - {name: a, engine: cpu, model: m, model_path: /m.gguf, engine_args: {threads: 3}}
+  - {name: b, engine: cpu, model: m, model_path: /m.gguf, engine_args: {threads: 3, max_num_batched_tokens: 8192}}
+)");
+  BOOST_REQUIRE(c);
+  BOOST_TEST(c->pools[0].engine_opts.max_num_batched_tokens == 0u);
+  BOOST_TEST(max_num_batched_tokens(c->pools[0].engine, c->pools[0].engine_opts) == 384u);
+  BOOST_TEST(max_num_batched_tokens(c->pools[1].engine, c->pools[1].engine_opts) == 8192u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

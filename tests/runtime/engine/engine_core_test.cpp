@@ -141,6 +141,98 @@ BOOST_AUTO_TEST_CASE(abort_frees_blocks_and_ends_the_stream_with_cancelled) {
   BOOST_TEST(!core->has_work());
 }
 
+// A client that leaves must cost at most the step in flight: wherever its
+// request is (queued, mid-way through a chunked prefill, decoding), abort()
+// frees every block it holds at once, the next step computes nothing for it
+// and delivers its `cancelled` chunk, and the whole cache is usable again.
+namespace {
+
+uint32_t free_blocks(const engine_core& core) { return core.sched().kv().pool().num_free_blocks(); }
+
+// The step after an abort: only the cancelled chunk of `id`, plus `tokens` computed for others.
+void expect_cancelled_next_step(engine_core& core, const std::string& id, uint32_t tokens) {
+  auto r = core.step();
+  BOOST_REQUIRE(r);
+  BOOST_TEST(r->num_tokens == tokens);
+  bool seen = false;
+  for (const auto& o : r->outputs) {
+    if (o.request_id != id)
+      continue;
+    BOOST_TEST(!seen);
+    seen = true;
+    BOOST_TEST(o.output.finish == finish_reason::cancelled);
+    BOOST_TEST(o.output.token_ids.empty());
+  }
+  BOOST_TEST(seen);
+}
+
+// A prompt that needs every block of a 16-block cache runs to its end.
+void expect_whole_cache_usable(engine_core& core) {
+  BOOST_REQUIRE(core.add_request(request("whole", iota_tokens(63, 500), 1)));
+  auto out = test::run(core);
+  BOOST_TEST(out["whole"].finish == finish_reason::length);
+  BOOST_TEST(out["whole"].tokens == (ids{1063}), boost::test_tools::per_element());
+  BOOST_TEST(free_blocks(core) == 16u);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(abort_of_a_queued_request_ends_it_before_any_of_it_is_computed) {
+  auto cfg = small();
+  cfg.max_num_seqs = 1; // b waits behind a
+  auto core = make_core(16, 64, nullptr, cfg);
+  BOOST_REQUIRE(core->add_request(request("a", iota_tokens(6, 1), 3)));
+  BOOST_REQUIRE(core->add_request(request("b", iota_tokens(40, 100), 10)));
+  BOOST_REQUIRE(core->step()); // a's prompt
+  BOOST_TEST(core->sched().num_waiting() == 1u);
+  BOOST_TEST(free_blocks(*core) == 14u); // a: 2 blocks; b holds none
+  BOOST_TEST(core->abort("b"));
+  BOOST_TEST(core->sched().num_waiting() == 0u);
+  BOOST_TEST(free_blocks(*core) == 14u);
+  expect_cancelled_next_step(*core, "b", 1); // a's decode only
+  auto rest = test::run(*core);
+  BOOST_TEST(rest["a"].finish == finish_reason::length);
+  BOOST_TEST(rest.count("b") == 0u);
+  BOOST_TEST(free_blocks(*core) == 16u);
+  // Nothing of b was computed: its prompt is not in the prefix cache.
+  BOOST_REQUIRE(core->add_request(request("b2", iota_tokens(40, 100), 1)));
+  BOOST_TEST(test::run(*core)["b2"].cached_tokens == 0u);
+  expect_whole_cache_usable(*core);
+}
+
+BOOST_AUTO_TEST_CASE(abort_mid_chunked_prefill_frees_its_blocks_and_stops_the_prefill) {
+  auto core = make_core(16, 64); // 16 tokens per step: a 40-token prompt takes 3 chunks
+  BOOST_REQUIRE(core->add_request(request("a", iota_tokens(40, 100), 10)));
+  auto first = core->step();
+  BOOST_REQUIRE(first);
+  BOOST_TEST(first->num_tokens == 16u);
+  BOOST_TEST(first->outputs.empty()); // mid-prefill: nothing to say yet
+  BOOST_TEST(free_blocks(*core) == 12u);
+  BOOST_TEST(core->abort("a"));
+  BOOST_TEST(free_blocks(*core) == 16u);
+  BOOST_TEST(core->load_metrics().active_prefill_tokens == 0u);
+  expect_cancelled_next_step(*core, "a", 0); // the other 24 tokens are never computed
+  BOOST_TEST(!core->has_work());
+  // The chunk that was computed stays in the prefix cache (free, evictable):
+  // the same prompt again starts after it.
+  BOOST_REQUIRE(core->add_request(request("again", iota_tokens(40, 100), 1)));
+  BOOST_TEST(test::run(*core)["again"].cached_tokens == 16u);
+  expect_whole_cache_usable(*core);
+}
+
+BOOST_AUTO_TEST_CASE(abort_while_decoding_frees_prompt_and_output_blocks) {
+  auto core = make_core(16, 64);
+  BOOST_REQUIRE(core->add_request(request("a", iota_tokens(6, 1), 20)));
+  for (int i = 0; i < 4; ++i) // prompt, then 3 decodes: 9 tokens of KV
+    BOOST_REQUIRE(core->step());
+  BOOST_TEST(free_blocks(*core) == 13u);
+  BOOST_TEST(core->abort("a"));
+  BOOST_TEST(free_blocks(*core) == 16u);
+  expect_cancelled_next_step(*core, "a", 0);
+  BOOST_TEST(!core->has_work());
+  expect_whole_cache_usable(*core);
+}
+
 BOOST_AUTO_TEST_CASE(executor_failure_fails_every_request_with_an_error_chunk) {
   bool fail = false;
   auto core = make_core(16, 32, &fail);

@@ -38,7 +38,7 @@ BOOST_AUTO_TEST_CASE(registers_dynamo_names_types_and_buckets) {
   for (auto* line : {"# TYPE dynamo_frontend_requests_total counter",
                      "# TYPE dynamo_frontend_inflight_requests gauge",
                      "# TYPE dynamo_frontend_queued_requests gauge",
-                     "# TYPE dynamo_frontend_disconnected_clients gauge",
+                     "# TYPE dynamo_frontend_disconnected_clients counter",
                      "# TYPE dynamo_frontend_request_duration_seconds histogram",
                      "# HELP dynamo_frontend_request_duration_seconds Duration of LLM requests"})
     BOOST_TEST(contains(text, line), line);

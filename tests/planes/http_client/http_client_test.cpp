@@ -1,0 +1,129 @@
+#include "planes/http_client/http_client.hpp"
+
+#include "planes/http/responder.hpp"
+#include "planes/http/server.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+
+using namespace dynamo;
+
+namespace {
+
+/// A one-shot event a test can wait for (5 s at most, so nothing hangs).
+class flag {
+public:
+  void set() {
+    std::lock_guard lock{m_};
+    set_ = true;
+    cv_.notify_all();
+  }
+  bool wait() {
+    std::unique_lock lock{m_};
+    return cv_.wait_for(lock, std::chrono::seconds(5), [&] { return set_; });
+  }
+
+private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool set_ = false;
+};
+
+// Serves /stream: one event, then nothing until the client leaves; and /hello.
+struct fixture {
+  flag client_left;
+  std::atomic<int> streams{0};
+  std::unique_ptr<http::server> srv;
+
+  fixture() {
+    http::router r;
+    r.add("POST", "/stream", [this](http::request, std::shared_ptr<http::http_responder> res) {
+      ++streams;
+      res->on_disconnect([this] { client_left.set(); });
+      res->start_stream();
+      res->send_event("first");
+      keep_ = res; // never finished: only the client can end it
+    });
+    r.add("GET", "/hello", [](http::request, std::shared_ptr<http::http_responder> res) {
+      res->respond(200, "text/plain", "world");
+    });
+    auto s = http::server::start({.host = "127.0.0.1", .port = 0}, std::move(r));
+    BOOST_REQUIRE(s);
+    srv = std::move(*s);
+  }
+  ~fixture() { srv->stop(); }
+
+private:
+  std::shared_ptr<http::http_responder> keep_;
+};
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(http_client_suite, fixture)
+
+BOOST_AUTO_TEST_CASE(cancel_mid_stream_closes_the_connection_and_reports_cancelled) {
+  http::http_client client("127.0.0.1", srv->port());
+  auto token = std::make_shared<http::cancel_token>();
+  std::promise<expected<void>> done;
+  http::client_callbacks cb;
+  cb.on_data = [token](std::string_view d) {
+    if (d.find("data: first") != std::string_view::npos)
+      token->cancel(); // from the client's own io thread, mid-read
+  };
+  cb.on_done = [&done](expected<void> r) { done.set_value(std::move(r)); };
+  client.start({"POST", "/stream", "{}", "application/json", token}, std::move(cb));
+  auto fut = done.get_future();
+  BOOST_REQUIRE(fut.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
+  auto r = fut.get();
+  BOOST_REQUIRE(!r);
+  BOOST_TEST(static_cast<int>(code_of(r.error())) == static_cast<int>(errc::cancelled));
+  BOOST_TEST(client_left.wait()); // the server saw its client leave
+  // The shut-down connection is not reused.
+  auto next = client.request({"GET", "/hello", "", ""});
+  BOOST_REQUIRE(next);
+  BOOST_TEST(next->body == "world");
+  BOOST_TEST(client.connections_opened() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(cancel_from_another_thread_before_and_during_the_request) {
+  http::http_client client("127.0.0.1", srv->port());
+  // Cancelled before it starts: never sent.
+  auto early = std::make_shared<http::cancel_token>();
+  early->cancel();
+  auto r = client.request({"POST", "/stream", "{}", "application/json", early});
+  BOOST_REQUIRE(!r);
+  BOOST_TEST(static_cast<int>(code_of(r.error())) == static_cast<int>(errc::cancelled));
+  BOOST_TEST(streams.load() == 0);
+  // Cancelled by the test thread while the stream is open.
+  auto late = std::make_shared<http::cancel_token>();
+  flag got_first;
+  std::promise<expected<void>> done;
+  http::client_callbacks cb;
+  cb.on_data = [&got_first](std::string_view) { got_first.set(); };
+  cb.on_done = [&done](expected<void> res) { done.set_value(std::move(res)); };
+  client.start({"POST", "/stream", "{}", "application/json", late}, std::move(cb));
+  BOOST_REQUIRE(got_first.wait());
+  late->cancel();
+  auto fut = done.get_future();
+  BOOST_REQUIRE(fut.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
+  auto res = fut.get();
+  BOOST_REQUIRE(!res);
+  BOOST_TEST(static_cast<int>(code_of(res.error())) == static_cast<int>(errc::cancelled));
+  BOOST_TEST(client_left.wait());
+}
+
+BOOST_AUTO_TEST_CASE(an_unused_token_changes_nothing) {
+  http::http_client client("127.0.0.1", srv->port());
+  for (int i = 0; i < 2; ++i) {
+    auto r = client.request({"GET", "/hello", "", "", std::make_shared<http::cancel_token>()});
+    BOOST_REQUIRE(r);
+    BOOST_TEST(r->status == 200u);
+  }
+  BOOST_TEST(client.connections_opened() == 1u); // kept alive and reused
+}
+
+BOOST_AUTO_TEST_SUITE_END()
