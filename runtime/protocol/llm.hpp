@@ -35,6 +35,32 @@ struct token_bias {
   DYNAMO_MSGPACK_MAP(token, bias);
 };
 
+/// What kind of constraint guides decoding (structured outputs, forced tool
+/// calls). The worker compiles the spec into a grammar (runtime/grammar) and
+/// masks every token the grammar does not allow before sampling.
+enum class guided_kind : uint8_t {
+  none = 0,
+  json_object = 1, ///< any JSON object (response_format json_object); spec empty
+  json_schema = 2, ///< spec: the JSON Schema text (response_format json_schema, strict)
+  regex = 3,       ///< spec: the pattern (nvext guided_regex)
+  choice = 4,      ///< spec: a JSON array of strings (nvext guided_choice)
+  grammar = 5,     ///< spec: llama.cpp GBNF text (nvext guided_grammar)
+  /// spec: JSON {"functions": [{"name": s, "parameters": schema}, ...],
+  ///   "begin": s, "end": s,        text around each call (or around the array)
+  ///   "separator": s,              between calls when not an array
+  ///   "max_calls": n,              1, or 0 for no limit (parallel_tool_calls)
+  ///   "array": bool,               calls as one JSON array (Llama 3, Mistral)
+  ///   "arguments_key": s}          "arguments" (Hermes, Mistral) or "parameters" (Llama 3)
+  /// Each call is {"name": <one of the names>, <arguments_key>: <its schema>}.
+  tool_calls = 6,
+};
+
+struct guided_decoding {
+  guided_kind kind = guided_kind::none;
+  std::string spec;
+  DYNAMO_MSGPACK_MAP(kind, spec);
+};
+
 /// How the next token is drawn (vLLM's SamplingParams semantics). The logits
 /// are processed in this order: logit_bias, min_tokens (stop tokens masked
 /// out until min_tokens), repetition_penalty, then frequency/presence
@@ -57,8 +83,11 @@ struct sampling_options {
   /// Choices to generate. The prompt is computed once; its KV blocks are
   /// shared by all choices. A request with n > 1 is one routed request.
   uint32_t n = 1;
+  /// Grammar-constrained decoding (none: unconstrained). The mask is applied
+  /// before logit_bias, so a biased token can never escape the grammar.
+  guided_decoding guided;
   DYNAMO_MSGPACK_MAP(temperature, top_p, top_k, seed, min_p, presence_penalty, frequency_penalty,
-                     repetition_penalty, logit_bias, logprobs, n);
+                     repetition_penalty, logit_bias, logprobs, n, guided);
 };
 
 struct stop_conditions {
@@ -133,3 +162,4 @@ struct engine_output {
 } // namespace dynamo::protocol
 
 MSGPACK_ADD_ENUM(dynamo::protocol::finish_reason);
+MSGPACK_ADD_ENUM(dynamo::protocol::guided_kind);
