@@ -91,9 +91,11 @@ void run_step(worker_ptr self) {
   after_step(self);
 }
 
-// How often expired prefill holds are looked for: a quarter of their TTL, 10 ms..1 s.
+// How often expired prefill holds are looked for (a quarter of their TTL) and
+// the load heartbeat is due: 10 ms..1 s.
 std::chrono::milliseconds housekeeping_interval(const worker_config& cfg) {
-  return std::clamp(cfg.hold_ttl / 4, std::chrono::milliseconds{10}, std::chrono::milliseconds{1000});
+  return std::clamp(std::min(cfg.hold_ttl / 4, cfg.load_heartbeat), std::chrono::milliseconds{10},
+                    std::chrono::milliseconds{1000});
 }
 
 void reject(const generate_job& job, errc code, std::string why) {
@@ -156,6 +158,9 @@ caf::actor spawn_worker(caf::actor_system& sys, worker_config cfg, engine_factor
       },
       [self](housekeep_atom) {
         expire_holds(self);
+        auto& st = self->state;
+        if (clock::now() - st.last_load >= st.cfg.load_heartbeat)
+          publish_load(self, true);
         self->delayed_send(self, housekeeping_interval(self->state.cfg), housekeep_atom::value);
       },
       [self](abort_atom, const std::string& request_id) {

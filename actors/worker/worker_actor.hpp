@@ -68,6 +68,9 @@ struct worker_config {
   uint64_t instance_id = 0;
   std::string name = "worker";
   std::chrono::milliseconds load_interval{100}; ///< load metrics at most this often
+  /// ... and at least this often, idle or not (housekeeping publishes them),
+  /// so the planner can tell an idle worker from a silent one.
+  std::chrono::milliseconds load_heartbeat{1000};
   bool detached = false;                        ///< own thread (real executors)
   // Disaggregation (research/dynamo.md 4):
   std::string role = "aggregated";              ///< aggregated | prefill | decode

@@ -95,7 +95,7 @@ expected<planner> planner::create(config::planner_config cfg, std::vector<pool_s
 planner::planner(config::planner_config cfg, std::vector<pool_spec> pools, predictor_config pc)
   : cfg_(std::move(cfg)), predictor_cfg_(pc), specs_(std::move(pools)) {
   for (size_t i = 0; i < specs_.size(); ++i) {
-    state_.push_back(pool_state{specs_[i].replicas, 0, false, 0, {}, predictor{pc}, predictor{pc}});
+    state_.push_back(pool_state{specs_[i].replicas, 0, false, 0, false, {}, predictor{pc}, predictor{pc}});
     priority_.push_back(i);
   }
   std::stable_sort(priority_.begin(), priority_.end(), [this](size_t a, size_t b) {
@@ -170,6 +170,7 @@ planner::window planner::summarize(size_t i, int64_t now_ms) {
   int64_t oldest = now_ms - static_cast<int64_t>(cfg_.interval_ms); // exclusive
   window w;
   double load_sum = 0, waiting_sum = 0;
+  std::set<uint64_t> workers;
   auto& samples = state_[i].samples;
   for (auto it = samples.begin(); it != samples.end();) {
     auto& q = it->second;
@@ -190,8 +191,10 @@ planner::window planner::summarize(size_t i, int64_t now_ms) {
     waiting_sum += waiting;
     w.all_below = w.all_below && load < th.down && waiting < cfg_.scale_down_num_waiting;
     ++w.engines;
+    workers.insert(it->first.first);
     ++it;
   }
+  w.workers = workers.size();
   if (w.engines > 0) {
     w.mean_load = load_sum / static_cast<double>(w.engines);
     w.mean_waiting = waiting_sum / static_cast<double>(w.engines);
@@ -235,6 +238,10 @@ uint32_t planner::propose(size_t i, const window& w, pool_status& st) const {
     proposed = ps.target + 1;
     st.verdict = fmt::format("scale up: predicted num_waiting {:.3f} > {:.3f}", st.predicted_waiting,
                              cfg_.scale_up_num_waiting);
+  } else if (w.all_below && ps.target > 0 && w.workers < ps.instances) {
+    // A worker that did not report is not known to be idle (workers report
+    // at least once a second, idle or not: actors/worker).
+    st.verdict = fmt::format("hold: only {} of {} workers reported in the window", w.workers, ps.instances);
   } else if (w.all_below && ps.target > 0) {
     proposed = ps.target - 1;
     st.verdict = fmt::format("scale down: all {} workers below {} {:.3f} and num_waiting {:.3f}",
@@ -267,6 +274,9 @@ step_result planner::step(int64_t now_ms) {
     st.observed = observed_replicas(i);
     auto w = summarize(i, now_ms);
     st.engines = w.engines;
+    st.workers = w.workers;
+    if (!ps.decided && !ps.pending)
+      ps.target = std::max(specs_[i].replicas, st.observed); // see targets()
     st.mean_load = w.mean_load;
     st.mean_waiting = w.mean_waiting;
     if (w.engines > 0) {
@@ -300,6 +310,7 @@ step_result planner::step(int64_t now_ms) {
       out.decisions.push_back(
           {specs_[i].name, specs_[i].role, ps.target, final_target, st.observed, st.verdict});
       ps.target = final_target;
+      ps.decided = true;
       ps.pending = true;
       ps.pending_since_ms = now_ms;
     }

@@ -61,6 +61,7 @@ struct pool_status {
   uint32_t observed = 0;
   bool pending = false;  ///< after this step
   size_t engines = 0;    ///< engines that reported in the window
+  size_t workers = 0;    ///< distinct workers among them (scale-down needs all observed instances)
   double mean_load = 0, mean_waiting = 0;           ///< this window, pool means
   double predicted_load = 0, predicted_waiting = 0; ///< next interval
   std::optional<uint32_t> throughput_floor;
@@ -93,7 +94,10 @@ public:
   /// Judges every pool with the samples of (now_ms - interval_ms, now_ms].
   [[nodiscard]] step_result step(int64_t now_ms);
 
-  /// Target replicas per pool (the config's replicas until a decision).
+  /// Target replicas per pool. Until this planner's first decision for a
+  /// pool, its target follows max(the config's replicas, the observed
+  /// replicas): a restarted planner starts from what runs, and never shrinks a
+  /// pool merely because it restarted (or because workers are still starting).
   [[nodiscard]] std::map<std::string, uint32_t> targets() const;
   /// Increments with each step that changed a target; 0 before any.
   [[nodiscard]] uint64_t decision_id() const noexcept { return decision_id_; }
@@ -111,6 +115,7 @@ private:
     uint32_t instances = 0;
     bool pending = false;
     int64_t pending_since_ms = 0;
+    bool decided = false; ///< this planner has changed the target at least once
     std::map<engine_key, std::deque<sample>> samples;
     predictor load;
     predictor waiting;
@@ -120,6 +125,7 @@ private:
   };
   struct window {
     size_t engines = 0;
+    size_t workers = 0;    ///< distinct worker ids among the engines
     double mean_load = 0, mean_waiting = 0;
     bool all_below = true; ///< every engine under both down thresholds
   };

@@ -51,6 +51,7 @@ struct fixture {
   std::condition_variable load_cv;
   std::vector<protocol::kv_event> events;
   protocol::load_metrics load; ///< the last one published
+  size_t load_reports = 0;
   caf::actor sup;
 
   explicit fixture(double speedup = 0, uint32_t max_num_seqs = 256) {
@@ -67,6 +68,7 @@ struct fixture {
     hooks.on_load = [this](const protocol::load_metrics& m) {
       std::lock_guard lk{events_mtx};
       load = m;
+      ++load_reports;
       load_cv.notify_all();
     };
     child_spec spec;
@@ -93,6 +95,11 @@ struct fixture {
     std::unique_lock lk{events_mtx};
     return load_cv.wait_for(lk, 5s, [&] { return pred(load); });
   }
+  /// Waits (5 s at most) until `n` load reports have been published.
+  bool wait_reports(size_t n) {
+    std::unique_lock lk{events_mtx};
+    return load_cv.wait_for(lk, 5s, [&] { return load_reports >= n; });
+  }
 };
 
 } // namespace
@@ -115,6 +122,17 @@ BOOST_AUTO_TEST_CASE(streams_the_mocker_continuation_over_the_request_plane) {
   BOOST_REQUIRE(!f.events.empty());
   BOOST_TEST(static_cast<int>(f.events.front().kind) ==
              static_cast<int>(protocol::kv_event_kind::stored));
+}
+
+BOOST_AUTO_TEST_CASE(an_idle_worker_keeps_reporting_its_load) {
+  // The planner needs every live worker's report to scale a pool down; an
+  // idle worker runs no steps, so the heartbeat (1 s) is what reports it.
+  fixture f;
+  BOOST_REQUIRE(f.wait_reports(3));
+  std::lock_guard lk{f.events_mtx};
+  BOOST_TEST(f.load.worker_id == 1u);
+  BOOST_TEST(f.load.num_waiting == 0u);
+  BOOST_TEST(f.load.kv_usage == 0.0f);
 }
 
 BOOST_AUTO_TEST_CASE(client_cancel_ends_the_stream) {

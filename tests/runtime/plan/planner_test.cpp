@@ -111,6 +111,52 @@ BOOST_AUTO_TEST_CASE(scales_down_only_when_every_worker_is_low) {
              "scale down: all 3 workers below kv_usage 0.300 and num_waiting 0.200");
 }
 
+BOOST_AUTO_TEST_CASE(a_silent_worker_blocks_scale_down) {
+  auto p = make(base_config(), {pool("dec", worker_role::decode, 3)});
+  p.set_instances("dec", 3);
+  // Two of the three live workers report idle; the third is not known to be idle.
+  auto r = tick(p, "dec", {1, 2}, 0.0f, 1000);
+  BOOST_TEST(r.decisions.empty());
+  BOOST_TEST(r.pools[0].workers == 2u);
+  BOOST_TEST(r.pools[0].verdict == "hold: only 2 of 3 workers reported in the window");
+  auto all = tick(p, "dec", {1, 2, 3}, 0.0f, 2000); // idle workers report too (a heartbeat)
+  BOOST_REQUIRE_EQUAL(all.decisions.size(), 1u);
+  BOOST_TEST(all.decisions[0].target == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(a_silent_worker_does_not_block_scale_up) {
+  auto p = make(base_config(), {pool("dec", worker_role::decode, 3)});
+  p.set_instances("dec", 3);
+  auto r = tick(p, "dec", {1}, 0.95f, 1000);
+  BOOST_REQUIRE_EQUAL(r.decisions.size(), 1u);
+  BOOST_TEST(r.decisions[0].target == 4u);
+}
+
+BOOST_AUTO_TEST_CASE(a_restarted_planner_starts_from_the_observed_replicas) {
+  // The config says 1; a previous planner scaled the pool to 3 and exited.
+  auto p = make(base_config(), {pool("dec", worker_role::decode, 1)});
+  p.set_instances("dec", 3);
+  auto busy = tick(p, "dec", {1, 2, 3}, 0.5f, 1000);
+  BOOST_TEST(busy.decisions.empty());
+  BOOST_TEST(busy.pools[0].target == 3u);
+  BOOST_TEST(p.targets().at("dec") == 3u);
+  auto idle = tick(p, "dec", {1, 2, 3}, 0.0f, 2000);
+  BOOST_REQUIRE_EQUAL(idle.decisions.size(), 1u);
+  BOOST_TEST(idle.decisions[0].current == 3u); // not 1 -> ...: one step down from what runs
+  BOOST_TEST(idle.decisions[0].target == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(workers_still_starting_do_not_shrink_the_target) {
+  auto p = make(base_config(), {pool("dec", worker_role::decode, 3), pool("pre", worker_role::prefill, 1)});
+  p.set_instances("dec", 1); // two of three still loading their model
+  p.set_instances("pre", 1);
+  p.observe_load("pre", load(9, 0, 0, 5000), 500);
+  auto r = p.step(1000);
+  BOOST_REQUIRE_EQUAL(r.decisions.size(), 1u); // prefill scales up ...
+  BOOST_TEST(r.decisions[0].pool == "pre");
+  BOOST_TEST(p.targets().at("dec") == 3u);     // ... and the record still says 3 for dec
+}
+
 BOOST_AUTO_TEST_CASE(a_queue_alone_scales_up_and_blocks_scale_down) {
   auto p = make(base_config(), {pool("agg", worker_role::aggregated, 2)});
   auto queued = tick(p, "agg", {1, 2}, 0.1f, 1000, /*waiting=*/8);
