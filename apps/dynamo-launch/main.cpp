@@ -31,7 +31,9 @@ void start_worker(apps::process_set& ps, const std::string& bin, const std::stri
   std::vector<std::string> argv{bin + "/dynamo-worker", "--config", config, "--pool", pool};
   if (!log_level.empty())
     argv.insert(argv.end(), {"--log-level", log_level});
-  ps.add({"worker:" + pool + ":" + std::to_string(++serial), worker_group(pool), argv});
+  apps::process_spec spec{"worker:" + pool + ":" + std::to_string(++serial), worker_group(pool), argv};
+  spec.die_with_parent = true; // a SIGKILLed launcher leaves no workers behind
+  ps.add(std::move(spec));
 }
 
 // Applies the planner's latest targets (its decisions record). Without a
@@ -97,14 +99,21 @@ int main(int argc, char** argv) {
       a.insert(a.end(), {"--log-level", log_level});
     return a;
   };
+  // Every child dies with the launcher (a SIGKILLed launcher would otherwise
+  // leave a cluster holding its ports, and a relaunch would meet them).
+  auto child = [&](std::string name, std::vector<std::string> argv) {
+    apps::process_spec spec{name, name, with_log(std::move(argv))};
+    spec.die_with_parent = true;
+    ps.add(std::move(spec));
+  };
   for (const auto& pool : cfg->pools)
     for (uint32_t i = 0; i < pool.replicas; ++i)
       start_worker(ps, bin_dir, config, pool.name, log_level);
   if (cfg->router.standalone)
-    ps.add({"router", "router", with_log({bin_dir + "/dynamo-router", "--config", config})});
+    child("router", {bin_dir + "/dynamo-router", "--config", config});
   if (cfg->planner.enabled)
-    ps.add({"planner", "planner", with_log({bin_dir + "/dynamo-planner", "--config", config})});
-  ps.add({"frontend", "frontend", with_log({bin_dir + "/dynamo-frontend", "--config", config})});
+    child("planner", {bin_dir + "/dynamo-planner", "--config", config});
+  child("frontend", {bin_dir + "/dynamo-frontend", "--config", config});
   spdlog::info("dynamo-launch: {} process(es) for namespace {}; frontend on port {}", ps.entries().size(),
                cfg->namespace_name, cfg->frontend.port);
 
@@ -117,6 +126,12 @@ int main(int argc, char** argv) {
   uint32_t n = 0;
   while ((sig = sigtimedwait(&stop, nullptr, &tick)) < 0) {
     ps.poll();
+    if (const auto& failed = ps.failed_start()) {
+      spdlog::error("dynamo-launch: {} cannot start (its error is logged above); stopping the cluster",
+                    *failed);
+      ps.stop_all({"frontend", "router", "planner", "worker"}, std::chrono::milliseconds(cfg->shutdown_grace_ms + 2000));
+      return 1;
+    }
     if (cfg->planner.enabled && ++n % 5 == 0)
       apply_planner(ps, **discovery, *cfg, bin_dir, config, log_level);
   }

@@ -107,8 +107,19 @@ void process_set::poll() {
       it->stopping = true;
       continue;
     }
-    // Exponential backoff for crash loops; a process that ran a while restarts at once.
     auto ran = clock::now() - it->started;
+    bool error_exit = WIFEXITED(status) && WEXITSTATUS(status) != 0;
+    it->failed_starts = error_exit && ran < min_run ? it->failed_starts + 1 : 0;
+    if (it->failed_starts >= max_failed_starts) {
+      spdlog::error("launch: {} failed to start {} times in a row ({}); not restarting it",
+                    it->spec.name, it->failed_starts, describe_status(status));
+      if (!failed_start_)
+        failed_start_ = it->spec.name + " (" + describe_status(status) + ")";
+      it->exit_status = status;
+      it->stopping = true;
+      continue;
+    }
+    // Exponential backoff for crash loops; a process that ran a while restarts at once.
     auto delay = ran > std::chrono::seconds(10)
                    ? std::chrono::milliseconds(0)
                    : std::chrono::milliseconds(100) * (1 << std::min(it->restarts, 5u));

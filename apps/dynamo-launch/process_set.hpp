@@ -31,7 +31,14 @@ struct process_entry {
   std::optional<int> exit_status; ///< waitpid status of a final exit (spec.restart == false)
   std::chrono::steady_clock::time_point next_start{};
   std::chrono::steady_clock::time_point started{};
+  uint32_t failed_starts = 0;     ///< exits with an error code in a row, each within min_run
 };
+
+/// A child that exits with a non-zero exit code (not a signal) after running
+/// less than `min_run`, `max_failed_starts` times in a row, cannot start: a bad
+/// config, a taken port, a missing file. Restarting it would loop forever.
+inline constexpr std::chrono::seconds min_run{10};
+inline constexpr uint32_t max_failed_starts = 3;
 
 class process_set {
 public:
@@ -51,10 +58,14 @@ public:
   [[nodiscard]] const std::vector<process_entry>& entries() const noexcept { return entries_; }
   /// The entry named `name`, nullptr when none.
   [[nodiscard]] const process_entry* find(const std::string& name) const;
+  /// Set once a restartable child failed to start max_failed_starts times in a
+  /// row (it is no longer restarted): its name and last exit status.
+  [[nodiscard]] const std::optional<std::string>& failed_start() const noexcept { return failed_start_; }
 
 private:
   void start(process_entry& e);
   std::vector<process_entry> entries_;
+  std::optional<std::string> failed_start_;
 };
 
 } // namespace dynamo::apps
