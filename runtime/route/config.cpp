@@ -168,6 +168,10 @@ expected<void> kv_router_config::set(std::string_view flag, std::string_view v) 
     return assign(router_event_threads, std::move(n));
   }
   if (name == "--router-queue-policy") {
+    // Checked here, not only in validate(): a flag that accepts "" is taken
+    // for a switch by the command line (--router-queue-policy lcfs failed).
+    if (v != "fcfs" && v != "lcfs" && v != "wspt")
+      return config_error(flag, fmt::format("'{}': must be fcfs, lcfs or wspt", v));
     router_queue_policy = std::string{v};
     return {};
   }

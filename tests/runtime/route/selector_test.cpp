@@ -216,6 +216,19 @@ BOOST_AUTO_TEST_CASE(flags_set_fields_and_bad_values_name_the_flag) {
   BOOST_TEST(message_of(bad.error()).starts_with("--router-temperature"));
   BOOST_TEST(!c.set("--router-fancy", "1"));
   BOOST_TEST(!kv_router_flags().empty());
+  // A value flag refuses "", which is how the command line tells it from a
+  // switch (`--router-queue-policy lcfs` used to be read as a switch).
+  BOOST_TEST(bool(c.set("--router-queue-policy", "lcfs")));
+  BOOST_TEST(c.router_queue_policy == "lcfs");
+  BOOST_TEST(!c.set("--router-queue-policy", ""));
+  BOOST_TEST(!c.set("--router-queue-policy", "lifo"));
+  for (const auto& f : kv_router_flags()) {
+    kv_router_config probe;
+    bool is_switch = static_cast<bool>(probe.set(std::string{f.name}, ""));
+    bool says_boolean = std::string_view{f.help}.find("(true") != std::string_view::npos ||
+                        std::string_view{f.help}.find("(false") != std::string_view::npos;
+    BOOST_TEST(is_switch == says_boolean, f.name);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(validation_rejects_impossible_combinations) {
