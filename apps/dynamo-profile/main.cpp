@@ -1,0 +1,110 @@
+// dynamo-profile: measures one worker's engine (a pool of a cluster config:
+// mocker, CPU or CUDA) and writes the profile the SLA planner and
+// dynamo-configure size deployments from. Wiring only: runtime/plan/profiler.
+#include "actors/worker/engine_factory.hpp"
+#include "apps/common/app_support.hpp"
+#include "runtime/core/cli.hpp"
+#include "runtime/core/log.hpp"
+#include "runtime/plan/profiler.hpp"
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+#include <fstream>
+#include <iostream>
+
+using namespace dynamo;
+
+namespace {
+
+template <class T>
+expected<std::vector<T>> parse_list(std::string_view flag, std::string_view text) {
+  std::vector<T> out;
+  while (!text.empty()) {
+    auto comma = text.find(',');
+    auto item = text.substr(0, comma);
+    T v{};
+    auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (ec != std::errc{} || p != item.data() + item.size())
+      return make_error(errc::invalid_argument, fmt::format("--{}: '{}' is not a number", flag, item));
+    out.push_back(v);
+    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+  }
+  if (out.empty())
+    return make_error(errc::invalid_argument, fmt::format("--{}: empty list", flag));
+  return out;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  std::string config_path, pool_name, out_path, log_level;
+  std::string isl = "128,256,512,1024,2048,4096", hits = "0,0.5,0.9", batches = "1,2,4,8,16,32,64",
+              contexts = "128,512,2048";
+  uint32_t steps = 8, repeats = 1;
+  double kv_cache_mib = 512;
+  cli c("dynamo-profile", "measure a worker's engine (prefill vs ISL and prefix hits, decode step vs batch "
+                          "and context, KV capacity) and write the profile as JSON");
+  c.option("config", &config_path, "cluster config file (YAML)")
+    .option("pool", &pool_name, "the pool to profile (default: the first)")
+    .option("out", &out_path, "write the profile here (default: stdout)")
+    .option("isl", &isl, "prompt lengths for prefill, comma-separated")
+    .option("prefix-hit", &hits, "shares of the prompt already in the prefix cache, comma-separated")
+    .option("batch", &batches, "decode batch sizes, comma-separated")
+    .option("context", &contexts, "decode context lengths, comma-separated")
+    .option("steps", &steps, "measured decode steps per point")
+    .option("repeats", &repeats, "measurements per prefill point (the fastest is kept)")
+    .option("kv-cache-mib", &kv_cache_mib, "CPU engine KV cache budget in MiB (as dynamo-worker)")
+    .option("log-level", &log_level, "trace | debug | info | warn | error");
+  if (auto code = cli_exit_code("dynamo-profile", c.parse(argc, argv)))
+    return *code;
+  init_logging("dynamo-profile", log_level);
+  if (config_path.empty())
+    apps::die("dynamo-profile", make_error(errc::invalid_argument, "--config is required"));
+  auto cfg = config::load_cluster_config(config_path);
+  if (!cfg)
+    apps::die("dynamo-profile", cfg.error());
+  if (cfg->pools.empty())
+    apps::die("dynamo-profile", make_error(errc::config_error, "pools: none to profile"));
+  const auto* pool = pool_name.empty() ? &cfg->pools.front() : cfg->find_pool(pool_name);
+  if (!pool)
+    apps::die("dynamo-profile", make_error(errc::config_error, "pools: no pool named '" + pool_name + "'"));
+
+  plan::profile_sweep sw;
+  auto i = parse_list<uint32_t>("isl", isl);
+  auto h = parse_list<double>("prefix-hit", hits);
+  auto b = parse_list<uint32_t>("batch", batches);
+  auto x = parse_list<uint32_t>("context", contexts);
+  if (!i) apps::die("dynamo-profile", i.error());
+  if (!h) apps::die("dynamo-profile", h.error());
+  if (!b) apps::die("dynamo-profile", b.error());
+  if (!x) apps::die("dynamo-profile", x.error());
+  sw.isl = *i;
+  sw.prefix_hit = *h;
+  sw.batch = *b;
+  sw.context = *x;
+  sw.decode_steps = std::max(1u, steps);
+  sw.repeats = std::max(1u, repeats);
+
+  auto setup = actors::prepare_engines(*pool, static_cast<size_t>(kv_cache_mib * 1048576.0));
+  if (!setup)
+    apps::die("dynamo-profile", setup.error());
+  auto factory = setup->make_factory(0);
+  spdlog::info("profiling pool {} ({}, model {})", pool->name, config::to_string(pool->engine), pool->model);
+  auto p = plan::run_profile([&] { return factory(); }, sw, [](const std::string& line) { spdlog::info("{}", line); });
+  if (!p)
+    apps::die("dynamo-profile", p.error());
+  p->engine = std::string{config::to_string(pool->engine)};
+  p->model = pool->model;
+  auto text = plan::to_json(*p).dump(2) + "\n";
+  if (out_path.empty()) {
+    std::cout << text;
+  } else {
+    std::ofstream f(out_path);
+    if (!(f << text))
+      apps::die("dynamo-profile", make_error(errc::io_error, "cannot write " + out_path));
+    spdlog::info("wrote {}", out_path);
+  }
+  return 0;
+}

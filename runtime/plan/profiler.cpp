@@ -1,0 +1,211 @@
+#include "runtime/plan/profiler.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+
+namespace dynamo::plan {
+
+namespace {
+
+using wall = std::chrono::steady_clock;
+
+// Token ids clear of the special tokens real vocabularies keep at either end.
+constexpr uint32_t token_lo = 1000, token_hi = 9000;
+
+class prompt_source {
+public:
+  std::vector<uint32_t> make(uint32_t n) {
+    std::uniform_int_distribution<uint32_t> d(token_lo, token_hi);
+    std::vector<uint32_t> out(n);
+    for (auto& t : out)
+      t = d(rng_);
+    return out;
+  }
+  std::string next_id() { return "profile-" + std::to_string(++serial_); }
+
+private:
+  std::mt19937 rng_{20261125};
+  uint64_t serial_ = 0;
+};
+
+protocol::preprocessed_request request(std::string id, std::vector<uint32_t> prompt, uint32_t max_tokens) {
+  protocol::preprocessed_request r;
+  r.request_id = std::move(id);
+  r.model = "profile";
+  r.prompt_tokens = static_cast<uint32_t>(prompt.size());
+  r.token_ids = std::move(prompt);
+  r.sampling.temperature = 0;
+  r.stop.max_tokens = max_tokens;
+  r.stop.ignore_eos = true; // no stop ids: every request runs its max_tokens
+  return r;
+}
+
+// One step, timed: the simulated duration when the engine reports one.
+struct timed_step {
+  engine::step_result result;
+  double ms = 0;
+  bool simulated = false;
+};
+
+expected<timed_step> step(engine::engine_core& e) {
+  auto t0 = wall::now();
+  auto r = e.step();
+  auto t1 = wall::now();
+  if (!r)
+    return r.error();
+  timed_step s;
+  s.simulated = r->duration.count() > 0;
+  s.ms = s.simulated ? static_cast<double>(r->duration.count()) / 1000.0
+                     : std::chrono::duration<double, std::milli>(t1 - t0).count();
+  s.result = std::move(*r);
+  return s;
+}
+
+// Runs `id` (already added) to its end; the time of every step it took and its cached tokens.
+expected<std::pair<double, uint32_t>> run_to_end(engine::engine_core& e, const std::string& id, bool& simulated) {
+  double ms = 0;
+  uint32_t cached = 0;
+  for (int guard = 0; guard < 1'000'000; ++guard) {
+    auto s = step(e);
+    if (!s)
+      return s.error();
+    ms += s->ms;
+    simulated = simulated || s->simulated;
+    for (const auto& o : s->result.outputs) {
+      if (o.request_id != id)
+        continue;
+      cached = std::max(cached, o.output.cached_tokens);
+      if (o.output.finish == protocol::finish_reason::error)
+        return make_error(errc::internal, "profile request failed: " + o.output.error);
+      if (o.output.finish != protocol::finish_reason::none)
+        return std::pair{ms, cached};
+    }
+  }
+  return make_error(errc::internal, "profile request did not finish");
+}
+
+expected<void> profile_prefill(engine::engine_core& e, const profile_sweep& sw, prompt_source& src,
+                               engine_profile& p, const profile_progress& progress) {
+  for (uint32_t isl : sw.isl) {
+    if (isl + 1 >= p.max_model_len || isl > p.max_kv_tokens) {
+      p.skipped.push_back(fmt::format("prefill isl {}: does not fit (max_model_len {}, KV {} tokens)", isl,
+                                      p.max_model_len, p.max_kv_tokens));
+      continue;
+    }
+    for (double hit : sw.prefix_hit) {
+      double best = -1;
+      uint32_t cached = 0;
+      for (uint32_t rep = 0; rep < std::max(1u, sw.repeats); ++rep) {
+        auto prompt = src.make(isl);
+        auto shared = static_cast<uint32_t>(hit * isl);
+        if (shared > 0) { // warm the cache with the shared prefix (unmeasured)
+          auto id = src.next_id();
+          if (auto ok = e.add_request(request(id, std::vector<uint32_t>(prompt.begin(), prompt.begin() + shared), 1)); !ok)
+            return ok.error();
+          if (auto r = run_to_end(e, id, p.simulated); !r)
+            return r.error();
+        }
+        auto id = src.next_id();
+        if (auto ok = e.add_request(request(id, prompt, 1)); !ok)
+          return ok.error();
+        auto r = run_to_end(e, id, p.simulated);
+        if (!r)
+          return r.error();
+        if (best < 0 || r->first < best) {
+          best = r->first;
+          cached = r->second;
+        }
+      }
+      p.prefill.push_back({isl, hit, cached, best});
+      if (progress)
+        progress(fmt::format("prefill isl {} hit {:.2f}: {:.3f} ms ({} cached)", isl, hit, best, cached));
+    }
+  }
+  return {};
+}
+
+expected<void> profile_decode_point(engine::engine_core& e, const profile_sweep& sw, prompt_source& src,
+                                    uint32_t batch, uint32_t ctx, engine_profile& p) {
+  std::map<std::string, bool> started; // request id -> first token seen
+  for (uint32_t i = 0; i < batch; ++i) {
+    auto id = src.next_id();
+    if (auto ok = e.add_request(request(id, src.make(ctx), sw.decode_steps + 3)); !ok)
+      return ok.error();
+    started[id] = false;
+  }
+  auto all_started = [&] {
+    return std::all_of(started.begin(), started.end(), [](const auto& kv) { return kv.second; });
+  };
+  for (int guard = 0; !all_started() && guard < 1'000'000; ++guard) {
+    auto s = step(e);
+    if (!s)
+      return s.error();
+    for (const auto& o : s->result.outputs)
+      if (auto it = started.find(o.request_id); it != started.end() && !o.output.token_ids.empty())
+        it->second = true;
+  }
+  double total = 0;
+  uint32_t measured = 0;
+  for (uint32_t k = 0; k < sw.decode_steps + 1; ++k) {
+    auto s = step(e);
+    if (!s)
+      return s.error();
+    p.simulated = p.simulated || s->simulated;
+    if (k == 0 || s->result.num_seqs != batch)
+      continue; // the first decode step is a warm-up; a partial batch is not this point
+    total += s->ms;
+    ++measured;
+  }
+  for (const auto& [id, _] : started)
+    (void) e.abort(id);
+  while (e.has_work())
+    if (auto s = step(e); !s)
+      return s.error();
+  if (measured == 0)
+    return make_error(errc::internal, fmt::format("decode batch {} context {}: no full step measured", batch, ctx));
+  p.decode.push_back({batch, ctx, total / measured});
+  return {};
+}
+
+} // namespace
+
+expected<engine_profile> run_profile(const engine_maker& make, const profile_sweep& sw,
+                                     const profile_progress& progress) {
+  engine_profile p;
+  prompt_source src;
+  {
+    auto e = make();
+    if (!e)
+      return e.error();
+    const auto& c = (*e)->sched().config();
+    p.max_kv_tokens = c.num_blocks * c.block_size;
+    p.max_num_seqs = c.max_num_seqs;
+    p.max_num_batched_tokens = c.max_num_batched_tokens;
+    p.max_model_len = c.max_model_len;
+    if (auto ok = profile_prefill(**e, sw, src, p, progress); !ok)
+      return ok.error();
+  }
+  auto e = make(); // decode on an empty cache
+  if (!e)
+    return e.error();
+  for (uint32_t ctx : sw.context)
+    for (uint32_t batch : sw.batch) {
+      uint64_t need = uint64_t{batch} * (ctx + sw.decode_steps + 3);
+      if (batch > p.max_num_seqs || ctx + sw.decode_steps + 3 >= p.max_model_len || need > p.max_kv_tokens) {
+        p.skipped.push_back(fmt::format("decode batch {} context {}: does not fit (max_num_seqs {}, "
+                                        "max_model_len {}, KV {} tokens)",
+                                        batch, ctx, p.max_num_seqs, p.max_model_len, p.max_kv_tokens));
+        continue;
+      }
+      if (auto ok = profile_decode_point(**e, sw, src, batch, ctx, p); !ok)
+        return ok.error();
+      if (progress)
+        progress(fmt::format("decode batch {} context {}: {:.3f} ms/step", batch, ctx, p.decode.back().step_ms));
+    }
+  return p;
+}
+
+} // namespace dynamo::plan

@@ -1,0 +1,40 @@
+// Measures an engine_profile (runtime/plan/profile.hpp) by sweeping one
+// engine_core directly, without planes: prefill per prompt length and prefix
+// hit, decode steps per batch and context. Called by apps/dynamo-profile and
+// tests. Single-threaded: it owns the engines it makes.
+#pragma once
+
+#include "runtime/core/error.hpp"
+#include "runtime/engine/engine_core.hpp"
+#include "runtime/plan/profile.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dynamo::plan {
+
+struct profile_sweep {
+  std::vector<uint32_t> isl{128, 256, 512, 1024, 2048, 4096}; ///< prompt lengths (prefill)
+  std::vector<double> prefix_hit{0.0, 0.5, 0.9};               ///< share of the prompt already cached
+  std::vector<uint32_t> batch{1, 2, 4, 8, 16, 32, 64};        ///< running sequences (decode)
+  std::vector<uint32_t> context{128, 512, 2048};               ///< tokens per sequence at decode
+  uint32_t decode_steps = 8;  ///< measured decode steps per point (after one unmeasured)
+  uint32_t repeats = 1;       ///< measurements per prefill point (the minimum is kept)
+};
+
+/// Makes a fresh engine for each measurement group (an empty prefix cache).
+using engine_maker = std::function<expected<std::unique_ptr<engine::engine_core>>()>;
+/// Called with a line per measured point (progress output).
+using profile_progress = std::function<void(const std::string&)>;
+
+/// Runs the sweep. Times are the steps' simulated durations when the engine
+/// reports them (mocker), else wall time around step(). Points whose prompt
+/// does not fit the context or whose batch x context does not fit the KV cache
+/// are skipped and listed. Errors: the engine's (creation or a failed step).
+[[nodiscard]] expected<engine_profile> run_profile(const engine_maker& make, const profile_sweep& sweep,
+                                                   const profile_progress& progress = {});
+
+} // namespace dynamo::plan

@@ -1,0 +1,111 @@
+#include "runtime/mocker/mock_executor.hpp"
+#include "runtime/plan/profiler.hpp"
+
+#include <boost/test/unit_test.hpp>
+#include <nlohmann/json.hpp>
+
+using namespace dynamo;
+using namespace dynamo::plan;
+
+namespace {
+
+// A mocker with its timing model, never sleeping (speedup 0 would turn the
+// simulated durations off; the profile reads them, it does not wait for them).
+mocker::mocker_config small_mocker() {
+  mocker::mocker_config mc;
+  mc.block_size = 16;
+  mc.num_blocks = 256; // 4096 tokens of KV
+  mc.context_length = 2048;
+  mc.speedup_ratio = 1.0;
+  mc.max_num_seqs = 8;
+  return mc;
+}
+
+engine_maker maker(const mocker::mocker_config& mc) {
+  return [mc] { return mocker::make_engine(mc); };
+}
+
+profile_sweep small_sweep() {
+  profile_sweep sw;
+  sw.isl = {64, 512, 4096};
+  sw.prefix_hit = {0.0, 0.5};
+  sw.batch = {1, 4, 16};
+  sw.context = {128, 1024};
+  sw.decode_steps = 4;
+  return sw;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(profiler_suite)
+
+BOOST_AUTO_TEST_CASE(sweeps_prefill_and_decode_of_the_mocker) {
+  auto p = run_profile(maker(small_mocker()), small_sweep());
+  if (!p)
+    BOOST_FAIL(describe(p.error()));
+  BOOST_TEST(p->simulated);
+  BOOST_TEST(p->max_kv_tokens == 4096u);
+  BOOST_TEST(p->max_num_seqs == 8u);
+  // isl 4096 does not fit the 2048 context; 2 prompt lengths x 2 hit shares remain.
+  BOOST_REQUIRE_EQUAL(p->prefill.size(), 4u);
+  const auto& cold64 = p->prefill[0];
+  const auto& warm64 = p->prefill[1];
+  const auto& cold512 = p->prefill[2];
+  const auto& warm512 = p->prefill[3];
+  BOOST_TEST(cold64.isl == 64u);
+  BOOST_TEST(cold64.cached_tokens == 0u);
+  BOOST_TEST(warm64.cached_tokens == 32u);   // half of 64: two full blocks
+  BOOST_TEST(warm512.cached_tokens == 256u);
+  BOOST_TEST(cold512.ms > cold64.ms);        // longer prompts take longer
+  BOOST_TEST(warm512.ms < cold512.ms);       // cached tokens are not recomputed
+  // Decode: batch 16 exceeds max_num_seqs 8; batch 4 x 1031 tokens exceeds 4096.
+  BOOST_REQUIRE_EQUAL(p->decode.size(), 3u);
+  BOOST_TEST(p->decode[0].batch == 1u);
+  BOOST_TEST(p->decode[0].context == 128u);
+  BOOST_TEST(p->decode[1].batch == 4u);
+  BOOST_TEST(p->decode[1].step_ms > p->decode[0].step_ms);
+  for (const auto& d : p->decode)
+    BOOST_TEST(d.step_ms > 0.0);
+  BOOST_TEST(p->decode[2].batch == 1u);
+  BOOST_TEST(p->decode[2].context == 1024u);
+  BOOST_TEST(p->decode[2].step_ms > p->decode[0].step_ms); // longer context, slower step
+  BOOST_TEST(p->skipped.size() == 4u); // isl 4096, batch 16 at both contexts, batch 4 at 1024
+}
+
+BOOST_AUTO_TEST_CASE(decode_points_that_do_not_fit_the_kv_cache_are_skipped) {
+  auto mc = small_mocker();
+  mc.num_blocks = 64; // 1024 tokens
+  auto sw = small_sweep();
+  sw.isl = {64};
+  sw.prefix_hit = {0.0};
+  sw.batch = {1, 4};
+  sw.context = {512};
+  auto p = run_profile(maker(mc), sw);
+  BOOST_REQUIRE(p);
+  BOOST_REQUIRE_EQUAL(p->decode.size(), 1u); // 4 x 519 > 1024
+  BOOST_REQUIRE_EQUAL(p->skipped.size(), 1u);
+  BOOST_TEST(p->skipped[0].starts_with("decode batch 4 context 512: does not fit"));
+}
+
+BOOST_AUTO_TEST_CASE(the_profile_round_trips_through_json) {
+  engine_profile p;
+  p.engine = "cpu";
+  p.model = "m";
+  p.max_kv_tokens = 4096;
+  p.max_num_seqs = 8;
+  p.max_num_batched_tokens = 256;
+  p.max_model_len = 2048;
+  p.prefill = {{128, 0.5, 64, 12.5}};
+  p.decode = {{4, 512, 3.25}};
+  p.skipped = {"x"};
+  auto back = profile_from_json(nlohmann::json::parse(to_json(p).dump()));
+  BOOST_REQUIRE(back);
+  BOOST_TEST(back->engine == "cpu");
+  BOOST_TEST(back->prefill.at(0).cached_tokens == 64u);
+  BOOST_TEST(back->prefill.at(0).ms == 12.5);
+  BOOST_TEST(back->decode.at(0).step_ms == 3.25);
+  BOOST_TEST(back->skipped.at(0) == "x");
+  BOOST_TEST(!profile_from_json(nlohmann::json::parse(R"({"engine":"cpu"})")));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
