@@ -97,13 +97,22 @@ int main(int argc, char** argv) {
   sc.namespace_name = cfg->namespace_name;
   sc.planner = cfg->planner;
   sc.pools = plan::pool_specs(*cfg);
+  if (cfg->planner.mode == "sla") {
+    auto profile = plan::load_profile(cfg->planner.profile);
+    if (!profile)
+      apps::die("dynamo-planner", profile.error());
+    for (auto& p : sc.pools)
+      p.profile = *profile;
+    spdlog::info("sla mode: TTFT {} ms, ITL {} ms, profile {} ({} engine)", cfg->planner.ttft_ms,
+                 cfg->planner.itl_ms, cfg->planner.profile, profile->engine);
+  }
   sc.dry_run = o.dry_run;
   sc.clock = wall_ms; // one clock for samples, ticks and the JSON lines' at_ms
   sc.on_decision = [](const std::string& line) {
     std::fputs((line + "\n").c_str(), stdout);
     std::fflush(stdout);
   };
-  if (cfg->planner.throughput_scaling) {
+  if (cfg->planner.throughput_scaling || cfg->planner.mode == "sla") {
     auto fetch = metrics_fetcher(*cfg);
     if (!fetch)
       apps::die("dynamo-planner", fetch.error());

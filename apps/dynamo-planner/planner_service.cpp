@@ -137,7 +137,7 @@ void planner_service::on_event(const planes::event_envelope& env) {
 }
 
 void planner_service::update_traffic(int64_t now_ms) {
-  if (!cfg_.planner.throughput_scaling || !cfg_.fetch_metrics)
+  if ((!cfg_.planner.throughput_scaling && cfg_.planner.mode != "sla") || !cfg_.fetch_metrics)
     return;
   auto text = cfg_.fetch_metrics();
   if (!text) {

@@ -286,6 +286,16 @@ caf::error parse_planner_extras(section& p, planner_config& c) {
   DYN_TRY(p.read("metrics_url", c.metrics_url));
   DYN_TRY(p.read("prefill_tokens_per_s", c.prefill_tokens_per_s));
   DYN_TRY(p.read("decode_tokens_per_s", c.decode_tokens_per_s));
+  DYN_TRY(p.read("mode", c.mode));
+  DYN_TRY(p.read("ttft_ms", c.ttft_ms));
+  DYN_TRY(p.read("itl_ms", c.itl_ms));
+  DYN_TRY(p.read("profile", c.profile));
+  if (c.mode != "load" && c.mode != "sla")
+    return p.fail("mode", fmt::format("'{}' is not one of load|sla", c.mode));
+  if (c.mode == "sla" && (c.ttft_ms <= 0 || c.itl_ms <= 0))
+    return p.fail(c.ttft_ms <= 0 ? "ttft_ms" : "itl_ms", "must be > 0 in sla mode");
+  if (c.mode == "sla" && c.profile.empty())
+    return p.fail("profile", "sla mode needs a dynamo-profile JSON file");
   if (c.predictor != "constant" && c.predictor != "moving_average" && c.predictor != "kalman")
     return p.fail("predictor", fmt::format("'{}' is not one of constant|moving_average|kalman", c.predictor));
   if (c.predictor_window == 0)

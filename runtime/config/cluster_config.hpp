@@ -118,6 +118,13 @@ struct planner_config {
   std::string metrics_url;              ///< "": http://<frontend host>:<port>/metrics
   double prefill_tokens_per_s = 0.0;    ///< per worker; 0: unknown
   double decode_tokens_per_s = 0.0;     ///< per worker; 0: unknown
+  // SLA mode (mode: sla): replicas sized from a dynamo-profile profile so the
+  // predicted traffic meets the TTFT and ITL targets (needs throughput traffic:
+  // metrics_url or the frontend's /metrics). mode: load is the threshold policy.
+  std::string mode = "load";            ///< load | sla
+  double ttft_ms = 0;                   ///< sla: time to first token target
+  double itl_ms = 0;                    ///< sla: inter-token latency target
+  std::string profile;                  ///< sla: dynamo-profile JSON, for every pool
 };
 
 struct cluster_config {

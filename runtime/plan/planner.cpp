@@ -202,8 +202,9 @@ planner::window planner::summarize(size_t i, int64_t now_ms) {
   return w;
 }
 
-std::optional<uint32_t> planner::throughput_floor(size_t i) const {
-  if (!cfg_.throughput_scaling)
+std::optional<uint32_t> planner::throughput_floor(size_t i, pool_status& st) const {
+  bool sla = cfg_.mode == "sla";
+  if (!cfg_.throughput_scaling && !sla)
     return std::nullopt;
   const auto& spec = specs_[i];
   auto it = traffic_.find(spec.model);
@@ -218,7 +219,20 @@ std::optional<uint32_t> planner::throughput_floor(size_t i) const {
   t.isl = it->second.isl.predict();
   t.osl = it->second.osl.predict();
   t.kv_hit_rate = it->second.hit.predict();
-  return replicas_needed(spec.role, t, spec.capacity);
+  if (!sla || !spec.profile)
+    return replicas_needed(spec.role, t, spec.capacity);
+  // Prefix hits shorten the prompt that is computed, not the decode context.
+  double effective_isl = t.isl * (1.0 - std::clamp(t.kv_hit_rate, 0.0, 1.0));
+  st.sla = estimate_sla(*spec.profile, {cfg_.ttft_ms, cfg_.itl_ms}, effective_isl, t.osl);
+  if (!st.sla)
+    return std::nullopt;
+  replica_capacity cap;
+  cap.prefill_tokens_per_s = st.sla->prefill_tokens_per_s * spec.workers_per_replica;
+  cap.decode_tokens_per_s = st.sla->decode_tokens_per_s * spec.workers_per_replica;
+  traffic cold = t;
+  cold.isl = effective_isl;
+  cold.kv_hit_rate = 0;
+  return replicas_needed(spec.role, cold, cap);
 }
 
 uint32_t planner::propose(size_t i, const window& w, pool_status& st) const {
@@ -249,7 +263,16 @@ uint32_t planner::propose(size_t i, const window& w, pool_status& st) const {
   } else {
     st.verdict = "hold: within thresholds";
   }
-  if (st.throughput_floor && proposed < *st.throughput_floor) {
+  if (cfg_.mode == "sla" && st.throughput_floor) {
+    // SLA mode: the profile sizes the pool, both ways (at least 1 while traffic flows).
+    proposed = std::max<uint32_t>(*st.throughput_floor, 1);
+    st.verdict = fmt::format("sla: {} replicas for the predicted traffic{}", proposed,
+                             st.sla && !(st.sla->meets_ttft && st.sla->meets_itl)
+                               ? fmt::format(" (targets out of reach of one engine: prefill {:.1f} ms, "
+                                             "decode batch {})",
+                                             st.sla->prefill_ms, st.sla->decode_batch)
+                               : "");
+  } else if (st.throughput_floor && proposed < *st.throughput_floor) {
     proposed = *st.throughput_floor;
     st.verdict = fmt::format("throughput needs {}; load says {}", proposed, st.verdict);
   }
@@ -285,7 +308,7 @@ step_result planner::step(int64_t now_ms) {
     }
     st.predicted_load = ps.load.predict();
     st.predicted_waiting = ps.waiting.predict();
-    st.throughput_floor = throughput_floor(i);
+    st.throughput_floor = throughput_floor(i, st);
     if (ps.pending && (st.observed == ps.target ||
                        now_ms - ps.pending_since_ms >= static_cast<int64_t>(cfg_.pending_timeout_ms)))
       ps.pending = false; // reached, or given up waiting: a new action may follow

@@ -11,6 +11,7 @@
 #include "runtime/config/cluster_config.hpp"
 #include "runtime/core/error.hpp"
 #include "runtime/plan/predictor.hpp"
+#include "runtime/plan/profile.hpp"
 #include "runtime/plan/throughput.hpp"
 #include "runtime/protocol/kv_event.hpp"
 
@@ -35,6 +36,9 @@ struct pool_spec {
   uint32_t gpus_per_replica = 1;           ///< its cost in the GPU budget
   uint32_t prefill_capacity_tokens = 8192; ///< prefill load = active_prefill_tokens / this
   replica_capacity capacity;               ///< throughput model, per replica
+  /// SLA mode: the engine's profile (dynamo-profile); capacity then comes from
+  /// it and the targets, per predicted ISL/OSL, x workers_per_replica.
+  std::optional<engine_profile> profile;
 };
 
 /// The pools of `c` in config order (capacities from planner.*_tokens_per_s
@@ -64,7 +68,8 @@ struct pool_status {
   size_t workers = 0;    ///< distinct workers among them (scale-down needs all observed instances)
   double mean_load = 0, mean_waiting = 0;           ///< this window, pool means
   double predicted_load = 0, predicted_waiting = 0; ///< next interval
-  std::optional<uint32_t> throughput_floor;
+  std::optional<uint32_t> throughput_floor; ///< load mode: a lower bound; sla mode: the target
+  std::optional<sla_estimate> sla;          ///< sla mode: what one engine sustains now
   std::string verdict;
 };
 
@@ -134,7 +139,7 @@ private:
   [[nodiscard]] int index_of(std::string_view pool) const;
   [[nodiscard]] uint32_t observed_replicas(size_t i) const;
   [[nodiscard]] window summarize(size_t i, int64_t now_ms);
-  [[nodiscard]] std::optional<uint32_t> throughput_floor(size_t i) const;
+  [[nodiscard]] std::optional<uint32_t> throughput_floor(size_t i, pool_status& st) const;
   [[nodiscard]] uint32_t propose(size_t i, const window& w, pool_status& st) const;
 
   config::planner_config cfg_;

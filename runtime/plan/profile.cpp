@@ -2,7 +2,103 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+
 namespace dynamo::plan {
+
+namespace {
+
+// y at x on the polyline through (xs, ys) (xs ascending, at least one point):
+// linear inside, extrapolated from the last segment above, clamped below
+// unless `proportional_below` (then scaled through the origin).
+double interpolate(const std::vector<std::pair<double, double>>& pts, double x, bool proportional_below,
+                   bool extrapolate_above) {
+  if (pts.size() == 1 || x <= pts.front().first) {
+    const auto& [x0, y0] = pts.front();
+    if (proportional_below && x0 > 0)
+      return y0 * std::max(0.0, x) / x0;
+    if (pts.size() == 1)
+      return y0;
+    return y0;
+  }
+  for (size_t i = 1; i < pts.size(); ++i)
+    if (x <= pts[i].first) {
+      const auto& [x0, y0] = pts[i - 1];
+      const auto& [x1, y1] = pts[i];
+      return y0 + (y1 - y0) * (x - x0) / (x1 - x0);
+    }
+  if (!extrapolate_above)
+    return pts.back().second;
+  const auto& [x0, y0] = pts[pts.size() - 2];
+  const auto& [x1, y1] = pts.back();
+  return y1 + (y1 - y0) * (x - x1) / (x1 - x0);
+}
+
+} // namespace
+
+std::optional<double> prefill_ms_at(const engine_profile& p, double isl) {
+  std::map<double, double> best; // isl -> ms, cold prompts only
+  for (const auto& x : p.prefill)
+    if (x.prefix_hit == 0.0)
+      best[x.isl] = best.count(x.isl) ? std::min(best[x.isl], x.ms) : x.ms;
+  if (best.empty())
+    return std::nullopt;
+  std::vector<std::pair<double, double>> pts(best.begin(), best.end());
+  return std::max(0.0, interpolate(pts, isl, true, true));
+}
+
+std::optional<double> decode_step_ms_at(const engine_profile& p, double batch, double context) {
+  std::map<double, std::map<double, double>> by_ctx; // context -> batch -> ms
+  for (const auto& x : p.decode)
+    by_ctx[x.context][x.batch] = x.step_ms;
+  if (by_ctx.empty())
+    return std::nullopt;
+  std::vector<std::pair<double, double>> at_ctx; // context -> ms at this batch
+  for (const auto& [ctx, row] : by_ctx) {
+    std::vector<std::pair<double, double>> pts(row.begin(), row.end());
+    at_ctx.emplace_back(ctx, interpolate(pts, batch, false, true));
+  }
+  return std::max(0.0, interpolate(at_ctx, context, false, true));
+}
+
+std::optional<sla_estimate> estimate_sla(const engine_profile& p, const sla_targets& sla, double isl,
+                                         double osl) {
+  auto prefill = prefill_ms_at(p, std::max(1.0, isl));
+  if (!prefill || p.decode.empty())
+    return std::nullopt;
+  sla_estimate e;
+  e.prefill_ms = *prefill;
+  e.prefill_tokens_per_s = *prefill > 0 ? std::max(1.0, isl) / (*prefill / 1000.0) : 0;
+  e.meets_ttft = *prefill <= sla.ttft_ms;
+  double ctx = std::max(1.0, isl + osl / 2);
+  uint32_t max_batch = std::max<uint32_t>(1, p.max_num_seqs);
+  if (p.max_kv_tokens > 0)
+    max_batch = std::min<uint32_t>(max_batch, std::max<uint32_t>(1, static_cast<uint32_t>(p.max_kv_tokens / (isl + osl))));
+  uint32_t largest_profiled = 0;
+  for (const auto& x : p.decode)
+    largest_profiled = std::max(largest_profiled, x.batch);
+  max_batch = std::min(max_batch, std::max<uint32_t>(1, largest_profiled)); // no extrapolation in batch
+  double best_tps = 0;
+  for (uint32_t b = 1; b <= max_batch; ++b) {
+    double ms = *decode_step_ms_at(p, b, ctx);
+    if (ms > sla.itl_ms || ms <= 0)
+      continue;
+    if (double tps = b / (ms / 1000.0); tps > best_tps) {
+      best_tps = tps;
+      e.decode_batch = b;
+    }
+  }
+  e.meets_itl = e.decode_batch > 0;
+  if (!e.meets_itl) { // the ITL target is out of reach: size by batch 1
+    double ms = *decode_step_ms_at(p, 1, ctx);
+    best_tps = ms > 0 ? 1000.0 / ms : 0;
+  }
+  e.decode_tokens_per_s = best_tps;
+  return e;
+}
 
 nlohmann::json to_json(const engine_profile& p) {
   nlohmann::json j;
@@ -46,6 +142,19 @@ expected<engine_profile> profile_from_json(const nlohmann::json& j) {
   } catch (const nlohmann::json::exception& e) {
     return make_error(errc::invalid_argument, std::string{"profile JSON: "} + e.what());
   }
+}
+
+expected<engine_profile> load_profile(const std::string& path) {
+  std::ifstream f(path);
+  if (!f)
+    return make_error(errc::io_error, "cannot read profile " + path);
+  auto j = nlohmann::json::parse(f, nullptr, false);
+  if (j.is_discarded())
+    return make_error(errc::invalid_argument, path + ": not JSON");
+  auto p = profile_from_json(j);
+  if (!p)
+    return make_error(errc::invalid_argument, path + ": " + message_of(p.error()));
+  return p;
 }
 
 } // namespace dynamo::plan

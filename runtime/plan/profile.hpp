@@ -10,6 +10,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,8 +42,43 @@ struct engine_profile {
   std::vector<std::string> skipped; ///< points that did not fit (context, KV), with why
 };
 
+/// Prefill time (ms) of a cold prompt of `isl` tokens: linear between the
+/// profiled lengths (prefix_hit 0), extrapolated from the last two beyond them
+/// and proportionally below the first. nullopt without such points.
+[[nodiscard]] std::optional<double> prefill_ms_at(const engine_profile& p, double isl);
+
+/// Decode step time (ms) of `batch` sequences of `context` tokens: linear in
+/// batch and in context between profiled points (clamped at the edges).
+/// nullopt without decode points.
+[[nodiscard]] std::optional<double> decode_step_ms_at(const engine_profile& p, double batch, double context);
+
+/// Latency targets.
+struct sla_targets {
+  double ttft_ms = 0;
+  double itl_ms = 0;
+};
+
+/// What one engine sustains under `sla` for requests of `isl` input and `osl`
+/// output tokens (Dynamo's planner method, research/dynamo.md 6.2):
+///  - prefill: isl / prefill time, tokens per second of one busy engine;
+///  - decode: the largest profiled-or-interpolated batch (<= max_num_seqs,
+///    within the KV cache at context isl + osl / 2) whose step time meets the
+///    ITL target; its throughput batch / step time.
+struct sla_estimate {
+  double prefill_tokens_per_s = 0;
+  double decode_tokens_per_s = 0;
+  double prefill_ms = 0;      ///< of one prompt, unqueued
+  uint32_t decode_batch = 0;  ///< 0: not even batch 1 meets the ITL target
+  bool meets_ttft = false;    ///< prefill_ms <= ttft: the target is reachable by scaling
+  bool meets_itl = false;
+};
+[[nodiscard]] std::optional<sla_estimate> estimate_sla(const engine_profile& p, const sla_targets& sla,
+                                                       double isl, double osl);
+
 /// The profile as JSON (the file dynamo-profile writes) and back.
 [[nodiscard]] nlohmann::json to_json(const engine_profile& p);
 [[nodiscard]] expected<engine_profile> profile_from_json(const nlohmann::json& j);
+/// Reads a profile file. errc::io_error (unreadable) or invalid_argument (not a profile).
+[[nodiscard]] expected<engine_profile> load_profile(const std::string& path);
 
 } // namespace dynamo::plan

@@ -176,6 +176,15 @@ BOOST_AUTO_TEST_CASE(planner_errors_name_the_field) {
              "planner.throughput_scaling: needs prefill_tokens_per_s or decode_tokens_per_s");
   BOOST_TEST(bad("decode_tokens_per_s: -3") == "planner.decode_tokens_per_s: must be >= 0");
   BOOST_TEST(bad("scale_up: 1") == "planner.scale_up: unknown key");
+  BOOST_TEST(bad("mode: magic") == "planner.mode: 'magic' is not one of load|sla");
+  BOOST_TEST(bad("mode: sla, itl_ms: 20, profile: p.json") == "planner.ttft_ms: must be > 0 in sla mode");
+  BOOST_TEST(bad("mode: sla, ttft_ms: 500, itl_ms: 20") ==
+             "planner.profile: sla mode needs a dynamo-profile JSON file");
+  auto ok = parse_cluster_config("planner: {mode: sla, ttft_ms: 500, itl_ms: 20, profile: p.json}\n"
+                                 "pools: [{name: b, model: m}]");
+  BOOST_REQUIRE(ok);
+  BOOST_TEST(ok->planner.mode == "sla");
+  BOOST_TEST(ok->planner.itl_ms == 20.0);
 }
 
 BOOST_AUTO_TEST_CASE(the_step_token_budget_defaults_per_engine_and_can_be_overridden) {

@@ -282,6 +282,34 @@ BOOST_AUTO_TEST_CASE(throughput_is_a_lower_bound) {
   BOOST_TEST(*r.pools[0].throughput_floor == 3u);
 }
 
+BOOST_AUTO_TEST_CASE(sla_mode_sizes_decode_from_the_profile_both_ways) {
+  auto c = base_config();
+  c.mode = "sla";
+  c.predictor = "constant";
+  c.ttft_ms = 100;
+  c.itl_ms = 16;
+  auto spec = pool("dec", worker_role::decode, 1);
+  engine_profile prof; // step 10 + 2 (b - 1) ms at context 100: batch 4 meets 16 ms, 250 tokens/s
+  prof.max_num_seqs = 64;
+  prof.max_kv_tokens = 100000;
+  prof.prefill = {{100, 0.0, 0, 10.0}};
+  prof.decode = {{1, 100, 10.0}, {4, 100, 16.0}};
+  spec.profile = prof;
+  auto p = make(c, {spec});
+  p.set_instances("dec", 1);
+  p.observe_traffic("m", traffic{10.0, 80, 40, 0}); // 400 output tokens/s: 1.6 engines
+  auto up = tick(p, "dec", {1}, 0.1f, 1000);
+  BOOST_REQUIRE_EQUAL(up.decisions.size(), 1u);
+  BOOST_TEST(up.decisions[0].target == 2u);
+  BOOST_TEST(up.pools[0].sla->decode_batch == 4u);
+  BOOST_TEST(up.decisions[0].reason == "sla: 2 replicas for the predicted traffic");
+  p.set_instances("dec", 2);
+  p.observe_traffic("m", traffic{1.0, 80, 40, 0}); // 40 tokens/s: one engine
+  auto down = tick(p, "dec", {1, 2}, 0.9f, 2000);  // high KV usage does not matter in sla mode
+  BOOST_REQUIRE_EQUAL(down.decisions.size(), 1u);
+  BOOST_TEST(down.decisions[0].target == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(observed_replicas_count_processes) {
   auto spec = pool("dec", worker_role::decode, 2);
   spec.workers_per_replica = 2;

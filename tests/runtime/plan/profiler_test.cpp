@@ -109,3 +109,58 @@ BOOST_AUTO_TEST_CASE(the_profile_round_trips_through_json) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+// Prefill: 10 ms at 100 tokens, 30 ms at 200. Decode step: 10 + 2 (b - 1) ms at
+// context 100 (batches 1 and 4), twice that slope and base at context 300.
+engine_profile linear_profile() {
+  engine_profile p;
+  p.max_kv_tokens = 100000;
+  p.max_num_seqs = 64;
+  p.max_model_len = 4096;
+  p.prefill = {{100, 0.0, 0, 10.0}, {200, 0.0, 0, 30.0}, {200, 0.5, 96, 18.0}};
+  p.decode = {{1, 100, 10.0}, {4, 100, 16.0}, {1, 300, 20.0}, {4, 300, 40.0}};
+  return p;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(sla_estimate_suite)
+
+BOOST_AUTO_TEST_CASE(prefill_time_interpolates_and_extrapolates) {
+  auto p = linear_profile();
+  BOOST_TEST(*prefill_ms_at(p, 150) == 20.0);
+  BOOST_TEST(*prefill_ms_at(p, 50) == 5.0);   // proportional below the first point
+  BOOST_TEST(*prefill_ms_at(p, 300) == 50.0); // the last segment, extended
+  BOOST_TEST(!prefill_ms_at(engine_profile{}, 100));
+}
+
+BOOST_AUTO_TEST_CASE(decode_step_time_is_bilinear) {
+  auto p = linear_profile();
+  BOOST_TEST(*decode_step_ms_at(p, 2, 100) == 12.0);
+  BOOST_TEST(std::abs(*decode_step_ms_at(p, 2, 200) - (12.0 + 80.0 / 3) / 2) < 1e-9);
+  BOOST_TEST(*decode_step_ms_at(p, 1, 50) == 10.0); // clamped below the first context
+}
+
+BOOST_AUTO_TEST_CASE(the_largest_batch_that_meets_itl_sizes_decode) {
+  auto p = linear_profile();
+  // isl 80, osl 40: context 100; batch 4 steps in 16 ms.
+  auto e = estimate_sla(p, {5.0, 16.0}, 80, 40);
+  BOOST_REQUIRE(e);
+  BOOST_TEST(e->decode_batch == 4u);
+  BOOST_TEST(std::abs(e->decode_tokens_per_s - 250.0) < 1e-9);
+  BOOST_TEST(e->meets_itl);
+  BOOST_TEST(e->prefill_ms == 8.0);
+  BOOST_TEST(std::abs(e->prefill_tokens_per_s - 10000.0) < 1e-6);
+  BOOST_TEST(!e->meets_ttft); // 8 ms of prefill > the 5 ms target
+  auto tight = estimate_sla(p, {50.0, 13.0}, 80, 40); // batch 2: 12 ms
+  BOOST_REQUIRE(tight);
+  BOOST_TEST(tight->decode_batch == 2u);
+  auto impossible = estimate_sla(p, {50.0, 5.0}, 80, 40);
+  BOOST_REQUIRE(impossible);
+  BOOST_TEST(!impossible->meets_itl);
+  BOOST_TEST(impossible->decode_tokens_per_s == 100.0); // sized by batch 1
+}
+
+BOOST_AUTO_TEST_SUITE_END()
