@@ -192,6 +192,10 @@ std::optional<call_list> parse_mistral(std::string_view s) {
 
 std::string random_call_id() { return "call_" + random_hex_id().substr(0, 24); }
 
+/// Mistral's templates reject tool call ids that are not 9 alphanumerics, and
+/// clients send our ids back in the history.
+std::string random_mistral_id() { return random_hex_id().substr(0, 9); }
+
 } // namespace
 
 std::optional<call_list> parse_tool_block(tool_format f, std::string_view block) {
@@ -205,7 +209,10 @@ std::optional<call_list> parse_tool_block(tool_format f, std::string_view block)
 }
 
 output_parser::output_parser(options o, id_source ids)
-  : opts_(o), ids_(ids ? std::move(ids) : id_source(random_call_id)),
+  : opts_(o),
+    ids_(ids                               ? std::move(ids)
+         : o.tools == tool_format::mistral ? id_source(random_mistral_id)
+                                           : id_source(random_call_id)),
     phase_(!o.reasoning ? phase::content : o.starts_in_reasoning ? phase::thinking : phase::think_start),
     content_started_(o.tools == tool_format::none) {}
 

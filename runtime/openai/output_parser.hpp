@@ -20,7 +20,7 @@ namespace dynamo::openai {
 
 /// One complete tool call.
 struct tool_call {
-  std::string id;        ///< "call_" + 24 hex digits
+  std::string id;        ///< "call_" + 24 hex digits (Mistral: 9 hex digits, as its templates want)
   std::string name;
   std::string arguments; ///< a JSON object as compact text
 };
@@ -54,7 +54,7 @@ public:
   };
   using id_source = std::function<std::string()>;
 
-  /// `ids` makes call ids (default: "call_" + random hex).
+  /// `ids` makes call ids (default: random, see tool_call::id).
   explicit output_parser(options o, id_source ids = {});
 
   /// True when the parser changes anything (else text passes through as content).

@@ -6,6 +6,8 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <string>
 #include <vector>
 
@@ -26,7 +28,7 @@ std::ostream& operator<<(std::ostream& os, const result& r) {
   return os << "]}";
 }
 
-void absorb(result& r, const output_delta& d, std::vector<std::string>& ids) {
+void absorb(result& r, const output_delta& d, std::vector<std::string>& ids, tool_format f) {
   r.reasoning += d.reasoning;
   r.content += d.content;
   for (const tool_call_delta& c : d.calls) {
@@ -34,7 +36,10 @@ void absorb(result& r, const output_delta& d, std::vector<std::string>& ids) {
       BOOST_TEST(c.index == r.calls.size());
       BOOST_REQUIRE(c.name.has_value());
       BOOST_TEST(c.arguments.empty());
-      BOOST_TEST(c.id->starts_with("call_"));
+      if (f == tool_format::mistral) // its templates want 9 alphanumerics back
+        BOOST_TEST((c.id->size() == 9u && std::all_of(c.id->begin(), c.id->end(), ::isalnum)));
+      else
+        BOOST_TEST((c.id->starts_with("call_") && c.id->size() == 29u));
       ids.push_back(*c.id);
       r.calls.emplace_back(*c.name, "");
     } else {
@@ -51,8 +56,8 @@ result run(output_parser::options o, const std::vector<std::string>& pieces) {
   result r;
   std::vector<std::string> ids;
   for (const auto& piece : pieces)
-    absorb(r, p.push(piece), ids);
-  absorb(r, p.finish(), ids);
+    absorb(r, p.push(piece), ids, o.tools);
+  absorb(r, p.finish(), ids, o.tools);
   BOOST_REQUIRE_EQUAL(p.calls().size(), r.calls.size());
   for (size_t i = 0; i < r.calls.size(); ++i) {
     BOOST_TEST(p.calls()[i].id == ids[i]);
