@@ -210,4 +210,35 @@ BOOST_AUTO_TEST_CASE(a_prompt_that_opens_think_starts_the_output_in_reasoning) {
   BOOST_TEST(!plan.parser.starts_in_reasoning); // reasoning parsing off
 }
 
+BOOST_AUTO_TEST_CASE(a_call_marker_that_is_a_control_token_keeps_control_text) {
+  // Bytes, plus [TOOL_CALLS] as control token 300 (its text is dropped by default).
+  class mistral_like final : public tok::tokenizer {
+  public:
+    std::vector<uint32_t> encode(std::string_view text, bool special) const override {
+      if (special && text == "[TOOL_CALLS]")
+        return {300};
+      return inner_.encode(text, special);
+    }
+    std::string token_bytes(uint32_t id, bool special) const override {
+      return id == 300 ? (special ? "[TOOL_CALLS]" : "") : inner_.token_bytes(id, special);
+    }
+    uint32_t vocab_size() const noexcept override { return 301; }
+    std::vector<uint32_t> stop_token_ids() const override { return {256}; }
+    int64_t bos_token_id() const noexcept override { return -1; }
+
+  private:
+    tok::byte_tokenizer inner_;
+  } mt;
+  auto req = parse_chat_request(R"({"model":"m","messages":[{"role":"user","content":"hi"}],
+      "tools":[{"type":"function","function":{"name":"f"}}]})");
+  BOOST_REQUIRE(test::ok(req));
+  chat_parsing plan;
+  BOOST_REQUIRE(preprocess_chat(*req, card(1000), mt, tmpl, "id", {tool_format::mistral, false}, &plan));
+  BOOST_TEST(plan.include_special);
+  BOOST_REQUIRE(preprocess_chat(*req, card(1000), tk, tmpl, "id", {tool_format::mistral, false}, &plan));
+  BOOST_TEST(!plan.include_special); // plain text in this vocabulary
+  BOOST_REQUIRE(preprocess_chat(*req, card(1000), mt, tmpl, "id", {tool_format::hermes, false}, &plan));
+  BOOST_TEST(!plan.include_special);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
