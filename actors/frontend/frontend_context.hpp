@@ -21,6 +21,9 @@ struct frontend_context {
   /// A request whose backend sends nothing for this long fails with 504 (or
   /// an SSE error) and its generation is cancelled. Zero disables the check.
   std::chrono::milliseconds backend_timeout{0};
+  /// Overrides of each model's detected output format (frontend_options).
+  std::string tool_call_parser = "auto";
+  std::string reasoning_parser = "auto";
   /// Graceful shutdown: new generation requests get 503 and /live says
   /// "shutting_down" while requests in flight finish.
   std::atomic<bool> draining{false};

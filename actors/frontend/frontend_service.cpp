@@ -3,9 +3,11 @@
 #include "actors/frontend/request_actor.hpp"
 #include "runtime/openai/error.hpp"
 #include "runtime/openai/openapi.hpp"
+#include "runtime/openai/output_format.hpp"
 #include "runtime/openai/response.hpp"
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include <thread>
 
@@ -48,6 +50,10 @@ expected<std::unique_ptr<frontend_service>> frontend_service::start(caf::actor_s
     return std::move(m.error());
   ctx->metrics = std::move(*m);
   ctx->backend_timeout = opts.backend_timeout;
+  if (auto ok = openai::apply_overrides({}, opts.tool_call_parser, opts.reasoning_parser); !ok)
+    return std::move(ok.error());
+  ctx->tool_call_parser = opts.tool_call_parser;
+  ctx->reasoning_parser = opts.reasoning_parser;
   std::unique_ptr<frontend_service> svc{new frontend_service(sys, std::move(ctx))};
   opts.http.error_body = [](unsigned status, std::string_view message) {
     return openai::status_error_body(status, message);
@@ -117,7 +123,18 @@ http::router frontend_service::make_routes() {
   return r;
 }
 
-expected<void> frontend_service::add_model(model_entry e) { return ctx_->models.add(std::move(e)); }
+expected<void> frontend_service::add_model(model_entry e) {
+  if (e.chat_template) {
+    auto f = openai::apply_overrides(openai::detect_output_format(*e.chat_template),
+                                     ctx_->tool_call_parser, ctx_->reasoning_parser);
+    if (!f)
+      return std::move(f.error());
+    e.output = *f;
+    spdlog::info("model {}: tool calls parsed as {}, reasoning parsing {}", e.card.name,
+                 openai::tool_format_name(e.output.tools), e.output.reasoning ? "on" : "off");
+  }
+  return ctx_->models.add(std::move(e));
+}
 
 bool frontend_service::remove_model(std::string_view name) { return ctx_->models.remove(name); }
 

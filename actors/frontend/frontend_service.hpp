@@ -26,6 +26,10 @@ struct frontend_options {
   /// Longest silence from the backend within one request before it fails
   /// with errc::timeout (504, or an SSE error once streaming). 0: no limit.
   std::chrono::milliseconds backend_timeout{std::chrono::minutes(10)};
+  /// How tool calls / reasoning are parsed out of every model's output
+  /// (openai::apply_overrides): "auto" detects from the chat template.
+  std::string tool_call_parser = "auto";
+  std::string reasoning_parser = "auto";
 };
 
 class frontend_service {

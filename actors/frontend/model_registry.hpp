@@ -5,6 +5,7 @@
 
 #include "runtime/core/error.hpp"
 #include "runtime/engine/llm_client.hpp"
+#include "runtime/openai/output_format.hpp"
 #include "runtime/protocol/model_card.hpp"
 #include "runtime/tokenizer/chat_template.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
@@ -24,6 +25,9 @@ struct model_entry {
   std::shared_ptr<const tok::tokenizer> tokenizer;
   std::shared_ptr<const tok::chat_template> chat_template;
   std::shared_ptr<engine::llm_client> client;
+  /// How its output is parsed (frontend_service::add_model detects it from
+  /// the chat template and applies the --tool-call-parser / --reasoning-parser overrides).
+  openai::output_format output;
   int64_t created = 0; ///< unix seconds for /v1/models; 0: set when added
 };
 

@@ -32,6 +32,7 @@ struct request_state {
   std::shared_ptr<engine::generation> gen;
   std::optional<openai::response_assembler> response; ///< the choices, from preprocessing on
   openai::response_meta meta;
+  openai::chat_parsing parsing; ///< chat: how the output is parsed (from preprocessing)
   std::string request_id;
   bool chat = true;
   bool stream = false;
@@ -222,11 +223,14 @@ expected<openai::completion_request> parse(std::string_view body, openai::comple
 }
 
 expected<protocol::preprocessed_request> preprocess(const openai::chat_request& r,
-                                                    const model_entry& m, std::string id) {
-  return openai::preprocess_chat(r, m.card, *m.tokenizer, *m.chat_template, std::move(id));
+                                                    const model_entry& m, std::string id,
+                                                    openai::chat_parsing* parsing) {
+  return openai::preprocess_chat(r, m.card, *m.tokenizer, *m.chat_template, std::move(id), m.output,
+                                 parsing);
 }
 expected<protocol::preprocessed_request> preprocess(const openai::completion_request& r,
-                                                    const model_entry& m, std::string id) {
+                                                    const model_entry& m, std::string id,
+                                                    openai::chat_parsing*) {
   return openai::preprocess_completion(r, m.card, *m.tokenizer, std::move(id));
 }
 
@@ -250,7 +254,7 @@ void begin(request_ptr self) {
   st.stream = req->params.stream;
   st.request_id = openai::random_hex_id();
   st.meta = {(st.chat ? "chatcmpl-" : "cmpl-") + st.request_id, unix_now(), st.model->card.name};
-  auto pre = preprocess(*req, *st.model, st.request_id);
+  auto pre = preprocess(*req, *st.model, st.request_id, &st.parsing);
   if (!pre)
     return fail(self, pre.error());
   st.recorder->observe_prompt(pre->prompt_tokens);
@@ -263,7 +267,9 @@ void begin(request_ptr self) {
                         .logprobs = pre->sampling.logprobs.has_value(),
                         .stop = std::move(req->params.stop),
                         .stop_token_ids = pre->stop.stop_token_ids,
-                        .prompt_tokens = pre->prompt_tokens});
+                        .prompt_tokens = pre->prompt_tokens,
+                        .include_special = st.parsing.include_special,
+                        .parse = st.parsing.parser});
   if (st.job.responder->client_gone())
     return on_gone(self);
   st.job.responder->on_disconnect(

@@ -13,12 +13,15 @@ using namespace dynamo;
 
 int main(int argc, char** argv) {
   apps::block_shutdown_signals();
-  std::string config_path, log_level, host;
+  std::string config_path, log_level, host, tool_call_parser = "auto", reasoning_parser = "auto";
   int64_t port = -1;
   cli c("dynamo-frontend", "serve the OpenAI API for the models of a cluster config");
   c.option("config", &config_path, "cluster config file (YAML)")
     .option("http-host", &host, "override frontend.host")
     .option("http-port", &port, "override frontend.port (0: pick a free one)")
+    .option("tool-call-parser", &tool_call_parser,
+            "auto (from the chat template) | hermes | llama3_json | mistral | none (docs/TOOLS.md)")
+    .option("reasoning-parser", &reasoning_parser, "auto (on when the chat template mentions <think>) | think | none")
     .option("log-level", &log_level, "trace | debug | info | warn | error");
   if (auto code = cli_exit_code("dynamo-frontend", c.parse(argc, argv)))
     return *code;
@@ -37,6 +40,8 @@ int main(int argc, char** argv) {
   fo.http.host = host.empty() ? cfg->frontend.host : host;
   fo.http.port = port >= 0 ? static_cast<uint16_t>(port) : cfg->frontend.port;
   fo.http.io_threads = cfg->frontend.io_threads;
+  fo.tool_call_parser = tool_call_parser;
+  fo.reasoning_parser = reasoning_parser;
   auto fe = frontend::frontend_service::start(*rt.system, fo);
   if (!fe)
     apps::die("dynamo-frontend", fe.error());

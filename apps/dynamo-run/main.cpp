@@ -32,6 +32,7 @@ struct run_options {
   bool disagg = false;
   uint32_t prefill_workers = 1, decode_workers = 1;
   config::disagg_config disagg_opts;
+  std::string tool_call_parser = "auto", reasoning_parser = "auto";
 };
 
 expected<bool> parse(int argc, char** argv, run_options& o) {
@@ -74,6 +75,10 @@ expected<bool> parse(int argc, char** argv, run_options& o) {
     .option("admin-host", &o.admin.host, "admin API address (a non-loopback address needs --admin-token)")
     .option("admin-token", &o.admin.token, "bearer token for the admin API (or env:NAME)")
     .option("discovery", &o.discovery, "discovery backend: memory | file ($DYNAMO_DISCOVERY_DIR)")
+    .option("tool-call-parser", &o.tool_call_parser,
+            "auto (from the chat template) | hermes | llama3_json | mistral | none (docs/TOOLS.md)")
+    .option("reasoning-parser", &o.reasoning_parser,
+            "auto (on when the chat template mentions <think>) | think | none")
     .option("log-level", &o.log_level, "trace | debug | info | warn | error (default: $DYNAMO_LOG or info)");
   apps::add_router_flags(c, o.router.kv);
   c.epilog("Examples:\n  dynamo-run in=http                       # SmolLM2 on the CPU at :8000\n"
@@ -183,6 +188,8 @@ int main(int argc, char** argv) {
   fo.http.host = o.http_host;
   fo.http.port = static_cast<uint16_t>(o.http_port);
   fo.http.io_threads = o.io_threads;
+  fo.tool_call_parser = o.tool_call_parser;
+  fo.reasoning_parser = o.reasoning_parser;
   auto fe = frontend::frontend_service::start(*rt.system, fo);
   if (!fe)
     apps::die("dynamo-run", fe.error());

@@ -1,6 +1,8 @@
 #include "runtime/mocker/mock_executor.hpp"
 
 #include "runtime/engine/batch_check.hpp"
+#include "runtime/mocker/token_stream.hpp"
+#include "runtime/tokenizer/tokenizer.hpp"
 
 #include <cmath>
 
@@ -69,7 +71,23 @@ expected<engine::batch_result> mock_executor::execute(const engine::batch& b) {
     uint32_t prev = e.tokens.empty() ? 0 : e.tokens.back();
     for (size_t j = 0; e.fork_of && j < i; ++j)
       if (b.entries[j].seq_id == *e.fork_of) prev = b.entries[j].tokens.back();
-    const uint32_t token = next_token(prev, e.sample_position, stream_of(e.sampling.seed, e.choice));
+    if (!e.fork_of && e.tokens.size() > 1) {
+      if (auto reply = scripted_reply(e.tokens))
+        scripts_[e.seq_id] = {std::move(*reply), e.sample_position};
+    } else if (e.fork_of) { // choice c > 0 of n: the same script
+      if (auto parent = scripts_.find(*e.fork_of); parent != scripts_.end())
+        scripts_[e.seq_id] = parent->second;
+    }
+    uint32_t token = next_token(prev, e.sample_position, stream_of(e.sampling.seed, e.choice));
+    if (auto s = scripts_.find(e.seq_id); s != scripts_.end()) {
+      const uint32_t k = e.sample_position - s->second.base;
+      if (k < s->second.reply.size()) {
+        token = s->second.reply[k];
+      } else {
+        token = tok::byte_tokenizer::eos_id;
+        scripts_.erase(s);
+      }
+    }
     r.sampled.emplace_back(token);
     if (e.sampling.logprobs) {
       // The mocker's distribution is a point mass: the token has probability 1.

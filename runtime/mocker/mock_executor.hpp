@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 #include <string>
 
 namespace dynamo::mocker {
@@ -84,6 +85,17 @@ private:
   timing_config timing_;
   protocol::kv_layout layout_;
   uint64_t num_steps_ = 0;
+  /// Sequences with a scripted reply (token_stream.hpp scripted_reply): the
+  /// reply and the sample_position of its first token. Found in the prefill
+  /// chunk that samples only: the script must be in the prompt's last chunk
+  /// (prompts within max_num_batched_tokens, and not cached up to the script:
+  /// tests start each prompt with something unique). An entry goes once its
+  /// EOS is out.
+  struct script {
+    std::vector<uint32_t> reply;
+    uint32_t base = 0;
+  };
+  std::unordered_map<uint64_t, script> scripts_;
 };
 
 /// An engine_core over a mock_executor configured by `cfg`. `base` supplies what

@@ -1,5 +1,7 @@
 #include "runtime/mocker/token_stream.hpp"
 
+#include <string_view>
+
 #include "kernels/counter_rng.hpp"
 
 namespace dynamo::mocker {
@@ -17,6 +19,28 @@ uint32_t next_token(uint32_t prev, uint32_t position, uint64_t stream) noexcept 
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   x ^= x >> 31;
   return first_token + static_cast<uint32_t>(x % (last_token - first_token + 1));
+}
+
+std::optional<std::vector<uint32_t>> scripted_reply(std::span<const uint32_t> tokens) {
+  static constexpr std::string_view open = "<mock_reply>", close = "</mock_reply>";
+  auto matches = [&](size_t at, std::string_view s) {
+    if (at + s.size() > tokens.size())
+      return false;
+    for (size_t k = 0; k < s.size(); ++k)
+      if (tokens[at + k] != static_cast<unsigned char>(s[k]))
+        return false;
+    return true;
+  };
+  for (size_t i = tokens.size(); i-- > 0;) {
+    if (!matches(i, open))
+      continue;
+    for (size_t j = i + open.size(); j < tokens.size(); ++j)
+      if (matches(j, close))
+        return std::vector<uint32_t>(tokens.begin() + static_cast<ptrdiff_t>(i + open.size()),
+                                     tokens.begin() + static_cast<ptrdiff_t>(j));
+    return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 std::vector<uint32_t> continuation(std::span<const uint32_t> tokens, uint32_t n, uint64_t stream) {

@@ -26,6 +26,12 @@ inline constexpr uint32_t last_token = 126; ///< '~'
 /// extends) after `prev`, in `stream`.
 [[nodiscard]] uint32_t next_token(uint32_t prev, uint32_t position, uint64_t stream = 0) noexcept;
 
+/// Scripted replies, for deterministic API tests (tool calls, reasoning): when
+/// `tokens` (byte tokens) hold "<mock_reply>TEXT</mock_reply>", the last such
+/// TEXT's bytes, which the sequence then emits instead of its pseudo-random
+/// stream (and then EOS); nullopt otherwise.
+[[nodiscard]] std::optional<std::vector<uint32_t>> scripted_reply(std::span<const uint32_t> tokens);
+
 /// The `n` tokens the mocker generates after `tokens` in `stream`.
 /// REQUIRES: !tokens.empty().
 [[nodiscard]] std::vector<uint32_t> continuation(std::span<const uint32_t> tokens, uint32_t n,

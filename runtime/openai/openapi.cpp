@@ -95,10 +95,11 @@ constexpr std::string_view document = R"json({
           "stop_token_ids": {"type": "array", "maxItems": 32, "items": {"type": "integer", "minimum": 0}, "description": "More token ids that end generation (kept with ignore_eos), as vLLM."},
           "logprobs": {"type": "boolean", "default": false, "description": "Log-probabilities of the sampled distribution (after logit_bias, penalties and temperature; before top-k/top-p/min-p)."},
           "top_logprobs": {"type": "integer", "minimum": 0, "maximum": 20, "description": "Alternatives per token; requires logprobs=true."},
-          "tools": {"type": "array", "items": {"type": "object"}, "description": "Neutral only: []."},
-          "tool_choice": {"type": "string", "enum": ["none", "auto"], "description": "Neutral only."},
+          "tools": {"type": "array", "items": {"type": "object", "required": ["type", "function"], "properties": {"type": {"type": "string", "enum": ["function"]}, "function": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string", "pattern": "^[a-zA-Z0-9_-]{1,64}$"}, "description": {"type": "string"}, "parameters": {"type": "object"}, "strict": {"type": "boolean"}}}}}, "description": "Rendered through the model's chat template; calls are parsed from the output (docs/TOOLS.md)."},
+          "tool_choice": {"oneOf": [{"type": "string", "enum": ["none", "auto", "required"]}, {"type": "object", "required": ["type", "function"], "properties": {"type": {"type": "string", "enum": ["function"]}, "function": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}}}], "description": "required / named: decoding is constrained to a call (guided decoding)."},
+          "chat_template_kwargs": {"type": "object", "description": "Extra chat template variables, e.g. {\"enable_thinking\": false}."},
           "response_format": {"type": "object", "properties": {"type": {"type": "string", "enum": ["text"]}}, "description": "Neutral only: {\"type\":\"text\"}."},
-          "parallel_tool_calls": {"type": "boolean", "description": "Accepted; no effect without tools."}
+          "parallel_tool_calls": {"type": "boolean", "default": true, "description": "false: at most one call."}
         }
       },
       "CompletionRequest": {

@@ -101,20 +101,78 @@ expected<protocol::preprocessed_request> build(std::vector<uint32_t> ids,
   return r;
 }
 
+/// A marker that the vocabulary holds as one control token (its text is
+/// dropped by default detokenization).
+bool is_control_token(const tok::tokenizer& tk, std::string_view marker) {
+  auto ids = tk.encode(marker, /*parse_special=*/true);
+  return ids.size() == 1 && tk.token_bytes(ids[0], false).empty() &&
+         tk.token_bytes(ids[0], true) == marker;
+}
+
+bool ends_in_think(std::string_view prompt) {
+  while (!prompt.empty() && (prompt.back() == '\n' || prompt.back() == ' ' || prompt.back() == '\r'))
+    prompt.remove_suffix(1);
+  return prompt.ends_with("<think>");
+}
+
+/// {"name", "parameters"} of the functions a forced call may use.
+nlohmann::ordered_json forced_functions(const chat_request& req) {
+  auto out = nlohmann::ordered_json::array();
+  for (const auto& t : req.chat.tools) {
+    const auto& fn = t.at("function");
+    const auto name = fn.at("name").get<std::string>();
+    if (req.tool_choice == tool_choice_mode::named && name != req.tool_name)
+      continue;
+    auto params = fn.find("parameters");
+    out.push_back({{"name", name},
+                   {"parameters", params != fn.end() && !params->is_null()
+                                    ? *params
+                                    : nlohmann::ordered_json{{"type", "object"}, {"properties", nlohmann::ordered_json::object()}}}});
+  }
+  return out;
+}
+
 } // namespace
 
 expected<protocol::preprocessed_request>
 preprocess_chat(const chat_request& req, const protocol::model_card& card, const tok::tokenizer& tk,
-                const tok::chat_template& tmpl, std::string request_id) {
-  auto text = tmpl.render(req.messages, /*add_generation_prompt=*/true);
+                const tok::chat_template& tmpl, std::string request_id, const output_format& fmt,
+                chat_parsing* parsing) {
+  tok::chat_input in = req.chat;
+  in.add_generation_prompt = true;
+  auto text = tmpl.render(in);
   if (!text) {
     if (code_of(text.error()) == errc::invalid_argument)
       return field_error(errc::invalid_argument, "messages", codes::invalid_value,
                          message_of(text.error()));
     return std::move(text.error());
   }
-  return build(encode_text(std::move(*text), tk, /*parse_special=*/true), req.params, card, tk,
-               std::move(request_id), "messages");
+  const bool tools = !req.chat.tools.is_null() && req.tool_choice != tool_choice_mode::none;
+  const bool forced = tools && (req.tool_choice == tool_choice_mode::required ||
+                                req.tool_choice == tool_choice_mode::named);
+  tool_format tf = fmt.tools;
+  if (forced && tf == tool_format::none)
+    tf = tool_format::hermes; // the generic form, for the grammar and the parser alike
+  chat_parsing plan;
+  plan.parser.tools = tools ? tf : tool_format::none;
+  plan.parser.reasoning = fmt.reasoning;
+  plan.parser.starts_in_reasoning = fmt.reasoning && ends_in_think(*text);
+  if (plan.parser.tools == tool_format::mistral)
+    plan.include_special = is_control_token(tk, "[TOOL_CALLS]");
+  else if (plan.parser.tools == tool_format::llama3_json)
+    plan.include_special = is_control_token(tk, "<|python_tag|>");
+  auto r = build(encode_text(std::move(*text), tk, /*parse_special=*/true), req.params, card, tk,
+                 std::move(request_id), "messages");
+  if (!r)
+    return r;
+  if (forced) {
+    r->sampling.guided.kind = protocol::guided_kind::tool_calls;
+    r->sampling.guided.spec = tool_calls_spec(
+      tf, forced_functions(req), req.tool_choice == tool_choice_mode::required && req.parallel_tool_calls);
+  }
+  if (parsing)
+    *parsing = plan;
+  return r;
 }
 
 expected<protocol::preprocessed_request>

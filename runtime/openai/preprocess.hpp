@@ -8,6 +8,8 @@
 #pragma once
 
 #include "runtime/core/error.hpp"
+#include "runtime/openai/output_format.hpp"
+#include "runtime/openai/output_parser.hpp"
 #include "runtime/openai/request.hpp"
 #include "runtime/protocol/llm.hpp"
 #include "runtime/protocol/model_card.hpp"
@@ -18,6 +20,16 @@
 
 namespace dynamo::openai {
 
+/// How a chat request's output is to be parsed (preprocess_chat decides).
+struct chat_parsing {
+  output_parser::options parser; ///< tools none unless the request offers tools (not tool_choice none)
+  bool include_special = false;  ///< the call marker is a control token: keep control tokens' text
+};
+
+/// The chat is rendered with its tools and chat_template_kwargs; `fmt` (the
+/// model's output_format) decides the parsing (`parsing`, when given) and,
+/// for tool_choice required / named, sampling.guided (a tool_calls spec in
+/// that format; named: that function only, one call).
 /// Errors: invalid_argument (code context_length_exceeded when the prompt,
 /// or prompt + max_tokens, does not fit; invalid_value for an empty prompt or
 /// a token id >= vocab size in the prompt, logit_bias or stop_token_ids),
@@ -25,7 +37,8 @@ namespace dynamo::openai {
 /// for a card without a context length.
 [[nodiscard]] expected<protocol::preprocessed_request>
 preprocess_chat(const chat_request& req, const protocol::model_card& card,
-                const tok::tokenizer& tk, const tok::chat_template& tmpl, std::string request_id);
+                const tok::tokenizer& tk, const tok::chat_template& tmpl, std::string request_id,
+                const output_format& fmt = {}, chat_parsing* parsing = nullptr);
 
 [[nodiscard]] expected<protocol::preprocessed_request>
 preprocess_completion(const completion_request& req, const protocol::model_card& card,

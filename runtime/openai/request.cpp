@@ -14,13 +14,14 @@ namespace {
 
 constexpr int64_t u32_max = std::numeric_limits<uint32_t>::max();
 
-constexpr std::array<std::string_view, 27> chat_fields = {
+constexpr std::array<std::string_view, 28> chat_fields = {
   "model", "messages", "max_tokens", "max_completion_tokens", "min_tokens", "temperature",
   "top_p", "top_k", "min_p", "seed", "stop", "stop_token_ids", "n", "stream", "stream_options",
   "ignore_eos", "user", "frequency_penalty", "presence_penalty", "repetition_penalty",
-  "logit_bias", "logprobs", "top_logprobs",
+  "logit_bias", "logprobs", "top_logprobs", "tools", "tool_choice", "parallel_tool_calls",
+  "chat_template_kwargs",
   // accepted at their neutral value only
-  "tools", "tool_choice", "response_format", "parallel_tool_calls"};
+  "response_format"};
 
 constexpr std::array<std::string_view, 24> completion_fields = {
   "model", "prompt", "max_tokens", "min_tokens", "temperature", "top_p", "top_k", "min_p", "seed",

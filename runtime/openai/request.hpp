@@ -9,8 +9,10 @@
 //    min_tokens, temperature, top_p, top_k, min_p, seed, stop, stop_token_ids,
 //    n (1..128), presence_penalty, frequency_penalty, repetition_penalty,
 //    logit_bias, logprobs (+ top_logprobs for chat), stream,
-//    stream_options.include_usage, ignore_eos, user;
-//  - known OpenAI fields we do not implement (tools, response_format, echo,
+//    stream_options.include_usage, ignore_eos, user; chat: tools,
+//    tool_choice, parallel_tool_calls, chat_template_kwargs, assistant
+//    tool_calls and tool messages in the history (docs/TOOLS.md);
+//  - known OpenAI fields we do not implement (response_format, echo,
 //    best_of != n, suffix, ...) are accepted only at their neutral value;
 //    anything else is 400 `unsupported_value`, so a client never silently
 //    gets different behaviour than it asked for;
@@ -67,9 +69,21 @@ struct generation_params {
   std::optional<std::string> user; ///< non-empty when present
 };
 
+/// tool_choice: "none" (tools are still rendered, as vLLM, but the output is
+/// not parsed for calls), "auto", "required" or a named function.
+enum class tool_choice_mode : uint8_t { none, automatic, required, named };
+
 struct chat_request {
   std::string model;
-  std::vector<tok::chat_message> messages; ///< non-empty; text parts joined with "\n"
+  /// What the chat template renders: messages (non-empty; each content a
+  /// string with text parts joined by "\n", "" for an assistant turn without
+  /// content; tool_calls with arguments as an object when they parse as one,
+  /// as vLLM passes them), tools (null without tools), kwargs
+  /// (chat_template_kwargs), add_generation_prompt.
+  tok::chat_input chat;
+  tool_choice_mode tool_choice = tool_choice_mode::automatic; ///< none when no tools
+  std::string tool_name;            ///< the named function (tool_choice named)
+  bool parallel_tool_calls = true;
   generation_params params;
 };
 

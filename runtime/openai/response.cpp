@@ -19,7 +19,9 @@ std::string dump(const ojson& j) {
   return j.dump(-1, ' ', false, ojson::error_handler_t::replace);
 }
 
-ojson finish_json(protocol::finish_reason r) {
+ojson finish_json(protocol::finish_reason r, bool tool_calls = false) {
+  if (tool_calls && r == protocol::finish_reason::stop)
+    return "tool_calls";
   auto text = finish_reason_text(r);
   return text.empty() ? ojson(nullptr) : ojson(text);
 }
@@ -133,12 +135,25 @@ std::string chat_completion_body(const response_meta& meta, std::span<const choi
                                  const usage_counts& usage) {
   auto j = envelope(meta, "chat.completion");
   auto list = ojson::array();
-  for (const choice_result& c : choices)
-    list.push_back(ojson{
-      {"index", c.index},
-      {"message", {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}}},
-      {"logprobs", chat_logprobs_json(logprobs_of(c))},
-      {"finish_reason", finish_json(c.finish)}});
+  for (const choice_result& c : choices) {
+    ojson message{{"role", "assistant"},
+                  {"content", c.text.empty() && c.null_empty_content ? ojson(nullptr) : ojson(c.text)},
+                  {"refusal", nullptr}};
+    if (!c.reasoning.empty())
+      message["reasoning_content"] = c.reasoning;
+    if (!c.tool_calls.empty()) {
+      auto calls = ojson::array();
+      for (const tool_call& t : c.tool_calls)
+        calls.push_back(ojson{{"id", t.id},
+                              {"type", "function"},
+                              {"function", {{"name", t.name}, {"arguments", t.arguments}}}});
+      message["tool_calls"] = std::move(calls);
+    }
+    list.push_back(ojson{{"index", c.index},
+                         {"message", std::move(message)},
+                         {"logprobs", chat_logprobs_json(logprobs_of(c))},
+                         {"finish_reason", finish_json(c.finish, !c.tool_calls.empty())}});
+  }
   j["choices"] = std::move(list);
   j["usage"] = usage_json(usage);
   return dump(j);
@@ -155,9 +170,48 @@ std::string chat_content_chunk(const response_meta& meta, uint32_t index, std::s
                     protocol::finish_reason::none, usage_null);
 }
 
+std::vector<std::string> chat_delta_chunks(const response_meta& meta, uint32_t index,
+                                           const output_delta& d,
+                                           const std::vector<logprob_entry>* logprobs,
+                                           bool usage_null) {
+  std::vector<std::string> out;
+  auto add = [&](ojson delta) {
+    ojson lp = out.empty() ? chat_logprobs_json(logprobs) : ojson(nullptr);
+    out.push_back(chat_chunk(meta, index, std::move(delta), std::move(lp),
+                             protocol::finish_reason::none, usage_null));
+  };
+  if (!d.reasoning.empty())
+    add(ojson{{"reasoning_content", d.reasoning}});
+  if (!d.content.empty())
+    add(ojson{{"content", d.content}});
+  for (const tool_call_delta& c : d.calls) {
+    ojson call{{"index", c.index}};
+    ojson fn = ojson::object();
+    if (c.id) {
+      call["id"] = *c.id;
+      call["type"] = "function";
+    }
+    if (c.name)
+      fn["name"] = *c.name;
+    fn["arguments"] = c.arguments;
+    call["function"] = std::move(fn);
+    add(ojson{{"tool_calls", ojson::array({std::move(call)})}});
+  }
+  if (out.empty() && logprobs != nullptr && !logprobs->empty())
+    add(ojson{{"content", ""}});
+  return out;
+}
+
 std::string chat_finish_chunk(const response_meta& meta, uint32_t index,
-                              protocol::finish_reason finish, bool usage_null) {
-  return chat_chunk(meta, index, ojson::object(), nullptr, finish, usage_null);
+                              protocol::finish_reason finish, bool usage_null, bool tool_calls) {
+  auto j = envelope(meta, "chat.completion.chunk");
+  j["choices"] = ojson::array({ojson{{"index", index},
+                                     {"delta", ojson::object()},
+                                     {"logprobs", nullptr},
+                                     {"finish_reason", finish_json(finish, tool_calls)}}});
+  if (usage_null)
+    j["usage"] = nullptr;
+  return dump(j);
 }
 
 std::string chat_usage_chunk(const response_meta& meta, const usage_counts& usage) {

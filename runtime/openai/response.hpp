@@ -5,6 +5,7 @@
 // Pure functions; any thread.
 #pragma once
 
+#include "runtime/openai/output_parser.hpp"
 #include "runtime/protocol/llm.hpp"
 
 #include <cstdint>
@@ -53,9 +54,14 @@ struct logprob_entry {
 /// One finished choice of a whole (non-streamed) response.
 struct choice_result {
   uint32_t index = 0;
-  std::string text;
+  std::string text;      ///< chat: the content outside reasoning and tool calls
   protocol::finish_reason finish = protocol::finish_reason::none;
   std::optional<std::vector<logprob_entry>> logprobs; ///< set when they were asked for
+  std::string reasoning; ///< chat: reasoning_content (omitted when empty)
+  std::vector<tool_call> tool_calls; ///< chat: message.tool_calls (omitted when empty)
+  /// chat: content is null when empty (a parser was active: the text went to
+  /// reasoning or tool calls); else "" stays "".
+  bool null_empty_content = false;
 };
 
 /// "stop", "length", "cancelled", "error"; "" for none (rendered as null).
@@ -66,8 +72,9 @@ struct choice_result {
 
 // -- /v1/chat/completions -----------------------------------------------------
 
-/// Whole response (stream=false): message {role, content, refusal: null},
-/// logprobs {content: [...], refusal: null} or null.
+/// Whole response (stream=false): message {role, content, refusal: null,
+/// [reasoning_content], [tool_calls]}, logprobs {content: [...], refusal:
+/// null} or null; finish_reason "tool_calls" when a choice that stopped made calls.
 [[nodiscard]] std::string chat_completion_body(const response_meta& meta,
                                                std::span<const choice_result> choices,
                                                const usage_counts& usage);
@@ -81,8 +88,17 @@ struct choice_result {
                                              std::string_view text,
                                              const std::vector<logprob_entry>* logprobs,
                                              bool usage_null);
+/// A parsed piece: one chunk per kind (reasoning_content, content, each
+/// tool_calls delta, in that order); `logprobs` go on the first. Empty
+/// `d` with logprobs: one chunk with content "".
+[[nodiscard]] std::vector<std::string> chat_delta_chunks(const response_meta& meta, uint32_t index,
+                                                         const output_delta& d,
+                                                         const std::vector<logprob_entry>* logprobs,
+                                                         bool usage_null);
+/// `tool_calls`: the choice made calls, so a stop is reported as "tool_calls".
 [[nodiscard]] std::string chat_finish_chunk(const response_meta& meta, uint32_t index,
-                                            protocol::finish_reason finish, bool usage_null);
+                                            protocol::finish_reason finish, bool usage_null,
+                                            bool tool_calls = false);
 [[nodiscard]] std::string chat_usage_chunk(const response_meta& meta, const usage_counts& usage);
 
 // -- /v1/completions ----------------------------------------------------------

@@ -8,8 +8,10 @@ response_assembler::response_assembler(const tok::tokenizer& tk, response_meta m
   : meta_(std::move(meta)), opts_(std::move(o)), open_(std::max(1u, opts_.n)) {
   texts_.reserve(open_);
   results_.resize(open_);
+  parsers_.reserve(open_);
   for (uint32_t i = 0; i < open_; ++i) {
-    texts_.emplace_back(tk, opts_.stop, opts_.stop_token_ids, opts_.logprobs);
+    texts_.emplace_back(tk, opts_.stop, opts_.stop_token_ids, opts_.logprobs, opts_.include_special);
+    parsers_.emplace_back(opts_.parse);
     results_[i].index = i;
     if (opts_.logprobs)
       results_[i].logprobs.emplace();
@@ -24,8 +26,43 @@ std::vector<std::string> response_assembler::opening() const {
   return out;
 }
 
+void response_assembler::apply_parsed(uint32_t index, text_stream::step& s, update& u) {
+  output_parser& p = parsers_[index];
+  output_delta d = p.push(s.text);
+  if (s.done) {
+    output_delta last = p.finish();
+    d.reasoning += last.reasoning;
+    d.content += last.content;
+    std::move(last.calls.begin(), last.calls.end(), std::back_inserter(d.calls));
+  }
+  choice_result& r = results_[index];
+  if (opts_.stream) {
+    auto chunks = chat_delta_chunks(meta_, index, d, opts_.logprobs ? &s.logprobs : nullptr,
+                                    opts_.include_usage);
+    std::move(chunks.begin(), chunks.end(), std::back_inserter(u.events));
+    if (s.done)
+      u.events.push_back(chat_finish_chunk(meta_, index, s.finish, opts_.include_usage,
+                                           !p.calls().empty()));
+  } else {
+    r.reasoning += d.reasoning;
+    r.text += d.content;
+    if (r.logprobs)
+      std::move(s.logprobs.begin(), s.logprobs.end(), std::back_inserter(*r.logprobs));
+    if (s.done) {
+      r.tool_calls = p.calls();
+      r.null_empty_content = true;
+    }
+  }
+  if (s.done) {
+    r.finish = s.finish;
+    --open_;
+  }
+}
+
 void response_assembler::apply(uint32_t index, text_stream::step s, update& u) {
   u.tokens += s.tokens;
+  if (opts_.chat && parsers_[index].active())
+    return apply_parsed(index, s, u);
   choice_result& r = results_[index];
   if (opts_.stream) {
     const auto* lp = opts_.logprobs ? &s.logprobs : nullptr;

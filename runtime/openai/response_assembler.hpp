@@ -2,10 +2,13 @@
 // text_stream per choice (n of them, chunks routed by engine_output::index),
 // the streamed payloads (chat role chunks, content with logprobs, each
 // choice's finish, usage) or the whole body, and usage over all choices (the
-// prompt counted once). Owned by one request actor; not thread-safe.
+// prompt counted once). Chat choices go through an output_parser when one is
+// active (reasoning_content, tool_calls; finish_reason "tool_calls").
+// Owned by one request actor; not thread-safe.
 #pragma once
 
 #include "runtime/core/error.hpp"
+#include "runtime/openai/output_parser.hpp"
 #include "runtime/openai/response.hpp"
 #include "runtime/openai/text_stream.hpp"
 #include "runtime/protocol/llm.hpp"
@@ -28,6 +31,10 @@ public:
     std::vector<std::string> stop;       ///< stop strings
     std::vector<uint32_t> stop_token_ids; ///< the request's stop_conditions (see text_stream)
     uint32_t prompt_tokens = 0;
+    /// Control tokens' text stays in the text (tool-call markers that are
+    /// control tokens: Mistral's [TOOL_CALLS], Llama's <|python_tag|>).
+    bool include_special = false;
+    output_parser::options parse;        ///< chat: reasoning / tool-call parsing (each choice alone)
   };
 
   /// `tk` must outlive this object.
@@ -64,10 +71,13 @@ public:
 private:
   /// Applies one choice's step: payloads (stream) or accumulation (unary).
   void apply(uint32_t index, text_stream::step s, update& u);
+  /// apply() for a chat choice whose text goes through its output_parser.
+  void apply_parsed(uint32_t index, text_stream::step& s, update& u);
 
   response_meta meta_;
   options opts_;
   std::vector<text_stream> texts_;
+  std::vector<output_parser> parsers_; ///< one per choice (chat)
   std::vector<choice_result> results_; ///< unary: the choices so far
   uint32_t open_ = 0;                  ///< choices not complete
 };

@@ -14,8 +14,8 @@ uint32_t code_points(std::string_view utf8) {
 } // namespace
 
 text_stream::text_stream(const tok::tokenizer& tk, std::vector<std::string> stop_strings,
-                         std::vector<uint32_t> stop_token_ids, bool logprobs)
-  : tk_(&tk), detok_(tk), stops_(std::move(stop_strings)),
+                         std::vector<uint32_t> stop_token_ids, bool logprobs, bool include_special)
+  : tk_(&tk), detok_(tk, include_special), stops_(std::move(stop_strings)),
     stop_token_ids_(std::move(stop_token_ids)), logprobs_(logprobs) {}
 
 logprob_entry text_stream::entry(const protocol::engine_output& out, size_t i) const {

@@ -23,8 +23,10 @@ public:
   /// with `stop` on one of them contributes neither its text nor its
   /// logprobs (as vLLM). With `logprobs`, step::logprobs lists every token
   /// whose text is released (chunks must then carry engine_output::logprobs).
+  /// `include_special`: control tokens give their text (for tool-call markers).
   text_stream(const tok::tokenizer& tk, std::vector<std::string> stop_strings,
-              std::vector<uint32_t> stop_token_ids = {}, bool logprobs = false);
+              std::vector<uint32_t> stop_token_ids = {}, bool logprobs = false,
+              bool include_special = false);
 
   struct step {
     std::string text;     ///< text released by this chunk (may be empty)

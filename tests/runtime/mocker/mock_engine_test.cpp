@@ -119,6 +119,20 @@ BOOST_AUTO_TEST_CASE(generates_the_continuation_stream) {
   BOOST_TEST(out["a"].finish == finish_reason::length);
 }
 
+BOOST_AUTO_TEST_CASE(a_scripted_prompt_gets_its_reply_then_eos) {
+  auto cfg = tiny();
+  cfg.max_num_batched_tokens = 64; // the script must be in the chunk that samples
+  auto core = engine_of(cfg);
+  const std::string prompt = "user: x <mock_reply>{\"a\": 1}</mock_reply>\n";
+  auto req = request("a", std::vector<uint32_t>(prompt.begin(), prompt.end()), 20);
+  req.stop.stop_token_ids = {256};
+  BOOST_REQUIRE(core->add_request(req));
+  auto out = test::run(*core);
+  const std::vector<uint32_t> want = {'{', '"', 'a', '"', ':', ' ', '1', '}', 256};
+  BOOST_TEST(out["a"].tokens == want, boost::test_tools::per_element());
+  BOOST_TEST(out["a"].finish == finish_reason::stop);
+}
+
 BOOST_AUTO_TEST_CASE(preempted_requests_resume_with_identical_tokens) {
   auto core = engine_of(tiny(8)); // 32 tokens of KV for 4 requests of 18 tokens each
   std::map<std::string, std::vector<uint32_t>> prompts;

@@ -21,6 +21,18 @@ BOOST_AUTO_TEST_CASE(next_token_is_printable_ascii_and_pure) {
   BOOST_TEST(seen.size() == 95u); // every printable character occurs
 }
 
+BOOST_AUTO_TEST_CASE(scripted_reply_is_the_last_complete_mock_reply) {
+  auto ids = [](std::string_view s) { return std::vector<uint32_t>(s.begin(), s.end()); };
+  BOOST_TEST(!mocker::scripted_reply(ids("no script here")));
+  BOOST_TEST(!mocker::scripted_reply(ids("<mock_reply>open only")));
+  auto r = mocker::scripted_reply(ids("a<mock_reply>one</mock_reply> b <mock_reply>two</mock_reply>\n"));
+  BOOST_REQUIRE(r);
+  BOOST_TEST(*r == ids("two"), boost::test_tools::per_element());
+  r = mocker::scripted_reply(ids("<mock_reply></mock_reply>"));
+  BOOST_REQUIRE(r);
+  BOOST_TEST(r->empty());
+}
+
 BOOST_AUTO_TEST_CASE(next_token_depends_on_previous_token_and_position) {
   BOOST_TEST(mocker::next_token(65, 10) != mocker::next_token(66, 10));
   BOOST_TEST(mocker::next_token(65, 10) != mocker::next_token(65, 11));

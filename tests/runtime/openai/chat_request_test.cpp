@@ -24,9 +24,12 @@ BOOST_AUTO_TEST_CASE(minimal_request_gets_defaults) {
   auto r = chat("");
   BOOST_REQUIRE(r);
   BOOST_TEST(r->model == "m");
-  BOOST_REQUIRE_EQUAL(r->messages.size(), 1u);
-  BOOST_TEST(r->messages[0].role == "user");
-  BOOST_TEST(r->messages[0].content == "hi");
+  BOOST_REQUIRE_EQUAL(r->chat.messages.size(), 1u);
+  BOOST_TEST(r->chat.messages[0]["role"] == "user");
+  BOOST_TEST(r->chat.messages[0]["content"] == "hi");
+  BOOST_TEST(r->chat.tools.is_null());
+  BOOST_TEST(r->chat.kwargs.empty());
+  BOOST_TEST((r->tool_choice == tool_choice_mode::none));
   BOOST_TEST(!r->params.max_tokens);
   BOOST_TEST(!r->params.temperature);
   BOOST_TEST(!r->params.stream);
@@ -76,9 +79,9 @@ BOOST_AUTO_TEST_CASE(content_parts_are_joined_with_newlines) {
       {"role":"system","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},
       {"role":"assistant","content":null},{"role":"developer","content":"d"}]})");
   BOOST_REQUIRE(r);
-  BOOST_TEST(r->messages[0].content == "a\nb");
-  BOOST_TEST(r->messages[1].content == "");
-  BOOST_TEST(r->messages[2].role == "developer");
+  BOOST_TEST(r->chat.messages[0]["content"] == "a\nb");
+  BOOST_TEST(r->chat.messages[1]["content"] == "");
+  BOOST_TEST(r->chat.messages[2]["role"] == "developer");
 }
 
 BOOST_AUTO_TEST_CASE(malformed_json_is_400_invalid_json) {
@@ -135,9 +138,18 @@ BOOST_AUTO_TEST_CASE(non_text_content_parts_are_unsupported) {
       {"text":"x"}]}]})"), 400, "messages[0].content[0].type", "missing_required_parameter");
 }
 
-BOOST_AUTO_TEST_CASE(tool_calls_in_messages_are_unsupported) {
+BOOST_AUTO_TEST_CASE(malformed_tool_calls_in_messages_are_400) {
   check_error(parse_chat_request(R"({"model":"m","messages":[{"role":"assistant","content":null,
-      "tool_calls":[{"id":"1"}]}]})"), 400, "messages[0].tool_calls", "unsupported_value");
+      "tool_calls":[{"id":"1"}]}]})"), 400, "messages[0].tool_calls[0].function",
+              "missing_required_parameter");
+  check_error(parse_chat_request(R"({"model":"m","messages":[{"role":"assistant","tool_calls":
+      [{"id":"1","type":"function","function":{"name":"f","arguments":5}}]}]})"), 400,
+              "messages[0].tool_calls[0].function.arguments", "invalid_type");
+  check_error(parse_chat_request(R"({"model":"m","messages":[{"role":"user","content":"x",
+      "tool_calls":[{"id":"1","type":"function","function":{"name":"f"}}]}]})"), 400,
+              "messages[0].tool_calls", "invalid_value");
+  check_error(parse_chat_request(R"({"model":"m","messages":[{"role":"tool","content":"x"}]})"),
+              400, "messages[0].tool_call_id", "missing_required_parameter");
 }
 
 BOOST_AUTO_TEST_CASE(temperature_is_between_0_and_2) {
@@ -266,10 +278,106 @@ BOOST_AUTO_TEST_CASE(unimplemented_fields_are_accepted_only_at_neutral_values) {
                      "min_p":0,"logit_bias":{},"logprobs":false,"tools":[],
                      "tool_choice":"none","response_format":{"type":"text"},
                      "parallel_tool_calls":true)")));
-  check_error(chat(R"("tools":[{"type":"function"}])"), 400, "tools", "unsupported_value");
-  check_error(chat(R"("tool_choice":"required")"), 400, "tool_choice", "unsupported_value");
   check_error(chat(R"("response_format":{"type":"json_object"})"), 400, "response_format.type",
               "unsupported_value");
+}
+
+namespace {
+
+const std::string weather_tool =
+  R"({"type":"function","function":{"name":"get_weather","description":"d","strict":true,
+      "parameters":{"type":"object","properties":{"city":{"type":"string"},
+      "days":{"type":["integer","null"]}},"required":["city"]}}})";
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(tools_and_tool_choice_are_read) {
+  auto r = chat(R"("tools":[)" + weather_tool + R"(])");
+  BOOST_REQUIRE(test::ok(r));
+  BOOST_TEST((r->tool_choice == tool_choice_mode::automatic));
+  BOOST_TEST(r->parallel_tool_calls);
+  BOOST_REQUIRE_EQUAL(r->chat.tools.size(), 1u);
+  // Key order as sent (the template prints the schema with tojson).
+  BOOST_TEST(r->chat.tools[0]["function"].dump().starts_with(R"({"name":"get_weather","description")"));
+  r = chat(R"("tools":[)" + weather_tool + R"(],"tool_choice":"required","parallel_tool_calls":false)");
+  BOOST_REQUIRE(test::ok(r));
+  BOOST_TEST((r->tool_choice == tool_choice_mode::required));
+  BOOST_TEST(!r->parallel_tool_calls);
+  r = chat(R"("tools":[)" + weather_tool +
+           R"(],"tool_choice":{"type":"function","function":{"name":"get_weather"}})");
+  BOOST_REQUIRE(test::ok(r));
+  BOOST_TEST((r->tool_choice == tool_choice_mode::named));
+  BOOST_TEST(r->tool_name == "get_weather");
+  r = chat(R"("tools":[)" + weather_tool + R"(],"tool_choice":"none")");
+  BOOST_REQUIRE(test::ok(r));
+  BOOST_TEST((r->tool_choice == tool_choice_mode::none));
+  BOOST_TEST(r->chat.tools.size() == 1u); // still rendered, as vLLM
+  BOOST_TEST((chat(R"("tool_choice":"auto")")->tool_choice == tool_choice_mode::none));
+}
+
+BOOST_AUTO_TEST_CASE(bad_tools_are_400_naming_the_field) {
+  check_error(chat(R"("tools":{})"), 400, "tools", "invalid_type");
+  check_error(chat(R"("tools":[{"type":"retrieval"}])"), 400, "tools[0].type", "invalid_value");
+  check_error(chat(R"("tools":[{"type":"function"}])"), 400, "tools[0].function",
+              "missing_required_parameter");
+  check_error(chat(R"("tools":[{"type":"function","function":{}}])"), 400, "tools[0].function.name",
+              "missing_required_parameter");
+  check_error(chat(R"("tools":[{"type":"function","function":{"name":"a b"}}])"), 400,
+              "tools[0].function.name", "invalid_value");
+  check_error(chat(R"("tools":[{"type":"function","function":{"name":"f"}},
+                               {"type":"function","function":{"name":"f"}}])"),
+              400, "tools[1].function.name", "invalid_value");
+  check_error(chat(R"("tools":[{"type":"function","function":{"name":"f","parameters":[]}}])"), 400,
+              "tools[0].function.parameters", "invalid_type");
+  check_error(chat(R"("tools":[{"type":"function","function":{"name":"f","parameters":
+                   {"type":"object","properties":{"x":{"type":"str"}}}}}])"),
+              400, "tools[0].function.parameters.properties.x.type", "invalid_value");
+  check_error(chat(R"("tools":[{"type":"function","function":{"name":"f","parameters":
+                   {"type":"object","properties":{"x":{"type":"array","items":{"type":5}}}}}}])"),
+              400, "tools[0].function.parameters.properties.x.items.type", "invalid_value");
+  check_error(chat(R"("tools":[{"type":"function","function":{"name":"f","strict":"yes"}}])"), 400,
+              "tools[0].function.strict", "invalid_type");
+}
+
+BOOST_AUTO_TEST_CASE(bad_tool_choice_is_400) {
+  const std::string tools = R"("tools":[)" + weather_tool + "],";
+  check_error(chat(tools + R"("tool_choice":"always")"), 400, "tool_choice", "invalid_value");
+  check_error(chat(tools + R"("tool_choice":1)"), 400, "tool_choice", "invalid_type");
+  check_error(chat(tools + R"("tool_choice":{"type":"function","function":{"name":"nope"}})"), 400,
+              "tool_choice.function.name", "invalid_value");
+  check_error(chat(tools + R"("tool_choice":{"type":"function"})"), 400, "tool_choice.function",
+              "missing_required_parameter");
+  check_error(chat(R"("tool_choice":"required")"), 400, "tool_choice", "invalid_value");
+  check_error(chat(R"("tool_choice":{"type":"function","function":{"name":"f"}})"), 400,
+              "tool_choice.function.name", "invalid_value");
+  check_error(chat(tools + R"("parallel_tool_calls":"yes")"), 400, "parallel_tool_calls", "invalid_type");
+}
+
+BOOST_AUTO_TEST_CASE(tool_history_reaches_the_template_as_vllm_passes_it) {
+  auto r = parse_chat_request(R"({"model":"m","messages":[
+      {"role":"user","content":"weather?"},
+      {"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function",
+        "function":{"name":"get_weather","arguments":"{\"city\": \"Paris\", \"days\": 2}"}}]},
+      {"role":"tool","tool_call_id":"call_1","content":[{"type":"text","text":"21C"}]},
+      {"role":"assistant","tool_calls":[{"id":"c2","type":"function",
+        "function":{"name":"f","arguments":"not json"}}]}]})");
+  BOOST_REQUIRE(test::ok(r));
+  const auto& m = r->chat.messages;
+  BOOST_TEST(m[1]["content"] == "");
+  BOOST_TEST(m[1]["tool_calls"][0]["function"]["arguments"].dump() == R"({"city":"Paris","days":2})");
+  BOOST_TEST(m[1]["tool_calls"][0]["id"] == "call_1");
+  BOOST_TEST(m[2]["content"] == "21C");
+  BOOST_TEST(m[2]["tool_call_id"] == "call_1");
+  BOOST_TEST(m[3]["tool_calls"][0]["function"]["arguments"] == "not json"); // kept as sent
+}
+
+BOOST_AUTO_TEST_CASE(chat_template_kwargs_must_be_an_object_of_free_names) {
+  auto r = chat(R"("chat_template_kwargs":{"enable_thinking":false,"a":[1]})");
+  BOOST_REQUIRE(test::ok(r));
+  BOOST_TEST(r->chat.kwargs.dump() == R"({"enable_thinking":false,"a":[1]})");
+  check_error(chat(R"("chat_template_kwargs":[1])"), 400, "chat_template_kwargs", "invalid_type");
+  check_error(chat(R"("chat_template_kwargs":{"tools":[]})"), 400, "chat_template_kwargs",
+              "invalid_value");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

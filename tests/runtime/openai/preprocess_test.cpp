@@ -3,6 +3,7 @@
 #include "tests/runtime/openai/test_util.hpp"
 
 #include <boost/test/unit_test.hpp>
+#include <nlohmann/json.hpp>
 
 using namespace dynamo;
 using namespace dynamo::openai;
@@ -40,7 +41,7 @@ const tok::simple_chat_template tmpl;
 chat_request chat(std::string text) {
   chat_request r;
   r.model = "m";
-  r.messages = {{"user", std::move(text)}};
+  r.chat.messages = nlohmann::ordered_json::array({{{"role", "user"}, {"content", std::move(text)}}});
   return r;
 }
 
@@ -147,6 +148,97 @@ BOOST_AUTO_TEST_CASE(card_without_context_length_is_a_config_error) {
   auto r = preprocess_chat(chat("hi"), card(0), tk, tmpl, "x");
   BOOST_REQUIRE(!r);
   BOOST_TEST(test::failure(r).status == 500u);
+}
+
+BOOST_AUTO_TEST_CASE(tool_choice_decides_parsing_and_the_forced_call_grammar) {
+  const std::string tools = R"("tools":[{"type":"function","function":{"name":"a","parameters":
+      {"type":"object","properties":{"x":{"type":"integer"}}}}},{"type":"function","function":{"name":"b"}}])";
+  auto run = [&](const std::string& extra, const output_format& fmt, chat_parsing& plan) {
+    auto req = parse_chat_request(R"({"model":"m","messages":[{"role":"user","content":"hi"}],)" + tools +
+                                  extra + "}");
+    BOOST_REQUIRE(test::ok(req));
+    auto r = preprocess_chat(*req, card(1000), tk, tmpl, "id", fmt, &plan);
+    BOOST_REQUIRE(test::ok(r));
+    return *r;
+  };
+  chat_parsing plan;
+  auto r = run("", {tool_format::llama3_json, false}, plan); // auto: parsed, not forced
+  BOOST_TEST((plan.parser.tools == tool_format::llama3_json));
+  BOOST_TEST((r.sampling.guided.kind == protocol::guided_kind::none));
+  r = run(R"(,"tool_choice":"none")", {tool_format::hermes, true}, plan);
+  BOOST_TEST((plan.parser.tools == tool_format::none));
+  BOOST_TEST(plan.parser.reasoning);
+  BOOST_TEST((r.sampling.guided.kind == protocol::guided_kind::none));
+  r = run(R"(,"tool_choice":"required")", {tool_format::hermes, false}, plan);
+  BOOST_TEST((r.sampling.guided.kind == protocol::guided_kind::tool_calls));
+  auto spec = nlohmann::json::parse(r.sampling.guided.spec);
+  BOOST_TEST(spec["functions"].size() == 2u);
+  BOOST_TEST(spec["functions"][0]["parameters"]["properties"]["x"]["type"] == "integer");
+  BOOST_TEST(spec["functions"][1]["parameters"]["type"] == "object"); // none given: any object
+  BOOST_TEST(spec["max_calls"] == 0);
+  BOOST_TEST(spec["begin"] == "<tool_call>\n");
+  r = run(R"(,"tool_choice":{"type":"function","function":{"name":"b"}})", {tool_format::none, false},
+          plan);
+  spec = nlohmann::json::parse(r.sampling.guided.spec);
+  BOOST_TEST(spec["functions"].size() == 1u);
+  BOOST_TEST(spec["functions"][0]["name"] == "b");
+  BOOST_TEST(spec["max_calls"] == 1);
+  BOOST_TEST((plan.parser.tools == tool_format::hermes)); // forced calls are written in the generic form
+}
+
+BOOST_AUTO_TEST_CASE(a_prompt_that_opens_think_starts_the_output_in_reasoning) {
+  chat_parsing plan;
+  auto req = chat("hi <think>\n");
+  auto r = preprocess_chat(req, card(1000), tk, tmpl, "id", {tool_format::hermes, true}, &plan);
+  BOOST_REQUIRE(r);
+  BOOST_TEST(!plan.parser.starts_in_reasoning); // the simple template ends with "assistant: "
+  // A template whose prompt ends inside <think> (as DeepSeek-R1's).
+  class opener final : public tok::chat_template {
+  public:
+    expected<std::string> render(const std::vector<tok::chat_message>&, bool) const override {
+      return std::string("<|Assistant|><think>\n");
+    }
+    expected<std::string> render(const tok::chat_input&) const override {
+      return std::string("<|Assistant|><think>\n");
+    }
+  } r1;
+  r = preprocess_chat(req, card(1000), tk, r1, "id", {tool_format::hermes, true}, &plan);
+  BOOST_REQUIRE(r);
+  BOOST_TEST(plan.parser.starts_in_reasoning);
+  r = preprocess_chat(req, card(1000), tk, r1, "id", {tool_format::hermes, false}, &plan);
+  BOOST_REQUIRE(r);
+  BOOST_TEST(!plan.parser.starts_in_reasoning); // reasoning parsing off
+}
+
+BOOST_AUTO_TEST_CASE(a_call_marker_that_is_a_control_token_keeps_control_text) {
+  // Bytes, plus [TOOL_CALLS] as control token 300 (its text is dropped by default).
+  class mistral_like final : public tok::tokenizer {
+  public:
+    std::vector<uint32_t> encode(std::string_view text, bool special) const override {
+      if (special && text == "[TOOL_CALLS]")
+        return {300};
+      return inner_.encode(text, special);
+    }
+    std::string token_bytes(uint32_t id, bool special) const override {
+      return id == 300 ? (special ? "[TOOL_CALLS]" : "") : inner_.token_bytes(id, special);
+    }
+    uint32_t vocab_size() const noexcept override { return 301; }
+    std::vector<uint32_t> stop_token_ids() const override { return {256}; }
+    int64_t bos_token_id() const noexcept override { return -1; }
+
+  private:
+    tok::byte_tokenizer inner_;
+  } mt;
+  auto req = parse_chat_request(R"({"model":"m","messages":[{"role":"user","content":"hi"}],
+      "tools":[{"type":"function","function":{"name":"f"}}]})");
+  BOOST_REQUIRE(test::ok(req));
+  chat_parsing plan;
+  BOOST_REQUIRE(preprocess_chat(*req, card(1000), mt, tmpl, "id", {tool_format::mistral, false}, &plan));
+  BOOST_TEST(plan.include_special);
+  BOOST_REQUIRE(preprocess_chat(*req, card(1000), tk, tmpl, "id", {tool_format::mistral, false}, &plan));
+  BOOST_TEST(!plan.include_special); // plain text in this vocabulary
+  BOOST_REQUIRE(preprocess_chat(*req, card(1000), mt, tmpl, "id", {tool_format::hermes, false}, &plan));
+  BOOST_TEST(!plan.include_special);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

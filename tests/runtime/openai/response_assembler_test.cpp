@@ -120,4 +120,92 @@ BOOST_AUTO_TEST_CASE(a_choice_the_request_does_not_have_is_an_error) {
   BOOST_TEST(!a.push(chunk(2, "x")));
 }
 
+namespace {
+
+const std::string call_text =
+  "<think>weather</think>\nOK.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+
+response_assembler::options tool_opts(bool stream) {
+  auto o = opts(true, stream, 2, true);
+  o.parse = {tool_format::hermes, true, false};
+  return o;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(unary_choices_are_parsed_each_on_its_own) {
+  response_assembler a{tk, meta, tool_opts(false)};
+  // Choice 0 in three chunks cut inside the markers; choice 1 plain text.
+  BOOST_TEST(!a.push(chunk(0, call_text.substr(0, 9), finish_reason::none, finish_reason::none, true))->done);
+  BOOST_TEST(!a.push(chunk(1, "Just text.", finish_reason::stop, finish_reason::none, true))->done);
+  BOOST_TEST(!a.push(chunk(0, call_text.substr(9, 30), finish_reason::none, finish_reason::none, true))->done);
+  BOOST_TEST(a.push(chunk(0, call_text.substr(39), finish_reason::none, finish_reason::stop, true))->done);
+  auto j = json::parse(a.body());
+  const auto& m0 = j["choices"][0]["message"];
+  BOOST_TEST(m0["content"] == "OK.");
+  BOOST_TEST(m0["reasoning_content"] == "weather");
+  BOOST_REQUIRE_EQUAL(m0["tool_calls"].size(), 1u);
+  BOOST_TEST(m0["tool_calls"][0]["type"] == "function");
+  BOOST_TEST(m0["tool_calls"][0]["id"].get<std::string>().starts_with("call_"));
+  BOOST_TEST(m0["tool_calls"][0]["function"]["name"] == "get_weather");
+  BOOST_TEST(m0["tool_calls"][0]["function"]["arguments"] == R"({"city":"Paris"})");
+  BOOST_TEST(j["choices"][0]["finish_reason"] == "tool_calls");
+  BOOST_TEST(j["choices"][0]["logprobs"]["content"].size() == call_text.size()); // every token
+  const auto& m1 = j["choices"][1]["message"];
+  BOOST_TEST(m1["content"] == "Just text.");
+  BOOST_TEST(!m1.contains("tool_calls"));
+  BOOST_TEST(!m1.contains("reasoning_content"));
+  BOOST_TEST(j["choices"][1]["finish_reason"] == "stop");
+  BOOST_TEST(j["usage"]["completion_tokens"] == call_text.size() + 10);
+}
+
+BOOST_AUTO_TEST_CASE(streamed_tool_calls_are_shaped_as_openai_deltas) {
+  response_assembler a{tk, meta, tool_opts(true)};
+  std::vector<json> deltas;
+  std::string finish;
+  size_t logprob_entries = 0;
+  auto take = [&](const std::vector<std::string>& events) {
+    for (const auto& e : events) {
+      auto j = json::parse(e);
+      const auto& c = j["choices"][0];
+      if (c["index"] != 0)
+        continue;
+      if (!c["logprobs"].is_null())
+        logprob_entries += c["logprobs"]["content"].size();
+      if (!c["finish_reason"].is_null())
+        finish = c["finish_reason"];
+      else
+        deltas.push_back(c["delta"]);
+    }
+  };
+  for (size_t i = 0; i < call_text.size(); ++i) // one token per chunk
+    take(a.push(chunk(0, call_text.substr(i, 1), finish_reason::none, finish_reason::none, true))->events);
+  take(a.push(chunk(1, "x", finish_reason::stop))->events);
+  take(a.push(chunk(0, "", finish_reason::none, finish_reason::stop))->events);
+  std::string reasoning, content;
+  std::vector<json> calls;
+  for (const auto& d : deltas) {
+    if (d.contains("reasoning_content"))
+      reasoning += d["reasoning_content"].get<std::string>();
+    if (d.contains("content"))
+      content += d["content"].get<std::string>();
+    if (d.contains("tool_calls"))
+      calls.push_back(d["tool_calls"][0]);
+  }
+  BOOST_TEST(reasoning == "weather");
+  BOOST_TEST(content == "OK.");
+  BOOST_REQUIRE_EQUAL(calls.size(), 2u);
+  BOOST_TEST(calls[0]["index"] == 0);
+  BOOST_TEST(calls[0]["type"] == "function");
+  BOOST_TEST(calls[0]["id"].get<std::string>().starts_with("call_"));
+  BOOST_TEST(calls[0]["function"]["name"] == "get_weather");
+  BOOST_TEST(calls[0]["function"]["arguments"] == "");
+  BOOST_TEST(calls[1]["index"] == 0);
+  BOOST_TEST(!calls[1].contains("id"));
+  BOOST_TEST(!calls[1]["function"].contains("name"));
+  BOOST_TEST(calls[1]["function"]["arguments"] == R"({"city":"Paris"})");
+  BOOST_TEST(finish == "tool_calls");
+  BOOST_TEST(logprob_entries == call_text.size()); // held-back text still reports its tokens
+}
+
 BOOST_AUTO_TEST_SUITE_END()
