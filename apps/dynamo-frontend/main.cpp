@@ -15,10 +15,12 @@ int main(int argc, char** argv) {
   apps::block_shutdown_signals();
   std::string config_path, log_level, host;
   int64_t port = -1;
+  bool anthropic_api = false;
   cli c("dynamo-frontend", "serve the OpenAI API for the models of a cluster config");
   c.option("config", &config_path, "cluster config file (YAML)")
     .option("http-host", &host, "override frontend.host")
     .option("http-port", &port, "override frontend.port (0: pick a free one)")
+    .option("enable-anthropic-api", &anthropic_api, "also serve Anthropic's /v1/messages and /v1/messages/count_tokens")
     .option("log-level", &log_level, "trace | debug | info | warn | error");
   if (auto code = cli_exit_code("dynamo-frontend", c.parse(argc, argv)))
     return *code;
@@ -37,6 +39,7 @@ int main(int argc, char** argv) {
   fo.http.host = host.empty() ? cfg->frontend.host : host;
   fo.http.port = port >= 0 ? static_cast<uint16_t>(port) : cfg->frontend.port;
   fo.http.io_threads = cfg->frontend.io_threads;
+  fo.anthropic_api = anthropic_api;
   auto fe = frontend::frontend_service::start(*rt.system, fo);
   if (!fe)
     apps::die("dynamo-frontend", fe.error());

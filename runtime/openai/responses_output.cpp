@@ -171,7 +171,8 @@ private:
     if (const json* d = get(usage_, "prompt_tokens_details"); d && d->is_object())
       cached = d->value("cached_tokens", uint64_t{0});
     return ojson{{"input_tokens", in},
-                 {"input_tokens_details", ojson{{"cached_tokens", cached}}},
+                 // cache_write_tokens: required by the openai SDK (2.x), not yet in the document
+                 {"input_tokens_details", ojson{{"cached_tokens", cached}, {"cache_write_tokens", 0}}},
                  {"output_tokens", outn},
                  {"output_tokens_details", ojson{{"reasoning_tokens", 0}}},
                  {"total_tokens", in + outn}};
@@ -202,8 +203,10 @@ private:
     for (const char* key : {"temperature", "text", "tool_choice", "tools", "top_p"})
       r[key] = echo_[key];
     r["truncation"] = "disabled";
-    r["usage"] = done ? usage_json() : ojson(nullptr);
-    r["user"] = echo_["user"];
+    if (done && usage_.is_object())
+      r["usage"] = usage_json(); // an object in the schema: absent until known
+    if (!echo_["user"].is_null())
+      r["user"] = echo_["user"]; // a string in the schema: absent, not null, when not given
     r["metadata"] = echo_["metadata"];
     return r;
   }

@@ -155,7 +155,7 @@ BOOST_AUTO_TEST_CASE(body_of_a_text_answer) {
   BOOST_TEST(j["metadata"] == json({{"k", "v"}}));
   BOOST_TEST(j["output"] == json::parse(R"([{"id":"msg_abc","type":"message","status":"completed","role":"assistant",
       "content":[{"type":"output_text","text":"Hello","annotations":[],"logprobs":[]}]}])"));
-  BOOST_TEST(j["usage"] == json::parse(R"({"input_tokens":3,"input_tokens_details":{"cached_tokens":1},
+  BOOST_TEST(j["usage"] == json::parse(R"({"input_tokens":3,"input_tokens_details":{"cached_tokens":1,"cache_write_tokens":0},
       "output_tokens":2,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":5})"));
   BOOST_TEST(j["incomplete_details"].is_null());
 }
