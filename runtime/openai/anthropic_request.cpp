@@ -15,16 +15,6 @@ using detail::json;
 
 ojson to_ordered(const json& j) { return ojson::parse(j.dump()); }
 
-caf::error required_string(const json& obj, const std::string& param, const char* name, std::string& out) {
-  const json* v = detail::field(obj, name);
-  if (!v)
-    return detail::missing_error(param.empty() ? name : param + "." + name);
-  if (!v->is_string())
-    return detail::type_error(param.empty() ? name : param + "." + name, "a string", *v);
-  out = v->get<std::string>();
-  return {};
-}
-
 /// Text of a string or of text blocks (joined with "\n"); `param` names it.
 caf::error read_text(const json& content, const std::string& param, std::string& out) {
   if (content.is_string()) {
@@ -39,11 +29,11 @@ caf::error read_text(const json& content, const std::string& param, std::string&
     if (!b.is_object())
       return detail::type_error(p, "an object", b);
     std::string type, text;
-    if (auto err = required_string(b, p, "type", type))
+    if (auto err = detail::read_required_string(b, p, "type", type))
       return err;
     if (type != "text")
       return detail::unsupported_error(p + ".type", fmt::format("only text blocks are supported here, got '{}'.", type));
-    if (auto err = required_string(b, p, "text", text))
+    if (auto err = detail::read_required_string(b, p, "text", text))
       return err;
     if (!out.empty())
       out += '\n';
@@ -60,7 +50,7 @@ caf::error add_message(const json& m, size_t i, ojson& messages) {
   if (!m.is_object())
     return detail::type_error(param, "an object", m);
   std::string role;
-  if (auto err = required_string(m, param, "role", role))
+  if (auto err = detail::read_required_string(m, param, "role", role))
     return err;
   if (role != "user" && role != "assistant")
     return detail::value_error(param + ".role", fmt::format("'{}' is not one of user, assistant.", role));
@@ -81,20 +71,20 @@ caf::error add_message(const json& m, size_t i, ojson& messages) {
     if (!b.is_object())
       return detail::type_error(p, "an object", b);
     std::string type;
-    if (auto err = required_string(b, p, "type", type))
+    if (auto err = detail::read_required_string(b, p, "type", type))
       return err;
     if (type == "text") {
       std::string t;
-      if (auto err = required_string(b, p, "text", t))
+      if (auto err = detail::read_required_string(b, p, "text", t))
         return err;
       if (!text.empty())
         text += '\n';
       text += t;
     } else if (type == "tool_use" && role == "assistant") {
       std::string id, name;
-      if (auto err = required_string(b, p, "id", id))
+      if (auto err = detail::read_required_string(b, p, "id", id))
         return err;
-      if (auto err = required_string(b, p, "name", name))
+      if (auto err = detail::read_required_string(b, p, "name", name))
         return err;
       const json* input = detail::field(b, "input");
       if (input && !input->is_object())
@@ -103,7 +93,7 @@ caf::error add_message(const json& m, size_t i, ojson& messages) {
       calls.push_back(ojson{{"id", id}, {"type", "function"}, {"function", ojson{{"name", name}, {"arguments", args}}}});
     } else if (type == "tool_result" && role == "user") {
       std::string id, result;
-      if (auto err = required_string(b, p, "tool_use_id", id))
+      if (auto err = detail::read_required_string(b, p, "tool_use_id", id))
         return err;
       if (const json* c = detail::field(b, "content"))
         if (auto err = read_text(*c, p + ".content", result))
@@ -162,7 +152,7 @@ caf::error read_tools(const json& obj, ojson& chat) {
     if (const json* type = detail::field(t, "type"); type && *type != "custom")
       return detail::unsupported_error(p + ".type", "only client tools (with input_schema) are supported.");
     std::string name;
-    if (auto err = required_string(t, p, "name", name))
+    if (auto err = detail::read_required_string(t, p, "name", name))
       return err;
     const json* schema = detail::field(t, "input_schema");
     if (!schema)
@@ -186,7 +176,7 @@ caf::error read_tool_choice(const json& obj, ojson& chat) {
   if (!choice->is_object())
     return detail::type_error("tool_choice", "an object", *choice);
   std::string type;
-  if (auto err = required_string(*choice, "tool_choice", "type", type))
+  if (auto err = detail::read_required_string(*choice, "tool_choice", "type", type))
     return err;
   if (type == "auto" || type == "none") {
     chat["tool_choice"] = type;
@@ -194,7 +184,7 @@ caf::error read_tool_choice(const json& obj, ojson& chat) {
     chat["tool_choice"] = "required";
   } else if (type == "tool") {
     std::string name;
-    if (auto err = required_string(*choice, "tool_choice", "name", name))
+    if (auto err = detail::read_required_string(*choice, "tool_choice", "name", name))
       return err;
     chat["tool_choice"] = ojson{{"type", "function"}, {"function", ojson{{"name", name}}}};
   } else {

@@ -45,17 +45,6 @@ caf::error read_text(const json& content, const std::string& param, std::string&
   return {};
 }
 
-caf::error required_string(const json& item, const std::string& param, const char* name,
-                           std::string& out) {
-  const json* v = detail::field(item, name);
-  if (!v)
-    return detail::missing_error(param + "." + name);
-  if (!v->is_string())
-    return detail::type_error(param + "." + name, "a string", *v);
-  out = v->get<std::string>();
-  return {};
-}
-
 /// One input item appended to the chat messages. Consecutive function_call
 /// items become one assistant message with several tool_calls.
 caf::error add_item(const json& item, size_t i, ojson& messages) {
@@ -70,7 +59,7 @@ caf::error add_item(const json& item, size_t i, ojson& messages) {
   }
   if (type == "message") {
     std::string role, text;
-    if (auto err = required_string(item, param, "role", role))
+    if (auto err = detail::read_required_string(item, param, "role", role))
       return err;
     if (role != "user" && role != "assistant" && role != "system" && role != "developer")
       return detail::value_error(param + ".role",
@@ -85,11 +74,11 @@ caf::error add_item(const json& item, size_t i, ojson& messages) {
   }
   if (type == "function_call") {
     std::string call_id, name, arguments;
-    if (auto err = required_string(item, param, "call_id", call_id))
+    if (auto err = detail::read_required_string(item, param, "call_id", call_id))
       return err;
-    if (auto err = required_string(item, param, "name", name))
+    if (auto err = detail::read_required_string(item, param, "name", name))
       return err;
-    if (auto err = required_string(item, param, "arguments", arguments))
+    if (auto err = detail::read_required_string(item, param, "arguments", arguments))
       return err;
     ojson call{{"id", call_id}, {"type", "function"},
                {"function", ojson{{"name", name}, {"arguments", arguments}}}};
@@ -104,7 +93,7 @@ caf::error add_item(const json& item, size_t i, ojson& messages) {
   }
   if (type == "function_call_output") {
     std::string call_id, output;
-    if (auto err = required_string(item, param, "call_id", call_id))
+    if (auto err = detail::read_required_string(item, param, "call_id", call_id))
       return err;
     const json* out = detail::field(item, "output");
     if (!out)
@@ -159,12 +148,12 @@ caf::error read_tools(const json& obj, ojson& chat) {
     if (!t.is_object())
       return detail::type_error(param, "an object", t);
     std::string type, name;
-    if (auto err = required_string(t, param, "type", type))
+    if (auto err = detail::read_required_string(t, param, "type", type))
       return err;
     if (type != "function")
       return detail::unsupported_error(param + ".type",
                                        fmt::format("only function tools are supported, got '{}'.", type));
-    if (auto err = required_string(t, param, "name", name))
+    if (auto err = detail::read_required_string(t, param, "name", name))
       return err;
     ojson fn{{"name", name}};
     for (const char* key : {"description", "parameters", "strict"})
@@ -190,12 +179,12 @@ caf::error read_tool_choice(const json& obj, ojson& chat) {
   if (!choice->is_object())
     return detail::type_error("tool_choice", "a string or an object", *choice);
   std::string type, name;
-  if (auto err = required_string(*choice, "tool_choice", "type", type))
+  if (auto err = detail::read_required_string(*choice, "tool_choice", "type", type))
     return err;
   if (type != "function")
     return detail::unsupported_error("tool_choice.type",
                                      fmt::format("only function tool choices are supported, got '{}'.", type));
-  if (auto err = required_string(*choice, "tool_choice", "name", name))
+  if (auto err = detail::read_required_string(*choice, "tool_choice", "name", name))
     return err;
   chat["tool_choice"] = ojson{{"type", "function"}, {"function", ojson{{"name", name}}}};
   return {};
@@ -214,7 +203,7 @@ caf::error read_text_format(const json& obj, ojson& chat) {
   if (!format->is_object())
     return detail::type_error("text.format", "an object", *format);
   std::string type;
-  if (auto err = required_string(*format, "text.format", "type", type))
+  if (auto err = detail::read_required_string(*format, "text.format", "type", type))
     return err;
   if (type == "text")
     return {};
@@ -226,7 +215,7 @@ caf::error read_text_format(const json& obj, ojson& chat) {
     return detail::value_error("text.format.type",
                                fmt::format("'{}' is not one of text, json_object, json_schema.", type));
   std::string name;
-  if (auto err = required_string(*format, "text.format", "name", name))
+  if (auto err = detail::read_required_string(*format, "text.format", "name", name))
     return err;
   const json* schema = detail::field(*format, "schema");
   if (!schema)
