@@ -15,7 +15,7 @@ APT_PACKAGES=(
   nlohmann-json3-dev libxxhash-dev libyaml-cpp-dev
   python3 python3-pip curl
 )
-PY_PACKAGES=(openai gguf numpy jsonschema)  # jsonschema: independent validator in tests/runtime/grammar and tests/e2e/sampling_test.py
+PY_PACKAGES=(openai anthropic gguf numpy jsonschema)  # anthropic: tests/e2e/endpoints_test.py (/v1/messages); jsonschema: independent validator in tests/runtime/grammar and tests/e2e/sampling_test.py
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 model_dir="${DYNAMO_MODEL_DIR:-$HOME/.cache/dynamo/models}"
@@ -38,7 +38,7 @@ else
 fi
 
 PY="${PYTHON:-python3}"
-if ! "$PY" -c "import openai, gguf, numpy, jsonschema" >/dev/null 2>&1; then
+if ! "$PY" -c "import openai, anthropic, gguf, numpy, jsonschema" >/dev/null 2>&1; then
   echo "setup: installing Python packages: ${PY_PACKAGES[*]}"
   "$PY" -m pip install -q --disable-pip-version-check "${PY_PACKAGES[@]}" \
     || "$PY" -m pip install -q --disable-pip-version-check --break-system-packages "${PY_PACKAGES[@]}"

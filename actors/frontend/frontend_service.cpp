@@ -1,11 +1,16 @@
 #include "actors/frontend/frontend_service.hpp"
 
 #include "actors/frontend/request_actor.hpp"
+#include "runtime/openai/anthropic_api.hpp"
 #include "runtime/openai/error.hpp"
 #include "runtime/openai/openapi.hpp"
 #include "runtime/openai/output_format.hpp"
+#include "runtime/openai/request.hpp"
 #include "runtime/openai/response.hpp"
+#include "runtime/openai/tokenize.hpp"
 
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
@@ -35,6 +40,65 @@ void respond_error(http::http_responder& res, const caf::error& err) {
   res.respond(api.status, std::string{json_type}, openai::error_body(api));
 }
 
+/// 415 unless the body is declared JSON; true when it answered (in
+/// Anthropic's envelope on its routes).
+bool reject_non_json(const http::request& req, http::http_responder& res, bool anthropic = false) {
+  if (http::is_json_media_type(req.header("content-type")))
+    return false;
+  auto got = req.header("content-type");
+  auto msg = "Expected request with `Content-Type: application/json`, got " +
+             (got.empty() ? std::string{"none"} : "`" + std::string{got} + "`");
+  res.respond(415, std::string{json_type},
+              anthropic ? openai::anthropic_error_body({415, "", msg, "", ""})
+                        : openai::status_error_body(415, msg));
+  return true;
+}
+
+/// Runs `work` in a short-lived actor, off the HTTP io thread (tokenizing a
+/// long prompt must not stall other connections).
+template <class F>
+void run_off_io(caf::actor_system& sys, F work) {
+  sys.spawn([work = std::move(work)](caf::event_based_actor* self) mutable {
+    work();
+    self->quit();
+  });
+}
+
+/// The model a tokenizer request names, or a 404 error.
+expected<std::shared_ptr<const model_entry>> find_model(const model_registry& models,
+                                                        const std::string& name) {
+  if (auto m = models.find(name))
+    return m;
+  return openai::field_error(errc::not_found, "model", openai::codes::model_not_found,
+                             "The model '" + name + "' does not exist.");
+}
+
+/// POST /tokenize or /detokenize: parse, find the model, answer; counted in
+/// dynamo_frontend_requests_total like the generation endpoints.
+template <class Parse, class Answer>
+void serve_tokenizer(frontend_context& ctx, metrics::endpoint_label ep, const std::string& body,
+                     http::http_responder& res, Parse parse, Answer answer) {
+  auto out = [&]() -> expected<std::pair<std::string, std::string>> {
+    auto req = parse(body);
+    if (!req)
+      return std::move(req.error());
+    auto m = find_model(ctx.models, req->model);
+    if (!m)
+      return std::move(m.error());
+    auto text = answer(*req, **m);
+    if (!text)
+      return std::move(text.error());
+    return std::pair{(*m)->card.name, std::move(*text)};
+  }();
+  if (!out) {
+    ctx.metrics->count_request("", ep, metrics::request_type::unary,
+                               metrics::error_type_of(code_of(out.error())));
+    return respond_error(res, out.error());
+  }
+  ctx.metrics->count_request(out->first, ep, metrics::request_type::unary, metrics::error_type::none);
+  res.respond(200, std::string{json_type}, std::move(out->second));
+}
+
 } // namespace
 
 frontend_service::frontend_service(caf::actor_system& sys, std::shared_ptr<frontend_context> ctx)
@@ -58,27 +122,25 @@ expected<std::unique_ptr<frontend_service>> frontend_service::start(caf::actor_s
   opts.http.error_body = [](unsigned status, std::string_view message) {
     return openai::status_error_body(status, message);
   };
-  auto srv = http::server::start(std::move(opts.http), svc->make_routes());
+  auto srv = http::server::start(std::move(opts.http), svc->make_routes(opts.anthropic_api));
   if (!srv)
     return std::move(srv.error());
   svc->server_ = std::move(*srv);
   return svc;
 }
 
-http::router frontend_service::make_routes() {
+http::router frontend_service::make_routes(bool anthropic_api) {
   http::router r;
   auto generate = [this](endpoint_kind kind) {
     return [this, kind](http::request req, std::shared_ptr<http::http_responder> res) {
+      const bool anthropic = kind == endpoint_kind::anthropic_messages;
       if (ctx_->draining.load()) {
-        return respond_error(*res, make_error(errc::closed, "the server is shutting down"));
+        auto err = openai::to_api_error(make_error(errc::closed, "the server is shutting down"));
+        return (void)res->respond(err.status, std::string{json_type},
+                                  anthropic ? openai::anthropic_error_body(err) : openai::error_body(err));
       }
-      if (!http::is_json_media_type(req.header("content-type"))) {
-        auto got = req.header("content-type");
-        return (void)res->respond(
-          415, std::string{json_type},
-          openai::status_error_body(415, "Expected request with `Content-Type: application/json`, got " +
-                                           (got.empty() ? std::string{"none"} : "`" + std::string{got} + "`")));
-      }
+      if (reject_non_json(req, *res, anthropic))
+        return;
       ctx_->inflight.fetch_add(1);
       std::shared_ptr<void> guard(nullptr, [ctx = ctx_](void*) { ctx->inflight.fetch_sub(1); });
       // Parsing and tokenizing happen in the request actor, off the io thread.
@@ -88,6 +150,32 @@ http::router frontend_service::make_routes() {
   };
   r.add("POST", "/v1/chat/completions", generate(endpoint_kind::chat_completions));
   r.add("POST", "/v1/completions", generate(endpoint_kind::completions));
+  r.add("POST", "/v1/responses", generate(endpoint_kind::responses));
+  if (anthropic_api) {
+    r.add("POST", "/v1/messages", generate(endpoint_kind::anthropic_messages));
+    add_anthropic_routes(r);
+  }
+  r.add("POST", "/tokenize", [this](http::request req, std::shared_ptr<http::http_responder> res) {
+    if (reject_non_json(req, *res))
+      return;
+    run_off_io(sys_, [ctx = ctx_, body = std::move(req.body), res = std::move(res)] {
+      serve_tokenizer(*ctx, metrics::endpoint_label::tokenize, body, *res, openai::parse_tokenize_request,
+                      [](const openai::tokenize_request& r, const model_entry& m) {
+                        return openai::tokenize_body(r, m.card, *m.tokenizer, *m.chat_template);
+                      });
+    });
+  });
+  r.add("POST", "/detokenize", [this](http::request req, std::shared_ptr<http::http_responder> res) {
+    if (reject_non_json(req, *res))
+      return;
+    run_off_io(sys_, [ctx = ctx_, body = std::move(req.body), res = std::move(res)] {
+      serve_tokenizer(*ctx, metrics::endpoint_label::detokenize, body, *res,
+                      openai::parse_detokenize_request,
+                      [](const openai::detokenize_request& r, const model_entry& m) {
+                        return openai::detokenize_body(r, *m.tokenizer);
+                      });
+    });
+  });
   r.add("GET", "/v1/models", [this](http::request, std::shared_ptr<http::http_responder> res) {
     std::vector<openai::model_info> infos;
     for (const auto& m : ctx_->models.list())
@@ -121,6 +209,39 @@ http::router frontend_service::make_routes() {
     res->respond(200, std::string{json_type}, std::string{openai::openapi_json()});
   });
   return r;
+}
+
+void frontend_service::add_anthropic_routes(http::router& r) {
+  r.add("POST", "/v1/messages/count_tokens", [this](http::request req, std::shared_ptr<http::http_responder> res) {
+    if (reject_non_json(req, *res, /*anthropic=*/true))
+      return;
+    run_off_io(sys_, [ctx = ctx_, body = std::move(req.body), res = std::move(res)] {
+      auto out = [&]() -> expected<std::pair<std::string, std::string>> {
+        auto chat_body = openai::translate_anthropic_count_request(body);
+        if (!chat_body)
+          return std::move(chat_body.error());
+        auto chat = openai::parse_chat_request(*chat_body);
+        if (!chat)
+          return std::move(chat.error());
+        auto m = find_model(ctx->models, chat->model);
+        if (!m)
+          return std::move(m.error());
+        auto n = openai::count_chat_tokens(std::move(chat->chat), *(*m)->tokenizer, *(*m)->chat_template);
+        if (!n)
+          return std::move(n.error());
+        return std::pair{(*m)->card.name, openai::anthropic_count_body(*n)};
+      }();
+      const auto ep = metrics::endpoint_label::anthropic_count_tokens;
+      if (!out) {
+        ctx->metrics->count_request("", ep, metrics::request_type::unary,
+                                    metrics::error_type_of(code_of(out.error())));
+        auto api = openai::to_api_error(out.error());
+        return (void)res->respond(api.status, std::string{json_type}, openai::anthropic_error_body(api));
+      }
+      ctx->metrics->count_request(out->first, ep, metrics::request_type::unary, metrics::error_type::none);
+      res->respond(200, std::string{json_type}, std::move(out->second));
+    });
+  });
 }
 
 expected<void> frontend_service::add_model(model_entry e) {

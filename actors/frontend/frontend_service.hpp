@@ -1,6 +1,8 @@
 // The OpenAI-compatible frontend: owns the HTTP server and the model
 // registry, serves GET /v1/models[/{id}], POST /v1/chat/completions,
-// POST /v1/completions, GET /health, /live, /metrics and /openapi.json, and
+// /v1/completions, /v1/responses, /tokenize, /detokenize (and, when enabled,
+// Anthropic's /v1/messages and /v1/messages/count_tokens), GET /health,
+// /live, /metrics and /openapi.json, and
 // spawns one request actor per generation request. Thread-safe: models may be
 // added or removed while serving. The actor_system (scheduler.policy=sharing
 // recommended) is created by the app and must outlive the service.
@@ -13,7 +15,6 @@
 
 #include <caf/fwd.hpp>
 
-#include <chrono>
 #include <chrono>
 #include <memory>
 #include <string_view>
@@ -30,6 +31,8 @@ struct frontend_options {
   /// (openai::apply_overrides): "auto" detects from the chat template.
   std::string tool_call_parser = "auto";
   std::string reasoning_parser = "auto";
+  /// Serve the Anthropic Messages API (Dynamo's --enable-anthropic-api).
+  bool anthropic_api = false;
 };
 
 class frontend_service {
@@ -74,7 +77,8 @@ public:
 
 private:
   frontend_service(caf::actor_system& sys, std::shared_ptr<frontend_context> ctx);
-  [[nodiscard]] http::router make_routes();
+  [[nodiscard]] http::router make_routes(bool anthropic_api);
+  void add_anthropic_routes(http::router& r);
 
   caf::actor_system& sys_;
   std::shared_ptr<frontend_context> ctx_;

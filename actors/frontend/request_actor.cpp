@@ -1,7 +1,9 @@
 #include "actors/frontend/request_actor.hpp"
 
 #include "actors/core/type_ids.hpp"
+#include "runtime/openai/anthropic_api.hpp"
 #include "runtime/openai/error.hpp"
+#include "runtime/openai/responses_api.hpp"
 #include "runtime/openai/preprocess.hpp"
 #include "runtime/openai/request.hpp"
 #include "runtime/openai/response.hpp"
@@ -31,6 +33,9 @@ struct request_state {
   std::unique_ptr<metrics::request_recorder> recorder; ///< from model resolution on
   std::shared_ptr<engine::generation> gen;
   std::optional<openai::response_assembler> response; ///< the choices, from preprocessing on
+  /// Responses / Anthropic: translates the chat output; null for chat and completions.
+  std::unique_ptr<openai::chat_dialect> dialect;
+  metrics::endpoint_label label = metrics::endpoint_label::chat_completions;
   openai::response_meta meta;
   openai::chat_parsing parsing; ///< chat: how the output is parsed (from preprocessing)
   std::string request_id;
@@ -81,6 +86,15 @@ void log_failure(const request_state& st, const caf::error& err, unsigned status
     spdlog::debug("request {}: rejected: {}", st.request_id, describe(err));
 }
 
+/// The error envelope of the request's API (Anthropic's differs from OpenAI's).
+std::string error_body(const request_state& st, const openai::api_error& api) {
+  if (st.dialect)
+    return st.dialect->error_body(api);
+  if (st.job.kind == endpoint_kind::anthropic_messages)
+    return openai::anthropic_error_body(api);
+  return openai::error_body(api);
+}
+
 /// Ends the request with `err`: an HTTP error before the stream started, an
 /// SSE `event: error` (and no [DONE]) after.
 void fail(request_ptr self, const caf::error& err) {
@@ -95,7 +109,11 @@ void fail(request_ptr self, const caf::error& err) {
   }
   auto& res = *st.job.responder;
   if (!st.started) {
-    res.respond(api.status, "application/json", openai::error_body(api), id_header(st));
+    res.respond(api.status, "application/json", error_body(st, api), id_header(st));
+  } else if (st.dialect) {
+    auto ev = st.dialect->stream_error(api);
+    res.send_event(ev.data, ev.event);
+    res.finish();
   } else {
     res.send_event(openai::error_body(api), "error");
     res.finish();
@@ -106,7 +124,7 @@ void fail(request_ptr self, const caf::error& err) {
 /// Fails a request that never reached a model (bad body, unknown model).
 void reject(request_ptr self, const caf::error& err, metrics::request_type rt) {
   auto& st = self->state;
-  auto ep = st.chat ? metrics::endpoint_label::chat_completions : metrics::endpoint_label::completions;
+  auto ep = st.label;
   // The model label stays "" so that client input cannot grow the label set.
   st.job.ctx->metrics->count_request("", ep, rt, metrics::error_type_of(code_of(err)));
   fail(self, err);
@@ -124,11 +142,26 @@ void on_gone(request_ptr self) {
   end(self);
 }
 
-bool send(request_ptr self, std::string_view data) {
-  if (self->state.job.responder->send_event(data))
+bool send_raw(request_ptr self, std::string_view data, std::string_view event = {}) {
+  if (self->state.job.responder->send_event(data, event))
     return true;
   on_gone(self);
   return false;
+}
+
+bool send_all(request_ptr self, const std::vector<openai::sse_event>& events) {
+  for (const auto& ev : events)
+    if (!send_raw(self, ev.data, ev.event))
+      return false;
+  return true;
+}
+
+/// One chat payload: as it is, or through the request's dialect.
+bool send(request_ptr self, std::string_view data) {
+  auto& st = self->state;
+  if (st.dialect)
+    return send_all(self, st.dialect->push(data));
+  return send_raw(self, data);
 }
 
 bool start_sse(request_ptr self) {
@@ -157,6 +190,12 @@ void complete(request_ptr self) {
   auto& res = *st.job.responder;
   if (!st.stream) {
     auto body = st.response->body();
+    if (st.dialect) {
+      auto translated = st.dialect->body(body);
+      if (!translated)
+        return fail(self, translated.error());
+      body = std::move(*translated);
+    }
     record_success(st);
     res.respond(200, "application/json", std::move(body), id_header(st));
     return end(self);
@@ -165,7 +204,12 @@ void complete(request_ptr self) {
     if (!send(self, event))
       return;
   record_success(st);
-  res.send_event("[DONE]");
+  if (st.dialect) {
+    if (!send_all(self, st.dialect->finish()))
+      return;
+  } else {
+    res.send_event("[DONE]");
+  }
   res.finish();
   end(self);
 }
@@ -234,9 +278,31 @@ expected<protocol::preprocessed_request> preprocess(const openai::completion_req
   return openai::preprocess_completion(r, m.card, *m.tokenizer, std::move(id));
 }
 
+/// Responses / Anthropic: the request becomes a chat body (st.job.body) and
+/// the dialect that translates the answer back. False when it was rejected.
+bool translate(request_ptr self) {
+  auto& st = self->state;
+  expected<openai::dialect_request> tr = make_error(errc::internal, "no translation");
+  if (st.job.kind == endpoint_kind::responses)
+    tr = openai::translate_responses_request(st.job.body);
+  else if (st.job.kind == endpoint_kind::anthropic_messages)
+    tr = openai::translate_anthropic_request(st.job.body);
+  else
+    return true;
+  if (!tr) {
+    reject(self, tr.error(), metrics::request_type::unary);
+    return false;
+  }
+  st.job.body = std::move(tr->chat_body);
+  st.dialect = std::move(tr->dialect);
+  return true;
+}
+
 template <class Req>
 void begin(request_ptr self) {
   auto& st = self->state;
+  if (!translate(self))
+    return;
   auto req = parse(st.job.body, static_cast<Req*>(nullptr));
   if (!req)
     return reject(self, req.error(), metrics::request_type::unary);
@@ -246,10 +312,8 @@ void begin(request_ptr self) {
     return reject(self, openai::field_error(errc::not_found, "model", openai::codes::model_not_found,
                                             "The model '" + req->model + "' does not exist."),
                   rt);
-  const auto ep = st.chat ? metrics::endpoint_label::chat_completions
-                          : metrics::endpoint_label::completions;
   st.recorder = std::make_unique<metrics::request_recorder>(*st.job.ctx->metrics,
-                                                            st.model->card.name, ep, rt,
+                                                            st.model->card.name, st.label, rt,
                                                             st.job.start);
   st.stream = req->params.stream;
   st.request_id = openai::random_hex_id();
@@ -291,9 +355,20 @@ void on_silence(request_ptr self) {
   fail(self, make_error(errc::timeout, "the backend sent nothing for " + std::to_string(ms) + " ms"));
 }
 
+metrics::endpoint_label label_of(endpoint_kind k) {
+  switch (k) {
+    case endpoint_kind::chat_completions: return metrics::endpoint_label::chat_completions;
+    case endpoint_kind::completions: return metrics::endpoint_label::completions;
+    case endpoint_kind::responses: return metrics::endpoint_label::responses;
+    case endpoint_kind::anthropic_messages: return metrics::endpoint_label::anthropic_messages;
+  }
+  return metrics::endpoint_label::chat_completions;
+}
+
 caf::behavior request_actor(request_ptr self, request_job job) {
   self->state.job = std::move(job);
-  self->state.chat = self->state.job.kind == endpoint_kind::chat_completions;
+  self->state.chat = self->state.job.kind != endpoint_kind::completions;
+  self->state.label = label_of(self->state.job.kind);
   if (self->state.chat)
     begin<openai::chat_request>(self);
   else

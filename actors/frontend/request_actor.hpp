@@ -1,4 +1,5 @@
-// One generation request (POST /v1/chat/completions or /v1/completions) as a
+// One generation request (POST /v1/chat/completions, /v1/completions, and
+// /v1/responses and /v1/messages translated to chat) as a
 // CAF actor: parses the body, resolves the model, preprocesses, calls
 // llm_client::generate (chunks come back as messages), detokenizes, applies
 // stop strings, writes JSON or SSE (a stream's headers and role chunk as soon
@@ -19,7 +20,9 @@
 
 namespace dynamo::frontend {
 
-enum class endpoint_kind : uint8_t { chat_completions, completions };
+/// The route. responses and anthropic_messages are translations over chat
+/// completions (runtime/openai/chat_dialect.hpp).
+enum class endpoint_kind : uint8_t { chat_completions, completions, responses, anthropic_messages };
 
 struct request_job {
   std::shared_ptr<frontend_context> ctx;

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   apps::block_shutdown_signals();
   std::string config_path, log_level, host, tool_call_parser = "auto", reasoning_parser = "auto";
   int64_t port = -1;
+  bool anthropic_api = false;
   cli c("dynamo-frontend", "serve the OpenAI API for the models of a cluster config");
   c.option("config", &config_path, "cluster config file (YAML)")
     .option("http-host", &host, "override frontend.host")
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
     .option("tool-call-parser", &tool_call_parser,
             "auto (from the chat template) | hermes | llama3_json | mistral | none (docs/TOOLS.md)")
     .option("reasoning-parser", &reasoning_parser, "auto (on when the chat template mentions <think>) | think | none")
+    .option("enable-anthropic-api", &anthropic_api, "also serve Anthropic's /v1/messages and /v1/messages/count_tokens")
     .option("log-level", &log_level, "trace | debug | info | warn | error");
   if (auto code = cli_exit_code("dynamo-frontend", c.parse(argc, argv)))
     return *code;
@@ -42,6 +44,7 @@ int main(int argc, char** argv) {
   fo.http.io_threads = cfg->frontend.io_threads;
   fo.tool_call_parser = tool_call_parser;
   fo.reasoning_parser = reasoning_parser;
+  fo.anthropic_api = anthropic_api;
   auto fe = frontend::frontend_service::start(*rt.system, fo);
   if (!fe)
     apps::die("dynamo-frontend", fe.error());

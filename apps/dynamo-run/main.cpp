@@ -30,6 +30,7 @@ struct run_options {
   config::admin_config admin;
   uint32_t admin_port = 0;
   bool disagg = false;
+  bool anthropic_api = false;
   uint32_t prefill_workers = 1, decode_workers = 1;
   config::disagg_config disagg_opts;
   std::string tool_call_parser = "auto", reasoning_parser = "auto";
@@ -46,6 +47,7 @@ expected<bool> parse(int argc, char** argv, run_options& o) {
     .option("http-host", &o.http_host, "HTTP listen address")
     .option("http-port", &o.http_port, "HTTP port (0: pick a free one)")
     .option("http-threads", &o.io_threads, "HTTP I/O threads")
+    .option("enable-anthropic-api", &o.anthropic_api, "also serve Anthropic's /v1/messages and /v1/messages/count_tokens")
     .option("num-workers", &o.pool.replicas, "workers (engines) to run")
     .option("threads", &o.pool.engine_opts.threads, "CPU engine compute threads per worker (0: all cores)")
     .option("block-size", &o.pool.engine_opts.block_size, "KV block size in tokens")
@@ -190,6 +192,7 @@ int main(int argc, char** argv) {
   fo.http.io_threads = o.io_threads;
   fo.tool_call_parser = o.tool_call_parser;
   fo.reasoning_parser = o.reasoning_parser;
+  fo.anthropic_api = o.anthropic_api;
   auto fe = frontend::frontend_service::start(*rt.system, fo);
   if (!fe)
     apps::die("dynamo-run", fe.error());

@@ -6,6 +6,12 @@ std::string_view to_string(endpoint_label v) noexcept {
   switch (v) {
     case endpoint_label::chat_completions: return "chat_completions";
     case endpoint_label::completions: return "completions";
+    case endpoint_label::responses: return "responses";
+    case endpoint_label::anthropic_messages: return "anthropic_messages";
+    case endpoint_label::anthropic_count_tokens: return "anthropic_count_tokens";
+    case endpoint_label::embeddings: return "embeddings";
+    case endpoint_label::tokenize: return "tokenize";
+    case endpoint_label::detokenize: return "detokenize";
   }
   return "unknown";
 }

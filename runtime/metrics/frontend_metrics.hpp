@@ -28,7 +28,12 @@ struct frontend_metrics_config {
 };
 
 /// Label values, spelled as Dynamo spells them.
-enum class endpoint_label : uint8_t { chat_completions, completions };
+/// The `endpoint` label: Dynamo's names for its OpenAI routes, plus this
+/// project's Anthropic and tokenizer routes.
+enum class endpoint_label : uint8_t {
+  chat_completions, completions, responses, anthropic_messages, anthropic_count_tokens,
+  embeddings, tokenize, detokenize
+};
 enum class request_type : uint8_t { unary, stream };
 enum class error_type : uint8_t {
   none, validation, not_found, overload, cancelled, response_timeout, internal, not_implemented

@@ -159,6 +159,18 @@ caf::error check_empty(const json& obj, const char* name, json::value_t type) {
   return {};
 }
 
+caf::error read_required_string(const json& obj, const std::string& param, const char* name,
+                                std::string& out) {
+  const std::string where = param.empty() ? std::string{name} : param + "." + name;
+  const json* v = field(obj, name);
+  if (!v)
+    return missing_error(where);
+  if (!v->is_string())
+    return type_error(where, "a string", *v);
+  out = v->get<std::string>();
+  return {};
+}
+
 caf::error read_model(const json& obj, std::string& out) {
   std::optional<std::string> model;
   if (auto err = read_string(obj, "model", model))

@@ -43,6 +43,11 @@ using json = nlohmann::json;
 [[nodiscard]] caf::error read_string(const json& obj, const char* name,
                                      std::optional<std::string>& out);
 
+/// `obj.name`, a required string; errors name it "<param>.<name>" (or
+/// "<name>" when `param` is empty).
+[[nodiscard]] caf::error read_required_string(const json& obj, const std::string& param,
+                                              const char* name, std::string& out);
+
 /// A known OpenAI container we do not implement: must be empty (or absent).
 [[nodiscard]] caf::error check_empty(const json& obj, const char* name, json::value_t type);
 

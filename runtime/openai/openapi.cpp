@@ -40,6 +40,32 @@ constexpr std::string_view document = R"json({
         }
       }
     },
+    "/v1/responses": {
+      "post": {
+        "summary": "Create a response (OpenAI Responses API), served as a translation over chat completions; nothing is stored (see docs/ENDPOINTS.md)",
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["model", "input"], "properties": {"model": {"type": "string"}, "input": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]}, "instructions": {"type": "string"}, "tools": {"type": "array", "items": {"type": "object"}}, "tool_choice": {}, "text": {"type": "object"}, "max_output_tokens": {"type": "integer", "minimum": 1}, "temperature": {"type": "number"}, "top_p": {"type": "number"}, "stream": {"type": "boolean"}, "metadata": {"type": "object"}}}}}},
+        "responses": {
+          "200": {"description": "A response object, or with stream=true the typed events response.created ... response.completed (no [DONE])"},
+          "400": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"},
+          "415": {"$ref": "#/components/responses/Error"}, "500": {"$ref": "#/components/responses/Error"},
+          "503": {"$ref": "#/components/responses/Error"}, "504": {"$ref": "#/components/responses/Error"}
+        }
+      }
+    },
+    "/tokenize": {
+      "post": {
+        "summary": "Tokenize a prompt or chat messages with the model's tokenizer (vLLM's shape)",
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["model"], "properties": {"model": {"type": "string"}, "prompt": {"type": "string"}, "messages": {"type": "array", "items": {"$ref": "#/components/schemas/ChatMessage"}}, "add_special_tokens": {"type": "boolean"}, "add_generation_prompt": {"type": "boolean"}}}}}},
+        "responses": {"200": {"description": "{\"count\":N,\"max_model_len\":C,\"tokens\":[...],\"token_strs\":null}"}, "400": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}}
+      }
+    },
+    "/detokenize": {
+      "post": {
+        "summary": "Token ids back to text, special tokens included (vLLM's shape)",
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["model", "tokens"], "properties": {"model": {"type": "string"}, "tokens": {"type": "array", "items": {"type": "integer", "minimum": 0}}}}}}},
+        "responses": {"200": {"description": "{\"prompt\":\"...\"}"}, "400": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}}
+      }
+    },
     "/v1/models": {
       "get": {"summary": "List served models", "responses": {"200": {"description": "The model list", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ModelList"}}}}}}
     },

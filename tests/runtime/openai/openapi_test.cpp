@@ -29,7 +29,8 @@ BOOST_AUTO_TEST_CASE(is_valid_openapi_3_json_with_every_route) {
   auto doc = nlohmann::json::parse(openapi_json());
   BOOST_TEST(doc["openapi"].get<std::string>().starts_with("3."));
   for (auto* path : {"/v1/chat/completions", "/v1/completions", "/v1/models",
-                     "/v1/models/{model_id}", "/health", "/live", "/metrics", "/openapi.json"})
+                     "/v1/models/{model_id}", "/health", "/live", "/metrics", "/openapi.json",
+                     "/v1/responses", "/tokenize", "/detokenize"})
     BOOST_TEST(doc["paths"].contains(path), path);
   BOOST_TEST(doc["paths"]["/v1/chat/completions"].contains("post"));
   BOOST_TEST(doc["paths"]["/v1/models"].contains("get"));
