@@ -1,10 +1,34 @@
 #include "runtime/mocker/mock_executor.hpp"
 
 #include "runtime/engine/batch_check.hpp"
+#include "runtime/tokenizer/tokenizer.hpp"
 
 #include <cmath>
 
 namespace dynamo::mocker {
+
+namespace {
+
+/// `token` when `mask` allows it, else the next allowed id above it, wrapping
+/// around (the grammar always allows some token; `token` if none).
+uint32_t allowed_from(uint32_t token, std::span<const uint64_t> mask) {
+  const size_t n = mask.size() * 64;
+  for (size_t k = 0; k < n; ++k) {
+    const size_t id = (token + k) % n;
+    if ((mask[id / 64] >> (id % 64)) & 1) return static_cast<uint32_t>(id);
+  }
+  return token;
+}
+
+} // namespace
+
+std::shared_ptr<gram::grammar_cache> mocker_grammars() {
+  static const std::shared_ptr<gram::grammar_cache> cache = [] {
+    auto vocab = gram::token_vocab::from_tokenizer(tok::byte_tokenizer{});
+    return vocab ? std::make_shared<gram::grammar_cache>(*vocab) : nullptr;
+  }();
+  return cache;
+}
 
 expected<void> validate(const mocker_config& cfg) {
   auto bad = [](const char* field, const char* why) {
@@ -69,7 +93,8 @@ expected<engine::batch_result> mock_executor::execute(const engine::batch& b) {
     uint32_t prev = e.tokens.empty() ? 0 : e.tokens.back();
     for (size_t j = 0; e.fork_of && j < i; ++j)
       if (b.entries[j].seq_id == *e.fork_of) prev = b.entries[j].tokens.back();
-    const uint32_t token = next_token(prev, e.sample_position, stream_of(e.sampling.seed, e.choice));
+    uint32_t token = next_token(prev, e.sample_position, stream_of(e.sampling.seed, e.choice));
+    if (!e.allowed_tokens.empty()) token = allowed_from(token, e.allowed_tokens);
     r.sampled.emplace_back(token);
     if (e.sampling.logprobs) {
       // The mocker's distribution is a point mass: the token has probability 1.
@@ -90,6 +115,8 @@ expected<std::unique_ptr<engine::engine_core>> make_engine(const mocker_config& 
   ec.max_num_batched_tokens = cfg.max_num_batched_tokens;
   ec.max_num_partial_prefills = cfg.max_num_partial_prefills;
   ec.enable_prefix_caching = cfg.enable_prefix_caching;
+  if (ec.grammars == nullptr)
+    ec.grammars = mocker_grammars();
   return engine::engine_core::create(std::make_unique<mock_executor>(cfg), ec);
 }
 
