@@ -116,16 +116,6 @@ caf::error check_unimplemented_chat(const json& obj) {
   std::optional<bool> parallel;
   if (auto err = detail::read_bool(obj, "parallel_tool_calls", parallel))
     return err;
-  if (const json* fmt_ = detail::field(obj, "response_format")) {
-    if (!fmt_->is_object())
-      return detail::type_error("response_format", "an object", *fmt_);
-    const json* type = detail::field(*fmt_, "type");
-    if (!type || !type->is_string())
-      return detail::missing_error("response_format.type");
-    if (*type != "text")
-      return detail::unsupported_error("response_format.type",
-                                       "only 'text' is supported (no JSON mode).");
-  }
   return {};
 }
 

@@ -63,6 +63,7 @@ void set_sampling(const generation_params& p, protocol::sampling_options& s) {
   s.frequency_penalty = p.frequency_penalty.value_or(0.0f);
   s.repetition_penalty = p.repetition_penalty.value_or(1.0f);
   s.logit_bias = p.logit_bias;
+  s.guided = p.guided;
   s.logprobs = p.logprobs;
   s.n = p.n;
 }

@@ -14,18 +14,20 @@ namespace {
 
 constexpr int64_t u32_max = std::numeric_limits<uint32_t>::max();
 
-constexpr std::array<std::string_view, 27> chat_fields = {
+constexpr std::array<std::string_view, 32> chat_fields = {
   "model", "messages", "max_tokens", "max_completion_tokens", "min_tokens", "temperature",
   "top_p", "top_k", "min_p", "seed", "stop", "stop_token_ids", "n", "stream", "stream_options",
   "ignore_eos", "user", "frequency_penalty", "presence_penalty", "repetition_penalty",
-  "logit_bias", "logprobs", "top_logprobs",
+  "logit_bias", "logprobs", "top_logprobs", "response_format", "guided_json", "guided_regex",
+  "guided_choice", "guided_grammar", "nvext",
   // accepted at their neutral value only
-  "tools", "tool_choice", "response_format", "parallel_tool_calls"};
+  "tools", "tool_choice", "parallel_tool_calls"};
 
-constexpr std::array<std::string_view, 24> completion_fields = {
+constexpr std::array<std::string_view, 30> completion_fields = {
   "model", "prompt", "max_tokens", "min_tokens", "temperature", "top_p", "top_k", "min_p", "seed",
   "stop", "stop_token_ids", "n", "stream", "stream_options", "ignore_eos", "user",
   "frequency_penalty", "presence_penalty", "repetition_penalty", "logit_bias", "logprobs",
+  "response_format", "guided_json", "guided_regex", "guided_choice", "guided_grammar", "nvext",
   // accepted at their neutral value only (best_of: equal to n)
   "echo", "best_of", "suffix"};
 
@@ -228,7 +230,7 @@ caf::error read_common(const json& obj, generation_params& out) {
     return err;
   if (out.user && out.user->empty())
     return value_error("user", "must not be empty.");
-  return {};
+  return read_guided(obj, out.guided);
 }
 
 caf::error check_min_tokens(const generation_params& p) {

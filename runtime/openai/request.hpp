@@ -9,8 +9,10 @@
 //    min_tokens, temperature, top_p, top_k, min_p, seed, stop, stop_token_ids,
 //    n (1..128), presence_penalty, frequency_penalty, repetition_penalty,
 //    logit_bias, logprobs (+ top_logprobs for chat), stream,
-//    stream_options.include_usage, ignore_eos, user;
-//  - known OpenAI fields we do not implement (tools, response_format, echo,
+//    stream_options.include_usage, ignore_eos, user, response_format (text,
+//    json_object, json_schema) and guided_json / guided_regex / guided_choice /
+//    guided_grammar, top level or under nvext (docs/STRUCTURED_OUTPUTS.md);
+//  - known OpenAI fields we do not implement (tools, echo,
 //    best_of != n, suffix, ...) are accepted only at their neutral value;
 //    anything else is 400 `unsupported_value`, so a client never silently
 //    gets different behaviour than it asked for;
@@ -65,6 +67,9 @@ struct generation_params {
   bool include_usage = false; ///< stream_options.include_usage (stream only)
   bool ignore_eos = false;
   std::optional<std::string> user; ///< non-empty when present
+  /// response_format json_object / json_schema, or guided_json / guided_regex /
+  /// guided_choice / guided_grammar (top level or under nvext); validated.
+  protocol::guided_decoding guided;
 };
 
 struct chat_request {
