@@ -232,7 +232,10 @@ bool scheduler::complete_transfer(std::string_view request_id, bool ok, std::vec
   kv_.cache_blocks(s.id, s.tokens, s.num_computed);
   request_output o{s.request_id, {}, std::nullopt};
   o.output.token_ids.push_back(first_token);
-  end_choice(s, append_token(s, first_token), o.output);
+  const protocol::finish_reason finish = append_token(s, first_token);
+  if (finish == protocol::finish_reason::error) // a prefill worker that ignored the grammar
+    o.output.error = "the prefill worker's first token " + std::to_string(first_token) + " is not allowed by the grammar";
+  end_choice(s, finish, o.output);
   o.output.cached_tokens = s.cached_tokens;
   s.first_chunk_sent = true;
   const bool finished = o.output.choice_end() != protocol::finish_reason::none;
