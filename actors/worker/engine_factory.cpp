@@ -3,6 +3,7 @@
 #include "runtime/mocker/mock_executor.hpp"
 #include "runtime/model/cpu_executor.hpp"
 #include "runtime/model/decoder_model.hpp"
+#include "runtime/tokenizer/gguf_tokenizer.hpp"
 
 #if DYNAMO_HAVE_CUDA
 #include "runtime/model/cuda/cuda_executor.hpp"
@@ -24,6 +25,26 @@ engine::engine_config engine_limits(config::engine_kind kind, const config::engi
   ec.max_model_len = o.context_length;
   ec.num_blocks = o.kv_blocks;
   return ec;
+}
+
+/// The grammar cache of guided decoding over the model's tokenizer, shared by
+/// the pool's engines; null (guided requests then fail) when the tokenizer
+/// does not load.
+std::shared_ptr<gram::grammar_cache> grammars_for(const std::string& model_path) {
+  auto fail = [&](const caf::error& e) -> std::shared_ptr<gram::grammar_cache> {
+    spdlog::warn("model {}: no guided decoding ({})", model_path, message_of(e));
+    return nullptr;
+  };
+  auto file = gguf::file::open(model_path);
+  if (!file)
+    return fail(file.error());
+  auto tk = tok::load_tokenizer(**file);
+  if (!tk)
+    return fail(tk.error());
+  auto vocab = gram::token_vocab::from_tokenizer(**tk);
+  if (!vocab)
+    return fail(vocab.error());
+  return std::make_shared<gram::grammar_cache>(*vocab);
 }
 
 expected<engine_setup> prepare_mocker(const config::pool_config& pool) {
@@ -69,6 +90,7 @@ expected<engine_setup> prepare_cpu(const config::pool_config& pool, size_t kv_by
   if (!probe)
     return probe.error();
   auto ec = engine_limits(pool.engine, pool.engine_opts);
+  ec.grammars = grammars_for(pool.model_path);
   spdlog::info("model {}: {} compute threads, {} tokens per engine step{}", pool.model, (*probe)->threads(),
                ec.max_num_batched_tokens, pool.engine_opts.max_num_batched_tokens ? "" : " (the CPU default)");
   engine_setup s;
@@ -101,6 +123,7 @@ expected<engine_setup> prepare_cuda(const config::pool_config& pool) {
   if (!model)
     return model.error();
   auto ec = engine_limits(pool.engine, pool.engine_opts);
+  ec.grammars = grammars_for(pool.model_path);
   model::cuda_executor_config xc;
   xc.block_size = pool.engine_opts.block_size;
   xc.num_blocks = pool.engine_opts.kv_blocks;

@@ -37,12 +37,31 @@ expected<std::unique_ptr<engine_core>> engine_core::create(std::unique_ptr<execu
     return ok.error();
   if (cfg.hold_ttl.count() <= 0)
     return make_error(errc::config_error, "hold_ttl must be > 0");
-  return std::unique_ptr<engine_core>(new engine_core(std::move(exec), sc, cfg.hold_ttl));
+  return std::unique_ptr<engine_core>(new engine_core(std::move(exec), sc, cfg.hold_ttl, std::move(cfg.grammars)));
 }
 
 engine_core::engine_core(std::unique_ptr<executor> exec, const scheduler_config& cfg,
-                         std::chrono::milliseconds hold_ttl)
-    : exec_(std::move(exec)), sched_(cfg), hold_ttl_(hold_ttl) {}
+                         std::chrono::milliseconds hold_ttl, std::shared_ptr<gram::grammar_cache> grammars)
+    : exec_(std::move(exec)), sched_(cfg), hold_ttl_(hold_ttl), grammars_(std::move(grammars)) {}
+
+expected<std::optional<gram::matcher>> engine_core::guide_of(const protocol::preprocessed_request& req) {
+  if (req.sampling.guided.kind == protocol::guided_kind::none)
+    return std::optional<gram::matcher>{};
+  if (grammars_ == nullptr)
+    return make_error(errc::unsupported, "guided decoding (structured outputs) is not available on the " +
+                                             exec_->name() + " executor of this worker");
+  auto cg = grammars_->get(req.sampling.guided);
+  if (!cg)
+    return cg.error();
+  std::optional<gram::matcher> m(std::in_place, *cg);
+  // After a migration the request carries its output so far: replay it.
+  const size_t prompt = req.prompt_tokens == 0 ? req.token_ids.size()
+                                               : std::min<size_t>(req.prompt_tokens, req.token_ids.size());
+  for (size_t i = prompt; i < req.token_ids.size(); ++i)
+    if (auto ok = m->accept_token(req.token_ids[i]); !ok)
+      return make_error(errc::invalid_argument, "the output so far does not follow the grammar: " + message_of(ok.error()));
+  return m;
+}
 
 std::string engine_core::rejection(const protocol::preprocessed_request& req) const {
   const uint32_t limit = max_model_len();
@@ -96,6 +115,7 @@ std::string engine_core::pull_refusal(const protocol::kv_prefill_result& r, size
 
 expected<void> engine_core::add_request(protocol::preprocessed_request req) {
   std::string why = rejection(req);
+  uint8_t code = 0; // unknown, as for every rejection above
   disagg_mode mode;
   if (why.empty() && !req.disagg.empty()) {
     auto params = protocol::decode<protocol::disagg_params>(req.disagg);
@@ -123,15 +143,26 @@ expected<void> engine_core::add_request(protocol::preprocessed_request req) {
       }
     }
   }
+  std::optional<gram::matcher> guide;
+  if (why.empty()) {
+    auto g = guide_of(req);
+    if (!g) {
+      why = message_of(g.error());
+      code = static_cast<uint8_t>(code_of(g.error()));
+    } else {
+      guide = std::move(*g);
+    }
+  }
   if (why.empty()) {
     std::string id = req.request_id;
-    if (!sched_.add_request(std::move(req), std::move(mode)))
+    if (!sched_.add_request(std::move(req), std::move(mode), std::move(guide)))
       return make_error(errc::invalid_argument, "request " + id + " is already in flight");
     return {};
   }
   protocol::engine_output out;
   out.finish = protocol::finish_reason::error;
   out.error = std::move(why);
+  out.error_code = code;
   pending_.push_back(request_output{std::move(req.request_id), std::move(out)});
   return {};
 }

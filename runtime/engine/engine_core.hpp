@@ -9,6 +9,7 @@
 #include "runtime/core/error.hpp"
 #include "runtime/engine/executor.hpp"
 #include "runtime/engine/scheduler.hpp"
+#include "runtime/grammar/guided.hpp"
 #include "runtime/protocol/disagg.hpp"
 #include "runtime/protocol/kv_event.hpp"
 #include "runtime/protocol/llm.hpp"
@@ -35,6 +36,10 @@ struct engine_config {
   uint32_t max_model_len = 0; ///< 0: the executor's context length; else at most that
   /// Held prefill blocks not released within this are freed (release_expired_holds).
   std::chrono::milliseconds hold_ttl{30000};
+  /// Compiled grammars for guided decoding (sampling.guided), over the
+  /// model's vocabulary; may be shared by the engines of one model. Null: a
+  /// guided request is answered by an error chunk.
+  std::shared_ptr<gram::grammar_cache> grammars;
   /// Stamps holds when they are created; empty: steady_clock::now. Tests inject one.
   std::function<std::chrono::steady_clock::time_point()> clock;
 };
@@ -140,8 +145,11 @@ public:
 
 private:
   engine_core(std::unique_ptr<executor> exec, const scheduler_config& cfg,
-              std::chrono::milliseconds hold_ttl);
+              std::chrono::milliseconds hold_ttl, std::shared_ptr<gram::grammar_cache> grammars);
   [[nodiscard]] std::string rejection(const protocol::preprocessed_request& req) const;
+  /// The grammar state of a guided request past its output tokens (nullopt
+  /// when it is not guided), or why it cannot run.
+  [[nodiscard]] expected<std::optional<gram::matcher>> guide_of(const protocol::preprocessed_request& req);
   /// "" when this engine can pull `r` for a prompt of `prompt_len` tokens,
   /// else why not (logged, then the request prefills locally).
   [[nodiscard]] std::string pull_refusal(const protocol::kv_prefill_result& r, size_t prompt_len);
@@ -152,6 +160,7 @@ private:
   std::unique_ptr<executor> exec_;
   scheduler sched_;
   std::chrono::milliseconds hold_ttl_;
+  std::shared_ptr<gram::grammar_cache> grammars_;
   std::vector<request_output> pending_; ///< chunks produced outside step()
   std::vector<protocol::kv_prefill_result> refused_; ///< see take_refused_prefills()
 };

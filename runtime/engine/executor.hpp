@@ -39,6 +39,11 @@ struct batch_entry {
   /// sampling's penalties): logit_bias, penalties, the min_tokens mask.
   /// Sorted by token, distinct tokens.
   std::vector<kernels::logit_edit> logit_edits;
+  /// The grammar mask of a guided request (sampling.guided), used when
+  /// `sample`: bit id (word id / 64) set = token id may be sampled; the
+  /// others, and every id past the mask, get -inf before logit_edits
+  /// (kernels/reference/token_bitmask). Empty: no grammar.
+  std::vector<uint64_t> allowed_tokens;
   uint32_t choice = 0; ///< the request's choice this sequence is (n > 1)
   /// A forked choice's first token (n > 1): no tokens to compute; sample from
   /// the logits of the entry with this seq_id (the prompt's last step, earlier

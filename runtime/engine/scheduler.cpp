@@ -34,7 +34,7 @@ expected<void> validate(const scheduler_config& cfg) {
 scheduler::scheduler(scheduler_config cfg)
     : cfg_(cfg), kv_(cfg.num_blocks, cfg.block_size, cfg.enable_prefix_caching, cfg.emit_kv_events) {}
 
-bool scheduler::add_request(protocol::preprocessed_request req, disagg_mode mode) {
+bool scheduler::add_request(protocol::preprocessed_request req, disagg_mode mode, std::optional<gram::matcher> guide) {
   const uint64_t id = next_seq_id_;
   const uint32_t n = std::max(1u, req.sampling.n);
   if (!by_request_id_.emplace(req.request_id, request_group{{id}, n}).second)
@@ -55,6 +55,7 @@ bool scheduler::add_request(protocol::preprocessed_request req, disagg_mode mode
   const size_t prompt = req.prompt_tokens == 0 ? all.size() : std::min<size_t>(req.prompt_tokens, all.size());
   s.edits = logit_edit_state(s.sampling, all.first(prompt), all.subspan(prompt));
   s.hold_prompt = mode.hold_prompt;
+  s.guide = std::move(guide);
   s.remote_prompt = std::move(mode.remote_prompt);
   auto [it, inserted] = seqs_.emplace(id, std::move(s));
   waiting_.push_back(id);
@@ -231,7 +232,10 @@ bool scheduler::complete_transfer(std::string_view request_id, bool ok, std::vec
   kv_.cache_blocks(s.id, s.tokens, s.num_computed);
   request_output o{s.request_id, {}, std::nullopt};
   o.output.token_ids.push_back(first_token);
-  end_choice(s, append_token(s, first_token), o.output);
+  const protocol::finish_reason finish = append_token(s, first_token);
+  if (finish == protocol::finish_reason::error) // a prefill worker that ignored the grammar
+    o.output.error = "the prefill worker's first token " + std::to_string(first_token) + " is not allowed by the grammar";
+  end_choice(s, finish, o.output);
   o.output.cached_tokens = s.cached_tokens;
   s.first_chunk_sent = true;
   const bool finished = o.output.choice_end() != protocol::finish_reason::none;
@@ -325,6 +329,10 @@ batch_entry scheduler::make_entry(sequence& s, uint32_t num_new) {
     const bool mask = s.num_output < s.stop.min_tokens; // stop tokens cannot be drawn yet
     e.logit_edits = s.edits.edits(mask ? std::span<const uint32_t>{s.stop.stop_token_ids}
                                        : std::span<const uint32_t>{});
+    if (s.guide) {
+      e.allowed_tokens.resize(s.guide->mask_words());
+      s.guide->fill_next_token_bitmask(e.allowed_tokens);
+    }
   }
   s.scheduled_step = step_;
   return e;
@@ -375,6 +383,7 @@ void scheduler::fork_choices(sequence& parent, const batch_entry& parent_entry, 
     child.scheduled_step = step_;
     child.choice = c;
     child.edits = parent.edits;
+    child.guide = parent.guide; // the same grammar state: nothing generated yet
     batch_entry e;
     e.seq_id = id;
     e.start_pos = prompt;
@@ -382,6 +391,7 @@ void scheduler::fork_choices(sequence& parent, const batch_entry& parent_entry, 
     e.sampling = child.sampling;
     e.sample_position = prompt;
     e.logit_edits = parent_entry.logit_edits;
+    e.allowed_tokens = parent_entry.allowed_tokens;
     e.choice = c;
     e.fork_of = parent.id;
     out.push_back(std::move(e));
@@ -471,6 +481,8 @@ std::vector<request_output> scheduler::update(const batch& b, const batch_result
       if (s.sampling.logprobs)
         o.output.logprobs.push_back(*lp);
       finish = append_token(s, *token);
+      if (finish == protocol::finish_reason::error)
+        o.output.error = "the executor sampled token " + std::to_string(*token) + ", which the grammar does not allow";
       if (s.hold_prompt && finish != protocol::finish_reason::none)
         o.prefill_result = hold(s, *token);
     }
@@ -495,6 +507,16 @@ protocol::finish_reason scheduler::append_token(sequence& s, uint32_t token) {
   s.tokens.append(token);
   s.edits.on_output(token);
   ++s.num_output;
+  if (s.guide) {
+    if (auto ok = s.guide->accept_token(token); !ok) { // the executor ignored the mask: a bug
+      spdlog::error("request {}: sampled token {} outside the grammar: {}", s.request_id, token,
+                    message_of(ok.error()));
+      return protocol::finish_reason::error;
+    }
+    // The grammar is complete: EOS was taken, or nothing but EOS could follow.
+    if (s.guide->is_terminated() || !s.guide->can_continue())
+      return protocol::finish_reason::stop;
+  }
   return check_stop(token, s.num_output, s.tokens.size(), s.stop, cfg_.max_model_len);
 }
 

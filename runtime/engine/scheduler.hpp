@@ -130,7 +130,13 @@ public:
   /// request that finds the queue empty is admitted at once when it fits, so
   /// its pull is ready without waiting for a step. A prefill request whose id
   /// is still held from an earlier attempt releases that hold.
-  [[nodiscard]] bool add_request(protocol::preprocessed_request req, disagg_mode mode = {});
+  ///
+  /// `guide`: the grammar state of a guided request (sampling.guided), past
+  /// any output tokens the request carries; each sample is then drawn under
+  /// its mask (batch_entry::allowed_tokens), and the choice ends with `stop`
+  /// once the grammar has accepted EOS or can take no further byte.
+  [[nodiscard]] bool add_request(protocol::preprocessed_request req, disagg_mode mode = {},
+                                 std::optional<gram::matcher> guide = std::nullopt);
 
   [[nodiscard]] batch schedule();
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "runtime/engine/logit_edit_state.hpp"
+#include "runtime/grammar/matcher.hpp"
 #include "runtime/kv/token_blocks.hpp"
 #include "runtime/protocol/disagg.hpp"
 #include "runtime/protocol/llm.hpp"
@@ -42,6 +43,9 @@ struct sequence {
   /// Choice 0 of an n > 1 request: n - 1 until the fork, then 0.
   uint32_t pending_forks = 0;
   logit_edit_state edits; ///< penalties and logit_bias over its tokens
+  /// Guided decoding: the grammar state after the tokens generated so far
+  /// (a fork copies its parent's); the mask of each sample comes from it.
+  std::optional<gram::matcher> guide;
 
   /// Tokens still to compute; 1 for a decode, more for a (re)prefill.
   [[nodiscard]] uint32_t remaining() const noexcept { return tokens.size() - num_computed; }

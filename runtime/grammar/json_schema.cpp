@@ -552,7 +552,8 @@ expected<grammar> json_schema_grammar(std::string_view schema_json, const json_o
   return g;
 }
 
-expected<rule_id> add_tool_call(grammar& g, const std::vector<tool_function>& fns, const json_options& o) {
+expected<rule_id> add_tool_call(grammar& g, const std::vector<tool_function>& fns, const json_options& o,
+                                std::string_view arguments_key) {
   if (fns.empty()) return make_error(errc::invalid_argument, "tool call grammar: no functions");
   detail::json_blocks b(g, o);
   std::vector<expr_id> alts;
@@ -560,7 +561,7 @@ expected<rule_id> add_tool_call(grammar& g, const std::vector<tool_function>& fn
     auto params = add_json_schema(g, f.parameters_json, o, "arguments-" + f.name);
     if (!params) return make_error(code_of(params.error()), "function '" + f.name + "': " + message_of(params.error()));
     alts.push_back(g.seq({g.literal("{"), b.ws_in(), g.literal("\"name\""), b.colon(), g.literal(json_key_literal(f.name)),
-                          b.comma(), g.literal("\"arguments\""), b.colon(), g.ref(*params), b.ws_in(), g.literal("}")}));
+                          b.comma(), g.literal(json_key_literal(arguments_key)), b.colon(), g.ref(*params), b.ws_in(), g.literal("}")}));
   }
   const rule_id r = g.add_rule("tool-call");
   g.define(r, g.alt(std::move(alts)));
@@ -568,8 +569,8 @@ expected<rule_id> add_tool_call(grammar& g, const std::vector<tool_function>& fn
 }
 
 expected<rule_id> add_tool_call_array(grammar& g, const std::vector<tool_function>& fns, const json_options& o,
-                                      uint32_t max_calls) {
-  auto call = add_tool_call(g, fns, o);
+                                      uint32_t max_calls, std::string_view arguments_key) {
+  auto call = add_tool_call(g, fns, o, arguments_key);
   if (!call) return call;
   detail::json_blocks b(g, o);
   const uint32_t more = max_calls == grammar::unbounded ? max_calls : (max_calls == 0 ? 0 : max_calls - 1);

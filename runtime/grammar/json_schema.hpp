@@ -49,13 +49,15 @@ struct tool_function {
   std::string parameters_json = "{}"; ///< JSON Schema of the arguments object
 };
 
-/// A rule for one call {"name": "<one of the names>", "arguments": <its schema>}.
+/// A rule for one call {"name": "<one of the names>", "<arguments_key>": <its schema>}
+/// ("arguments" for Hermes/Mistral, "parameters" for Llama 3).
 /// Errors: add_json_schema's, and errc::invalid_argument for no functions.
 [[nodiscard]] expected<rule_id> add_tool_call(grammar& g, const std::vector<tool_function>& fns,
-                                              const json_options& o = {});
+                                              const json_options& o = {}, std::string_view arguments_key = "arguments");
 /// A rule for a JSON array of calls `[call, call, ...]` (parallel calls), 1..max_calls long.
 [[nodiscard]] expected<rule_id> add_tool_call_array(grammar& g, const std::vector<tool_function>& fns,
-                                                    const json_options& o = {}, uint32_t max_calls = grammar::unbounded);
+                                                    const json_options& o = {}, uint32_t max_calls = grammar::unbounded,
+                                                    std::string_view arguments_key = "arguments");
 /// A whole grammar: one call, or an array of calls when `parallel`.
 [[nodiscard]] expected<grammar> tool_call_grammar(const std::vector<tool_function>& fns, bool parallel,
                                                   const json_options& o = {});

@@ -8,6 +8,29 @@
 
 namespace dynamo::mocker {
 
+namespace {
+
+/// `token` when `mask` allows it, else the next allowed id above it, wrapping
+/// around (the grammar always allows some token; `token` if none).
+uint32_t allowed_from(uint32_t token, std::span<const uint64_t> mask) {
+  const size_t n = mask.size() * 64;
+  for (size_t k = 0; k < n; ++k) {
+    const size_t id = (token + k) % n;
+    if ((mask[id / 64] >> (id % 64)) & 1) return static_cast<uint32_t>(id);
+  }
+  return token;
+}
+
+} // namespace
+
+std::shared_ptr<gram::grammar_cache> mocker_grammars() {
+  static const std::shared_ptr<gram::grammar_cache> cache = [] {
+    auto vocab = gram::token_vocab::from_tokenizer(tok::byte_tokenizer{});
+    return vocab ? std::make_shared<gram::grammar_cache>(*vocab) : nullptr;
+  }();
+  return cache;
+}
+
 expected<void> validate(const mocker_config& cfg) {
   auto bad = [](const char* field, const char* why) {
     return make_error(errc::config_error, std::string{"mocker "} + field + " " + why);
@@ -88,6 +111,7 @@ expected<engine::batch_result> mock_executor::execute(const engine::batch& b) {
         scripts_.erase(s);
       }
     }
+    if (!e.allowed_tokens.empty()) token = allowed_from(token, e.allowed_tokens);
     r.sampled.emplace_back(token);
     if (e.sampling.logprobs) {
       // The mocker's distribution is a point mass: the token has probability 1.
@@ -108,6 +132,8 @@ expected<std::unique_ptr<engine::engine_core>> make_engine(const mocker_config& 
   ec.max_num_batched_tokens = cfg.max_num_batched_tokens;
   ec.max_num_partial_prefills = cfg.max_num_partial_prefills;
   ec.enable_prefix_caching = cfg.enable_prefix_caching;
+  if (ec.grammars == nullptr)
+    ec.grammars = mocker_grammars();
   return engine::engine_core::create(std::make_unique<mock_executor>(cfg), ec);
 }
 

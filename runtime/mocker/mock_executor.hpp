@@ -101,8 +101,15 @@ private:
 /// An engine_core over a mock_executor configured by `cfg`. `base` supplies what
 /// mocker_config does not (hold_ttl, clock, ...); its scheduler limits
 /// (max_num_seqs, max_num_batched_tokens, max_num_partial_prefills, prefix
-/// caching) are replaced by cfg's.
+/// caching) are replaced by cfg's. Without base.grammars, guided requests use
+/// mocker_grammars().
 [[nodiscard]] expected<std::unique_ptr<engine::engine_core>> make_engine(const mocker_config& cfg,
                                                                        engine::engine_config base = {});
+
+/// The process's grammar cache over tok::byte_tokenizer's vocabulary (what a
+/// frontend serving the mocker detokenizes with), so the mocker honours guided
+/// decoding: it emits its usual token when the grammar allows it, else the
+/// next allowed id above it (wrapping around).
+[[nodiscard]] std::shared_ptr<gram::grammar_cache> mocker_grammars();
 
 } // namespace dynamo::mocker

@@ -52,7 +52,7 @@ expected<engine::batch_result> cpu_executor::execute(const engine::batch& b) {
   r.logprobs.resize(b.entries.size());
   auto sample = [&](size_t entry, std::span<const float> row) {
     const engine::batch_entry& e = b.entries[entry];
-    auto s = sampler_.sample(row, e.sampling, e.logit_edits, e.seq_id, e.sample_position);
+    auto s = sampler_.sample(row, e.sampling, e.logit_edits, e.seq_id, e.sample_position, e.allowed_tokens);
     r.sampled[entry] = s.token;
     r.logprobs[entry] = std::move(s.logprobs);
   };

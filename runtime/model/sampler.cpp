@@ -1,6 +1,7 @@
 #include "runtime/model/sampler.hpp"
 
 #include "kernels/counter_rng.hpp"
+#include "kernels/reference/token_bitmask.hpp"
 #include "runtime/engine/logit_edit_state.hpp"
 
 #include <algorithm>
@@ -31,10 +32,12 @@ void sampler::sort_prefix(size_t m) {
 
 sample_result sampler::sample(std::span<const float> logits, const protocol::sampling_options& o,
                               std::span<const kernels::logit_edit> edits, uint64_t seq_id,
-                              uint32_t sample_position) {
+                              uint32_t sample_position, std::span<const uint64_t> allowed) {
   std::span<const float> row = logits;
-  if (!edits.empty()) {
+  if (!allowed.empty() || !edits.empty()) {
     processed_.assign(logits.begin(), logits.end());
+    kernels::ref::apply_token_bitmask({processed_.data(), processed_.size(), static_cast<uint32_t>(processed_.size()),
+                                       allowed.data(), static_cast<uint32_t>(allowed.size()), allowed.empty() ? 0u : 1u});
     const kernels::logit_penalties pen = engine::penalties_of(o);
     for (const kernels::logit_edit& e : edits)
       if (e.token < processed_.size()) processed_[e.token] = kernels::apply_logit_edit(processed_[e.token], e, pen);

@@ -1,4 +1,4 @@
-// Next-token sampling from logits (vLLM's order): the row's logit edits
+// Next-token sampling from logits (vLLM's order): the grammar mask, the row's logit edits
 // (logit_bias, the min_tokens mask, repetition / frequency / presence
 // penalties, kernels/logit_edit.hpp), then greedy (temperature 0) or
 // temperature, min_p, top-k and top-p; and the chosen token's logprobs. The
@@ -32,7 +32,9 @@ public:
   explicit sampler(uint64_t process_seed) : process_seed_(process_seed) {}
 
   /// Picks a token id from `logits` ([n_vocab], REQUIRES: non-empty) after
-  /// applying `edits` (distinct tokens; ids >= n_vocab are ignored) with
+  /// masking out the tokens whose bit is clear in `allowed` (the grammar mask
+  /// of structured outputs, kernels/reference/token_bitmask; empty: no mask),
+  /// then applying `edits` (distinct tokens; ids >= n_vocab are ignored) with
   /// opts' penalties. temperature <= 0 (or not finite) or top_k == 1 is
   /// greedy: the lowest id among the largest processed logits. Otherwise,
   /// on softmax(logits / T): min_p (in [0, 1]; keeps the tokens whose
@@ -44,7 +46,7 @@ public:
   /// logits / T (T = 1 when greedy), before truncation.
   [[nodiscard]] sample_result sample(std::span<const float> logits, const protocol::sampling_options& opts,
                                      std::span<const kernels::logit_edit> edits, uint64_t seq_id,
-                                     uint32_t sample_position);
+                                     uint32_t sample_position, std::span<const uint64_t> allowed = {});
 
   /// sample() without edits, the token only.
   [[nodiscard]] uint32_t sample(std::span<const float> logits, const protocol::sampling_options& opts,

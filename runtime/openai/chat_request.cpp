@@ -347,20 +347,6 @@ caf::error read_template_kwargs(const json& obj, const ojson& ordered, ojson& ou
   return {};
 }
 
-caf::error check_unimplemented_chat(const json& obj) {
-  if (const json* fmt_ = detail::field(obj, "response_format")) {
-    if (!fmt_->is_object())
-      return detail::type_error("response_format", "an object", *fmt_);
-    const json* type = detail::field(*fmt_, "type");
-    if (!type || !type->is_string())
-      return detail::missing_error("response_format.type");
-    if (*type != "text")
-      return detail::unsupported_error("response_format.type",
-                                       "only 'text' is supported (no JSON mode).");
-  }
-  return {};
-}
-
 } // namespace
 
 expected<chat_request> parse_chat_request(std::string_view body) {
@@ -381,6 +367,10 @@ expected<chat_request> parse_chat_request(std::string_view body) {
     return err;
   if (auto err = detail::read_common(*obj, out.params))
     return err;
+  if ((out.tool_choice == tool_choice_mode::required || out.tool_choice == tool_choice_mode::named) &&
+      out.params.guided.kind != protocol::guided_kind::none)
+    return detail::value_error("response_format", "a response format or guided_* constraint cannot be "
+                                                  "combined with a tool_choice that forces a call.");
   std::optional<int64_t> max_completion;
   if (auto err = detail::read_integer(*obj, "max_completion_tokens", 1,
                                       std::numeric_limits<uint32_t>::max(), max_completion))
@@ -390,8 +380,6 @@ expected<chat_request> parse_chat_request(std::string_view body) {
   if (auto err = detail::check_min_tokens(out.params))
     return err;
   if (auto err = read_logprobs(*obj, out.params.logprobs))
-    return err;
-  if (auto err = check_unimplemented_chat(*obj))
     return err;
   return out;
 }

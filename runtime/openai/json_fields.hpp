@@ -54,6 +54,11 @@ using json = nlohmann::json;
 /// Every field both endpoints share (see request.hpp for the policy).
 [[nodiscard]] caf::error read_common(const json& obj, generation_params& out);
 
+/// Structured outputs: response_format and the guided_* extensions (top level
+/// or under nvext), at most one of them, validated by building the grammar
+/// (guided_request.cpp). Absent or response_format text: `out` untouched.
+[[nodiscard]] caf::error read_guided(const json& obj, protocol::guided_decoding& out);
+
 /// min_tokens must not exceed max_tokens (when both are set).
 [[nodiscard]] caf::error check_min_tokens(const generation_params& p);
 

@@ -124,7 +124,12 @@ constexpr std::string_view document = R"json({
           "tools": {"type": "array", "items": {"type": "object", "required": ["type", "function"], "properties": {"type": {"type": "string", "enum": ["function"]}, "function": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string", "pattern": "^[a-zA-Z0-9_-]{1,64}$"}, "description": {"type": "string"}, "parameters": {"type": "object"}, "strict": {"type": "boolean"}}}}}, "description": "Rendered through the model's chat template; calls are parsed from the output (docs/TOOLS.md)."},
           "tool_choice": {"oneOf": [{"type": "string", "enum": ["none", "auto", "required"]}, {"type": "object", "required": ["type", "function"], "properties": {"type": {"type": "string", "enum": ["function"]}, "function": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}}}], "description": "required / named: decoding is constrained to a call (guided decoding)."},
           "chat_template_kwargs": {"type": "object", "description": "Extra chat template variables, e.g. {\"enable_thinking\": false}."},
-          "response_format": {"type": "object", "properties": {"type": {"type": "string", "enum": ["text"]}}, "description": "Neutral only: {\"type\":\"text\"}."},
+          "response_format": {"$ref": "#/components/schemas/ResponseFormat"},
+          "guided_json": {"description": "A JSON Schema (object or JSON text) the output must validate against (vLLM/Dynamo extension).", "oneOf": [{"type": "object"}, {"type": "string"}]},
+          "guided_regex": {"type": "string", "minLength": 1, "description": "The output matches this regex in full (vLLM/Dynamo extension)."},
+          "guided_choice": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}, "description": "The output is exactly one of these strings (vLLM/Dynamo extension)."},
+          "guided_grammar": {"type": "string", "minLength": 1, "description": "A llama.cpp GBNF grammar the output follows (vLLM/Dynamo extension)."},
+          "nvext": {"type": "object", "description": "Dynamo extensions: guided_json, guided_regex, guided_choice, guided_grammar as above; other keys are ignored."},
           "parallel_tool_calls": {"type": "boolean", "default": true, "description": "false: at most one call."}
         }
       },
@@ -158,6 +163,12 @@ constexpr std::string_view document = R"json({
           "logit_bias": {"type": "object", "maxProperties": 1024, "additionalProperties": {"type": "number", "minimum": -100, "maximum": 100}, "description": "Token id (in the vocabulary) -> bias added to its logit before the penalties."},
           "stop_token_ids": {"type": "array", "maxItems": 32, "items": {"type": "integer", "minimum": 0}, "description": "More token ids that end generation (kept with ignore_eos), as vLLM."},
           "logprobs": {"type": "integer", "minimum": 0, "maximum": 5, "description": "Log-probabilities of the chosen token and this many alternatives."},
+          "response_format": {"$ref": "#/components/schemas/ResponseFormat"},
+          "guided_json": {"description": "A JSON Schema (object or JSON text) the output must validate against (vLLM/Dynamo extension).", "oneOf": [{"type": "object"}, {"type": "string"}]},
+          "guided_regex": {"type": "string", "minLength": 1, "description": "The output matches this regex in full (vLLM/Dynamo extension)."},
+          "guided_choice": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}, "description": "The output is exactly one of these strings (vLLM/Dynamo extension)."},
+          "guided_grammar": {"type": "string", "minLength": 1, "description": "A llama.cpp GBNF grammar the output follows (vLLM/Dynamo extension)."},
+          "nvext": {"type": "object", "description": "Dynamo extensions: guided_json, guided_regex, guided_choice, guided_grammar as above; other keys are ignored."},
           "echo": {"type": "boolean", "description": "Neutral only: false."},
           "best_of": {"type": "integer", "minimum": 1, "description": "Only equal to n."},
           "suffix": {"type": "string", "description": "Neutral only: empty."}
@@ -181,6 +192,15 @@ constexpr std::string_view document = R"json({
       },
       "Stop": {
         "oneOf": [{"type": "string"}, {"type": "array", "maxItems": 32, "items": {"type": "string"}}]
+      },
+      "ResponseFormat": {
+        "type": "object",
+        "required": ["type"],
+        "description": "Structured outputs by grammar-constrained decoding (docs/STRUCTURED_OUTPUTS.md lists the JSON Schema subset; other keywords are 400). At most one of response_format (non-text) and the guided_* fields.",
+        "properties": {
+          "type": {"type": "string", "enum": ["text", "json_object", "json_schema"]},
+          "json_schema": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "description": {"type": "string"}, "schema": {"type": "object"}, "strict": {"type": "boolean"}}}
+        }
       },
       "StreamOptions": {
         "type": "object", "description": "Only with stream=true.",

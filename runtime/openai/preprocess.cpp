@@ -1,5 +1,7 @@
 #include "runtime/openai/preprocess.hpp"
 
+#include "runtime/grammar/guided.hpp"
+
 #include "runtime/openai/error.hpp"
 
 #include <fmt/format.h>
@@ -63,6 +65,7 @@ void set_sampling(const generation_params& p, protocol::sampling_options& s) {
   s.frequency_penalty = p.frequency_penalty.value_or(0.0f);
   s.repetition_penalty = p.repetition_penalty.value_or(1.0f);
   s.logit_bias = p.logit_bias;
+  s.guided = p.guided;
   s.logprobs = p.logprobs;
   s.n = p.n;
 }
@@ -169,6 +172,10 @@ preprocess_chat(const chat_request& req, const protocol::model_card& card, const
     r->sampling.guided.kind = protocol::guided_kind::tool_calls;
     r->sampling.guided.spec = tool_calls_spec(
       tf, forced_functions(req), req.tool_choice == tool_choice_mode::required && req.parallel_tool_calls);
+    // A parameter schema the grammar cannot express is the client's 400, here, not the worker's error.
+    if (auto ok = gram::validate(r->sampling.guided); !ok)
+      return field_error(errc::invalid_argument, "tools", codes::invalid_value,
+                         "a forced tool call cannot be constrained: " + message_of(ok.error()));
   }
   if (parsing)
     *parsing = plan;

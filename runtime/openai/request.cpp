@@ -14,19 +14,19 @@ namespace {
 
 constexpr int64_t u32_max = std::numeric_limits<uint32_t>::max();
 
-constexpr std::array<std::string_view, 28> chat_fields = {
+constexpr std::array<std::string_view, 33> chat_fields = {
   "model", "messages", "max_tokens", "max_completion_tokens", "min_tokens", "temperature",
   "top_p", "top_k", "min_p", "seed", "stop", "stop_token_ids", "n", "stream", "stream_options",
   "ignore_eos", "user", "frequency_penalty", "presence_penalty", "repetition_penalty",
   "logit_bias", "logprobs", "top_logprobs", "tools", "tool_choice", "parallel_tool_calls",
-  "chat_template_kwargs",
-  // accepted at their neutral value only
-  "response_format"};
+  "chat_template_kwargs", "response_format", "guided_json", "guided_regex", "guided_choice",
+  "guided_grammar", "nvext"};
 
-constexpr std::array<std::string_view, 24> completion_fields = {
+constexpr std::array<std::string_view, 30> completion_fields = {
   "model", "prompt", "max_tokens", "min_tokens", "temperature", "top_p", "top_k", "min_p", "seed",
   "stop", "stop_token_ids", "n", "stream", "stream_options", "ignore_eos", "user",
   "frequency_penalty", "presence_penalty", "repetition_penalty", "logit_bias", "logprobs",
+  "response_format", "guided_json", "guided_regex", "guided_choice", "guided_grammar", "nvext",
   // accepted at their neutral value only (best_of: equal to n)
   "echo", "best_of", "suffix"};
 
@@ -229,7 +229,7 @@ caf::error read_common(const json& obj, generation_params& out) {
     return err;
   if (out.user && out.user->empty())
     return value_error("user", "must not be empty.");
-  return {};
+  return read_guided(obj, out.guided);
 }
 
 caf::error check_min_tokens(const generation_params& p) {

@@ -12,7 +12,10 @@
 //    stream_options.include_usage, ignore_eos, user; chat: tools,
 //    tool_choice, parallel_tool_calls, chat_template_kwargs, assistant
 //    tool_calls and tool messages in the history (docs/TOOLS.md);
-//  - known OpenAI fields we do not implement (response_format, echo,
+//    response_format (text, json_object, json_schema) and guided_json /
+//    guided_regex / guided_choice / guided_grammar, top level or under nvext
+//    (docs/STRUCTURED_OUTPUTS.md);
+//  - known OpenAI fields we do not implement (echo,
 //    best_of != n, suffix, ...) are accepted only at their neutral value;
 //    anything else is 400 `unsupported_value`, so a client never silently
 //    gets different behaviour than it asked for;
@@ -67,6 +70,9 @@ struct generation_params {
   bool include_usage = false; ///< stream_options.include_usage (stream only)
   bool ignore_eos = false;
   std::optional<std::string> user; ///< non-empty when present
+  /// response_format json_object / json_schema, or guided_json / guided_regex /
+  /// guided_choice / guided_grammar (top level or under nvext); validated.
+  protocol::guided_decoding guided;
 };
 
 /// tool_choice: "none" (tools are still rendered, as vLLM, but the output is

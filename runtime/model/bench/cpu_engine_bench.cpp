@@ -3,8 +3,15 @@
 // several batch sizes (each sequence with a prompt already cached), a scalar
 // kernel baseline for decode at batch 1 (same invocation), threads, and peak
 // RSS. Every measurement is repeated; the JSON holds the best and all runs,
-// and tokens per CPU-second of the process for each run.
+// and tokens per CPU-second of the process for each run. With --guided, batch-1
+// decode is also run under a json_object grammar mask (filled and advanced each
+// step as the scheduler does, applied by the sampler), alternating with
+// unguided runs, and the mask's share of a step is reported.
 #include "runtime/model/cpu_executor.hpp"
+
+#include "runtime/grammar/json_schema.hpp"
+#include "runtime/grammar/matcher.hpp"
+#include "runtime/tokenizer/gguf_tokenizer.hpp"
 
 #include "kernels/reference/cpu_features.hpp"
 #include "kernels/reference/tensor_type.hpp"
@@ -37,12 +44,13 @@ struct options {
   std::vector<uint32_t> batches = {1, 8};
   int repeat = 3;
   bool baseline = true;
+  bool guided = false;
   model::kv_dtype kv = model::kv_dtype::f16;
 };
 
 const char* usage =
     "usage: dynamo-cpu-bench [--model PATH] [--threads N] [--prompt N] [--steps N]\n"
-    "                        [--batch 1,8] [--repeat N] [--kv f16|f32] [--no-baseline]\n"
+    "                        [--batch 1,8] [--repeat N] [--kv f16|f32] [--no-baseline] [--guided]\n"
     "Prints JSON: load time, prefill tok/s, decode tok/s per batch size, threads, peak RSS,\n"
     "and the 1-minute load average of the machine at the end.\n"
     "Default model: $DYNAMO_MODEL_PATH, else ~/.cache/dynamo/models/SmolLM2-135M-Instruct.Q4_1.gguf\n";
@@ -73,6 +81,8 @@ bool parse(int argc, char** argv, options& o) {
       o.repeat = std::max(1, std::stoi(next()));
     } else if (a == "--kv") {
       o.kv = next() == "f32" ? model::kv_dtype::f32 : model::kv_dtype::f16;
+    } else if (a == "--guided") {
+      o.guided = true;
     } else if (a == "--no-baseline") {
       o.baseline = false;
     } else if (a == "--batch") {
@@ -166,8 +176,17 @@ rate run_prefill(model::cpu_executor& ex, const options& o) {
   return out;
 }
 
+/// Grammar work of a guided decode run: seconds spent filling masks and
+/// accepting tokens, per token.
+struct guide_timing {
+  std::vector<double> per_token_s;
+};
+
 /// Decode tokens/s with `n` sequences whose prompts are cached (not timed).
-rate run_decode(model::cpu_executor& ex, const options& o, uint32_t n, uint32_t steps) {
+/// With `grammar`, each sequence decodes under its mask (the matcher restarts
+/// when the grammar completes); `timing` gets the mask work per token.
+rate run_decode(model::cpu_executor& ex, const options& o, uint32_t n, uint32_t steps,
+                std::shared_ptr<const gram::compiled_grammar> grammar = nullptr, guide_timing* timing = nullptr) {
   auto es = make_prompts(n, o.prompt, o.prompt + steps, ex.geometry().block_size, ex.model().config().n_vocab);
   auto r = ex.execute(batch_of(es));
   if (!r) throw std::runtime_error(describe(r.error()));
@@ -176,10 +195,26 @@ rate run_decode(model::cpu_executor& ex, const options& o, uint32_t n, uint32_t 
     es[s].tokens = {*r->sampled[s]};
     es[s].sample_position = o.prompt + 1;
   }
+  std::vector<gram::matcher> guides;
+  if (grammar)
+    for (uint32_t s = 0; s < n; ++s) guides.emplace_back(grammar);
   const stopwatch sw;
   for (uint32_t step = 0; step < steps; ++step) {
+    const auto t0 = clock_type::now();
+    for (uint32_t s = 0; s < guides.size(); ++s) {
+      es[s].allowed_tokens.resize(guides[s].mask_words());
+      guides[s].fill_next_token_bitmask(es[s].allowed_tokens);
+    }
+    double mask_s = seconds_since(t0);
     r = ex.execute(batch_of(es));
     if (!r) throw std::runtime_error(describe(r.error()));
+    const auto t1 = clock_type::now();
+    for (uint32_t s = 0; s < guides.size(); ++s) {
+      if (!guides[s].accept_token(*r->sampled[s])) throw std::runtime_error("sampled a token outside the grammar");
+      if (guides[s].is_terminated() || !guides[s].can_continue()) guides[s].reset();
+    }
+    mask_s += seconds_since(t1);
+    if (timing && !guides.empty()) timing->per_token_s.push_back(mask_s / n);
     for (uint32_t s = 0; s < n; ++s) {
       es[s].start_pos += 1;
       es[s].tokens = {*r->sampled[s]};
@@ -255,6 +290,45 @@ int main(int argc, char** argv) {
       if (o.batches[bi] == 1) decode1_best = best_wall(runs);
       decode << (bi ? ", " : "") << "\"" << o.batches[bi] << "\": " << json_runs(runs);
     }
+    std::string guided_json;
+    if (o.guided) {
+      auto tk = tok::load_tokenizer((*ex)->model().file());
+      if (!tk) throw std::runtime_error(describe(tk.error()));
+      auto vocab = gram::token_vocab::from_tokenizer(**tk);
+      if (!vocab) throw std::runtime_error(describe(vocab.error()));
+      const auto tc = clock_type::now();
+      auto cg = gram::compiled_grammar::compile(gram::json_object_grammar(), *vocab);
+      if (!cg) throw std::runtime_error(describe(cg.error()));
+      const double compile_ms = seconds_since(tc) * 1e3;
+      // Cold: the first run fills the per-state mask cache; then warm runs,
+      // alternating with unguided ones so both see the same machine load.
+      guide_timing cold, warm;
+      const rate first = run_decode(**ex, o, 1, o.steps, *cg, &cold);
+      std::vector<rate> with, without;
+      for (int i = 0; i < o.repeat; ++i) {
+        without.push_back(run_decode(**ex, o, 1, o.steps));
+        with.push_back(run_decode(**ex, o, 1, o.steps, *cg, &warm));
+      }
+      auto pct = [](std::vector<double> v, double q) {
+        std::sort(v.begin(), v.end());
+        return v.empty() ? 0.0 : v[std::min(v.size() - 1, size_t(q * double(v.size())))] * 1e6;
+      };
+      double warm_sum = 0;
+      for (double s : warm.per_token_s) warm_sum += s;
+      const double warm_mean_us = warm.per_token_s.empty() ? 0.0 : warm_sum / double(warm.per_token_s.size()) * 1e6;
+      const double step_us = 1e6 / best_wall(without);
+      std::ostringstream g;
+      g.precision(4);
+      g << "  \"guided\": {\"grammar\": \"json_object\", \"vocab\": " << (*vocab)->size()
+        << ", \"compile_ms\": " << compile_ms << ", \"cold_run_tokens_per_s\": " << first.wall
+        << ", \"cold_mask_us_max\": " << pct(cold.per_token_s, 1.0)
+        << ",\n    \"unguided_batch1\": " << json_runs(without) << ",\n    \"guided_batch1\": " << json_runs(with)
+        << ",\n    \"warm_mask_us_per_token\": {\"mean\": " << warm_mean_us << ", \"median\": " << pct(warm.per_token_s, 0.5)
+        << ", \"p99\": " << pct(warm.per_token_s, 0.99) << "}, \"unguided_step_us\": " << step_us
+        << ", \"warm_mask_share_of_step\": " << warm_mean_us / step_us
+        << ", \"guided_over_unguided_tokens_per_s\": " << best_wall(with) / best_wall(without) << "},\n";
+      guided_json = g.str();
+    }
     double scalar = 0.0;
     if (o.baseline) {
       kernels::ref::set_isa(kernels::ref::cpu_isa::scalar);
@@ -271,6 +345,7 @@ int main(int argc, char** argv) {
                 type_census((*ex)->model().file()).c_str(), (*ex)->model().weight_bytes(), std::string(to_string(kernels::ref::detected_isa())).c_str(),
                 (*ex)->threads(), o.kv == model::kv_dtype::f16 ? "f16" : "f32", load_s, o.prompt, o.steps,
                 json_runs(prefill).c_str(), decode.str().c_str());
+    std::fputs(guided_json.c_str(), stdout);
     if (o.baseline) {
       std::printf("  \"scalar_decode_batch1_tokens_per_s\": %.2f,\n  \"speedup_vs_scalar_batch1\": %.2f,\n", scalar,
                   decode1_best > 0 && scalar > 0 ? decode1_best / scalar : 0.0);

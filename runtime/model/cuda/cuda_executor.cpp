@@ -10,6 +10,7 @@
 #include "kernels/reference/dequantize.hpp"
 #include "kernels/reference/rope.hpp"
 #include "kernels/sampling.cuh"
+#include "kernels/token_bitmask.cuh"
 
 #include <spdlog/spdlog.h>
 
@@ -294,6 +295,35 @@ cudaError_t process_logits(cuda_state& s, const std::vector<cuda_edit_item>& edi
   return gpu::launch_logits_process(a, s.stream);
 }
 
+/// Masks the logits rows of guided requests by their grammar bitmasks (grows
+/// the mask buffers on demand). Runs before the logit edits.
+cudaError_t apply_masks(cuda_state& s, const cuda_packed_step& p) {
+  if (p.mask_rows.empty()) return cudaSuccess;
+  const size_t n = p.mask_rows.size();
+  const size_t rows_bytes = (n * 4 + 7) / 8 * 8;
+  const size_t bytes = rows_bytes + p.masks.size() * 8;
+  if (s.masks_dev.bytes() < bytes) {
+    DYNAMO_CUDA_TRY(cudaStreamSynchronize(s.stream)); // the old buffers may still be in use
+    const size_t cap = std::max(bytes, 2 * s.masks_dev.bytes());
+    DYNAMO_CUDA_TRY(s.masks_dev.allocate(cap));
+    DYNAMO_CUDA_TRY(s.masks_host.allocate(cap));
+  }
+  std::byte* host = s.masks_host.get();
+  std::memcpy(host, p.mask_rows.data(), n * 4);
+  std::memcpy(host + rows_bytes, p.masks.data(), p.masks.size() * 8);
+  DYNAMO_CUDA_TRY(cudaMemcpyAsync(s.masks_dev.get(), host, bytes, cudaMemcpyHostToDevice, s.stream));
+  std::byte* dev = s.masks_dev.get();
+  gpu::token_bitmask_args a;
+  a.logits = s.activations.at<float>(s.act_layout.logits.offset);
+  a.logits_stride = s.cfg.n_vocab;
+  a.n_vocab = s.cfg.n_vocab;
+  a.rows = reinterpret_cast<const uint32_t*>(dev);
+  a.mask = reinterpret_cast<const uint64_t*>(dev + rows_bytes);
+  a.mask_words = p.mask_words;
+  a.n_rows = static_cast<uint32_t>(n);
+  return gpu::launch_token_bitmask(a, s.stream);
+}
+
 /// The logprobs of draw `r` (downloaded into logprobs_host).
 protocol::token_logprob logprobs_of(const cuda_state& s, uint32_t r) {
   const auto& lp = reinterpret_cast<const gpu::sample_logprobs*>(s.logprobs_host.get())[r];
@@ -388,6 +418,7 @@ expected<engine::batch_result> cuda_executor::execute(const engine::batch& b) {
   uint32_t* sampled = s.activations.at<uint32_t>(s.act_layout.sampled.offset);
   const bool any_logprobs = std::any_of(p.params.begin(), p.params.end(),
                                         [](const cuda_sample_row& r) { return r.num_logprobs >= 0; });
+  if (auto e = apply_masks(s, p); e != cudaSuccess) return fail("grammar masks", e);
   if (auto e = process_logits(s, p.edits); e != cudaSuccess) return fail("logits processing", e);
   if (p.n_sample_rows > 0) {
     gpu::sample_args a;

@@ -307,6 +307,13 @@ cuda_packed_step pack_step(const engine::batch& b, uint32_t block_size, uint32_t
   auto add_edits = [&](const engine::batch_entry& e, uint32_t row) {
     const kernels::logit_penalties pen = engine::penalties_of(e.sampling);
     for (const kernels::logit_edit& ed : e.logit_edits) p.edits.push_back(cuda_edit_item{row, 0, ed, pen});
+    if (!e.allowed_tokens.empty()) {
+      if (p.mask_words == 0) p.mask_words = static_cast<uint32_t>(e.allowed_tokens.size());
+      p.mask_rows.push_back(row);
+      const size_t at = p.masks.size();
+      p.masks.resize(at + p.mask_words, 0); // one vocabulary per engine: the sizes agree
+      std::copy_n(e.allowed_tokens.begin(), std::min<size_t>(p.mask_words, e.allowed_tokens.size()), p.masks.begin() + at);
+    }
   };
   std::vector<std::pair<uint64_t, uint32_t>> row_of_seq; // sampled entries' logits rows, for forks
   for (uint32_t i = 0; i < b.entries.size(); ++i) {

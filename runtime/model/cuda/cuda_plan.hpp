@@ -234,6 +234,12 @@ struct cuda_packed_step {
   std::vector<cuda_sample_row> params; ///< [n_sample_rows] draws (a fork's reads its parent's row)
   std::vector<int32_t> row_entry;      ///< [n_sample_rows]: batch entry of the draw, or -1 (ignored)
   std::vector<cuda_edit_item> edits;   ///< logit edits of the sampled rows (a fork's are its parent's)
+  /// Grammar masks (batch_entry::allowed_tokens) of the sampled rows that have
+  /// one: mask r (mask_words words at masks[r * mask_words]) applies to
+  /// logits row mask_rows[r], before the edits. A fork's is its parent's.
+  std::vector<uint32_t> mask_rows;
+  std::vector<uint64_t> masks;
+  uint32_t mask_words = 0;
 };
 
 /// Flattens `b` (already checked). `pad_to` > 0 requests a graph step: REQUIRES

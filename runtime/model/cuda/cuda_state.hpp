@@ -95,6 +95,8 @@ struct cuda_state {
   pinned_memory logprobs_host;
   device_memory edits_dev;    ///< cuda_edit_item [capacity], grown on demand
   pinned_memory edits_host;
+  device_memory masks_dev;    ///< grammar masks: u32 rows [n], padded to 8 bytes, then u64 [n][words]; grown on demand
+  pinned_memory masks_host;
   uint32_t num_blocks = 0;
   size_t kv_block_bytes = 0;
 

@@ -278,8 +278,8 @@ BOOST_AUTO_TEST_CASE(unimplemented_fields_are_accepted_only_at_neutral_values) {
                      "min_p":0,"logit_bias":{},"logprobs":false,"tools":[],
                      "tool_choice":"none","response_format":{"type":"text"},
                      "parallel_tool_calls":true)")));
-  check_error(chat(R"("response_format":{"type":"json_object"})"), 400, "response_format.type",
-              "unsupported_value");
+  check_error(chat(R"("response_format":{"type":"json_object"},"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required")"),
+              400, "response_format", "invalid_value");
 }
 
 namespace {

@@ -574,6 +574,27 @@ BOOST_AUTO_TEST_CASE(pack_step_pads_a_decode_batch_to_its_graph_bucket) {
   BOOST_TEST(p.row_entry == (std::vector<int32_t>{0, -1, 2}), boost::test_tools::per_element());
 }
 
+BOOST_AUTO_TEST_CASE(pack_step_carries_grammar_masks_with_their_logits_rows) {
+  // Entries 0 and 2 are guided (2 mask words), entry 1 is not; entry 3 forks
+  // entry 2 and draws on its row, whose mask is already applied.
+  auto a = entry(1, {5}, 6, {2, 4}), b = entry(2, {7}, 3, {1}), c = entry(3, {1, 2}, 0, {9});
+  a.allowed_tokens = {0x1, 0x2};
+  c.allowed_tokens = {0xF0, 0x0F};
+  engine::batch_entry fork;
+  fork.seq_id = 4;
+  fork.sample = true;
+  fork.fork_of = 3;
+  fork.allowed_tokens = c.allowed_tokens;
+  const auto p = pack_step(make_batch({a, b, c, fork}), 4, 3, 0);
+  BOOST_TEST(p.mask_words == 2u);
+  BOOST_TEST(p.mask_rows == (std::vector<uint32_t>{0, 2}), boost::test_tools::per_element());
+  BOOST_TEST(p.masks == (std::vector<uint64_t>{0x1, 0x2, 0xF0, 0x0F}), boost::test_tools::per_element());
+  // A graph step: the rows are the entries' indices.
+  const auto g = pack_step(make_batch({b, a}), 4, 3, 0, /*pad_to=*/4);
+  BOOST_TEST(g.mask_rows == (std::vector<uint32_t>{1}), boost::test_tools::per_element());
+  BOOST_TEST(g.masks == (std::vector<uint64_t>{0x1, 0x2}), boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(packed_metadata_drives_the_reference_attention_like_the_batch_does) {
   // Store K/V through the packed slots and attend through the packed per-token
   // tables; compare with the CPU forward's own per-entry interpretation.
