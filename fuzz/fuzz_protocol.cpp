@@ -4,7 +4,6 @@
 #include "planes/discovery/record_codec.hpp"
 #include "planes/event/envelope.hpp"
 #include "planes/request/request_wire.hpp"
-#include "planes/transfer/frame.hpp"
 #include "runtime/protocol/codec.hpp"
 #include "runtime/protocol/disagg.hpp"
 #include "runtime/protocol/kv_event.hpp"
@@ -37,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0)
     return 0;
   std::span<const uint8_t> in(data + 1, size - 1);
-  switch (data[0] % 20) {
+  switch (data[0] % 19) {
   case 0: round_trip<protocol::preprocessed_request>(in); break;
   case 1: round_trip<protocol::engine_output>(in); break;
   case 2: round_trip<protocol::router_event>(in); break;
@@ -93,13 +92,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)rw::decode_ids(in);
     if (auto e = rw::decode_error(in); e && !rw::decode_error(rw::encode_error(*e)))
       __builtin_trap();
-    break;
-  }
-  case 19: {
-    namespace td = planes::transfer_detail;
-    (void)td::decode_frame(in);
-    if (!in.empty())
-      (void)td::decode_runs(in.subspan(1), in[0]);
     break;
   }
   }

@@ -6,7 +6,6 @@
 #include "planes/discovery/record_codec.hpp"
 #include "planes/event/envelope.hpp"
 #include "planes/request/request_wire.hpp"
-#include "planes/transfer/frame.hpp"
 #include "runtime/gguf/writer.hpp"
 #include "runtime/protocol/codec.hpp"
 #include "runtime/protocol/disagg.hpp"
@@ -118,10 +117,6 @@ void protocol_seeds() {
   put_tagged("request_header", 18, std::vector<uint8_t>(hdr.begin(), hdr.end()));
   std::vector<uint64_t> ids{1, 2};
   put_tagged("request_ids", 18, planes::request_wire::encode_ids(ids));
-
-  planes::transfer_detail::frame_header fh{};
-  auto frame = planes::transfer_detail::encode_frame(fh);
-  put_tagged("transfer_frame", 19, std::vector<uint8_t>(frame.begin(), frame.end()));
 }
 
 void vllm_seeds() {
