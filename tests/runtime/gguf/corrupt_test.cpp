@@ -180,6 +180,20 @@ BOOST_AUTO_TEST_CASE(data_section_past_the_end_with_tensors_is_an_error) {
                "data section at");
 }
 
+// Found by fuzz/fuzz_gguf.cpp: a tensor with ne[0] = 0 is accepted (it holds
+// no bytes); dequantizing one of its rows passed a null output pointer to
+// memcpy (UBSan: nonnull), and dequantize() walked all ne[1..3] rows of nothing.
+BOOST_AUTO_TEST_CASE(zero_width_tensors_dequantize_to_nothing) {
+  auto f = file::from_bytes(image{}.header(1, 0).tensor("z", {0, 1ull << 40}, 0, 0).pad().b);
+  BOOST_REQUIRE(f);
+  const tensor_info& t = (*f)->tensors()[0];
+  BOOST_TEST(t.n_rows() == (1ull << 40));
+  BOOST_TEST(bool((*f)->dequantize_row(t, 5, std::span<float>{})));
+  auto all = (*f)->dequantize(t); // returns at once, not after 2^40 empty rows
+  BOOST_REQUIRE(all);
+  BOOST_TEST(all->empty());
+}
+
 BOOST_AUTO_TEST_CASE(every_truncation_of_a_valid_file_is_an_error) {
   const auto full = small_valid_file();
   BOOST_REQUIRE(file::from_bytes(full));
