@@ -35,7 +35,7 @@ for t in "${targets[@]}"; do
   if "$build_dir/bin/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
        -print_final_stats=1 -artifact_prefix="$build_dir/artifacts/$t-" "$corpus/$t" >"$log" 2>&1; then
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
-    cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
+    cov=$(grep -ao 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
     echo "$t: ok, ${execs:-?} executions in ${seconds} s, coverage ${cov:-?} edges, corpus $(ls "$corpus/$t" | wc -l)"
   else
     echo "$t: FAILED (log: $log)"
