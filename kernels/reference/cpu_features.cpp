@@ -3,14 +3,21 @@
 #include <algorithm>
 #include <atomic>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace dynamo::kernels::ref {
 namespace {
 
 cpu_isa detect() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    __builtin_cpu_supports("f16c");
+  // F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports
+  // does not know "f16c" (the libFuzzer build uses clang).
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
   if (!avx2) return cpu_isa::scalar;
   // AVX-VNNI-only CPUs (no AVX-512) take the plain AVX2 path: one VNNI
   // variant is enough, and it is the one server CPUs have.

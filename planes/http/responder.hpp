@@ -34,8 +34,10 @@ public:
 
   /// 200 with Content-Type text/event-stream, chunked (HTTP/1.1).
   bool start_stream(std::vector<header_field> headers = {});
-  /// One event: "event: <event>\n" when given, then each line of `data` as
-  /// "data: <line>\n", then "\n". Only after start_stream.
+  /// One event: "event: <event>\n" when given (cut at its first CR or LF, so a
+  /// name cannot inject fields), then each line of `data` (split at LF, CRLF
+  /// and bare CR, SSE's line ends) as "data: <line>\n", then "\n". Only after
+  /// start_stream.
   bool send_event(std::string_view data, std::string_view event = {});
   /// Ends the stream (the last chunk). Only after start_stream.
   bool finish();

@@ -56,8 +56,9 @@ private:
   uint64_t block_bytes_;
   uint32_t slots_;
   void* base_ = nullptr;
-  bool pinned_ = false;
-  bool registered_ = false;     ///< pinned by cudaHostRegister (adopted memory)
+  // Read only in CUDA builds (DYNAMO_TRANSFER_HAVE_CUDA).
+  [[maybe_unused]] bool pinned_ = false;
+  [[maybe_unused]] bool registered_ = false; ///< pinned by cudaHostRegister (adopted memory)
   std::shared_ptr<void> owner_; ///< of adopted memory; null when the pool allocated
   mutable std::mutex mutex_;
   std::vector<uint32_t> free_; // guarded by mutex_

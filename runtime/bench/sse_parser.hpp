@@ -1,5 +1,6 @@
 // Incremental parser for text/event-stream bodies (what OpenAI streaming
 // responses are): feed arbitrary byte pieces, get complete events out.
+// Lines end with LF, CRLF or a bare CR, as the SSE spec allows.
 // One instance per stream; not thread-safe.
 #pragma once
 
@@ -20,9 +21,14 @@ public:
   [[nodiscard]] std::vector<sse_event> feed(std::string_view bytes);
 
 private:
+  void on_line(std::string_view line, std::vector<sse_event>& out);
+
   std::string buffer_;
   sse_event current_;
   bool has_field_ = false;
+  size_t data_lines_ = 0; ///< "data:" lines of the current event
+  bool skip_lf_ = false;  ///< the last piece ended in CR: drop a leading LF
+
 };
 
 } // namespace dynamo::bench

@@ -184,6 +184,8 @@ expected<void> file::dequantize_row(const tensor_info& t, uint64_t row, std::spa
   if (!kernels::ref::is_computed(t.type))
     return make_error(errc::unsupported, "tensor '" + t.name + "': dequantization of " +
                                              kernels::ref::type_name(t.type) + " not supported");
+  if (out.empty())
+    return {}; // ne[0] = 0: nothing to copy (and no null pointer into memcpy)
   const uint64_t rb = t.row_bytes();
   const std::byte* src = tensor_data(t).data() + row * rb;
   if (reinterpret_cast<uintptr_t>(src) % alignof(uint16_t) != 0) {
@@ -202,6 +204,8 @@ expected<std::vector<float>> file::dequantize(const tensor_info& t) const {
     return make_error(errc::unsupported, "tensor '" + t.name + "': dequantization of " + kernels::ref::type_name(t.type) +
                                              " not supported");
   std::vector<float> out(t.n_elements());
+  if (out.empty())
+    return out; // a zero dim: no rows to walk (ne[1..3] may still be huge)
   const uint64_t n0 = t.ne[0];
   for (uint64_t r = 0; r < t.n_rows(); ++r)
     if (auto ok = dequantize_row(t, r, std::span<float>(out.data() + r * n0, n0)); !ok)

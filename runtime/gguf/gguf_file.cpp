@@ -293,6 +293,9 @@ expected<void> file_parser::run() {
   const uint64_t a = f_.alignment_;
   f_.data_offset_ = pos_ + (a - pos_ % a) % a;
   const uint64_t size = bytes_.size();
+  if (!f_.tensors_.empty() && f_.data_offset_ > size)
+    return make_error(errc::corrupt_file, "data section at " + std::to_string(f_.data_offset_) +
+                                              " is past the end of the file (size " + std::to_string(size) + ")");
   for (const auto& t : f_.tensors_) {
     const uint64_t avail = f_.data_offset_ > size ? 0 : size - f_.data_offset_;
     if (t.offset > avail || t.n_bytes > avail - t.offset)

@@ -60,7 +60,8 @@ private:
   template <size_t... I>
   size_t field_of(std::string_view key, std::index_sequence<I...>) const {
     size_t f = n;
-    ((f == n && key == name_of(std::get<2 * I>(a_)) ? (f = I, true) : false), ...);
+    // || folds left to right and stops at the first match.
+    (void)((key == name_of(std::get<2 * I>(a_)) && (f = I, true)) || ...);
     return f;
   }
   template <size_t... I>

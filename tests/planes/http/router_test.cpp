@@ -74,6 +74,16 @@ BOOST_AUTO_TEST_CASE(sse_events_prefix_every_data_line) {
   BOOST_TEST(format_sse_event("") == "data: \n\n");
 }
 
+// Found by fuzz/fuzz_sse.cpp: SSE ends lines at CR, LF and CRLF, so a bare CR
+// in data started a line the reader took as a field, and a line end in the
+// event name injected fields ("x\ndata: evil").
+BOOST_AUTO_TEST_CASE(sse_events_split_data_on_every_line_end_and_cut_event_names) {
+  BOOST_TEST(format_sse_event("a\rdata: b\r\nc") == "data: a\ndata: data: b\ndata: c\n\n");
+  BOOST_TEST(format_sse_event("a\r") == "data: a\ndata: \n\n");
+  BOOST_TEST(format_sse_event("d", "x\ndata: evil") == "event: x\ndata: d\n\n");
+  BOOST_TEST(format_sse_event("d", "\rx") == "data: d\n\n");
+}
+
 BOOST_AUTO_TEST_CASE(json_media_types_ignore_case_and_parameters) {
   for (auto t : {"application/json", "application/json; charset=utf-8", "Application/JSON;charset=UTF-8",
                  " application/json ", "application/vnd.api+json"})

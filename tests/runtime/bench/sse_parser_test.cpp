@@ -26,4 +26,27 @@ BOOST_AUTO_TEST_CASE(named_events_comments_and_multiline_data) {
   BOOST_TEST(ev[0].data == "line1\nline2");
 }
 
+// Found by fuzz/fuzz_sse.cpp (what the server writes must read back the same):
+// an empty first data line was dropped ("data:\ndata: x" is "\nx"), and a bare
+// CR, which SSE also counts as a line end, was kept inside the line.
+BOOST_AUTO_TEST_CASE(empty_data_lines_and_bare_cr_line_ends) {
+  sse_parser p;
+  auto ev = p.feed("data: \ndata: x\n\n");
+  BOOST_REQUIRE_EQUAL(ev.size(), 1u);
+  BOOST_TEST(ev[0].data == "\nx");
+  ev = p.feed("event: e\rdata: a\rdata: b\r\r");
+  BOOST_REQUIRE_EQUAL(ev.size(), 1u);
+  BOOST_TEST(ev[0].event == "e");
+  BOOST_TEST(ev[0].data == "a\nb");
+}
+
+BOOST_AUTO_TEST_CASE(crlf_split_between_pieces_is_one_line_end) {
+  sse_parser p;
+  BOOST_TEST(p.feed("data: a\r").empty());
+  BOOST_TEST(p.feed("\n").empty()); // the LF of the CRLF, not an empty line
+  auto ev = p.feed("\r\n");
+  BOOST_REQUIRE_EQUAL(ev.size(), 1u);
+  BOOST_TEST(ev[0].data == "a");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -156,6 +156,44 @@ BOOST_AUTO_TEST_CASE(tensor_data_past_the_end_is_reported_with_its_range) {
                "tensor 'far': data [4611686018427387904");
 }
 
+// Found by fuzz/fuzz_gguf.cpp: a zero-byte tensor (ne[1] = 0) in a file whose
+// header ends within `alignment` bytes of the file end put the data section
+// past the end; the reader accepted it and tensor_data() took a subspan
+// beyond the image (undefined behaviour). The first image is the fuzzer's.
+BOOST_AUTO_TEST_CASE(data_section_past_the_end_with_tensors_is_an_error) {
+  const unsigned char fuzzed[] = {
+      0x47, 0x47, 0x55, 0x46, 0x03, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x2c, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x7d, 0x20, 0x00,
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xfe,
+      0xff, 0xff, 0xd4, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00,
+      0x04, 0x19, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+      0x83, 0x00, 0x00, 0x00, 0xc1, 0x00,
+  };
+  std::vector<std::byte> b(sizeof fuzzed);
+  std::memcpy(b.data(), fuzzed, sizeof fuzzed);
+  auto f = file::from_bytes(std::move(b));
+  BOOST_REQUIRE(!f);
+  BOOST_TEST(code_of(f.error()) == errc::corrupt_file);
+  expect_error(image{}.header(1, 0).tensor("empty", {32, 0}, 0, 0), errc::corrupt_file,
+               "data section at");
+}
+
+// Found by fuzz/fuzz_gguf.cpp: a tensor with ne[0] = 0 is accepted (it holds
+// no bytes); dequantizing one of its rows passed a null output pointer to
+// memcpy (UBSan: nonnull), and dequantize() walked all ne[1..3] rows of nothing.
+BOOST_AUTO_TEST_CASE(zero_width_tensors_dequantize_to_nothing) {
+  auto f = file::from_bytes(image{}.header(1, 0).tensor("z", {0, 1ull << 40}, 0, 0).pad().b);
+  BOOST_REQUIRE(f);
+  const tensor_info& t = (*f)->tensors()[0];
+  BOOST_TEST(t.n_rows() == (1ull << 40));
+  BOOST_TEST(bool((*f)->dequantize_row(t, 5, std::span<float>{})));
+  auto all = (*f)->dequantize(t); // returns at once, not after 2^40 empty rows
+  BOOST_REQUIRE(all);
+  BOOST_TEST(all->empty());
+}
+
 BOOST_AUTO_TEST_CASE(every_truncation_of_a_valid_file_is_an_error) {
   const auto full = small_valid_file();
   BOOST_REQUIRE(file::from_bytes(full));

@@ -1,0 +1,177 @@
+// Writes the binary seed corpora of the fuzz targets (scripts/fuzz.sh runs it):
+// well-formed messages made by the project's own encoders, so the fuzzers
+// start past the outer shape of each format. Usage: make_seeds <corpus dir>.
+// Text corpora (templates, request bodies, configs) come from
+// fuzz/make_corpus.py.
+#include "planes/discovery/record_codec.hpp"
+#include "planes/event/envelope.hpp"
+#include "planes/request/request_wire.hpp"
+#include "runtime/gguf/writer.hpp"
+#include "runtime/protocol/codec.hpp"
+#include "runtime/protocol/disagg.hpp"
+#include "runtime/protocol/kv_event.hpp"
+#include "runtime/protocol/kv_recovery.hpp"
+#include "runtime/protocol/kv_transfer.hpp"
+#include "runtime/protocol/llm.hpp"
+#include "runtime/protocol/model_card.hpp"
+
+#include <msgpack.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace dynamo;
+namespace fs = std::filesystem;
+
+fs::path g_root;
+
+void put(const std::string& target, const std::string& name, const void* data, size_t size) {
+  fs::create_directories(g_root / target);
+  std::ofstream(g_root / target / name, std::ios::binary).write(static_cast<const char*>(data),
+                                                                static_cast<std::streamsize>(size));
+}
+
+/// A protocol seed: the selector byte, then the message.
+void put_tagged(const std::string& name, uint8_t tag, const std::vector<uint8_t>& msg) {
+  std::vector<uint8_t> b{tag};
+  b.insert(b.end(), msg.begin(), msg.end());
+  put("fuzz_protocol", name, b.data(), b.size());
+}
+
+void protocol_seeds() {
+  protocol::preprocessed_request req;
+  req.request_id = "r-1";
+  req.model = "m";
+  req.token_ids = {1, 2, 3, 4};
+  req.prompt_tokens = 4;
+  req.sampling.logit_bias = {{5, 1.5f}};
+  req.stop.stop_token_ids = {2};
+  req.stop.max_tokens = 16;
+  put_tagged("preprocessed_request", 0, protocol::encode(req));
+
+  protocol::engine_output out;
+  out.token_ids = {9, 10};
+  out.finish = protocol::finish_reason::stop;
+  out.logprobs.resize(2);
+  out.logprobs[0].top.push_back({});
+  put_tagged("engine_output", 1, protocol::encode(out));
+
+  protocol::router_event ev;
+  ev.worker_id = 3;
+  ev.event.event_id = 1;
+  ev.event.parent_hash = 77;
+  ev.event.blocks = {{1, 2}, {3, 4}};
+  put_tagged("router_event", 2, protocol::encode(ev));
+  put_tagged("load_metrics", 3, protocol::encode(protocol::load_metrics{}));
+  put_tagged("kv_resync_request", 4, protocol::encode(protocol::kv_resync_request{}));
+  protocol::kv_replay replay;
+  replay.events.push_back(ev.event);
+  put_tagged("kv_replay", 5, protocol::encode(replay));
+  protocol::model_card card;
+  card.name = "m";
+  put_tagged("model_card", 6, protocol::encode(card));
+  put_tagged("disagg_params", 7, protocol::encode(protocol::disagg_params{}));
+  put_tagged("kv_prefill_result", 8, protocol::encode(protocol::kv_prefill_result{}));
+  put_tagged("kv_push_request", 9, protocol::encode(protocol::kv_push_request{}));
+
+  protocol::kv_transfer_request tr;
+  tr.transfer_id = 1;
+  tr.source_block_ids = {0, 1};
+  tr.destination_block_ids = {4, 5};
+  tr.layout = protocol::make_block_major_layout(2, 16, 2, 8, protocol::kv_dtype::f16);
+  tr.connection.transport = "tcp";
+  tr.connection.descriptor = protocol::encode(protocol::kv_tcp_descriptor{});
+  put_tagged("kv_transfer_request", 10, protocol::encode(tr));
+  put_tagged("kv_transfer_status", 11, protocol::encode(protocol::kv_transfer_status{}));
+  put_tagged("kv_tcp_descriptor", 12, protocol::encode(protocol::kv_tcp_descriptor{}));
+  put_tagged("kv_ucx_descriptor", 13, protocol::encode(protocol::kv_ucx_descriptor{}));
+  put_tagged("kv_cuda_ipc_descriptor", 14, protocol::encode(protocol::kv_cuda_ipc_descriptor{}));
+  put_tagged("kv_layout", 15, protocol::encode(tr.layout));
+
+  planes::event_envelope env;
+  env.publisher_id = 5;
+  env.sequence = 1;
+  env.topic = "kv_events";
+  env.payload = protocol::encode(ev);
+  put_tagged("event_envelope", 16, planes::encode_envelope(env));
+
+  planes::instance_record rec;
+  rec.endpoint = {"dynamo", "backend", "generate"};
+  rec.instance = 0x1234;
+  rec.request_address = "tcp://127.0.0.1:5555";
+  rec.metadata["k"] = "v";
+  rec.payload = protocol::encode(card);
+  std::string key = rec.key();
+  auto body = planes::discovery_codec::encode(rec);
+  std::vector<uint8_t> disc(key.begin(), key.end());
+  disc.push_back(0);
+  disc.insert(disc.end(), body.begin(), body.end());
+  put_tagged("discovery_record", 17, disc);
+
+  auto hdr = planes::request_wire::encode_header(planes::request_wire::kind::request, 42);
+  put_tagged("request_header", 18, std::vector<uint8_t>(hdr.begin(), hdr.end()));
+  std::vector<uint64_t> ids{1, 2};
+  put_tagged("request_ids", 18, planes::request_wire::encode_ids(ids));
+}
+
+void vllm_seeds() {
+  msgpack::sbuffer b;
+  msgpack::packer<msgpack::sbuffer> pk(b);
+  pk.pack_array(3);
+  pk.pack(1.25);
+  pk.pack_array(2);
+  pk.pack_array(9);
+  pk.pack(std::string{"BlockStored"});
+  pk.pack(std::vector<uint64_t>{11, 12});
+  pk.pack(int64_t{-1});
+  pk.pack(std::vector<uint32_t>{1, 2, 3, 4, 5, 6, 7, 8});
+  pk.pack(4);
+  pk.pack_nil();
+  pk.pack(std::string{"GPU"});
+  pk.pack_nil();
+  pk.pack_nil();
+  pk.pack_array(2);
+  pk.pack(std::string{"BlockRemoved"});
+  pk.pack(std::vector<uint64_t>{12});
+  pk.pack(0);
+  std::vector<uint8_t> in{3, 1}; // block size 4, sequence 1
+  in.insert(in.end(), b.data(), b.data() + b.size());
+  put("fuzz_vllm", "stored_removed", in.data(), in.size());
+}
+
+void gguf_seeds() {
+  gguf::writer w;
+  w.set_string("general.architecture", "llama");
+  w.set_u32("general.alignment", 32);
+  w.set_string("tokenizer.ggml.model", "gpt2");
+  w.set_string_array("tokenizer.ggml.tokens", {"a", "b", "ab", "<s>", "</s>", "\xc4\xa0"});
+  w.set_i32_array("tokenizer.ggml.token_type", std::vector<int32_t>{1, 1, 1, 3, 3, 1});
+  w.set_string_array("tokenizer.ggml.merges", {"a b"});
+  w.set_u32("tokenizer.ggml.bos_token_id", 3);
+  w.set_u32("tokenizer.ggml.eos_token_id", 4);
+  w.set_string("tokenizer.chat_template", "{% for m in messages %}{{ m.content }}{% endfor %}");
+  std::vector<float> t(64, 0.5f);
+  (void)w.add_tensor("w.f32", {8, 8}, gguf::tensor_type::f32, t);
+  (void)w.add_tensor("w.q8", {32, 2}, gguf::tensor_type::q8_0, t);
+  auto img = w.bytes();
+  put("fuzz_gguf", "tiny_bpe", img.data(), img.size());
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: make_seeds <corpus dir>\n");
+    return 2;
+  }
+  g_root = argv[1];
+  protocol_seeds();
+  vllm_seeds();
+  gguf_seeds();
+  return 0;
+}
