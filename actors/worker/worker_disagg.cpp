@@ -37,7 +37,7 @@ void release_remote_hold(worker_ptr self, const protocol::kv_prefill_result& sou
 
 void start_pending_pulls(worker_ptr self) {
   auto& st = self->state;
-  if (st.cfg.role != "decode" || !st.cfg.handoff)
+  if (st.cfg.role != protocol::disagg_role::decode || !st.cfg.handoff)
     return;
   auto pulls = st.engine->pending_transfers();
   if (pulls.empty())
