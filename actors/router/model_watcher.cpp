@@ -2,6 +2,7 @@
 
 #include "planes/event/zmq_event_plane.hpp"
 #include "planes/request/zmq_request_plane.hpp"
+#include "runtime/protocol/disagg.hpp"
 #include "runtime/protocol/codec.hpp"
 #include "runtime/protocol/kv_event.hpp"
 #include "runtime/gguf/gguf_file.hpp"
@@ -135,8 +136,9 @@ struct model_watcher::impl {
     }
     worker_info info{rec.instance, rec.request_address, rec.endpoint.path(),
                      rec.health == planes::health_state::ready};
-    auto role = rec.metadata.find("role");
-    bool is_prefill = role != rec.metadata.end() && role->second == "prefill";
+    auto role = rec.metadata.find(std::string{protocol::role_metadata_key});
+    bool is_prefill = role != rec.metadata.end() &&
+                      protocol::parse_disagg_role(role->second) == protocol::disagg_role::prefill;
     bool connect = false;
     std::shared_ptr<actor_handle> router;
     {
@@ -266,7 +268,7 @@ model_watcher::start(caf::actor_system& sys, planes::discovery_plane& discovery,
                   gap.expected, gap.got - 1);
   };
   p->subscriber = planes::make_zmq_event_subscriber(so);
-  if (auto ok = p->subscriber->subscribe(std::string{"kv-events"}); !ok)
+  if (auto ok = p->subscriber->subscribe(std::string{protocol::kv_events_topic}); !ok)
     return ok.error();
   auto endpoint = p->cfg.endpoint;
   auto components = p->cfg.components;

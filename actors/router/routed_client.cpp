@@ -1,6 +1,7 @@
 #include "actors/router/routed_client.hpp"
 
 #include "actors/router/router_actor.hpp"
+#include "runtime/disagg/prefill_first.hpp"
 #include "runtime/protocol/codec.hpp"
 #include "runtime/protocol/disagg.hpp"
 
@@ -61,19 +62,13 @@ struct migrating_request : engine::generation, std::enable_shared_from_this<migr
     auto j = std::make_shared<route_job>();
     {
       std::lock_guard lk{mtx};
-      j->request = original;
-      j->request.request_id = original.request_id + "-prefill";
-      j->request.stop.max_tokens = 1;
-      j->request.stop.min_tokens = 0;
-      j->request.disagg = protocol::encode(protocol::disagg_params{protocol::disagg_role::prefill, {}});
+      j->request = disagg::prefill_request(original);
       job = j;
     }
     auto self = shared_from_this();
     auto result = std::make_shared<std::optional<protocol::kv_prefill_result>>();
     j->callbacks.on_chunk = [result](protocol::engine_output chunk) {
-      if (chunk.finish == protocol::finish_reason::none || chunk.disagg.empty())
-        return;
-      if (auto p = protocol::decode<protocol::kv_prefill_result>(chunk.disagg))
+      if (auto p = disagg::prefill_result_of(chunk))
         *result = std::move(*p);
     };
     j->callbacks.on_end = [self, result](const caf::error& err) {
@@ -95,8 +90,7 @@ struct migrating_request : engine::generation, std::enable_shared_from_this<migr
       self->stats->disagg_requests++;
       if (self->cfg.on_disagg)
         self->cfg.on_disagg(self->original.model, true);
-      protocol::disagg_params d{protocol::disagg_role::decode, std::move(**result)};
-      self->start_attempt(std::chrono::milliseconds{0}, protocol::encode(d));
+      self->start_attempt(std::chrono::milliseconds{0}, disagg::decode_params(std::move(**result)));
     };
     send_route(prefill->router->get(), j);
   }
@@ -256,9 +250,7 @@ std::shared_ptr<engine::generation> routed_client::generate(protocol::preprocess
   auto pool = prefill();
   uint32_t threshold = cfg_.max_local_prefill_length;
   // n > 1 is served aggregated: a prefill result carries one first token.
-  bool maybe_remote = pool && pool->instances.load() > 0 && r->original.disagg.empty() &&
-                      r->original.sampling.n <= 1 && r->original.token_ids.size() >= threshold;
-  if (!maybe_remote) {
+  if (!pool || !disagg::may_prefill_remotely(r->original, pool->instances.load(), threshold)) {
     r->start_attempt();
     return r;
   }
@@ -277,7 +269,7 @@ std::shared_ptr<engine::generation> routed_client::generate(protocol::preprocess
       return r->end(make_error(errc::cancelled, "cancelled before routing"));
     spdlog::debug("request {}: {} of {} prompt tokens cached on a decode worker", r->original.request_id,
                   cached, r->original.token_ids.size());
-    if (r->original.token_ids.size() - std::min<size_t>(cached, r->original.token_ids.size()) >= threshold)
+    if (disagg::prefill_remotely(r->original.token_ids.size(), cached, threshold))
       r->start_prefill();
     else
       r->start_attempt();

@@ -7,6 +7,7 @@
 
 #include "planes/event/event_plane.hpp"
 #include "planes/request/request_plane.hpp"
+#include "runtime/protocol/kv_event.hpp"
 #include "runtime/protocol/kv_recovery.hpp"
 #include "runtime/route/worker_event_buffer.hpp"
 
@@ -18,7 +19,7 @@
 
 namespace dynamo::actors {
 
-inline constexpr std::string_view kv_events_topic = "kv-events";
+using protocol::kv_events_topic;
 
 class kv_event_log {
 public:

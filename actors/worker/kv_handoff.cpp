@@ -30,7 +30,8 @@ uint32_t kv_handoff::staging_slots(const engine::kv_memory_view& mem) const noex
 }
 
 bool kv_handoff::staged(const engine::kv_memory_view& mem) const noexcept {
-  return mem.on_device && (cfg_.transport == "ucx" || cfg_.transport == "tcp");
+  using protocol::kv_transport_kind;
+  return mem.on_device && (cfg_.transport == kv_transport_kind::ucx || cfg_.transport == kv_transport_kind::tcp);
 }
 
 expected<std::vector<protocol::kv_connection_info>>
@@ -41,7 +42,7 @@ kv_handoff::receiver_offers(const engine::kv_memory_view& mem) {
     rc.region = region_of(mem);
     // ucx allocates the slots itself, in shared memory: a prefill worker on this
     // host then copies its blocks straight in (one copy, several threads).
-    const bool ucx_slots = staged(mem) && cfg_.transport == "ucx";
+    const bool ucx_slots = staged(mem) && cfg_.transport == protocol::kv_transport_kind::ucx;
     if (staged(mem)) {
       recv_device_ = rc.region;
       if (ucx_slots) {

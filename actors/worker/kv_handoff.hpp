@@ -19,7 +19,7 @@
 namespace dynamo::actors {
 
 struct kv_handoff_config {
-  std::string transport = "auto";                  ///< auto | ucx | tcp | inproc | cuda-ipc
+  protocol::kv_transport_kind transport = protocol::kv_transport_kind::automatic;
   std::chrono::milliseconds timeout{10'000};       ///< one transfer, end to end
   double simulated_bandwidth = 64e9;               ///< bytes/s when the executor has no KV bytes (mocker)
   /// Device KV over ucx or tcp goes through this much pinned host memory per

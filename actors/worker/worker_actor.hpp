@@ -73,7 +73,7 @@ struct worker_config {
   std::chrono::milliseconds load_heartbeat{1000};
   bool detached = false;                        ///< own thread (real executors)
   // Disaggregation (research/dynamo.md 4):
-  std::string role = "aggregated";              ///< aggregated | prefill | decode
+  protocol::disagg_role role = protocol::disagg_role::aggregated;
   std::string transfer_address;                 ///< this worker's request-plane address
   std::string kv_push_endpoint;                 ///< path of its kv_push endpoint (prefill role)
   std::shared_ptr<kv_handoff> handoff;          ///< transfer objects (prefill and decode roles)

@@ -4,6 +4,7 @@
 // timed-out pull makes the engine prefill locally: no request is lost.
 #include "actors/worker/kv_handoff.hpp"
 #include "actors/worker/worker_state.hpp"
+#include "runtime/disagg/disagg_connector.hpp"
 #include "runtime/protocol/codec.hpp"
 
 #include <caf/all.hpp>
@@ -28,16 +29,12 @@ void release_remote_hold(worker_ptr self, const protocol::kv_prefill_result& sou
   auto& st = self->state;
   if (!st.cfg.handoff || source.transfer_address.empty())
     return; // the hold expires on the prefill worker
-  protocol::kv_push_request release;
-  release.hold_id = source.hold_id;
-  release.layout = source.layout;
-  release.release = true;
-  st.cfg.handoff->pull(source, std::move(release), [](caf::error) {});
+  st.cfg.handoff->pull(source, disagg::release_request(source), [](caf::error) {});
 }
 
 void start_pending_pulls(worker_ptr self) {
   auto& st = self->state;
-  if (st.cfg.role != "decode" || !st.cfg.handoff)
+  if (st.cfg.role != protocol::disagg_role::decode || !st.cfg.handoff)
     return;
   auto pulls = st.engine->pending_transfers();
   if (pulls.empty())
@@ -46,8 +43,7 @@ void start_pending_pulls(worker_ptr self) {
   auto me = caf::actor_cast<caf::actor>(self);
   for (auto& p : pulls) {
     auto id = p.request_id;
-    protocol::kv_push_request req{p.source.hold_id, p.source_block_ids, p.destination_block_ids,
-                                  p.source.layout, {}, true};
+    protocol::kv_push_request req = disagg::push_request(p);
     std::chrono::microseconds simulated{0};
     if (mem) {
       auto offers = st.cfg.handoff->receiver_offers(*mem);
@@ -92,23 +88,13 @@ void reply(const kv_push_job_ptr& job, protocol::kv_transfer_status status) {
     job->reply(status);
 }
 
-protocol::kv_transfer_status failed(worker_ptr self, errc code, std::string why) {
-  return protocol::failed_status(0, self->state.cfg.instance_id, make_error(code, std::move(why)));
-}
-
 } // namespace
 
 void handle_kv_push(worker_ptr self, const kv_push_job_ptr& job) {
   auto& st = self->state;
   auto& req = job->request;
-  auto held = st.engine->held_blocks(req.hold_id);
-  if (!held)
-    return reply(job, failed(self, errc::not_found, "no held blocks named " + req.hold_id));
-  bool subset = std::all_of(req.source_block_ids.begin(), req.source_block_ids.end(), [&](uint32_t b) {
-    return std::find(held->begin(), held->end(), b) != held->end();
-  });
-  if (!subset)
-    return reply(job, failed(self, errc::invalid_argument, "kv_push names blocks the hold does not have"));
+  if (auto ok = disagg::check_push(req, st.engine->held_blocks(req.hold_id)); !ok)
+    return reply(job, protocol::failed_status(0, st.cfg.instance_id, ok.error()));
   auto mem = st.engine->exec().kv_memory();
   if (req.source_block_ids.empty() || !mem || !st.cfg.handoff) {
     // A pure release (or a mocker: no bytes to move).

@@ -71,8 +71,8 @@ start_slot(caf::actor_system& sys, planes::discovery_plane& discovery,
   auto events = std::make_shared<kv_event_log>(s->id, s->publisher);
   if (auto ok = kv_event_log::serve(*s->server, protocol::kv_resync_endpoint(ep.path()), events); !ok)
     return ok.error();
-  endpoint_id push_ep{cfg.namespace_name, cfg.component, "kv_push"};
-  if (cfg.role == "prefill")
+  endpoint_id push_ep{cfg.namespace_name, cfg.component, std::string{protocol::kv_push_endpoint}};
+  if (cfg.role == protocol::disagg_role::prefill)
     if (auto ok = serve_kv_push(*s->server, push_ep.path(), s->handle); !ok)
       return ok.error();
 
@@ -81,7 +81,7 @@ start_slot(caf::actor_system& sys, planes::discovery_plane& discovery,
   rec.instance = s->id;
   rec.request_address = s->server->address();
   rec.event_address = s->publisher->address();
-  rec.metadata = {{"role", cfg.role},
+  rec.metadata = {{std::string{protocol::role_metadata_key}, std::string{protocol::to_string(cfg.role)}},
                   {"model", cfg.card.name},
                   {"index", std::to_string(index)},
                   {"pid", std::to_string(::getpid())}};
@@ -100,7 +100,7 @@ start_slot(caf::actor_system& sys, planes::discovery_plane& discovery,
   wc.role = cfg.role;
   wc.transfer_address = s->server->address();
   wc.kv_push_endpoint = push_ep.path();
-  bool disagg = cfg.role != "aggregated";
+  bool disagg = cfg.role != protocol::disagg_role::aggregated;
   auto transport = cfg.kv_transport;
   auto hooks = make_hooks(events, s->publisher, s->reg, name);
   child_spec spec;
@@ -131,7 +131,7 @@ worker_service::start(caf::actor_system& sys, planes::discovery_plane& discovery
   std::unique_ptr<worker_service> svc(new worker_service());
   svc->sys_ = &sys;
   std::shared_ptr<planes::request_client> client;
-  if (cfg.role != "aggregated")
+  if (cfg.role != protocol::disagg_role::aggregated)
     client = planes::make_zmq_request_client();
   for (uint32_t i = 0; i < cfg.num_workers; ++i) {
     auto s = start_slot(sys, discovery, cfg, i, make_factory(i), client);

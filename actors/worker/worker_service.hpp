@@ -9,6 +9,8 @@
 #include "actors/worker/kv_event_log.hpp"
 #include "actors/worker/worker_actor.hpp"
 #include "planes/discovery/discovery_plane.hpp"
+#include "runtime/protocol/disagg.hpp"
+#include "runtime/protocol/kv_event.hpp"
 #include "runtime/protocol/model_card.hpp"
 
 #include <caf/actor.hpp>
@@ -25,18 +27,18 @@
 
 namespace dynamo::actors {
 
-inline constexpr std::string_view load_metrics_topic = "kv_metrics";
+using protocol::load_metrics_topic;
 
 struct worker_service_config {
   std::string namespace_name = "dynamo";
   std::string component = "backend";   ///< pool name
   std::string endpoint = "generate";
-  std::string role = "aggregated";     ///< published as metadata "role"
+  protocol::disagg_role role = protocol::disagg_role::aggregated; ///< published as metadata "role"
   protocol::model_card card;           ///< published as the record's payload
   std::string plane_host = "127.0.0.1";
   uint32_t num_workers = 1;
   bool detached = false;               ///< one thread per worker (real executors)
-  std::string kv_transport = "auto";   ///< disaggregation: auto | ucx | tcp | inproc
+  protocol::kv_transport_kind kv_transport = protocol::kv_transport_kind::automatic; ///< disaggregation
 };
 
 /// Makes the engine factory of worker `index` (0-based).

@@ -13,6 +13,7 @@
 #include "runtime/config/cluster_config.hpp"
 #include "runtime/plan/decisions.hpp"
 #include "runtime/plan/planner.hpp"
+#include "runtime/protocol/kv_event.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -23,8 +24,8 @@
 
 namespace dynamo::apps {
 
-/// Workers publish their load on this topic (actors/worker/worker_service.hpp).
-inline constexpr std::string_view load_metrics_topic = "kv_metrics";
+/// Workers publish their load on this topic.
+using protocol::load_metrics_topic;
 
 /// Makes the event subscriber (ZeroMQ in the binary, the in-process fake in tests).
 using subscriber_factory =

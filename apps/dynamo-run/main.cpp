@@ -34,6 +34,7 @@ struct run_options {
   uint32_t prefill_workers = 1, decode_workers = 1;
   config::disagg_config disagg_opts;
   std::string tool_call_parser = "auto", reasoning_parser = "auto";
+  std::string kv_transfer{protocol::to_string(protocol::kv_transport_kind::automatic)}; ///< --kv-transfer
 };
 
 expected<bool> parse(int argc, char** argv, run_options& o) {
@@ -68,7 +69,7 @@ expected<bool> parse(int argc, char** argv, run_options& o) {
     .option("decode-workers", &o.decode_workers, "--disagg: decode workers")
     .option("max-local-prefill-length", &o.disagg_opts.max_local_prefill_length,
             "--disagg: shorter prompts are prefilled on the decode worker")
-    .option("kv-transfer", &o.disagg_opts.transfer,
+    .option("kv-transfer", &o.kv_transfer,
             "--disagg: KV hand-off transport: auto | ucx | tcp | inproc (auto with out=cuda: inproc)")
     .option("router-mode", &o.router_mode, "round-robin | random | kv")
     .option("migration-limit", &o.router.migration_limit, "re-routes of a request whose worker died")
@@ -122,17 +123,20 @@ expected<void> finish_options(run_options& o) {
     return make_error(errc::invalid_argument, "--disagg needs --prefill-workers and --decode-workers >= 1");
   if (!(o.gpu_memory_fraction > 0.0 && o.gpu_memory_fraction <= 1.0))
     return make_error(errc::invalid_argument, "--gpu-memory-fraction must be in (0, 1]");
+  // One process: cuda-ipc refuses its own process, so it is not offered here.
+  const auto transfer = protocol::parse_kv_transport(o.kv_transfer);
+  if (o.disagg && (!transfer || *transfer == protocol::kv_transport_kind::cuda_ipc))
+    return make_error(errc::invalid_argument, "--kv-transfer " + o.kv_transfer +
+                                                  ": expected auto, ucx, tcp or inproc");
+  if (transfer)
+    o.disagg_opts.transfer = *transfer;
   // All workers share this process: for device KV, "auto" (cuda-ipc, which
   // refuses its own process) would fail every hand-off; inproc copies on the device.
-  if (o.disagg && o.out == "cuda" && o.disagg_opts.transfer == "auto")
-    o.disagg_opts.transfer = "inproc";
+  if (o.disagg && o.out == "cuda" && o.disagg_opts.transfer == protocol::kv_transport_kind::automatic)
+    o.disagg_opts.transfer = protocol::kv_transport_kind::inproc;
   // Every CUDA executor of this process shares one device: each gets an even share.
   const uint32_t executors = o.disagg ? o.prefill_workers + o.decode_workers : o.pool.replicas;
   o.pool.engine_opts.gpu_memory_fraction = o.gpu_memory_fraction / executors;
-  if (o.disagg && o.disagg_opts.transfer != "auto" && o.disagg_opts.transfer != "ucx" &&
-      o.disagg_opts.transfer != "tcp" && o.disagg_opts.transfer != "inproc")
-    return make_error(errc::invalid_argument, "--kv-transfer " + o.disagg_opts.transfer +
-                                                  ": expected auto, ucx, tcp or inproc");
   return {};
 }
 
@@ -141,7 +145,7 @@ expected<void> finish_options(run_options& o) {
 std::vector<std::unique_ptr<actors::worker_service>> start_workers(const run_options& o, caf::actor_system& sys,
                                                                    planes::discovery_plane& discovery) {
   std::vector<std::unique_ptr<actors::worker_service>> services;
-  auto start_pool = [&](const std::string& component, const std::string& role, uint32_t n) {
+  auto start_pool = [&](const std::string& component, protocol::disagg_role role, uint32_t n) {
     auto setup = actors::prepare_engines(o.pool, static_cast<size_t>(o.kv_cache_mib * 1048576.0));
     if (!setup)
       apps::die("dynamo-run", setup.error());
@@ -158,10 +162,10 @@ std::vector<std::unique_ptr<actors::worker_service>> start_workers(const run_opt
     services.push_back(std::move(*svc));
   };
   if (o.disagg) {
-    start_pool("prefill", "prefill", o.prefill_workers);
-    start_pool(o.pool.name, "decode", o.decode_workers);
+    start_pool("prefill", protocol::disagg_role::prefill, o.prefill_workers);
+    start_pool(o.pool.name, protocol::disagg_role::decode, o.decode_workers);
   } else {
-    start_pool(o.pool.name, "aggregated", o.pool.replicas);
+    start_pool(o.pool.name, protocol::disagg_role::aggregated, o.pool.replicas);
   }
   return services;
 }

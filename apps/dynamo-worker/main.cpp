@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
   actors::worker_service_config wc;
   wc.namespace_name = cfg->namespace_name;
   wc.component = pool->name;
-  wc.role = std::string{config::to_string(pool->role)};
+  wc.role = pool->role;
   wc.kv_transport = cfg->disagg.transfer;
   wc.card = setup->plan.card;
   wc.plane_host = cfg->plane_host;

@@ -126,51 +126,87 @@ std::vector<std::string> available_transports() {
   return names;
 }
 
-expected<std::unique_ptr<kv_receiver>> make_kv_receiver(std::string_view transport,
-                                                        kv_receiver_config config) {
-  if (config.allocate_region && transport != "ucx")
-    return make_error(errc::unsupported,
-                      fmt::format("kv transport '{}' cannot allocate its region (only ucx can)", transport));
-  if (transport == "auto")
-    return make_auto_receiver(config);
-  if (transport == "inproc") {
-    auto r = make_inproc_receiver(std::move(config));
-    if (!r)
-      return r.error();
-    return std::unique_ptr<kv_receiver>{std::move(*r)};
-  }
-  if (transport == "tcp")
-    return make_tcp_receiver(std::move(config));
-  if (transport == "ucx")
-    return make_ucx_receiver(std::move(config));
-#if DYNAMO_TRANSFER_HAVE_CUDA
-  if (transport == "cuda-ipc")
-    return make_cuda_ipc_receiver(std::move(config));
-#endif
+namespace {
+
+caf::error unknown_transport(std::string_view transport) {
   return make_error(errc::unsupported, fmt::format("unknown kv transport '{}' (this build has: {})",
                                                    transport, fmt::join(available_transports(), ", ")));
 }
 
-expected<std::unique_ptr<kv_sender>> make_kv_sender(std::string_view transport,
-                                                    kv_sender_config config) {
-  if (transport == "auto")
-    return make_auto_sender(config);
-  if (transport == "inproc")
-    return make_inproc_sender(std::move(config));
-  if (transport == "tcp") {
-    auto s = make_tcp_sender(std::move(config));
-    if (!s)
-      return s.error();
-    return std::unique_ptr<kv_sender>{std::move(*s)};
-  }
-  if (transport == "ucx")
-    return make_ucx_sender(std::move(config));
+} // namespace
+
+expected<std::unique_ptr<kv_receiver>> make_kv_receiver(protocol::kv_transport_kind transport,
+                                                        kv_receiver_config config) {
+  using protocol::kv_transport_kind;
+  if (config.allocate_region && transport != kv_transport_kind::ucx)
+    return make_error(errc::unsupported, fmt::format("kv transport '{}' cannot allocate its region (only ucx can)",
+                                                     protocol::to_string(transport)));
+  switch (transport) {
+    case kv_transport_kind::automatic:
+      return make_auto_receiver(config);
+    case kv_transport_kind::inproc: {
+      auto r = make_inproc_receiver(std::move(config));
+      if (!r)
+        return r.error();
+      return std::unique_ptr<kv_receiver>{std::move(*r)};
+    }
+    case kv_transport_kind::tcp:
+      return make_tcp_receiver(std::move(config));
+    case kv_transport_kind::ucx:
+      return make_ucx_receiver(std::move(config));
+    case kv_transport_kind::cuda_ipc:
 #if DYNAMO_TRANSFER_HAVE_CUDA
-  if (transport == "cuda-ipc")
-    return make_cuda_ipc_sender(std::move(config));
+      return make_cuda_ipc_receiver(std::move(config));
+#else
+      break;
 #endif
-  return make_error(errc::unsupported, fmt::format("unknown kv transport '{}' (this build has: {})",
-                                                   transport, fmt::join(available_transports(), ", ")));
+  }
+  return unknown_transport(protocol::to_string(transport));
+}
+
+expected<std::unique_ptr<kv_receiver>> make_kv_receiver(std::string_view transport,
+                                                        kv_receiver_config config) {
+  auto kind = protocol::parse_kv_transport(transport);
+  if (!kind) {
+    if (config.allocate_region)
+      return make_error(errc::unsupported,
+                        fmt::format("kv transport '{}' cannot allocate its region (only ucx can)", transport));
+    return unknown_transport(transport);
+  }
+  return make_kv_receiver(*kind, std::move(config));
+}
+
+expected<std::unique_ptr<kv_sender>> make_kv_sender(protocol::kv_transport_kind transport,
+                                                    kv_sender_config config) {
+  using protocol::kv_transport_kind;
+  switch (transport) {
+    case kv_transport_kind::automatic:
+      return make_auto_sender(config);
+    case kv_transport_kind::inproc:
+      return make_inproc_sender(std::move(config));
+    case kv_transport_kind::tcp: {
+      auto s = make_tcp_sender(std::move(config));
+      if (!s)
+        return s.error();
+      return std::unique_ptr<kv_sender>{std::move(*s)};
+    }
+    case kv_transport_kind::ucx:
+      return make_ucx_sender(std::move(config));
+    case kv_transport_kind::cuda_ipc:
+#if DYNAMO_TRANSFER_HAVE_CUDA
+      return make_cuda_ipc_sender(std::move(config));
+#else
+      break;
+#endif
+  }
+  return unknown_transport(protocol::to_string(transport));
+}
+
+expected<std::unique_ptr<kv_sender>> make_kv_sender(std::string_view transport, kv_sender_config config) {
+  auto kind = protocol::parse_kv_transport(transport);
+  if (!kind)
+    return unknown_transport(transport);
+  return make_kv_sender(*kind, std::move(config));
 }
 
 expected<protocol::kv_connection_info>

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "runtime/core/error.hpp"
+#include "runtime/protocol/disagg.hpp"
 #include "runtime/protocol/kv_transfer.hpp"
 
 #include <chrono>
@@ -154,11 +155,17 @@ public:
 /// (device memory: cuda-ipc; host memory: ucx then tcp). Errors: invalid_argument
 /// (bad layout or region), unsupported (unknown transport, memory it cannot serve),
 /// io_error (sockets, UCX), device_error (CUDA).
+[[nodiscard]] expected<std::unique_ptr<kv_receiver>> make_kv_receiver(protocol::kv_transport_kind transport,
+                                                                       kv_receiver_config config);
+/// The same by name (protocol::parse_kv_transport; unsupported for an unknown name).
 [[nodiscard]] expected<std::unique_ptr<kv_receiver>> make_kv_receiver(std::string_view transport,
                                                                        kv_receiver_config config);
 
 /// A sender for `transport`, or "auto": one that serves any request by the
 /// transport its connection names.
+[[nodiscard]] expected<std::unique_ptr<kv_sender>> make_kv_sender(protocol::kv_transport_kind transport,
+                                                                   kv_sender_config config);
+/// The same by name (protocol::parse_kv_transport; unsupported for an unknown name).
 [[nodiscard]] expected<std::unique_ptr<kv_sender>> make_kv_sender(std::string_view transport,
                                                                    kv_sender_config config);
 

@@ -14,15 +14,6 @@
 
 namespace dynamo::config {
 
-std::string_view to_string(worker_role r) noexcept {
-  switch (r) {
-    case worker_role::aggregated: return "aggregated";
-    case worker_role::prefill: return "prefill";
-    case worker_role::decode: return "decode";
-  }
-  return "unknown";
-}
-
 std::string_view to_string(engine_kind e) noexcept {
   switch (e) {
     case engine_kind::mocker: return "mocker";
@@ -42,17 +33,6 @@ uint32_t default_max_num_batched_tokens(engine_kind e, uint32_t threads) noexcep
 uint32_t max_num_batched_tokens(engine_kind e, const engine_options& o) noexcept {
   return o.max_num_batched_tokens != 0 ? o.max_num_batched_tokens
                                        : default_max_num_batched_tokens(e, o.threads);
-}
-
-expected<worker_role> parse_worker_role(std::string_view t) {
-  if (t == "aggregated" || t == "agg")
-    return worker_role::aggregated;
-  if (t == "prefill")
-    return worker_role::prefill;
-  if (t == "decode")
-    return worker_role::decode;
-  return make_error(errc::config_error,
-                    fmt::format("'{}' is not one of aggregated|prefill|decode", t));
 }
 
 expected<engine_kind> parse_engine_kind(std::string_view t) {
@@ -203,7 +183,7 @@ caf::error parse_pool(YAML::Node n, const std::string& path, pool_config& p) {
   DYN_TRY(parse_mocker(s.child("mocker"), s.field("mocker"), p.mocker));
   if (!is_valid_name(p.name))
     return s.fail("name", fmt::format("'{}' must match [a-z0-9_-]+", p.name));
-  auto r = parse_worker_role(role);
+  auto r = protocol::parse_disagg_role(role);
   if (!r)
     return s.fail("role", message_of(r.error()));
   p.role = *r;
@@ -370,10 +350,14 @@ caf::error parse_sections(YAML::Node root, cluster_config& c) {
     DYN_TRY(require_map(n, "disagg"));
     section d(n, "disagg");
     DYN_TRY(d.read("max_local_prefill_length", c.disagg.max_local_prefill_length));
-    DYN_TRY(d.read("transfer", c.disagg.transfer));
-    static const std::set<std::string> transfers{"auto", "ucx", "tcp", "cuda-ipc"};
-    if (!transfers.count(c.disagg.transfer))
-      return d.fail("transfer", fmt::format("'{}' is not one of auto|ucx|tcp|cuda-ipc", c.disagg.transfer));
+    std::string transfer{protocol::to_string(c.disagg.transfer)};
+    DYN_TRY(d.read("transfer", transfer));
+    auto t = protocol::parse_kv_transport(transfer);
+    if (!t)
+      return d.fail("transfer", message_of(t.error()));
+    if (*t == protocol::kv_transport_kind::inproc)
+      return d.fail("transfer", "inproc moves KV inside one process; a cluster's workers are separate processes");
+    c.disagg.transfer = *t;
     DYN_TRY(d.check_unknown());
   }
   {

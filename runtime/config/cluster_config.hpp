@@ -6,6 +6,7 @@
 #pragma once
 
 #include "runtime/core/error.hpp"
+#include "runtime/protocol/disagg.hpp"
 #include "runtime/route/config.hpp"
 
 #include <cstdint>
@@ -15,12 +16,12 @@
 
 namespace dynamo::config {
 
-enum class worker_role : uint8_t { aggregated, prefill, decode };
+/// A pool's role is the disaggregation role (one enum, one parser: runtime/protocol/disagg.hpp).
+using worker_role = protocol::disagg_role;
+using protocol::to_string;
 enum class engine_kind : uint8_t { mocker, cpu, cuda };
 
-[[nodiscard]] std::string_view to_string(worker_role r) noexcept;
 [[nodiscard]] std::string_view to_string(engine_kind e) noexcept;
-[[nodiscard]] expected<worker_role> parse_worker_role(std::string_view text);
 [[nodiscard]] expected<engine_kind> parse_engine_kind(std::string_view text);
 
 struct mocker_options {
@@ -84,7 +85,8 @@ struct router_config {
 struct disagg_config {
   /// Prompts with fewer uncached tokens are prefilled on the decode worker.
   uint32_t max_local_prefill_length = 512;
-  std::string transfer = "auto";        ///< auto | ucx | tcp | cuda-ipc
+  /// Any but inproc (a cluster's workers are separate processes).
+  protocol::kv_transport_kind transfer = protocol::kv_transport_kind::automatic;
 };
 
 /// The planner (dynamo-planner, research/dynamo.md 6): load-based scaling of

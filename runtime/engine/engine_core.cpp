@@ -32,17 +32,21 @@ expected<std::unique_ptr<engine_core>> engine_core::create(std::unique_ptr<execu
   sc.max_num_partial_prefills = cfg.max_num_partial_prefills;
   sc.enable_prefix_caching = cfg.enable_prefix_caching;
   sc.emit_kv_events = cfg.emit_kv_events;
-  sc.clock = std::move(cfg.clock);
   if (auto ok = validate(sc); !ok)
     return ok.error();
   if (cfg.hold_ttl.count() <= 0)
     return make_error(errc::config_error, "hold_ttl must be > 0");
-  return std::unique_ptr<engine_core>(new engine_core(std::move(exec), sc, cfg.hold_ttl, std::move(cfg.grammars)));
+  return std::unique_ptr<engine_core>(
+    new engine_core(std::move(exec), sc, cfg.hold_ttl, std::move(cfg.clock), std::move(cfg.grammars)));
 }
 
 engine_core::engine_core(std::unique_ptr<executor> exec, const scheduler_config& cfg,
-                         std::chrono::milliseconds hold_ttl, std::shared_ptr<gram::grammar_cache> grammars)
-    : exec_(std::move(exec)), sched_(cfg), hold_ttl_(hold_ttl), grammars_(std::move(grammars)) {}
+                         std::chrono::milliseconds hold_ttl, disagg::disagg_connector::clock_fn clock,
+                         std::shared_ptr<gram::grammar_cache> grammars)
+    : exec_(std::move(exec)), sched_(cfg), connector_(sched_.kv(), std::move(clock)), hold_ttl_(hold_ttl),
+      grammars_(std::move(grammars)) {
+  sched_.set_connector(&connector_);
+}
 
 expected<std::optional<gram::matcher>> engine_core::guide_of(const protocol::preprocessed_request& req) {
   if (req.sampling.guided.kind == protocol::guided_kind::none)
@@ -95,54 +99,42 @@ std::string engine_core::rejection(const protocol::preprocessed_request& req) co
   return {};
 }
 
-std::string engine_core::pull_refusal(const protocol::kv_prefill_result& r, size_t prompt_len) {
-  const uint32_t bs = sched_.config().block_size;
-  const std::optional<protocol::kv_layout> local = exec_->kv_transfer_layout();
-  if (!local)
-    return "the " + exec_->name() + " executor exposes no KV layout";
-  if (r.layout.block_size != bs)
-    return "block size " + std::to_string(r.layout.block_size) + " != local " + std::to_string(bs);
-  if (auto ok = protocol::check_compatible(*local, r.layout); !ok)
-    return message_of(ok.error());
-  if (r.num_tokens != prompt_len)
-    return "prefill covers " + std::to_string(r.num_tokens) + " tokens, the prompt has " +
-           std::to_string(prompt_len);
-  if (r.block_ids.size() != (prompt_len + bs - 1) / bs)
-    return std::to_string(r.block_ids.size()) + " prefill blocks for " + std::to_string(prompt_len) +
-           " tokens of block size " + std::to_string(bs);
+std::string engine_core::apply_disagg(protocol::preprocessed_request& req, bool& save) {
+  auto params = protocol::decode<protocol::disagg_params>(req.disagg);
+  if (!params)
+    return "disaggregation parameters do not decode: " + message_of(params.error());
+  if (params->role == protocol::disagg_role::prefill) {
+    // Its blocks could never be handed off: fail now (the router then
+    // prefills on the decode worker) rather than compute and hold them.
+    if (!exec_->kv_transfer_layout())
+      return "the " + exec_->name() + " executor cannot hand off KV (prefill role)";
+    save = true;
+    req.stop.max_tokens = 1; // a prefill worker produces the first token only
+  } else if (params->role == protocol::disagg_role::decode) {
+    std::string refusal = params->prefill
+                              ? disagg::load_refusal(*params->prefill, req.token_ids.size(),
+                                                     sched_.config().block_size, exec_->kv_transfer_layout(),
+                                                     exec_->name())
+                              : std::string{"no prefill result"};
+    if (refusal.empty()) {
+      connector_.expect_load(req.request_id, std::move(*params->prefill));
+    } else {
+      spdlog::warn("request {}: cannot pull the prompt's KV ({}); prefilling locally", req.request_id, refusal);
+      if (params->prefill)
+        connector_.refuse(std::move(*params->prefill));
+    }
+  }
   return {};
 }
 
 expected<void> engine_core::add_request(protocol::preprocessed_request req) {
   std::string why = rejection(req);
   uint8_t code = 0; // unknown, as for every rejection above
-  disagg_mode mode;
-  if (why.empty() && !req.disagg.empty()) {
-    auto params = protocol::decode<protocol::disagg_params>(req.disagg);
-    if (!params) {
-      why = "disaggregation parameters do not decode: " + message_of(params.error());
-    } else if (params->role == protocol::disagg_role::prefill) {
-      if (!exec_->kv_transfer_layout()) {
-        // Its blocks could never be handed off: fail now (the router then
-        // prefills on the decode worker) rather than compute and hold them.
-        why = "the " + exec_->name() + " executor cannot hand off KV (prefill role)";
-      } else {
-        mode.hold_prompt = true;
-        req.stop.max_tokens = 1; // a prefill worker produces the first token only
-      }
-    } else if (params->role == protocol::disagg_role::decode) {
-      std::string refusal = params->prefill ? pull_refusal(*params->prefill, req.token_ids.size())
-                                            : std::string{"no prefill result"};
-      if (refusal.empty()) {
-        mode.remote_prompt = std::move(params->prefill);
-      } else {
-        spdlog::warn("request {}: cannot pull the prompt's KV ({}); prefilling locally",
-                     req.request_id, refusal);
-        if (params->prefill)
-          refused_.push_back(std::move(*params->prefill));
-      }
-    }
-  }
+  if (why.empty() && sched_.contains(req.request_id)) // before the connector hears of it
+    return make_error(errc::invalid_argument, "request " + req.request_id + " is already in flight");
+  bool save = false;
+  if (why.empty() && !req.disagg.empty())
+    why = apply_disagg(req, save);
   std::optional<gram::matcher> guide;
   if (why.empty()) {
     auto g = guide_of(req);
@@ -155,8 +147,10 @@ expected<void> engine_core::add_request(protocol::preprocessed_request req) {
   }
   if (why.empty()) {
     std::string id = req.request_id;
-    if (!sched_.add_request(std::move(req), std::move(mode), std::move(guide)))
-      return make_error(errc::invalid_argument, "request " + id + " is already in flight");
+    if (save && connector_.expect_save(id))
+      spdlog::warn("request {}: prefill again; released the blocks still held from its last prefill", id);
+    if (!sched_.add_request(std::move(req), std::move(guide)))
+      return make_error(errc::invalid_argument, "request " + id + " is already in flight"); // unreachable
     return {};
   }
   protocol::engine_output out;
@@ -168,11 +162,10 @@ expected<void> engine_core::add_request(protocol::preprocessed_request req) {
 }
 
 bool engine_core::abort(std::string_view request_id) {
-  auto unpulled = sched_.unpulled_remote_prompt(request_id);
+  // A decode request whose load had not started: the connector lists its
+  // prefill result in take_refused_prefills() (the hold would wait for the TTL otherwise).
   if (!sched_.abort(request_id))
     return false;
-  if (unpulled) // its prefill worker's hold would wait for the TTL otherwise
-    refused_.push_back(std::move(*unpulled));
   protocol::engine_output out;
   out.finish = protocol::finish_reason::cancelled;
   pending_.push_back(request_output{std::string{request_id}, std::move(out)});
@@ -217,22 +210,10 @@ void engine_core::attach_prefill_results(std::vector<request_output>& outs) {
   }
 }
 
-std::optional<std::vector<uint32_t>> engine_core::held_blocks(std::string_view hold_id) const {
-  return sched_.held_blocks(hold_id);
-}
-
-bool engine_core::release_hold(std::string_view hold_id) { return sched_.release_hold(hold_id); }
-
-size_t engine_core::release_expired_holds(std::chrono::steady_clock::time_point now,
-                                          std::chrono::milliseconds ttl) {
-  return sched_.release_expired_holds(now, ttl);
-}
-
-std::vector<kv_pull> engine_core::pending_transfers() { return sched_.take_pulls(); }
-
 bool engine_core::complete_transfer(std::string_view request_id, bool ok) {
-  if (!sched_.complete_transfer(request_id, ok, pending_))
+  if (!connector_.finish_load(request_id, ok))
     return false;
+  (void) sched_.finish_loads(pending_);
   if (!ok)
     spdlog::warn("request {}: KV transfer failed; prefilling locally", request_id);
   return true;
@@ -240,7 +221,7 @@ bool engine_core::complete_transfer(std::string_view request_id, bool ok) {
 
 void engine_core::fail_all(const std::string& message) {
   // The executor failed: its KV memory is suspect, so nothing is handed out from it.
-  sched_.release_all_holds();
+  (void) connector_.release_all();
   for (std::string& id : sched_.abort_all()) {
     protocol::engine_output out;
     out.finish = protocol::finish_reason::error;

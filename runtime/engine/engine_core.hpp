@@ -1,12 +1,14 @@
 // The engine of one worker: a scheduler driving an executor step by step,
-// turning requests into response chunks and KV events, and the engine's side
-// of disaggregated serving (held prefill blocks, decode requests waiting for
-// their KV). Called by the worker actor (or a simulation): add_request()/abort()
-// and the transfer calls as messages arrive, step() while has_work(). One
-// thread owns and drives it: not thread-safe.
+// turning requests into response chunks and KV events, with the KV connector
+// of disaggregated serving (runtime/disagg: saved prefill blocks, decode
+// requests waiting for their KV) plugged into the scheduler. Called by the
+// worker actor (or a simulation): add_request()/abort() and the transfer calls
+// as messages arrive, step() while has_work(). One thread owns and drives it:
+// not thread-safe.
 #pragma once
 
 #include "runtime/core/error.hpp"
+#include "runtime/disagg/disagg_connector.hpp"
 #include "runtime/engine/executor.hpp"
 #include "runtime/engine/scheduler.hpp"
 #include "runtime/grammar/guided.hpp"
@@ -100,32 +102,38 @@ public:
   /// not count: only complete_transfer() / release_hold() advance them.
   [[nodiscard]] bool has_work() const noexcept;
 
-  // --- Disaggregation, prefill side -----------------------------------------
+  // --- Disaggregation, prefill side: the connector's saves (docs/KV.md). ----
+  // The worker-facing names (hold, transfer) are the wire protocol's; each is
+  // a forward to the disagg connector.
 
   /// The blocks held under `hold_id` (position order), nullopt when none.
-  [[nodiscard]] std::optional<std::vector<uint32_t>> held_blocks(std::string_view hold_id) const;
+  [[nodiscard]] std::optional<std::vector<uint32_t>> held_blocks(std::string_view hold_id) const {
+    return connector_.saved_blocks(hold_id);
+  }
   /// Frees a hold tail-first (its registered blocks go back to the prefix
   /// cache, as for any finished request). false when unknown.
-  [[nodiscard]] bool release_hold(std::string_view hold_id);
+  [[nodiscard]] bool release_hold(std::string_view hold_id) { return connector_.release(hold_id); }
   /// Frees every hold created at or before now - ttl (a decode worker that never
   /// pulled); returns how many. The worker calls it every step.
-  size_t release_expired_holds(std::chrono::steady_clock::time_point now, std::chrono::milliseconds ttl);
+  size_t release_expired_holds(std::chrono::steady_clock::time_point now, std::chrono::milliseconds ttl) {
+    return connector_.release_expired(now, ttl);
+  }
   /// The same with engine_config::hold_ttl.
   size_t release_expired_holds(std::chrono::steady_clock::time_point now) {
     return release_expired_holds(now, hold_ttl_);
   }
   [[nodiscard]] std::chrono::milliseconds hold_ttl() const noexcept { return hold_ttl_; }
-  [[nodiscard]] size_t num_holds() const noexcept { return sched_.num_holds(); }
+  [[nodiscard]] size_t num_holds() const noexcept { return connector_.num_saved(); }
 
-  // --- Disaggregation, decode side ------------------------------------------
+  // --- Disaggregation, decode side: the connector's loads (docs/KV.md). -----
 
-  /// Transfers to start, each returned once.
-  [[nodiscard]] std::vector<kv_pull> pending_transfers();
+  /// Transfers (the connector's loads) to start, each returned once.
+  [[nodiscard]] std::vector<disagg::kv_load> pending_transfers() { return connector_.take_loads(); }
   /// Prefill results this engine will never pull (it refused them and
   /// prefills locally, or their request was aborted before its pull started):
   /// their holds should be released. Drains the list.
   [[nodiscard]] std::vector<protocol::kv_prefill_result> take_refused_prefills() {
-    return std::exchange(refused_, {});
+    return connector_.take_refused();
   }
   /// Ends a transfer of a WAITING_FOR_KV request. ok: the prompt counts as
   /// computed, its full blocks are registered (stored events in the next
@@ -133,7 +141,8 @@ public:
   /// delivered by the next step() as its first chunk (cached_tokens: the prompt
   /// tokens found in the local prefix cache); decoding goes on from there.
   /// Not ok: the request prefills locally into the blocks it holds. false when
-  /// the request is not waiting for KV (aborted, finished, unknown).
+  /// the request is not waiting for KV (aborted, finished, unknown). The
+  /// connector's finish_load, then the scheduler's finish_loads (get_finished).
   [[nodiscard]] bool complete_transfer(std::string_view request_id, bool ok);
 
   /// Load report; worker_id is left 0 for the caller to fill in.
@@ -145,24 +154,24 @@ public:
 
 private:
   engine_core(std::unique_ptr<executor> exec, const scheduler_config& cfg,
-              std::chrono::milliseconds hold_ttl, std::shared_ptr<gram::grammar_cache> grammars);
+              std::chrono::milliseconds hold_ttl, disagg::disagg_connector::clock_fn clock,
+              std::shared_ptr<gram::grammar_cache> grammars);
   [[nodiscard]] std::string rejection(const protocol::preprocessed_request& req) const;
   /// The grammar state of a guided request past its output tokens (nullopt
   /// when it is not guided), or why it cannot run.
   [[nodiscard]] expected<std::optional<gram::matcher>> guide_of(const protocol::preprocessed_request& req);
-  /// "" when this engine can pull `r` for a prompt of `prompt_len` tokens,
-  /// else why not (logged, then the request prefills locally).
-  [[nodiscard]] std::string pull_refusal(const protocol::kv_prefill_result& r, size_t prompt_len);
+  /// Tells the connector the request's role; "" or why the request cannot run.
+  [[nodiscard]] std::string apply_disagg(protocol::preprocessed_request& req, bool& save);
   /// Adds the layout to each prefill result and encodes it into output.disagg.
   void attach_prefill_results(std::vector<request_output>& outs);
   void fail_all(const std::string& message);
 
   std::unique_ptr<executor> exec_;
   scheduler sched_;
+  disagg::disagg_connector connector_; ///< over sched_'s KV cache; plugged into sched_
   std::chrono::milliseconds hold_ttl_;
   std::shared_ptr<gram::grammar_cache> grammars_;
   std::vector<request_output> pending_; ///< chunks produced outside step()
-  std::vector<protocol::kv_prefill_result> refused_; ///< see take_refused_prefills()
 };
 
 } // namespace dynamo::engine

@@ -34,15 +34,12 @@ expected<void> validate(const scheduler_config& cfg) {
 scheduler::scheduler(scheduler_config cfg)
     : cfg_(cfg), kv_(cfg.num_blocks, cfg.block_size, cfg.enable_prefix_caching, cfg.emit_kv_events) {}
 
-bool scheduler::add_request(protocol::preprocessed_request req, disagg_mode mode, std::optional<gram::matcher> guide) {
+bool scheduler::add_request(protocol::preprocessed_request req, std::optional<gram::matcher> guide) {
   const uint64_t id = next_seq_id_;
   const uint32_t n = std::max(1u, req.sampling.n);
   if (!by_request_id_.emplace(req.request_id, request_group{{id}, n}).second)
     return false;
   ++next_seq_id_;
-  if (mode.hold_prompt && release_hold(req.request_id))
-    spdlog::warn("request {}: prefill again; released the blocks still held from its last prefill",
-                 req.request_id);
   sequence s{.id = id,
              .request_id = std::move(req.request_id),
              .tokens = kv::token_blocks{cfg_.block_size, std::move(req.token_ids)},
@@ -54,13 +51,13 @@ bool scheduler::add_request(protocol::preprocessed_request req, disagg_mode mode
   const auto all = s.tokens.tokens();
   const size_t prompt = req.prompt_tokens == 0 ? all.size() : std::min<size_t>(req.prompt_tokens, all.size());
   s.edits = logit_edit_state(s.sampling, all.first(prompt), all.subspan(prompt));
-  s.hold_prompt = mode.hold_prompt;
   s.guide = std::move(guide);
-  s.remote_prompt = std::move(mode.remote_prompt);
+  s.loads_prompt = connector_ != nullptr &&
+                   connector_->get_num_new_matched_tokens(s.request_id, s.tokens.size(), 0) > 0;
   auto [it, inserted] = seqs_.emplace(id, std::move(s));
   waiting_.push_back(id);
-  if (it->second.remote_prompt && waiting_.size() == 1 && num_admitted() < cfg_.max_num_seqs)
-    (void)admit_for_kv(it->second);
+  if (it->second.loads_prompt && waiting_.size() == 1 && num_admitted() < cfg_.max_num_seqs)
+    (void)admit_for_load(it->second);
   return true;
 }
 
@@ -148,8 +145,8 @@ uint32_t scheduler::schedule_prefills(uint32_t& budget, std::vector<batch_entry>
 void scheduler::admit_waiting(uint32_t& budget, uint32_t num_partial, std::vector<batch_entry>& out) {
   while (!waiting_.empty() && num_admitted() < cfg_.max_num_seqs) {
     sequence& s = seq(waiting_.front());
-    if (s.remote_prompt) { // computes nothing here: no budget needed
-      if (!admit_for_kv(s))
+    if (const std::optional<bool> admitted = admit_for_load(s)) { // computes nothing here: no budget needed
+      if (!*admitted)
         break; // first come first served: nobody overtakes the head
       continue;
     }
@@ -180,61 +177,62 @@ void scheduler::admit_waiting(uint32_t& budget, uint32_t num_partial, std::vecto
   }
 }
 
-bool scheduler::admit_for_kv(sequence& s) {
+std::optional<bool> scheduler::admit_for_load(sequence& s) {
+  // The cheap question first (anything at all?), then the exact one.
+  if (connector_ == nullptr || connector_->get_num_new_matched_tokens(s.request_id, s.tokens.size(), 0) == 0)
+    return std::nullopt;
   const kv::computed_blocks prefix = kv_.find_computed_blocks(s.tokens);
-  if (!kv_.allocate_slots(s.id, s.tokens.size(), prefix))
+  const uint32_t matched = connector_->get_num_new_matched_tokens(s.request_id, s.tokens.size(), prefix.num_tokens);
+  if (matched == 0)
+    return std::nullopt;
+  const uint32_t target = std::min<uint32_t>(prefix.num_tokens + matched, s.tokens.size());
+  if (!kv_.allocate_slots(s.id, target, prefix))
     return false;
   waiting_.pop_front();
   kv_waiting_.push_back(s.id);
   s.waiting_for_kv = true;
+  s.load_target = target;
   s.num_computed = prefix.num_tokens;
   s.admitted_before = true;
   s.cached_tokens = prefix.num_tokens;
-  const auto table = kv_.block_table(s.id);
-  const auto& source = s.remote_prompt->block_ids;
-  const size_t first = prefix.block_ids.size();
-  kv_pull p{.request_id = s.request_id, .source = *s.remote_prompt};
-  p.source_block_ids.assign(source.begin() + static_cast<std::ptrdiff_t>(first), source.end());
-  p.destination_block_ids.assign(table.begin() + static_cast<std::ptrdiff_t>(first), table.end());
-  pulls_.push_back(std::move(p));
+  connector_->update_state_after_alloc(s.request_id, kv_.block_table(s.id), prefix.block_ids.size());
   return true;
 }
 
-std::vector<kv_pull> scheduler::take_pulls() {
-  std::vector<kv_pull> out;
-  out.swap(pulls_);
-  return out;
+size_t scheduler::finish_loads(std::vector<request_output>& out) {
+  if (connector_ == nullptr)
+    return 0;
+  size_t n = 0;
+  for (const kv::finished_load& f : connector_->get_finished()) {
+    sequence* found = first_seq(f.request_id);
+    if (found == nullptr || !found->waiting_for_kv)
+      continue;
+    finish_load(*found, f, out);
+    ++n;
+  }
+  return n;
 }
 
-bool scheduler::complete_transfer(std::string_view request_id, bool ok, std::vector<request_output>& out) {
-  sequence* found = first_seq(request_id);
-  if (found == nullptr) {
-    // Aborted while its blocks were being written: now nothing writes there.
-    if (auto o = orphaned_pulls_.find(std::string{request_id}); o != orphaned_pulls_.end()) {
-      kv_.free_detached(o->second);
-      orphaned_pulls_.erase(o);
-    }
-    return false;
-  }
-  sequence& s = *found;
-  if (!s.waiting_for_kv)
-    return false;
+void scheduler::finish_load(sequence& s, const kv::finished_load& f, std::vector<request_output>& out) {
   std::erase(kv_waiting_, s.id);
-  std::erase_if(pulls_, [&](const kv_pull& p) { return p.request_id == s.request_id; });
   s.waiting_for_kv = false;
-  const uint32_t first_token = s.remote_prompt->first_token;
-  s.remote_prompt.reset();
-  if (!ok) { // local prefill from the local prefix hit, into the blocks it holds
+  s.loads_prompt = false;
+  if (!f.ok) { // local prefill from the local prefix hit, into the blocks it holds
     running_.push_back(s.id);
-    return true;
+    return;
   }
-  s.num_computed = s.tokens.size();
+  s.num_computed = s.load_target;
   kv_.cache_blocks(s.id, s.tokens, s.num_computed);
+  if (!f.next_token) {
+    running_.push_back(s.id);
+    return;
+  }
   request_output o{s.request_id, {}, std::nullopt};
-  o.output.token_ids.push_back(first_token);
-  const protocol::finish_reason finish = append_token(s, first_token);
+  o.output.token_ids.push_back(*f.next_token);
+  const protocol::finish_reason finish = append_token(s, *f.next_token);
   if (finish == protocol::finish_reason::error) // a prefill worker that ignored the grammar
-    o.output.error = "the prefill worker's first token " + std::to_string(first_token) + " is not allowed by the grammar";
+    o.output.error = "the prefill worker's first token " + std::to_string(*f.next_token) +
+                     " is not allowed by the grammar";
   end_choice(s, finish, o.output);
   o.output.cached_tokens = s.cached_tokens;
   s.first_chunk_sent = true;
@@ -244,66 +242,20 @@ bool scheduler::complete_transfer(std::string_view request_id, bool ok, std::vec
     forget(s.id);
   else
     running_.push_back(s.id);
-  return true;
 }
 
-protocol::kv_prefill_result scheduler::hold(sequence& s, uint32_t first_token) {
+std::optional<protocol::kv_prefill_result> scheduler::release_completed(sequence& s, uint32_t last_token) {
+  if (connector_ == nullptr || connector_->on_release(s.request_id, true) != kv::release_action::save)
+    return std::nullopt;
   std::vector<uint32_t> blocks = kv_.detach(s.id);
   // The table covers the prompt (a prefill generates one token, whose KV is
-  // never computed); anything past the prompt's blocks is not part of the hold.
+  // never computed); anything past the prompt's blocks is not saved.
   const size_t prompt_blocks = (s.num_prompt + cfg_.block_size - 1) / cfg_.block_size;
   if (blocks.size() > prompt_blocks) {
     kv_.free_detached(std::span<const uint32_t>{blocks}.subspan(prompt_blocks));
     blocks.resize(prompt_blocks);
   }
-  protocol::kv_prefill_result r;
-  r.hold_id = s.request_id;
-  r.block_ids = blocks;
-  r.num_tokens = s.num_prompt;
-  r.first_token = first_token;
-  holds_[s.request_id] = kv_hold{std::move(blocks), now()};
-  return r;
-}
-
-std::optional<std::vector<uint32_t>> scheduler::held_blocks(std::string_view hold_id) const {
-  auto it = holds_.find(std::string{hold_id});
-  if (it == holds_.end())
-    return std::nullopt;
-  return it->second.blocks;
-}
-
-bool scheduler::release_hold(std::string_view hold_id) {
-  auto it = holds_.find(std::string{hold_id});
-  if (it == holds_.end())
-    return false;
-  kv_.free_detached(it->second.blocks);
-  holds_.erase(it);
-  return true;
-}
-
-size_t scheduler::release_expired_holds(std::chrono::steady_clock::time_point now,
-                                        std::chrono::milliseconds ttl) {
-  size_t n = 0;
-  for (auto it = holds_.begin(); it != holds_.end();) {
-    if (now - it->second.since >= ttl) {
-      spdlog::warn("hold {}: {} blocks not pulled within {} ms; freed", it->first,
-                   it->second.blocks.size(), ttl.count());
-      kv_.free_detached(it->second.blocks);
-      it = holds_.erase(it);
-      ++n;
-    } else {
-      ++it;
-    }
-  }
-  return n;
-}
-
-size_t scheduler::release_all_holds() {
-  const size_t n = holds_.size();
-  for (auto& [id, h] : holds_)
-    kv_.free_detached(h.blocks);
-  holds_.clear();
-  return n;
+  return connector_->save(s.request_id, std::move(blocks), s.num_prompt, last_token);
 }
 
 uint32_t scheduler::chunk_size(uint32_t remaining, uint32_t budget) const noexcept {
@@ -483,8 +435,8 @@ std::vector<request_output> scheduler::update(const batch& b, const batch_result
       finish = append_token(s, *token);
       if (finish == protocol::finish_reason::error)
         o.output.error = "the executor sampled token " + std::to_string(*token) + ", which the grammar does not allow";
-      if (s.hold_prompt && finish != protocol::finish_reason::none)
-        o.prefill_result = hold(s, *token);
+      if (finish != protocol::finish_reason::none)
+        o.prefill_result = release_completed(s, *token);
     }
     end_choice(s, finish, o.output);
     if (!s.first_chunk_sent) {
@@ -520,19 +472,6 @@ protocol::finish_reason scheduler::append_token(sequence& s, uint32_t token) {
   return check_stop(token, s.num_output, s.tokens.size(), s.stop, cfg_.max_model_len);
 }
 
-std::optional<protocol::kv_prefill_result> scheduler::unpulled_remote_prompt(std::string_view request_id) const {
-  const sequence* found = first_seq(request_id);
-  if (found == nullptr)
-    return std::nullopt;
-  const sequence& s = *found;
-  if (!s.remote_prompt)
-    return std::nullopt;
-  bool pull_taken = s.waiting_for_kv && std::none_of(pulls_.begin(), pulls_.end(), [&](const kv_pull& p) {
-                      return p.request_id == s.request_id;
-                    });
-  return pull_taken ? std::nullopt : s.remote_prompt;
-}
-
 bool scheduler::abort(std::string_view request_id) {
   auto it = by_request_id_.find(std::string{request_id});
   if (it == by_request_id_.end())
@@ -564,8 +503,9 @@ std::vector<std::string> scheduler::abort_all() {
   by_request_id_.clear();
   running_.clear();
   kv_waiting_.clear();
-  pulls_.clear();
   waiting_.clear();
+  if (connector_ != nullptr)
+    connector_->clear_requests();
   return ids;
 }
 
@@ -574,11 +514,13 @@ void scheduler::forget(uint64_t id) {
   if (it == seqs_.end())
     return;
   const sequence& s = it->second;
-  const bool untaken = std::erase_if(pulls_, [&](const kv_pull& p) { return p.request_id == s.request_id; }) > 0;
-  if (s.waiting_for_kv && !untaken)
-    orphaned_pulls_[s.request_id] = kv_.detach(id); // a push may be writing into them
+  // A completed request was released in update() (saved or not); asking again is harmless.
+  const kv::release_action action =
+      connector_ != nullptr ? connector_->on_release(s.request_id, false) : kv::release_action::free;
+  if (action == kv::release_action::quarantine)
+    connector_->adopt(s.request_id, kv_.detach(id)); // a load may be writing into them
   else
-    kv_.free(id); // a no-op for a held prefill: its table was detached
+    kv_.free(id); // a no-op for a saved prompt: its table was detached
   if (std::erase(running_, id) != 0)
     reserved_forks_ -= s.pending_forks;
   else if (std::erase(kv_waiting_, id) == 0)
@@ -593,7 +535,7 @@ void scheduler::forget(uint64_t id) {
 uint32_t scheduler::num_pending_prefill_tokens() const noexcept {
   uint32_t n = 0;
   for (const auto& [id, s] : seqs_)
-    if (!s.remote_prompt && s.remaining() > 1) // a pulled prompt is not computed here
+    if (!s.loads_prompt && s.remaining() > 1) // a loaded prompt is not computed here
       n += s.remaining();
   return n;
 }

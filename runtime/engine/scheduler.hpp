@@ -1,19 +1,20 @@
 // The continuous-batching scheduler (vLLM style) as a pure step function:
 // schedule() picks this step's work as an engine::batch, update() applies the
 // executor's result and says what each request produced. Owns the KV cache
-// manager. Driven by engine_core from one thread: not thread-safe.
+// manager; consults an optional KV connector (runtime/kv/kv_connector.hpp) at
+// fixed points for KV loaded from or saved to elsewhere. Driven by engine_core
+// from one thread: not thread-safe.
 #pragma once
 
 #include "runtime/core/error.hpp"
 #include "runtime/engine/executor.hpp"
 #include "runtime/engine/sequence.hpp"
 #include "runtime/kv/kv_cache_manager.hpp"
+#include "runtime/kv/kv_connector.hpp"
 #include "runtime/protocol/llm.hpp"
 
-#include <chrono>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,8 +35,6 @@ struct scheduler_config {
   uint32_t max_num_partial_prefills = 1;
   bool enable_prefix_caching = true;
   bool emit_kv_events = true;             ///< queue kv events (needs prefix caching)
-  /// Stamps held prefill blocks (for release_expired_holds); empty: steady_clock::now.
-  std::function<std::chrono::steady_clock::time_point()> clock;
 };
 
 /// config_error naming the first bad field, if any.
@@ -45,32 +44,11 @@ struct scheduler_config {
 struct request_output {
   std::string request_id;
   protocol::engine_output output;
-  /// The final chunk of a disaggregated prefill request: the blocks now held
-  /// under hold_id = request_id. The scheduler fills hold_id, block_ids,
-  /// num_tokens and first_token; engine_core adds the layout and also encodes
-  /// it into output.disagg.
+  /// The final chunk of a request whose blocks the connector saved: what it
+  /// returned (a disaggregated prefill's result: hold_id = request_id, block_ids,
+  /// num_tokens, first_token); engine_core adds the layout and also encodes it
+  /// into output.disagg.
   std::optional<protocol::kv_prefill_result> prefill_result;
-};
-
-/// How a request takes part in disaggregated serving (research/dynamo.md 4).
-struct disagg_mode {
-  /// Prefill role: on finishing, hold the prompt's blocks under the request id.
-  bool hold_prompt = false;
-  /// Decode role: pull the prompt's KV from these blocks instead of computing
-  /// it. REQUIRES (checked by engine_core): num_tokens == prompt length,
-  /// block_ids.size() == ceil(num_tokens / block_size), same block size and layout.
-  std::optional<protocol::kv_prefill_result> remote_prompt;
-};
-
-/// One KV transfer a decode request needs: copy the prefill worker's
-/// source_block_ids[i] (of `source`) into local destination_block_ids[i].
-/// Blocks already cached locally are left out, so the lists are a suffix of the
-/// prompt's blocks, in position order.
-struct kv_pull {
-  std::string request_id;
-  protocol::kv_prefill_result source;
-  std::vector<uint32_t> source_block_ids;
-  std::vector<uint32_t> destination_block_ids;
 };
 
 /// One step:
@@ -104,39 +82,49 @@ struct kv_pull {
 /// the request's last chunk is the only one with finish set. abort() ends
 /// every choice; an error in one ends the request.
 ///
-/// Disaggregation. A decode request (disagg_mode::remote_prompt) is admitted
-/// in its turn, without using the token budget, into WAITING_FOR_KV: blocks
-/// for its whole prompt are allocated (local prefix-cache hits first) and a
-/// kv_pull for the other blocks is queued for take_pulls(). It counts against
-/// max_num_seqs, is never scheduled nor preempted, until complete_transfer():
-///   ok:     the prompt counts as computed, its full blocks are registered
-///           (stored events), the prefill's first token is appended and
-///           reported, and the request decodes like any other;
+/// KV connector (set_connector; runtime/kv/kv_connector.hpp). A waiting
+/// request for which the connector matches tokens beyond the local prefix hit
+/// is admitted in its turn, without using the token budget, into WAITING_FOR_KV:
+/// blocks for its prompt are allocated (local prefix-cache hits first) and the
+/// connector is told which of them receive the load (update_state_after_alloc).
+/// It counts against max_num_seqs, is never scheduled nor preempted, until
+/// finish_loads() applies the connector's get_finished():
+///   ok:     the loaded tokens count as computed, its full blocks are registered
+///           (stored events), the connector's next token (a disaggregated
+///           prefill's first token) is appended and reported, and the request
+///           decodes like any other;
 ///   failed: the request keeps its blocks and prefills locally from its local
 ///           prefix hit. Keeping them (rather than freeing) means a late byte of
 ///           the failed transfer can only land in this request's own blocks,
 ///           which the local prefill then overwrites (planes/transfer/kv_transport.hpp).
-/// A prefill request (disagg_mode::hold_prompt) runs normally; when it
-/// finishes (stop or length, not error or abort), its prompt blocks are
-/// detached into a hold instead of being freed.
+/// A request that leaves asks the connector what to do with its blocks
+/// (on_release): a completed one (stop or length, not error or abort) may be
+/// saved (its prompt blocks detached into the connector), one leaving while its
+/// load is under way is quarantined (its blocks detached into the connector,
+/// which frees them when the load ends).
 class scheduler {
 public:
   /// REQUIRES: validate(cfg) succeeds.
   explicit scheduler(scheduler_config cfg);
 
+  /// The connector to consult (nullptr: none); it must outlive the scheduler's
+  /// requests. Set before the first request.
+  void set_connector(kv::kv_connector* connector) noexcept { connector_ = connector; }
+
   /// Queues a request at the back of the waiting queue. false (and nothing
   /// queued) when its request_id is already present. The caller validated it:
-  /// non-empty prompt shorter than max_model_len, max_tokens > 0. A decode
-  /// request that finds the queue empty is admitted at once when it fits, so
-  /// its pull is ready without waiting for a step. A prefill request whose id
-  /// is still held from an earlier attempt releases that hold.
+  /// non-empty prompt shorter than max_model_len, max_tokens > 0. A request
+  /// whose prompt the connector loads and that finds the queue empty is
+  /// admitted at once when it fits, so its load is ready without waiting for a step.
   ///
   /// `guide`: the grammar state of a guided request (sampling.guided), past
   /// any output tokens the request carries; each sample is then drawn under
   /// its mask (batch_entry::allowed_tokens), and the choice ends with `stop`
   /// once the grammar has accepted EOS or can take no further byte.
-  [[nodiscard]] bool add_request(protocol::preprocessed_request req, disagg_mode mode = {},
+  [[nodiscard]] bool add_request(protocol::preprocessed_request req,
                                  std::optional<gram::matcher> guide = std::nullopt);
+  /// Whether `request_id` is in flight (waiting, waiting for KV or running).
+  [[nodiscard]] bool contains(std::string_view request_id) const { return first_seq(request_id) != nullptr; }
 
   [[nodiscard]] batch schedule();
 
@@ -147,37 +135,22 @@ public:
   /// with finish_reason::error.
   [[nodiscard]] std::vector<request_output> update(const batch& b, const batch_result& r);
 
-  /// Drops a request (waiting, waiting for KV or running) and frees its
-  /// blocks. false when unknown.
+  /// Drops a request (waiting, waiting for KV or running): its blocks are
+  /// freed, or quarantined by the connector. false when unknown.
   [[nodiscard]] bool abort(std::string_view request_id);
-  /// The prefill result of a decode request whose pull has not been handed
-  /// out yet (nullopt otherwise): nobody will fetch it if the request goes.
-  [[nodiscard]] std::optional<protocol::kv_prefill_result> unpulled_remote_prompt(std::string_view request_id) const;
-  /// Drops every request; returns their ids (running first, then waiting for
-  /// KV, then waiting). Holds are not touched (release_all_holds()).
+  /// Drops every request and frees their blocks (the connector forgets them:
+  /// clear_requests); returns their ids (running first, then waiting for KV,
+  /// then waiting).
   [[nodiscard]] std::vector<std::string> abort_all();
 
-  /// The pulls queued since the last call, each returned once, in admission order.
-  [[nodiscard]] std::vector<kv_pull> take_pulls();
-  /// Ends a WAITING_FOR_KV request's transfer (see the class comment); the
-  /// first-token chunk of a successful one is appended to `out`. false (nothing
-  /// changes) when the request is unknown or not waiting for KV.
-  [[nodiscard]] bool complete_transfer(std::string_view request_id, bool ok,
-                                       std::vector<request_output>& out);
-
-  /// The blocks held under `hold_id` (position order), nullopt when none.
-  [[nodiscard]] std::optional<std::vector<uint32_t>> held_blocks(std::string_view hold_id) const;
-  /// Frees a hold's blocks tail-first (back to the prefix cache). false when unknown.
-  [[nodiscard]] bool release_hold(std::string_view hold_id);
-  /// Frees every hold stamped at or before now - ttl; returns how many.
-  size_t release_expired_holds(std::chrono::steady_clock::time_point now, std::chrono::milliseconds ttl);
-  /// Frees every hold; returns how many.
-  size_t release_all_holds();
-  [[nodiscard]] size_t num_holds() const noexcept { return holds_.size(); }
+  /// Applies the connector's finished loads (see the class comment); the
+  /// first-token chunks of successful ones are appended to `out`. Returns how
+  /// many WAITING_FOR_KV requests it moved on.
+  size_t finish_loads(std::vector<request_output>& out);
 
   [[nodiscard]] bool has_requests() const noexcept { return !seqs_.empty(); }
   /// Requests that schedule() can make progress on: running or waiting (not
-  /// WAITING_FOR_KV, which only complete_transfer() advances).
+  /// WAITING_FOR_KV, which only finish_loads() advances).
   [[nodiscard]] bool has_schedulable() const noexcept { return !running_.empty() || !waiting_.empty(); }
   [[nodiscard]] uint32_t num_running() const noexcept { return static_cast<uint32_t>(running_.size()); }
   [[nodiscard]] uint32_t num_waiting() const noexcept { return static_cast<uint32_t>(waiting_.size()); }
@@ -201,13 +174,15 @@ private:
   /// Returns how many running requests stay mid-prefill after this step.
   [[nodiscard]] uint32_t schedule_prefills(uint32_t& budget, std::vector<batch_entry>& out);
   void admit_waiting(uint32_t& budget, uint32_t num_partial, std::vector<batch_entry>& out);
-  /// Admits the decode request at the head of the waiting queue into
-  /// WAITING_FOR_KV and queues its pull; false (nothing changes) when its
-  /// blocks do not fit.
-  [[nodiscard]] bool admit_for_kv(sequence& s);
-  /// Moves a finished prefill's prompt blocks into a hold; returns the result
-  /// to report (block ids, token count, first token).
-  [[nodiscard]] protocol::kv_prefill_result hold(sequence& s, uint32_t first_token);
+  /// The request at the head of the waiting queue, when the connector loads
+  /// part of its prompt: admits it into WAITING_FOR_KV. nullopt: the connector
+  /// loads nothing for it; false: it does, but its blocks do not fit (nothing changes).
+  [[nodiscard]] std::optional<bool> admit_for_load(sequence& s);
+  /// Ends `s`'s WAITING_FOR_KV (see the class comment).
+  void finish_load(sequence& s, const kv::finished_load& f, std::vector<request_output>& out);
+  /// A completed request asks the connector whether to save its prompt's
+  /// blocks; when so, detaches them into it and returns what it reports.
+  [[nodiscard]] std::optional<protocol::kv_prefill_result> release_completed(sequence& s, uint32_t last_token);
   /// Sequences running or waiting for KV, plus the choices their unforked
   /// n > 1 requests will add.
   [[nodiscard]] uint32_t num_admitted() const noexcept {
@@ -233,9 +208,6 @@ private:
   [[nodiscard]] const sequence* first_seq(std::string_view request_id) const;
   /// Sets how `o` reports that `s` ended with `finish` (see the class comment).
   void end_choice(const sequence& s, protocol::finish_reason finish, protocol::engine_output& o);
-  [[nodiscard]] std::chrono::steady_clock::time_point now() const {
-    return cfg_.clock ? cfg_.clock() : std::chrono::steady_clock::now();
-  }
   /// Newest running request at index > `after` (or any, with after = -1) not
   /// scheduled in this step; nullptr when none.
   [[nodiscard]] sequence* newest_unscheduled(std::ptrdiff_t after);
@@ -252,16 +224,7 @@ private:
   std::deque<uint64_t> waiting_;
   std::vector<uint64_t> running_; ///< admission order
   std::vector<uint64_t> kv_waiting_; ///< WAITING_FOR_KV, admission order
-  std::vector<kv_pull> pulls_;       ///< not yet taken
-  /// Blocks of aborted requests whose pull was already taken: a push may
-  /// still write into them, so they stay in use until complete_transfer().
-  std::unordered_map<std::string, std::vector<uint32_t>> orphaned_pulls_;
-
-  struct kv_hold {
-    std::vector<uint32_t> blocks; ///< position order
-    std::chrono::steady_clock::time_point since;
-  };
-  std::unordered_map<std::string, kv_hold> holds_;
+  kv::kv_connector* connector_ = nullptr;
   uint32_t reserved_forks_ = 0; ///< pending_forks of running sequences
   std::vector<block_copy> pending_copies_;  ///< made by this step's forks, run by the next step
   std::vector<block_copy> inflight_copies_; ///< in the last batch; referenced until update()

@@ -6,7 +6,6 @@
 #include "runtime/engine/logit_edit_state.hpp"
 #include "runtime/grammar/matcher.hpp"
 #include "runtime/kv/token_blocks.hpp"
-#include "runtime/protocol/disagg.hpp"
 #include "runtime/protocol/llm.hpp"
 
 #include <cstdint>
@@ -28,15 +27,14 @@ struct sequence {
   bool admitted_before = false;   ///< has run at least once (cached_tokens is final)
   bool first_chunk_sent = false;  ///< cached_tokens has been reported
   uint64_t scheduled_step = 0;    ///< last step that scheduled it (0 = never)
-  /// Disaggregated prefill: when it finishes, its prompt blocks are held under
-  /// its request id for a decode worker to pull instead of being freed.
-  bool hold_prompt = false;
-  /// Disaggregated decode: the prompt's KV sits on a prefill worker. Set from
-  /// admission until the transfer completes or fails; cleared after.
-  std::optional<protocol::kv_prefill_result> remote_prompt;
-  /// WAITING_FOR_KV: blocks cover the prompt, the transfer is under way, the
-  /// scheduler never schedules it.
+  /// The connector loads its prompt's KV (a disaggregated decode): set when it
+  /// is queued, cleared when the load ends (its prompt is not computed here).
+  bool loads_prompt = false;
+  /// WAITING_FOR_KV: blocks cover the prompt, the connector's load is under
+  /// way, the scheduler never schedules it.
   bool waiting_for_kv = false;
+  /// While waiting for KV: the tokens whose KV is computed once the load lands.
+  uint32_t load_target = 0;
   /// Which of the request's choices this is (n > 1): choice 0 computes the
   /// prompt; the others are forked from it at the prompt's last step.
   uint32_t choice = 0;

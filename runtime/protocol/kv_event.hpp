@@ -15,6 +15,10 @@
 
 namespace dynamo::protocol {
 
+/// Event-plane topics: a worker's KV events (router_event) and its load (load_metrics).
+inline constexpr std::string_view kv_events_topic = "kv-events";
+inline constexpr std::string_view load_metrics_topic = "kv_metrics";
+
 enum class kv_event_kind : uint8_t { stored = 0, removed = 1, cleared = 2 };
 
 [[nodiscard]] std::string_view to_string(kv_event_kind k) noexcept;

@@ -67,7 +67,7 @@ struct worker_under_test {
     worker_config wc;
     wc.instance_id = id;
     wc.name = role;
-    wc.role = role;
+    wc.role = protocol::parse_disagg_role(role).value();
     wc.transfer_address = server->address();
     wc.kv_push_endpoint = push_ep;
     wc.hold_ttl = hold_ttl;
