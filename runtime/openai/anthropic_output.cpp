@@ -1,6 +1,8 @@
 // Chat completions output -> Anthropic Messages output (see anthropic_api.hpp).
 #include "runtime/openai/anthropic_output.hpp"
 
+#include "runtime/openai/json_fields.hpp"
+
 #include "runtime/openai/anthropic_api.hpp"
 
 #include <nlohmann/json.hpp>
@@ -12,7 +14,7 @@ namespace {
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-std::string dump(const ojson& j) { return j.dump(-1, ' ', false, ojson::error_handler_t::replace); }
+using detail::dump;
 
 const json* get(const json& obj, const char* key) {
   auto it = obj.find(key);

@@ -214,7 +214,7 @@ expected<ojson> prompt_part(const json& obj) {
   return chat;
 }
 
-std::string dump(const ojson& j) { return j.dump(-1, ' ', false, ojson::error_handler_t::replace); }
+using detail::dump;
 
 } // namespace
 

@@ -6,6 +6,12 @@
 
 namespace dynamo::openai::detail {
 
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string dump(const nlohmann::ordered_json& j) {
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 std::string_view type_name(const json& j) {
   switch (j.type()) {
     case json::value_t::null: return "null";

@@ -19,6 +19,11 @@ namespace dynamo::openai::detail {
 using json = nlohmann::json;
 
 /// JSON type name as OpenAI's messages spell it ("string", "integer", ...).
+/// `j` as compact JSON text, invalid UTF-8 replaced (never thrown on): how
+/// every response body and stream event is written.
+[[nodiscard]] std::string dump(const json& j);
+[[nodiscard]] std::string dump(const nlohmann::ordered_json& j);
+
 [[nodiscard]] std::string_view type_name(const json& j);
 
 [[nodiscard]] caf::error type_error(std::string param, std::string_view expected, const json& got);

@@ -1,5 +1,7 @@
 #include "runtime/openai/output_parser.hpp"
 
+#include "runtime/openai/json_fields.hpp"
+
 #include "runtime/openai/response.hpp"
 
 namespace dynamo::openai {
@@ -66,7 +68,7 @@ size_t json_value_end(std::string_view s) {
   return std::string_view::npos;
 }
 
-std::string dump(const ojson& j) { return j.dump(-1, ' ', false, ojson::error_handler_t::replace); }
+using detail::dump;
 
 /// Arguments as the model wrote them: an object, or a string holding one.
 std::optional<std::string> arguments_text(const ojson& args) {

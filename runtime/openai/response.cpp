@@ -1,5 +1,7 @@
 #include "runtime/openai/response.hpp"
 
+#include "runtime/openai/json_fields.hpp"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -14,10 +16,7 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-std::string dump(const ojson& j) {
-  // Replace (never throw on) invalid UTF-8; our text is valid, but be safe.
-  return j.dump(-1, ' ', false, ojson::error_handler_t::replace);
-}
+using detail::dump;
 
 ojson finish_json(protocol::finish_reason r, bool tool_calls = false) {
   if (tool_calls && r == protocol::finish_reason::stop)

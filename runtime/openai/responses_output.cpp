@@ -1,6 +1,8 @@
 // Chat completions output -> Responses API output (see responses_api.hpp).
 #include "runtime/openai/responses_output.hpp"
 
+#include "runtime/openai/json_fields.hpp"
+
 #include <fmt/format.h>
 
 #include <optional>
@@ -12,7 +14,7 @@ namespace {
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-std::string dump(const ojson& j) { return j.dump(-1, ' ', false, ojson::error_handler_t::replace); }
+using detail::dump;
 
 ojson copy(const json* v, ojson fallback) { return v && !v->is_null() ? ojson::parse(v->dump()) : fallback; }
 

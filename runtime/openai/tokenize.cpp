@@ -13,7 +13,7 @@ namespace {
 
 using detail::json;
 
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+using detail::dump;
 
 /// The chat template's text, its invalid_argument errors naming `messages`.
 expected<std::string> render(tok::chat_input chat, bool generation_prompt, const tok::chat_template& tmpl) {
