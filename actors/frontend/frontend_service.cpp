@@ -1,5 +1,6 @@
 #include "actors/frontend/frontend_service.hpp"
 
+#include "actors/frontend/embedding_actor.hpp"
 #include "actors/frontend/request_actor.hpp"
 #include "runtime/openai/anthropic_api.hpp"
 #include "runtime/openai/error.hpp"
@@ -52,6 +53,23 @@ bool reject_non_json(const http::request& req, http::http_responder& res, bool a
               anthropic ? openai::anthropic_error_body({415, "", msg, "", ""})
                         : openai::status_error_body(415, msg));
   return true;
+}
+
+/// 503 while the server drains; true when it answered (in Anthropic's
+/// envelope on its routes).
+bool reject_draining(const frontend_context& ctx, http::http_responder& res, bool anthropic = false) {
+  if (!ctx.draining.load())
+    return false;
+  auto err = openai::to_api_error(make_error(errc::closed, "the server is shutting down"));
+  res.respond(err.status, std::string{json_type},
+              anthropic ? openai::anthropic_error_body(err) : openai::error_body(err));
+  return true;
+}
+
+/// Counts a request in frontend_context::inflight until the guard is released.
+std::shared_ptr<void> inflight_guard(const std::shared_ptr<frontend_context>& ctx) {
+  ctx->inflight.fetch_add(1);
+  return {nullptr, [ctx](void*) { ctx->inflight.fetch_sub(1); }};
 }
 
 /// Runs `work` in a short-lived actor, off the HTTP io thread (tokenizing a
@@ -134,18 +152,11 @@ http::router frontend_service::make_routes(bool anthropic_api) {
   auto generate = [this](endpoint_kind kind) {
     return [this, kind](http::request req, std::shared_ptr<http::http_responder> res) {
       const bool anthropic = kind == endpoint_kind::anthropic_messages;
-      if (ctx_->draining.load()) {
-        auto err = openai::to_api_error(make_error(errc::closed, "the server is shutting down"));
-        return (void)res->respond(err.status, std::string{json_type},
-                                  anthropic ? openai::anthropic_error_body(err) : openai::error_body(err));
-      }
-      if (reject_non_json(req, *res, anthropic))
+      if (reject_draining(*ctx_, *res, anthropic) || reject_non_json(req, *res, anthropic))
         return;
-      ctx_->inflight.fetch_add(1);
-      std::shared_ptr<void> guard(nullptr, [ctx = ctx_](void*) { ctx->inflight.fetch_sub(1); });
       // Parsing and tokenizing happen in the request actor, off the io thread.
       spawn_request_actor(sys_, request_job{ctx_, kind, std::move(req.body), std::move(res),
-                                            std::chrono::steady_clock::now(), std::move(guard)});
+                                            std::chrono::steady_clock::now(), inflight_guard(ctx_)});
     };
   };
   r.add("POST", "/v1/chat/completions", generate(endpoint_kind::chat_completions));
@@ -155,6 +166,13 @@ http::router frontend_service::make_routes(bool anthropic_api) {
     r.add("POST", "/v1/messages", generate(endpoint_kind::anthropic_messages));
     add_anthropic_routes(r);
   }
+  r.add("POST", "/v1/embeddings", [this](http::request req, std::shared_ptr<http::http_responder> res) {
+    if (reject_draining(*ctx_, *res) || reject_non_json(req, *res))
+      return;
+    // Parsing and tokenizing happen in the embedding actor, off the io thread.
+    spawn_embedding_actor(sys_, embedding_job{ctx_, std::move(req.body), std::move(res),
+                                              std::chrono::steady_clock::now(), inflight_guard(ctx_)});
+  });
   r.add("POST", "/tokenize", [this](http::request req, std::shared_ptr<http::http_responder> res) {
     if (reject_non_json(req, *res))
       return;

@@ -63,7 +63,7 @@ expected<engine_setup> prepare_mocker(const config::pool_config& pool) {
   engine_setup s;
   s.plan.pool = pool;
   s.plan.card = {pool.model, "mocker", mc.context_length, mc.block_size, mc.num_blocks,
-                 mc.max_num_seqs, mc.max_num_batched_tokens};
+                 mc.max_num_seqs, mc.max_num_batched_tokens, mocker::embedding_size};
   s.make_factory = [mc](uint32_t) -> engine_factory { return [mc] { return mocker::make_engine(mc); }; };
   return s;
 }
@@ -101,7 +101,7 @@ expected<engine_setup> prepare_cpu(const config::pool_config& pool, size_t kv_by
   if (ec.max_model_len)
     ctx = std::min(ctx, ec.max_model_len);
   s.plan.card = {pool.model, pool.model_path, ctx, xc.block_size, (*probe)->geometry().num_blocks,
-                 ec.max_num_seqs, ec.max_num_batched_tokens};
+                 ec.max_num_seqs, ec.max_num_batched_tokens, c.n_embd};
   auto shared = *model;
   s.make_factory = [shared, xc, ec](uint32_t) -> engine_factory {
     return [shared, xc, ec]() -> expected<std::unique_ptr<engine::engine_core>> {

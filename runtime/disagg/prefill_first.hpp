@@ -22,7 +22,8 @@ inline constexpr std::string_view prefill_request_suffix = "-prefill";
 /// Before asking the decode router about its cache: can `r` be prefilled
 /// remotely at all? Needs a prefill instance, a request that is not itself a
 /// leg (no disagg bytes), one choice (a prefill result carries one first
-/// token) and a prompt of at least `max_local_prefill_length` tokens.
+/// token), not an embedding (it is a prefill already: it runs where it is
+/// routed) and a prompt of at least `max_local_prefill_length` tokens.
 [[nodiscard]] bool may_prefill_remotely(const protocol::preprocessed_request& r, int prefill_instances,
                                         uint32_t max_local_prefill_length) noexcept;
 

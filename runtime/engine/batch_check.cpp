@@ -28,6 +28,8 @@ namespace {
 [[nodiscard]] expected<void> check_entry(size_t i, const batch_entry& e, const kv_geometry& g) {
   if (e.tokens.empty())
     return broken(i, "no tokens");
+  if (e.embed && e.sample)
+    return broken(i, "an embed entry does not sample");
   const uint64_t end = uint64_t{e.start_pos} + e.tokens.size();
   if (uint64_t{e.block_table.size()} * g.block_size < end)
     return broken(i, "block table of " + std::to_string(e.block_table.size()) +

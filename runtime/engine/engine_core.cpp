@@ -75,9 +75,16 @@ std::string engine_core::rejection(const protocol::preprocessed_request& req) co
     return "the prompt has " + std::to_string(req.token_ids.size()) +
            " tokens; this model's context length is " + std::to_string(limit) +
            " (prompt + output), so at most " + std::to_string(limit - 1) + " prompt tokens fit";
+  const protocol::sampling_options& o = req.sampling;
+  if (req.embed) { // computes the prompt only: no sampling, no stop rules
+    if (!exec_->computes_embeddings())
+      return "the " + exec_->name() + " executor does not compute embeddings";
+    if (o.n != 1 || !req.disagg.empty() || o.guided.kind != protocol::guided_kind::none)
+      return "an embedding request has one choice, no grammar and no disaggregation role";
+    return {};
+  }
   if (req.stop.max_tokens == 0)
     return "max_tokens must be at least 1";
-  const protocol::sampling_options& o = req.sampling;
   if (o.n == 0 || o.n > sched_.config().max_num_seqs)
     return "n is " + std::to_string(o.n) + "; this worker runs 1 to " +
            std::to_string(sched_.config().max_num_seqs) + " sequences at once";

@@ -67,8 +67,10 @@ public:
   /// Queues a request. A request that cannot run (empty prompt, prompt not
   /// shorter than the context length, max_tokens 0, `disagg` bytes that do not
   /// decode, n of 0 or above max_num_seqs, n > 1 with a disaggregation role,
-  /// more than max_top_logprobs alternatives or max_logit_bias biases) is
-  /// accepted and answered by one error chunk in the next step().
+  /// more than max_top_logprobs alternatives or max_logit_bias biases, an
+  /// embed request with n > 1, a grammar or a disaggregation role, or on an
+  /// executor that does not compute embeddings) is accepted and answered by
+  /// one error chunk in the next step(). An embed request ignores max_tokens.
   /// Error (invalid_argument, nothing queued) only when request_id is already
   /// in flight.
   ///

@@ -31,6 +31,10 @@ struct batch_entry {
   uint32_t start_pos = 0;             ///< position of tokens[0]
   std::vector<uint32_t> block_table;  ///< KV block ids, in position order
   bool sample = false;                ///< sample a next token after the last one
+  /// Return the final-norm hidden state of the last token instead
+  /// (batch_result::embeddings); an embed request's last prompt chunk, never
+  /// with `sample`.
+  bool embed = false;
   protocol::sampling_options sampling;///< used when `sample`
   /// Tokens the sequence holds after this step, used to derive per-position
   /// RNG streams so that seeded sampling survives preemption and migration.
@@ -70,6 +74,9 @@ struct batch_result {
   /// Aligned with batch::entries where any entry asks for logprobs
   /// (sampling.logprobs), else may be empty: the sampled token's logprobs.
   std::vector<std::optional<protocol::token_logprob>> logprobs;
+  /// Aligned with batch::entries where any entry has `embed`, else may be
+  /// empty: the final-norm hidden state (n_embd floats) of each embed entry.
+  std::vector<std::vector<float>> embeddings;
   /// Simulated compute time (mocker only; zero for real executors).
   std::chrono::microseconds simulated{0};
 };
@@ -110,6 +117,10 @@ public:
 
   /// Short name for logs and metrics ("mocker", "cpu", "cuda").
   [[nodiscard]] virtual std::string name() const = 0;
+
+  /// Whether execute() answers batch_entry::embed; engine_core refuses embed
+  /// requests otherwise.
+  [[nodiscard]] virtual bool computes_embeddings() const noexcept { return false; }
 
   /// The KV memory behind the block ids, for KV transfers; nullopt when the
   /// executor has none to expose (the mocker, an executor not wired for it).

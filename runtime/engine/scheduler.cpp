@@ -44,7 +44,8 @@ bool scheduler::add_request(protocol::preprocessed_request req, std::optional<gr
              .request_id = std::move(req.request_id),
              .tokens = kv::token_blocks{cfg_.block_size, std::move(req.token_ids)},
              .sampling = req.sampling,
-             .stop = std::move(req.stop)};
+             .stop = std::move(req.stop),
+             .embed = req.embed};
   s.num_prompt = s.tokens.size();
   s.pending_forks = n - 1;
   // Penalties count what was generated, also before a migration.
@@ -273,7 +274,9 @@ batch_entry scheduler::make_entry(sequence& s, uint32_t num_new) {
   e.start_pos = s.num_computed;
   const auto table = kv_.block_table(s.id);
   e.block_table.assign(table.begin(), table.end());
-  e.sample = s.num_computed + num_new == s.tokens.size();
+  const bool last = s.num_computed + num_new == s.tokens.size();
+  e.sample = last && !s.embed;
+  e.embed = last && s.embed;
   e.sampling = s.sampling;
   e.sample_position = s.num_computed + num_new;
   e.choice = s.choice;
@@ -417,6 +420,11 @@ std::vector<request_output> scheduler::update(const batch& b, const batch_result
     sequence& s = it->second;
     s.num_computed += static_cast<uint32_t>(e.tokens.size());
     kv_.cache_blocks(s.id, s.tokens, s.num_computed);
+    if (e.embed) {
+      out.push_back(embedding_output(s, i < r.embeddings.size() ? r.embeddings[i] : std::vector<float>{}));
+      finished.push_back(s.id);
+      continue;
+    }
     if (!e.sample)
       continue;
     request_output o{s.request_id, {}, std::nullopt};
@@ -453,6 +461,20 @@ std::vector<request_output> scheduler::update(const batch& b, const batch_result
   for (uint64_t id : finished)
     forget(id);
   return out;
+}
+
+request_output scheduler::embedding_output(sequence& s, std::vector<float> embedding) {
+  request_output o{s.request_id, {}, std::nullopt};
+  protocol::finish_reason finish = protocol::finish_reason::stop;
+  if (embedding.empty()) {
+    finish = protocol::finish_reason::error;
+    o.output.error = "executor returned no embedding for an embed entry";
+  }
+  o.output.embedding = std::move(embedding);
+  end_choice(s, finish, o.output);
+  o.output.cached_tokens = s.cached_tokens;
+  s.first_chunk_sent = true;
+  return o;
 }
 
 protocol::finish_reason scheduler::append_token(sequence& s, uint32_t token) {

@@ -82,6 +82,11 @@ struct request_output {
 /// the request's last chunk is the only one with finish set. abort() ends
 /// every choice; an error in one ends the request.
 ///
+/// An embed request (preprocessed_request::embed) is scheduled like any
+/// prompt; the step that computes its last token asks the executor for that
+/// token's hidden state (batch_entry::embed) instead of a sample, and the
+/// request ends there with one chunk carrying it (finish stop).
+///
 /// KV connector (set_connector; runtime/kv/kv_connector.hpp). A waiting
 /// request for which the connector matches tokens beyond the local prefix hit
 /// is admitted in its turn, without using the token budget, into WAITING_FOR_KV:
@@ -215,6 +220,8 @@ private:
   /// Largest n' <= n such that the table can cover num_computed + n' tokens.
   [[nodiscard]] uint32_t fitting_chunk(const sequence& s, uint32_t n) const;
   [[nodiscard]] protocol::finish_reason append_token(sequence& s, uint32_t token);
+  /// The one chunk of an embed request: `embedding` (error when empty), finish stop.
+  [[nodiscard]] request_output embedding_output(sequence& s, std::vector<float> embedding);
   void forget(uint64_t id);
 
   scheduler_config cfg_;

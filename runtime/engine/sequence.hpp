@@ -23,6 +23,7 @@ struct sequence {
   uint32_t num_output = 0;   ///< tokens generated here
   protocol::sampling_options sampling;
   protocol::stop_conditions stop;
+  bool embed = false; ///< an embedding request: its last prompt chunk answers, nothing is sampled
   uint32_t cached_tokens = 0;     ///< prefix-cache hit at first admission
   bool admitted_before = false;   ///< has run at least once (cached_tokens is final)
   bool first_chunk_sent = false;  ///< cached_tokens has been reported

@@ -86,6 +86,10 @@ expected<engine::batch_result> mock_executor::execute(const engine::batch& b) {
   r.logprobs.resize(b.entries.size());
   for (size_t i = 0; i < b.entries.size(); ++i) {
     const engine::batch_entry& e = b.entries[i];
+    if (e.embed) {
+      r.embeddings.resize(b.entries.size());
+      r.embeddings[i] = embedding(e.tokens.back(), e.start_pos + static_cast<uint32_t>(e.tokens.size()) - 1);
+    }
     if (!e.sample) {
       r.sampled.emplace_back(std::nullopt);
       continue;

@@ -21,6 +21,14 @@ uint32_t next_token(uint32_t prev, uint32_t position, uint64_t stream) noexcept 
   return first_token + static_cast<uint32_t>(x % (last_token - first_token + 1));
 }
 
+std::vector<float> embedding(uint32_t last, uint32_t position) {
+  std::vector<float> out(embedding_size);
+  const uint64_t key = kernels::rng_mix(uint64_t{last} << 32 | position);
+  for (uint32_t k = 0; k < embedding_size; ++k) // top 24 bits -> [-1, 1)
+    out[k] = static_cast<float>(kernels::rng_mix(key + k) >> 40) / float(1u << 23) - 1.0f;
+  return out;
+}
+
 std::optional<std::vector<uint32_t>> scripted_reply(std::span<const uint32_t> tokens) {
   static constexpr std::string_view open = "<mock_reply>", close = "</mock_reply>";
   auto matches = [&](size_t at, std::string_view s) {

@@ -32,6 +32,14 @@ inline constexpr uint32_t last_token = 126; ///< '~'
 /// stream (and then EOS); nullopt otherwise.
 [[nodiscard]] std::optional<std::vector<uint32_t>> scripted_reply(std::span<const uint32_t> tokens);
 
+/// Width of the mocker's embeddings.
+inline constexpr uint32_t embedding_size = 64;
+
+/// The mocker's "hidden state" of the token `last` at `position` (the last
+/// prompt token of an embed request): embedding_size values in [-1, 1), a
+/// pure function of both, so equal prompt endings give equal embeddings.
+[[nodiscard]] std::vector<float> embedding(uint32_t last, uint32_t position);
+
 /// The `n` tokens the mocker generates after `tokens` in `stream`.
 /// REQUIRES: !tokens.empty().
 [[nodiscard]] std::vector<uint32_t> continuation(std::span<const uint32_t> tokens, uint32_t n,

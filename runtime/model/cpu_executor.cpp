@@ -57,6 +57,11 @@ expected<engine::batch_result> cpu_executor::execute(const engine::batch& b) {
     r.logprobs[entry] = std::move(s.logprobs);
   };
   for (size_t i = 0; i < logits->entry.size(); ++i) sample(logits->entry[i], logits->row(i));
+  if (!logits->hidden_entry.empty()) r.embeddings.resize(b.entries.size());
+  for (size_t i = 0; i < logits->hidden_entry.size(); ++i) {
+    const auto row = logits->hidden_row(i);
+    r.embeddings[logits->hidden_entry[i]].assign(row.begin(), row.end());
+  }
   // Forks draw from their parent's row (the parent's edits are theirs too).
   for (size_t i = 0; i < b.entries.size(); ++i) {
     const engine::batch_entry& e = b.entries[i];

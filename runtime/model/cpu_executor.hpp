@@ -46,6 +46,8 @@ public:
   [[nodiscard]] engine::kv_geometry geometry() const noexcept override;
   [[nodiscard]] uint32_t context_length() const noexcept override;
   [[nodiscard]] std::string name() const override { return "cpu"; }
+  /// Embed entries get the final-norm hidden state of their last token.
+  [[nodiscard]] bool computes_embeddings() const noexcept override { return true; }
   /// The host KV cache: blocks at block_bytes() stride, layout "head-major"
   /// ([layer][K,V][kv head][token][head_dim], kv_cache.hpp's real order).
   [[nodiscard]] std::optional<engine::kv_memory_view> kv_memory() override;

@@ -74,6 +74,8 @@ void decoder_forward::prepare(const engine::batch& b, uint32_t block_size) {
   seqs_.clear();
   sample_tokens_.clear();
   sample_entries_.clear();
+  embed_tokens_.clear();
+  embed_entries_.clear();
   for (uint32_t i = 0; i < b.entries.size(); ++i) {
     const auto& e = b.entries[i];
     if (e.fork_of) continue; // no tokens, no logits row of its own
@@ -89,6 +91,10 @@ void decoder_forward::prepare(const engine::batch& b, uint32_t block_size) {
     if (e.sample) {
       sample_tokens_.push_back(first + n - 1);
       sample_entries_.push_back(i);
+    }
+    if (e.embed) {
+      embed_tokens_.push_back(first + n - 1);
+      embed_entries_.push_back(i);
     }
   }
   const size_t T = n_tokens_;
@@ -122,6 +128,7 @@ void decoder_forward::prepare(const engine::batch& b, uint32_t block_size) {
   }
   fit(hs_, sample_tokens_.size() * c.n_embd);
   fit(logits_, sample_tokens_.size() * c.n_vocab);
+  fit(he_, embed_tokens_.size() * c.n_embd);
 }
 
 void decoder_forward::matmul(const float* x, size_t x_stride, uint32_t n_tokens, std::span<const weight_matrix> w,
@@ -253,18 +260,25 @@ void decoder_forward::run_layer(uint32_t l, kv_cache& cache) {
   }
 }
 
-void decoder_forward::run_head() {
+void decoder_forward::final_norm(std::span<const uint32_t> tokens, float* out) {
   const decoder_config& c = model_->config();
   const decoder_weights& w = model_->weights();
   const uint32_t E = c.n_embd;
-  // Only the rows we sample need the last residual add and the final norm.
-  for (size_t s = 0; s < sample_tokens_.size(); ++s) {
-    const size_t t = sample_tokens_[s];
-    kr::rms_norm({x_.data() + t * E, E, tmp_.data() + t * E, E, w.output_norm.data(), hs_.data() + s * E, E, 1, E,
+  for (size_t s = 0; s < tokens.size(); ++s) {
+    const size_t t = tokens[s];
+    kr::rms_norm({x_.data() + t * E, E, tmp_.data() + t * E, E, w.output_norm.data(), out + s * E, E, 1, E,
                   c.rms_eps});
   }
+}
+
+void decoder_forward::run_head() {
+  const decoder_config& c = model_->config();
+  // Only the rows we sample or embed need the last residual add and the final norm.
+  final_norm(embed_tokens_, he_.data());
+  if (sample_tokens_.empty()) return;
+  final_norm(sample_tokens_, hs_.data());
   const auto rows = static_cast<uint32_t>(sample_tokens_.size());
-  matmul(hs_.data(), E, rows, {&w.output, 1}, logits_.data(), c.n_vocab);
+  matmul(hs_.data(), c.n_embd, rows, {&model_->weights().output, 1}, logits_.data(), c.n_vocab);
 }
 
 expected<forward_logits> decoder_forward::run(const engine::batch& b, kv_cache& cache) {
@@ -278,12 +292,15 @@ expected<forward_logits> decoder_forward::run(const engine::batch& b, kv_cache& 
   if (n_tokens_ > 0) {
     kr::embedding({model_->weights().token_embd, ids_.data(), n_tokens_, x_.data(), c.n_embd});
     for (uint32_t l = 0; l < c.n_layer; ++l) run_layer(l, cache);
-    if (!sample_tokens_.empty()) run_head();
+    run_head();
   }
   forward_logits out;
   out.n_vocab = c.n_vocab;
   out.data = {logits_.data(), sample_tokens_.size() * c.n_vocab};
   out.entry = sample_entries_;
+  out.n_embd = c.n_embd;
+  out.hidden = {he_.data(), embed_tokens_.size() * c.n_embd};
+  out.hidden_entry = embed_entries_;
   return out;
 }
 

@@ -4,7 +4,8 @@
 // (decodes and prefill chunks together as one ragged batch), writes the K/V of
 // every new token into its blocks, attends causally over positions
 // [0, start_pos + i], and returns logits only for entries with sample = true
-// (a fork entry, batch_entry::fork_of, computes nothing and gets no row).
+// (a fork entry, batch_entry::fork_of, computes nothing and gets no row) and
+// the final-norm hidden state of the last token of entries with embed = true.
 // Owned by one executor and driven by its step thread; the kernels fan out
 // over the given thread pool. A token's logits never depend on the other
 // tokens of its batch (MoE experts included).
@@ -33,8 +34,15 @@ struct forward_logits {
   std::span<const float> data;     ///< [rows, n_vocab]
   std::span<const uint32_t> entry; ///< [rows]: index into batch::entries
   uint32_t n_vocab = 0;
+  /// The embed entries' last tokens after the final norm: [hidden rows, n_embd].
+  std::span<const float> hidden;
+  std::span<const uint32_t> hidden_entry; ///< [hidden rows]: index into batch::entries
+  uint32_t n_embd = 0;
 
   [[nodiscard]] std::span<const float> row(size_t i) const noexcept { return data.subspan(i * n_vocab, n_vocab); }
+  [[nodiscard]] std::span<const float> hidden_row(size_t i) const noexcept {
+    return hidden.subspan(i * n_embd, n_embd);
+  }
 };
 
 struct forward_options {
@@ -71,6 +79,8 @@ private:
   void ffn_moe(const moe_layer_weights& w);
   /// The shared expert of h_ into ys_ and its gate logits into shared_gate_ (Qwen2-MoE).
   void shared_expert(const moe_layer_weights& w);
+  /// Final norm of x_ + tmp_ at `tokens` into `out` ([tokens, n_embd]).
+  void final_norm(std::span<const uint32_t> tokens, float* out);
   void run_head();
   void matmul(const float* x, size_t x_stride, uint32_t n_tokens, std::span<const weight_matrix> w, float* y,
               size_t y_stride);
@@ -92,6 +102,8 @@ private:
   std::vector<kernels::ref::attention_sequence> seqs_; ///< one per entry
   std::vector<uint32_t> sample_tokens_;  ///< token index of each sampled row
   std::vector<uint32_t> sample_entries_; ///< entry index of each sampled row
+  std::vector<uint32_t> embed_tokens_;   ///< token index of each embed entry's last token
+  std::vector<uint32_t> embed_entries_;  ///< entry index of each embed row
   std::vector<float> x_;      ///< [n_tokens, n_embd] residual stream
   std::vector<float> h_;      ///< [n_tokens, n_embd] normalised input of a sub-block
   std::vector<float> qkv_;    ///< [n_tokens, (n_head + 2 n_kv_head) head_dim]
@@ -112,6 +124,7 @@ private:
   std::vector<float> shared_gate_;      ///< [n_tokens] shared-expert gate logits
   std::vector<float> hs_;     ///< [rows, n_embd] final-norm rows to sample
   std::vector<float> logits_; ///< [rows, n_vocab]
+  std::vector<float> he_;     ///< [embed rows, n_embd] final-norm rows of embed entries
 };
 
 } // namespace dynamo::model

@@ -52,6 +52,18 @@ constexpr std::string_view document = R"json({
         }
       }
     },
+    "/v1/embeddings": {
+      "post": {
+        "summary": "Create embeddings: the served model's final hidden state of each input's last token, L2-normalized (vLLM's last-token pooling of decoder models)",
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["model", "input"], "properties": {"model": {"type": "string", "minLength": 1}, "input": {"oneOf": [{"type": "string", "minLength": 1}, {"type": "array", "minItems": 1, "maxItems": 2048, "items": {"type": "string", "minLength": 1}}, {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 0}}, {"type": "array", "minItems": 1, "maxItems": 2048, "items": {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 0}}}]}, "encoding_format": {"type": "string", "enum": ["float", "base64"], "default": "float"}, "dimensions": {"type": "integer", "minimum": 1, "description": "Only the model's own width (no Matryoshka truncation)."}, "user": {"type": "string"}}}}}},
+        "responses": {
+          "200": {"description": "{\"object\":\"list\",\"data\":[{\"object\":\"embedding\",\"index\":0,\"embedding\":[...] or base64}],\"model\":..,\"usage\":{\"prompt_tokens\":N,\"total_tokens\":N}}"},
+          "400": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"},
+          "415": {"$ref": "#/components/responses/Error"}, "500": {"$ref": "#/components/responses/Error"},
+          "503": {"$ref": "#/components/responses/Error"}, "504": {"$ref": "#/components/responses/Error"}
+        }
+      }
+    },
     "/tokenize": {
       "post": {
         "summary": "Tokenize a prompt or chat messages with the model's tokenizer (vLLM's shape)",

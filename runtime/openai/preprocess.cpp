@@ -135,6 +135,24 @@ nlohmann::ordered_json forced_functions(const chat_request& req) {
   return out;
 }
 
+/// A completion-style prompt as token ids: text encoded with the model's
+/// special tokens (special-token text parsed too, as HF tokenizers (vLLM) and
+/// llama.cpp do, so a client can send an already templated prompt), or the
+/// client's ids checked against the vocabulary.
+expected<std::vector<uint32_t>> prompt_ids(const prompt_input& prompt, const tok::tokenizer& tk,
+                                           const std::string& param) {
+  if (const auto* text = std::get_if<std::string>(&prompt))
+    return encode_text(*text, tk, /*parse_special=*/true);
+  const auto& ids = std::get<std::vector<uint32_t>>(prompt);
+  const uint32_t vocab = tk.vocab_size();
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] >= vocab)
+      return field_error(errc::invalid_argument, param, codes::invalid_value,
+                         fmt::format("Invalid value for '{}': token id {} at position {} is "
+                                     "not below the vocabulary size {}.", param, ids[i], i, vocab));
+  return ids;
+}
+
 } // namespace
 
 expected<protocol::preprocessed_request>
@@ -185,21 +203,26 @@ preprocess_chat(const chat_request& req, const protocol::model_card& card, const
 expected<protocol::preprocessed_request>
 preprocess_completion(const completion_request& req, const protocol::model_card& card,
                       const tok::tokenizer& tk, std::string request_id) {
-  std::vector<uint32_t> ids;
-  if (const auto* text = std::get_if<std::string>(&req.prompt)) {
-    // Special-token text is parsed here too, as HF tokenizers (vLLM) and
-    // llama.cpp do, so a client can send an already templated prompt.
-    ids = encode_text(*text, tk, /*parse_special=*/true);
-  } else {
-    ids = std::get<std::vector<uint32_t>>(req.prompt);
-    const uint32_t vocab = tk.vocab_size();
-    for (size_t i = 0; i < ids.size(); ++i)
-      if (ids[i] >= vocab)
-        return field_error(errc::invalid_argument, "prompt", codes::invalid_value,
-                           fmt::format("Invalid value for 'prompt': token id {} at position {} is "
-                                       "not below the vocabulary size {}.", ids[i], i, vocab));
-  }
-  return build(std::move(ids), req.params, card, tk, std::move(request_id), "prompt");
+  auto ids = prompt_ids(req.prompt, tk, "prompt");
+  if (!ids)
+    return std::move(ids.error());
+  return build(std::move(*ids), req.params, card, tk, std::move(request_id), "prompt");
+}
+
+expected<protocol::preprocessed_request>
+preprocess_embedding(const prompt_input& input, const protocol::model_card& card,
+                     const tok::tokenizer& tk, std::string request_id, const std::string& param) {
+  auto ids = prompt_ids(input, tk, param);
+  if (!ids)
+    return std::move(ids.error());
+  generation_params p;
+  p.max_tokens = 1; // nothing is generated; the prompt alone must fit
+  auto r = build(std::move(*ids), p, card, tk, std::move(request_id), param.c_str());
+  if (!r)
+    return r;
+  r->embed = true;
+  r->stop.stop_token_ids.clear();
+  return r;
 }
 
 } // namespace dynamo::openai

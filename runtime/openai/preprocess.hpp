@@ -40,8 +40,15 @@ preprocess_chat(const chat_request& req, const protocol::model_card& card,
                 const tok::tokenizer& tk, const tok::chat_template& tmpl, std::string request_id,
                 const output_format& fmt = {}, chat_parsing* parsing = nullptr);
 
+/// Errors as preprocess_chat's, naming "prompt".
 [[nodiscard]] expected<protocol::preprocessed_request>
 preprocess_completion(const completion_request& req, const protocol::model_card& card,
                       const tok::tokenizer& tk, std::string request_id);
+
+/// One /v1/embeddings input as an embed request (preprocessed_request::embed),
+/// tokenized as a completion prompt; errors as preprocess_completion's, naming `param`.
+[[nodiscard]] expected<protocol::preprocessed_request>
+preprocess_embedding(const prompt_input& input, const protocol::model_card& card,
+                     const tok::tokenizer& tk, std::string request_id, const std::string& param);
 
 } // namespace dynamo::openai

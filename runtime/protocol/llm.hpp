@@ -113,8 +113,13 @@ struct preprocessed_request {
   uint32_t prompt_tokens = 0;      ///< length of the original prompt (<= token_ids.size())
   std::optional<uint64_t> backend_instance_id; ///< pinned worker, bypasses routing
   std::vector<uint8_t> disagg;     ///< opaque prefill/decode hand-off parameters (empty = aggregated)
+  /// An embedding request (/v1/embeddings): the worker computes the prompt and
+  /// answers one chunk with the final hidden state of its last token
+  /// (engine_output::embedding) instead of generating; sampling and stop
+  /// are ignored, n must be 1, it is never disaggregated.
+  bool embed = false;
   DYNAMO_MSGPACK_MAP(request_id, model, token_ids, sampling, stop, prompt_tokens,
-                     backend_instance_id, disagg);
+                     backend_instance_id, disagg, embed);
 };
 
 /// One alternative of a token's logprobs.
@@ -150,8 +155,12 @@ struct engine_output {
   std::vector<token_logprob> logprobs;
   uint32_t index = 0; ///< the choice (0 .. n-1) these tokens belong to
   finish_reason choice_finish = finish_reason::none; ///< choice `index` ended; the stream goes on
+  /// An embed request's answer (its only chunk, finish stop): the final-norm
+  /// hidden state of the prompt's last token, as the model computed it (not
+  /// normalized; the frontend pools and normalizes).
+  std::vector<float> embedding;
   DYNAMO_MSGPACK_MAP(token_ids, finish, cached_tokens, error, disagg, error_code, logprobs, index,
-                     choice_finish);
+                     choice_finish, embedding);
 
   /// How this chunk ends its choice: `finish`, else `choice_finish` (none: it goes on).
   [[nodiscard]] finish_reason choice_end() const noexcept {

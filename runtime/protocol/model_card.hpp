@@ -20,8 +20,11 @@ struct model_card {
   uint32_t total_kv_blocks = 0;
   uint32_t max_num_seqs = 0;
   uint32_t max_num_batched_tokens = 0;
+  /// Width of the hidden states an embed request returns (/v1/embeddings);
+  /// 0: the workers' engine computes no embeddings.
+  uint32_t embedding_size = 0;
   DYNAMO_MSGPACK_MAP(name, source, context_length, kv_block_size, total_kv_blocks, max_num_seqs,
-                     max_num_batched_tokens);
+                     max_num_batched_tokens, embedding_size);
 };
 
 } // namespace dynamo::protocol

@@ -3,7 +3,7 @@
 against, each the closure of some roots in a vendor's official OpenAPI document,
 verbatim:
   openai_response_schemas.json: CreateChatCompletionResponse,
-    CreateChatCompletionStreamResponse, CreateCompletionResponse (OpenAI);
+    CreateChatCompletionStreamResponse, CreateCompletionResponse, CreateEmbeddingResponse (OpenAI);
   openai_responses_api_schemas.json: Response, ResponseStreamEvent (OpenAI's
     Responses API, tests/e2e/endpoints_test.py);
   anthropic_messages_schemas.json: Message, MessageStreamEvent,
@@ -26,7 +26,8 @@ import yaml
 # output file -> (vendor directory in the wheel, root schemas)
 TARGETS = {
     "openai_response_schemas.json": (
-        "openai", ["CreateChatCompletionResponse", "CreateChatCompletionStreamResponse", "CreateCompletionResponse"]),
+        "openai", ["CreateChatCompletionResponse", "CreateChatCompletionStreamResponse", "CreateCompletionResponse",
+                   "CreateEmbeddingResponse"]),
     "openai_responses_api_schemas.json": ("openai", ["Response", "ResponseStreamEvent"]),
     "anthropic_messages_schemas.json": (
         "anthropic", ["Message", "MessageStreamEvent", "CountMessageTokensResponse", "ErrorResponse"]),

@@ -18,6 +18,9 @@ Modes:
   decoder_ref.py --model M [--greedy N] ID...
       prints `n_vocab <V>`, V lines of last-position logits, and with --greedy
       a last line `greedy <id> ...` (N argmax extensions, a full pass each).
+  decoder_ref.py --model M --hidden ID...
+      prints `n_embd <E>` and E lines: the last position's hidden state after
+      the final norm (what an embedding request returns).
   decoder_ref.py --batch FILE --greedy N --top K
       FILE has lines `<model path> <id> <id> ...`; for each, prints one JSON
       line {"model", "greedy": [N ids], "top": [N lists of K [id, logprob]],
@@ -195,8 +198,9 @@ class Cache:
         return 0 if self.k[0] is None else self.k[0].shape[0]
 
 
-def forward(m, ids, cache=None):
-    """Logits of the last of `ids`, which follow the positions in `cache`."""
+def hidden_state(m, ids, cache=None):
+    """The final-norm hidden state of the last of `ids` (what an embedding
+    request returns), which follow the positions in `cache`."""
     cache = cache if cache is not None else Cache(m)
     n = len(ids)
     pos = np.arange(cache.length(), cache.length() + n)
@@ -210,9 +214,14 @@ def forward(m, ids, cache=None):
         else:
             x = x + swiglu_ffn(h, m.weight(p + "ffn_gate.weight"), m.weight(p + "ffn_up.weight"),
                                m.weight(p + "ffn_down.weight"))
-    last = rms_norm(x[-1:], m.weight("output_norm.weight"), m.eps)
+    return rms_norm(x[-1:], m.weight("output_norm.weight"), m.eps)[0]
+
+
+def forward(m, ids, cache=None):
+    """Logits of the last of `ids`, which follow the positions in `cache`."""
+    last = hidden_state(m, ids, cache)
     head = m.weight("output.weight") if m.has("output.weight") else m.weight("token_embd.weight")
-    return (last @ head.T)[0]
+    return last @ head.T
 
 
 def log_softmax(z):
@@ -253,6 +262,7 @@ def main():
     ap.add_argument("--batch", metavar="FILE")
     ap.add_argument("--greedy", type=int, default=0, metavar="N")
     ap.add_argument("--top", type=int, default=5, metavar="K")
+    ap.add_argument("--hidden", action="store_true")
     ap.add_argument("ids", type=int, nargs="*")
     a = ap.parse_args()
     if a.batch:
@@ -268,6 +278,10 @@ def main():
         return
     m = Model(a.model)
     ids = list(a.ids)
+    if a.hidden:
+        h = hidden_state(m, np.array(ids, dtype=np.int64))
+        sys.stdout.write("\n".join([f"n_embd {h.shape[0]}"] + [repr(float(v)) for v in h]) + "\n")
+        return
     logits = forward(m, np.array(ids, dtype=np.int64))
     out = [f"n_vocab {logits.shape[0]}"] + [repr(float(v)) for v in logits]
     if a.greedy > 0:

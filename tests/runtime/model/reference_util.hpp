@@ -74,6 +74,23 @@ inline reference run_reference(const std::string& model, const std::vector<uint3
   return r;
 }
 
+/// The reference's final-norm hidden state of the last of `ids` (decoder_ref.py --hidden).
+inline std::vector<double> run_reference_hidden(const std::string& model, const std::vector<uint32_t>& ids) {
+  std::ostringstream cmd;
+  cmd << python() << " " << reference_script() << " --model '" << model << "' --hidden";
+  for (uint32_t id : ids) cmd << " " << id;
+  FILE* p = popen(cmd.str().c_str(), "r");
+  BOOST_REQUIRE(p != nullptr);
+  std::vector<double> h;
+  char line[1024];
+  size_t n_embd = 0;
+  if (std::fgets(line, sizeof line, p) != nullptr) std::sscanf(line, "n_embd %zu", &n_embd);
+  while (h.size() < n_embd && std::fgets(line, sizeof line, p) != nullptr) h.push_back(std::strtod(line, nullptr));
+  BOOST_REQUIRE_EQUAL(pclose(p), 0);
+  BOOST_REQUIRE_EQUAL(h.size(), n_embd);
+  return h;
+}
+
 /// One greedy step of the reference: its top-k (id, log-prob), most likely
 /// first, and the gap between its first and second log-probs.
 struct reference_step {
