@@ -61,17 +61,28 @@ class Embeddings(unittest.TestCase):
     def setUpClass(cls):
         cls.client = openai.OpenAI(base_url=ARGS.root + "/v1", api_key="none", _strict_response_validation=True,
                                    max_retries=0, timeout=300)
+        # The SDK asks for base64 when no encoding_format is given and decodes it after
+        # validation, so its strict mode refuses the (schema-valid) base64 string: that
+        # path is exercised without strict mode; the raw body is schema-checked instead.
+        cls.lenient = openai.OpenAI(base_url=ARGS.root + "/v1", api_key="none", max_retries=0, timeout=300)
 
     def raw(self, body):
+        """The body of a 200 answer, checked against CreateEmbeddingResponse; base64
+        vectors (which OpenAI's schema does not describe) are checked decoded."""
         status, j = post("/v1/embeddings", body)
         self.assertEqual(status, 200, j)
-        errors = list(SCHEMA.iter_errors(j))
+        checked = json.loads(json.dumps(j))
+        for d in checked.get("data", []):
+            if isinstance(d.get("embedding"), str):
+                raw = base64.b64decode(d["embedding"], validate=True)
+                d["embedding"] = list(struct.unpack(f"<{len(raw) // 4}f", raw))
+        errors = list(SCHEMA.iter_errors(checked))
         self.assertFalse(errors, "\n".join(e.message[:300] for e in errors[:5]))
         return j
 
     def test_sdk_base64_and_float_agree_and_are_unit_vectors(self):
         text = "The capital of France is Paris."
-        b64 = self.client.embeddings.create(model=ARGS.model, input=text)  # the SDK asks for base64
+        b64 = self.lenient.embeddings.create(model=ARGS.model, input=text)  # the SDK asks for base64
         flt = self.client.embeddings.create(model=ARGS.model, input=text, encoding_format="float")
         self.assertEqual(len(b64.data), 1)
         v, w = b64.data[0].embedding, flt.data[0].embedding
@@ -130,7 +141,7 @@ class Embeddings(unittest.TestCase):
             self.client.embeddings.create(model=ARGS.model, input="x", dimensions=ARGS.dims + 1)
 
     def test_counted_in_metrics(self):
-        self.client.embeddings.create(model=ARGS.model, input="count me")
+        self.client.embeddings.create(model=ARGS.model, input="count me", encoding_format="float")
         with urllib.request.urlopen(ARGS.root + "/metrics", timeout=30) as r:
             text = r.read().decode()
         ok = [l for l in text.splitlines()
@@ -149,13 +160,13 @@ class Embeddings(unittest.TestCase):
         lines = out.stdout.split("\n")
         ref = [float(x) for x in lines[1:1 + int(lines[0].split()[1])]]
         ref = [x / norm(ref) for x in ref]
-        ours = self.client.embeddings.create(model=ARGS.model, input=text).data[0].embedding
+        ours = self.client.embeddings.create(model=ARGS.model, input=text, encoding_format="float").data[0].embedding
         self.assertEqual(len(ours), len(ref))
         worst = max(abs(a - b) for a, b in zip(ours, ref))
         cosine = sum(a * b for a, b in zip(ours, ref))
         print(f"\nreference: max |normalized diff| {worst:.2e}, cosine {cosine:.6f}", flush=True)
-        self.assertGreater(cosine, 0.999)
-        self.assertLess(worst, 0.02)
+        self.assertGreater(cosine, 0.99999)  # measured: 1 - <1e-6
+        self.assertLess(worst, 1e-3)  # measured: 6.4e-5 (fp16 KV cache, int16 activation blocks)
 
 
 def main():
