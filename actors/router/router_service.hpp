@@ -19,7 +19,8 @@ namespace dynamo::actors {
 
 struct router_service_config {
   std::string namespace_name = "dynamo";
-  std::string plane_host = "127.0.0.1";
+  std::string plane_host = "127.0.0.1"; ///< where its request socket binds
+  std::string advertise_host;           ///< the host published for it ("": plane_host)
   model_watcher_config watcher; ///< mode, KV settings, migration; callbacks are set here
 };
 

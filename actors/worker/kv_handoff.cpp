@@ -40,6 +40,8 @@ kv_handoff::receiver_offers(const engine::kv_memory_view& mem) {
     planes::kv_receiver_config rc;
     rc.layout = mem.layout;
     rc.region = region_of(mem);
+    rc.options.tcp.bind_host = cfg_.bind_host;
+    rc.options.tcp.advertise_host = cfg_.advertise_host;
     // ucx allocates the slots itself, in shared memory: a prefill worker on this
     // host then copies its blocks straight in (one copy, several threads).
     const bool ucx_slots = staged(mem) && cfg_.transport == protocol::kv_transport_kind::ucx;

@@ -27,6 +27,8 @@ struct kv_handoff_config {
   /// prefilled locally). With 256 slots (94 MB of SmolLM2's 360 KiB blocks),
   /// 16 concurrent 512-token prompts left half the transfers without slots.
   uint64_t staging_bytes = uint64_t{1} << 30;
+  std::string bind_host = "127.0.0.1"; ///< tcp: where the decode side's receiver listens
+  std::string advertise_host;          ///< tcp: the host its offers name ("": bind_host)
 };
 
 class kv_handoff {

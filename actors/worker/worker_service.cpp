@@ -54,12 +54,14 @@ start_slot(caf::actor_system& sys, planes::discovery_plane& discovery,
   s->id = new_instance_id();
   planes::zmq_request_server_options ro;
   ro.bind_address = "tcp://" + cfg.plane_host + ":0";
+  ro.advertise_host = cfg.advertise_host;
   auto server = planes::make_zmq_request_server(ro);
   if (!server)
     return server.error();
   s->server = std::move(*server);
   planes::zmq_event_publisher_options po;
   po.bind_address = "tcp://" + cfg.plane_host + ":0";
+  po.advertise_host = cfg.advertise_host;
   po.publisher_id = s->id;
   auto pub = planes::make_zmq_event_publisher(po);
   if (!pub)
@@ -101,17 +103,20 @@ start_slot(caf::actor_system& sys, planes::discovery_plane& discovery,
   wc.transfer_address = s->server->address();
   wc.kv_push_endpoint = push_ep.path();
   bool disagg = cfg.role != protocol::disagg_role::aggregated;
-  auto transport = cfg.kv_transport;
+  kv_handoff_config hc;
+  hc.transport = cfg.kv_transport;
+  hc.bind_host = cfg.plane_host;
+  hc.advertise_host = cfg.advertise_host;
   auto hooks = make_hooks(events, s->publisher, s->reg, name);
   child_spec spec;
   spec.name = name;
-  spec.spawn = [wc, factory, hooks, disagg, transport, client, events](caf::actor_system& sys2) {
+  spec.spawn = [wc, factory, hooks, disagg, hc, client, events](caf::actor_system& sys2) {
     // A new incarnation's engine caches nothing (routers drop what they knew),
     // and gets a fresh hand-off: its receiver maps the new engine's KV memory.
     events->publish_cleared();
     auto w = wc;
     if (disagg)
-      w.handoff = std::make_shared<kv_handoff>(kv_handoff_config{transport}, w.instance_id, client);
+      w.handoff = std::make_shared<kv_handoff>(hc, w.instance_id, client);
     return spawn_worker(sys2, w, factory, hooks);
   };
   spec.on_spawn = [h = s->handle](const caf::actor& a) { h->set(a); };

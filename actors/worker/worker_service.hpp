@@ -35,7 +35,8 @@ struct worker_service_config {
   std::string endpoint = "generate";
   protocol::disagg_role role = protocol::disagg_role::aggregated; ///< published as metadata "role"
   protocol::model_card card;           ///< published as the record's payload
-  std::string plane_host = "127.0.0.1";
+  std::string plane_host = "127.0.0.1"; ///< where its request, event and KV transfer sockets bind
+  std::string advertise_host;           ///< the host published for them ("": plane_host)
   uint32_t num_workers = 1;
   bool detached = false;               ///< one thread per worker (real executors)
   protocol::kv_transport_kind kv_transport = protocol::kv_transport_kind::automatic; ///< disaggregation

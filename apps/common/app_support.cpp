@@ -42,6 +42,23 @@ int wait_for_shutdown() {
   return sig;
 }
 
+void add_plane_host_flags(cli& c, plane_host_flags& f) {
+  c.option("plane-host", &f.plane_host, "bind the request, event and KV transfer sockets here (default: the "
+                                        "config's plane_host)")
+    .option("advertise-host", &f.advertise_host, "publish this host for them in discovery (default: "
+                                                  "$DYNAMO_ADVERTISE_HOST, the config's advertise_host, the "
+                                                  "plane host); required when binding 0.0.0.0");
+}
+
+expected<config::cluster_config> load_config(const std::string& path, const plane_host_flags& hosts) {
+  auto cfg = config::load_cluster_config(path);
+  if (!cfg)
+    return cfg;
+  if (auto ok = config::apply_plane_hosts(*cfg, hosts.plane_host, hosts.advertise_host); !ok)
+    return make_error(errc::config_error, path + ": " + message_of(ok.error()));
+  return cfg;
+}
+
 void add_router_flags(cli& c, route::kv_router_config& kv) {
   for (const auto& f : route::kv_router_flags()) {
     std::string flag{f.name};

@@ -41,6 +41,19 @@ int wait_for_shutdown();
 /// Adds every --kv-* / --router-* flag of route::kv_router_config to `c`.
 void add_router_flags(cli& c, route::kv_router_config& kv);
 
+/// Where a process that binds plane sockets listens and what it advertises:
+/// --plane-host and --advertise-host on `c`, which override the config's
+/// (config::apply_plane_hosts).
+struct plane_host_flags {
+  std::string plane_host;
+  std::string advertise_host;
+};
+void add_plane_host_flags(cli& c, plane_host_flags& f);
+
+/// The cluster config at `path` with `hosts` applied (config::apply_plane_hosts);
+/// the error names the file or the host that cannot be advertised.
+[[nodiscard]] expected<config::cluster_config> load_config(const std::string& path, const plane_host_flags& hosts);
+
 /// The discovery plane `cfg` names (file or memory).
 [[nodiscard]] expected<std::unique_ptr<planes::discovery_plane>>
 make_discovery(const config::discovery_config& cfg);

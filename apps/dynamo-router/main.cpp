@@ -16,12 +16,14 @@ int main(int argc, char** argv) {
   cli c("dynamo-router", "standalone KV-aware router for the pools of a cluster config");
   c.option("config", &config_path, "cluster config file (YAML)")
     .option("log-level", &log_level, "trace | debug | info | warn | error");
+  apps::plane_host_flags hosts;
+  apps::add_plane_host_flags(c, hosts);
   if (auto code = cli_exit_code("dynamo-router", c.parse(argc, argv)))
     return *code;
   if (config_path.empty())
     apps::die("dynamo-router", make_error(errc::invalid_argument, "--config is required"));
   init_logging("dynamo-router", log_level);
-  auto cfg = config::load_cluster_config(config_path);
+  auto cfg = apps::load_config(config_path, hosts);
   if (!cfg)
     apps::die("dynamo-router", cfg.error());
   auto rt = actors::make_actor_system();
@@ -31,6 +33,7 @@ int main(int argc, char** argv) {
   actors::router_service_config rc;
   rc.namespace_name = cfg->namespace_name;
   rc.plane_host = cfg->plane_host;
+  rc.advertise_host = config::advertised_host(*cfg);
   rc.watcher.router.mode = cfg->router.mode;
   rc.watcher.router.kv = cfg->router.kv;
   rc.watcher.client.migration_limit = cfg->router.migration_limit;

@@ -22,12 +22,14 @@ int main(int argc, char** argv) {
     .option("workers", &workers, "engines in this process (default: the pool's workers_per_process)")
     .option("kv-cache-mib", &kv_cache_mib, "CPU engine KV cache budget per worker in MiB")
     .option("log-level", &log_level, "trace | debug | info | warn | error");
+  apps::plane_host_flags hosts;
+  apps::add_plane_host_flags(c, hosts);
   if (auto code = cli_exit_code("dynamo-worker", c.parse(argc, argv)))
     return *code;
   if (config_path.empty() || pool_name.empty())
     apps::die("dynamo-worker", make_error(errc::invalid_argument, "--config and --pool are required"));
   init_logging("dynamo-worker:" + pool_name, log_level);
-  auto cfg = config::load_cluster_config(config_path);
+  auto cfg = apps::load_config(config_path, hosts);
   if (!cfg)
     apps::die("dynamo-worker", cfg.error());
   const auto* pool = cfg->find_pool(pool_name);
@@ -48,6 +50,7 @@ int main(int argc, char** argv) {
   wc.kv_transport = cfg->disagg.transfer;
   wc.card = setup->plan.card;
   wc.plane_host = cfg->plane_host;
+  wc.advertise_host = config::advertised_host(*cfg);
   wc.num_workers = workers ? workers : pool->workers_per_process;
   wc.detached = setup->plan.detached;
   auto svc = actors::worker_service::start(*rt.system, **discovery, wc, setup->make_factory);

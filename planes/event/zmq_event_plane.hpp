@@ -17,6 +17,7 @@ struct zmq_event_publisher_options {
   uint64_t publisher_id = 0;                      ///< 0: a random id
   int send_hwm = 100000; ///< messages queued per subscriber; 0 (unbounded) risks memory
   size_t max_message_bytes = default_max_message_bytes;
+  std::string advertise_host; ///< the host address() names ("": the bound one; see dynamo::with_host)
 };
 
 struct zmq_event_subscriber_options {

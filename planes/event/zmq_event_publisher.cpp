@@ -4,6 +4,7 @@
 #include "planes/codec/zmq_io_loop.hpp"
 #include "planes/event/envelope.hpp"
 #include "planes/event/zmq_event_plane.hpp"
+#include "runtime/core/host.hpp"
 #include "runtime/core/ids.hpp"
 
 #include <fmt/format.h>
@@ -32,7 +33,7 @@ public:
       pub_.set(zmq::sockopt::linger, 0);
       pub_.set(zmq::sockopt::sndhwm, opts_.send_hwm);
       pub_.bind(opts_.bind_address);
-      address_ = pub_.get(zmq::sockopt::last_endpoint);
+      address_ = with_host(pub_.get(zmq::sockopt::last_endpoint), opts_.advertise_host);
     } catch (const zmq::error_t& e) {
       return make_error(errc::io_error,
                         fmt::format("event publisher bind {}: {}", opts_.bind_address, e.what()));

@@ -15,6 +15,9 @@ struct zmq_request_server_options {
   /// "tcp://host:0" (or ":*") binds a free port; "ipc:///path" works too.
   std::string bind_address = "tcp://127.0.0.1:0";
   request_plane_timing timing;
+  /// The host address() names instead of the bound one ("": the bound one);
+  /// needed when binding a wildcard (dynamo::with_host).
+  std::string advertise_host;
 };
 
 struct zmq_request_client_options {

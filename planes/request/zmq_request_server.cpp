@@ -5,6 +5,7 @@
 #include "planes/request/request_wire.hpp"
 #include "planes/request/stream_state.hpp"
 #include "planes/request/zmq_request_plane.hpp"
+#include "runtime/core/host.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -112,7 +113,7 @@ expected<void> zmq_server::start() {
     router_.set(zmq::sockopt::maxmsgsize,
                 static_cast<int64_t>(opts_.timing.max_message_bytes + rw::max_path_bytes));
     router_.bind(opts_.bind_address);
-    address_ = router_.get(zmq::sockopt::last_endpoint);
+    address_ = with_host(router_.get(zmq::sockopt::last_endpoint), opts_.advertise_host);
   } catch (const zmq::error_t& e) {
     return make_error(errc::io_error,
                       fmt::format("request server bind {}: {}", opts_.bind_address, e.what()));

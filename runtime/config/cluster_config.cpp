@@ -1,11 +1,13 @@
 #include "runtime/config/cluster_config.hpp"
 
+#include "runtime/core/host.hpp"
 #include "runtime/core/ids.hpp"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -306,7 +308,13 @@ caf::error parse_sections(YAML::Node root, cluster_config& c) {
   section s(root, "");
   DYN_TRY(s.read("namespace", c.namespace_name));
   DYN_TRY(s.read("plane_host", c.plane_host));
+  DYN_TRY(s.read("advertise_host", c.advertise_host));
   DYN_TRY(s.read("shutdown_grace_ms", c.shutdown_grace_ms));
+  if (c.plane_host.empty())
+    return s.fail("plane_host", "must not be empty (0.0.0.0 binds every interface)");
+  if (!c.advertise_host.empty() && is_wildcard_host(c.advertise_host))
+    return s.fail("advertise_host", fmt::format("'{}' names no interface: give the address other processes "
+                                                "reach this one at", c.advertise_host));
   if (!is_valid_name(c.namespace_name))
     return s.fail("namespace", fmt::format("'{}' must match [a-z0-9_-]+", c.namespace_name));
   {
@@ -424,6 +432,26 @@ expected<cluster_config> load_cluster_config(const std::string& path) {
   if (!c)
     return make_error(errc::config_error, path + ": " + message_of(c.error()));
   return c;
+}
+
+const std::string& advertised_host(const cluster_config& c) noexcept {
+  return c.advertise_host.empty() ? c.plane_host : c.advertise_host;
+}
+
+expected<void> apply_plane_hosts(cluster_config& c, std::string_view plane_host, std::string_view advertise_host) {
+  if (!plane_host.empty())
+    c.plane_host = plane_host;
+  if (!advertise_host.empty())
+    c.advertise_host = advertise_host;
+  else if (const char* env = std::getenv("DYNAMO_ADVERTISE_HOST"); env != nullptr && *env != '\0')
+    c.advertise_host = env;
+  if (is_wildcard_host(advertised_host(c)))
+    return make_error(errc::config_error,
+                      fmt::format("plane_host '{}' listens on every interface and names none; set advertise_host "
+                                  "(in the config, --advertise-host or $DYNAMO_ADVERTISE_HOST) to the address the "
+                                  "other processes reach this one at",
+                                  c.plane_host));
+  return {};
 }
 
 } // namespace dynamo::config

@@ -131,7 +131,11 @@ struct planner_config {
 
 struct cluster_config {
   std::string namespace_name = "dynamo";
-  std::string plane_host = "127.0.0.1"; ///< where request/event plane sockets bind
+  std::string plane_host = "127.0.0.1"; ///< where request/event plane and KV transfer sockets bind
+  /// The host this process publishes in discovery for those sockets ("":
+  /// plane_host). Needed when plane_host is a wildcard (0.0.0.0); set per
+  /// process with --advertise-host or $DYNAMO_ADVERTISE_HOST (apply_plane_hosts).
+  std::string advertise_host;
   uint32_t shutdown_grace_ms = 5000;    ///< drain time on SIGTERM before in-flight work is cut
   discovery_config discovery;
   frontend_config frontend;
@@ -163,5 +167,16 @@ inline constexpr uint32_t cpu_step_tokens_per_thread = 128;
 
 /// Reads and parses a file (errc::io_error when it cannot be read).
 [[nodiscard]] expected<cluster_config> load_cluster_config(const std::string& path);
+
+/// The host a process advertises: advertise_host, else plane_host.
+[[nodiscard]] const std::string& advertised_host(const cluster_config& c) noexcept;
+
+/// A process's own plane hosts: `plane_host` and `advertise_host` (its
+/// --plane-host / --advertise-host flags) replace the config's when not
+/// empty; without the flag, $DYNAMO_ADVERTISE_HOST does. config_error when the
+/// advertised host is then a wildcard (a bind on 0.0.0.0 with nothing to
+/// advertise: other processes could not reach it).
+[[nodiscard]] expected<void> apply_plane_hosts(cluster_config& c, std::string_view plane_host,
+                                               std::string_view advertise_host);
 
 } // namespace dynamo::config

@@ -61,6 +61,16 @@ BOOST_AUTO_TEST_CASE(hostile_messages_are_counted_and_dropped) {
   BOOST_TEST(rec.events("kv").size() == 1u);
 }
 
+BOOST_AUTO_TEST_CASE(a_wildcard_bind_advertises_the_given_host) {
+  zmq_event_publisher_options o;
+  o.bind_address = "tcp://0.0.0.0:0";
+  o.advertise_host = "127.0.0.1";
+  auto pub = make_zmq_event_publisher(o);
+  BOOST_REQUIRE(pub);
+  BOOST_TEST((*pub)->address().starts_with("tcp://127.0.0.1:"), (*pub)->address());
+  BOOST_TEST((*pub)->address() != "tcp://127.0.0.1:0");
+}
+
 BOOST_AUTO_TEST_CASE(binding_an_address_in_use_is_an_io_error) {
   auto first = make_zmq_event_publisher();
   BOOST_REQUIRE(first);

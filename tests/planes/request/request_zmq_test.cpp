@@ -217,6 +217,26 @@ BOOST_AUTO_TEST_CASE(binding_an_address_in_use_is_an_io_error) {
   BOOST_TEST(code_of(second.error()) == errc::io_error);
 }
 
+BOOST_AUTO_TEST_CASE(a_wildcard_bind_advertises_the_given_host) {
+  zmq_request_server_options o{"tcp://0.0.0.0:0", test_timing()};
+  o.advertise_host = "127.0.0.1";
+  auto server = make_zmq_request_server(o);
+  BOOST_REQUIRE(server);
+  const std::string addr = (*server)->address();
+  BOOST_TEST(addr.starts_with("tcp://127.0.0.1:"), addr);
+  BOOST_TEST(addr != "tcp://127.0.0.1:0");
+  BOOST_REQUIRE((*server)->serve("dyn/worker/echo", [](bytes req, response_stream_ptr s) {
+    (void)s->send(std::move(req));
+    s->finish();
+  }));
+  auto client = make_zmq_request_client({test_timing()});
+  call_recorder rec;
+  (void)client->call(addr, "dyn/worker/echo", to_bytes("advertised"), rec.on_item(), rec.on_end());
+  BOOST_REQUIRE(rec.wait_end());
+  BOOST_TEST(!rec.error());
+  BOOST_TEST(rec.items() == std::vector<std::string>{"advertised"});
+}
+
 BOOST_AUTO_TEST_CASE(ipc_transport_round_trips) {
   temp_dir dir;
   auto server = make_zmq_request_server({"ipc://" + dir.path() + "/rq.sock", test_timing()});

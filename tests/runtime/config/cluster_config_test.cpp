@@ -2,6 +2,8 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <cstdlib>
+
 using namespace dynamo;
 using namespace dynamo::config;
 
@@ -205,6 +207,49 @@ pools:
   BOOST_TEST(c->pools[0].engine_opts.max_num_batched_tokens == 0u);
   BOOST_TEST(max_num_batched_tokens(c->pools[0].engine, c->pools[0].engine_opts) == 384u);
   BOOST_TEST(max_num_batched_tokens(c->pools[1].engine, c->pools[1].engine_opts) == 8192u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(plane_hosts_suite)
+
+const char* const one_pool = "pools: [{name: w, model: m, engine: mocker}]\n";
+
+BOOST_AUTO_TEST_CASE(a_wildcard_bind_needs_a_host_to_advertise) {
+  ::unsetenv("DYNAMO_ADVERTISE_HOST");
+  auto c = parse_cluster_config(std::string{"plane_host: 0.0.0.0\n"} + one_pool);
+  BOOST_REQUIRE(c); // another process may pass --advertise-host
+  auto bare = *c;
+  auto err = apply_plane_hosts(bare, "", "");
+  BOOST_REQUIRE(!err);
+  BOOST_TEST(message_of(err.error()).find("advertise_host") != std::string::npos);
+  auto flagged = *c;
+  BOOST_REQUIRE(apply_plane_hosts(flagged, "", "10.0.0.5"));
+  BOOST_TEST(flagged.plane_host == "0.0.0.0");
+  BOOST_TEST(advertised_host(flagged) == "10.0.0.5");
+  ::setenv("DYNAMO_ADVERTISE_HOST", "10.0.0.6", 1);
+  auto from_env = *c;
+  BOOST_REQUIRE(apply_plane_hosts(from_env, "", ""));
+  BOOST_TEST(advertised_host(from_env) == "10.0.0.6");
+  auto flag_wins = *c;
+  BOOST_REQUIRE(apply_plane_hosts(flag_wins, "", "10.0.0.5"));
+  BOOST_TEST(advertised_host(flag_wins) == "10.0.0.5");
+  ::unsetenv("DYNAMO_ADVERTISE_HOST");
+}
+
+BOOST_AUTO_TEST_CASE(the_config_names_both_hosts) {
+  auto c = parse_cluster_config(std::string{"plane_host: 0.0.0.0\nadvertise_host: node-1.lan\n"} + one_pool);
+  BOOST_REQUIRE(c);
+  BOOST_TEST(advertised_host(*c) == "node-1.lan");
+  BOOST_REQUIRE(apply_plane_hosts(*c, "192.168.1.7", ""));
+  BOOST_TEST(c->plane_host == "192.168.1.7");
+  BOOST_TEST(advertised_host(*c) == "node-1.lan");
+  auto plain = parse_cluster_config(one_pool);
+  BOOST_REQUIRE(plain);
+  BOOST_TEST(advertised_host(*plain) == "127.0.0.1"); // the default binds and advertises loopback
+  BOOST_TEST(error_of(std::string{"advertise_host: 0.0.0.0\n"} + one_pool).find("advertise_host") !=
+             std::string::npos);
+  BOOST_TEST(error_of(std::string{"plane_host: ''\n"} + one_pool).find("plane_host") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
