@@ -30,11 +30,13 @@ struct worker_service::slot {
 namespace {
 
 worker_hooks make_hooks(std::shared_ptr<kv_event_log> events, std::shared_ptr<planes::event_publisher> pub,
-                        std::shared_ptr<planes::registration> reg, std::string name) {
+                        std::shared_ptr<planes::registration> reg, std::string name, endpoint_metrics em) {
   worker_hooks h;
   h.on_kv_events = [events](std::vector<protocol::kv_event> evs) { events->publish(std::move(evs)); };
-  h.on_load = [pub](const protocol::load_metrics& m) {
+  h.on_load = [pub, em](const protocol::load_metrics& m) {
     (void) pub->publish(load_metrics_topic, protocol::encode(m));
+    if (em.metrics)
+      em.metrics->on_load(em.labels, m);
   };
   h.on_health = [reg, name](bool healthy, const std::string& why) {
     auto state = healthy ? planes::health_state::ready : planes::health_state::unhealthy;
@@ -68,7 +70,8 @@ start_slot(caf::actor_system& sys, planes::discovery_plane& discovery,
     return pub.error();
   s->publisher = std::move(*pub);
   endpoint_id ep{cfg.namespace_name, cfg.component, cfg.endpoint};
-  if (auto ok = serve_worker(*s->server, ep.path(), s->handle); !ok)
+  endpoint_metrics em{cfg.metrics, {cfg.namespace_name, cfg.component, cfg.endpoint}, s->id};
+  if (auto ok = serve_worker(*s->server, ep.path(), s->handle, em); !ok)
     return ok.error();
   auto events = std::make_shared<kv_event_log>(s->id, s->publisher);
   if (auto ok = kv_event_log::serve(*s->server, protocol::kv_resync_endpoint(ep.path()), events); !ok)
@@ -87,6 +90,8 @@ start_slot(caf::actor_system& sys, planes::discovery_plane& discovery,
                   {"model", cfg.card.name},
                   {"index", std::to_string(index)},
                   {"pid", std::to_string(::getpid())}};
+  if (!cfg.system_url.empty())
+    rec.metadata["system"] = cfg.system_url;
   rec.payload = protocol::encode(cfg.card);
   auto reg = discovery.register_instance(rec);
   if (!reg)
@@ -107,7 +112,7 @@ start_slot(caf::actor_system& sys, planes::discovery_plane& discovery,
   hc.transport = cfg.kv_transport;
   hc.bind_host = cfg.plane_host;
   hc.advertise_host = cfg.advertise_host;
-  auto hooks = make_hooks(events, s->publisher, s->reg, name);
+  auto hooks = make_hooks(events, s->publisher, s->reg, name, em);
   child_spec spec;
   spec.name = name;
   spec.spawn = [wc, factory, hooks, disagg, hc, client, events](caf::actor_system& sys2) {
@@ -190,6 +195,13 @@ std::optional<uint32_t> worker_service::index_of(uint64_t id) const {
     if (slots_[i]->id == id)
       return i;
   return std::nullopt;
+}
+
+std::vector<std::pair<uint64_t, planes::health_state>> worker_service::health() const {
+  std::vector<std::pair<uint64_t, planes::health_state>> out;
+  for (const auto& s : slots_)
+    out.emplace_back(s->id, s->reg->record().health);
+  return out;
 }
 
 uint32_t worker_service::inflight(uint32_t index) const {

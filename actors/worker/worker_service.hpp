@@ -2,13 +2,15 @@
 // a factory), a supervised worker actor, a request-plane server, an event-plane
 // publisher (topics "kv-events" and "kv_metrics") and a discovery registration
 // carrying the model card, so frontends and routers find it. Health changes of
-// a worker (executor errors, drain) are written to its discovery record.
+// a worker (executor errors, drain) are written to its discovery record;
+// requests and load reports are counted in the given component metrics.
 // Create and destroy from one thread (main); the pieces it wires are thread-safe.
 #pragma once
 
 #include "actors/worker/kv_event_log.hpp"
 #include "actors/worker/worker_actor.hpp"
 #include "planes/discovery/discovery_plane.hpp"
+#include "runtime/metrics/component_metrics.hpp"
 #include "runtime/protocol/disagg.hpp"
 #include "runtime/protocol/kv_event.hpp"
 #include "runtime/protocol/model_card.hpp"
@@ -40,6 +42,11 @@ struct worker_service_config {
   uint32_t num_workers = 1;
   bool detached = false;               ///< one thread per worker (real executors)
   protocol::kv_transport_kind kv_transport = protocol::kv_transport_kind::automatic; ///< disaggregation
+  /// Counts requests and load per worker (dynamo_component_*); null: none.
+  std::shared_ptr<metrics::component_metrics> metrics;
+  /// The process's system server ("http://host:port"), published in each
+  /// record's metadata as "system"; "": none.
+  std::string system_url;
 };
 
 /// Makes the engine factory of worker `index` (0-based).
@@ -67,6 +74,8 @@ public:
   [[nodiscard]] caf::actor worker(uint32_t index) const;
   /// Drain (true) stops new requests and marks the record draining; false undoes it.
   void set_draining(uint32_t index, bool draining);
+  /// Each worker's instance id and published health (the system server's /health).
+  [[nodiscard]] std::vector<std::pair<uint64_t, planes::health_state>> health() const;
   /// Requests in flight on worker `index` (0 when it cannot be asked).
   [[nodiscard]] uint32_t inflight(uint32_t index) const;
   /// Graceful stop: drains every worker, waits up to `grace` for in-flight

@@ -8,6 +8,9 @@
 #include "planes/discovery/file_discovery.hpp"
 #include "planes/discovery/inproc_discovery.hpp"
 
+#include "runtime/core/host.hpp"
+
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <csignal>
@@ -191,6 +194,46 @@ start_admin(const config::admin_config& cfg, std::string process_kind, caf::acto
   spdlog::info("admin API on http://{}:{}/admin ({})", cfg.host, (*svc)->port(),
                cfg.token.empty() ? "no token" : "bearer token required");
   return svc;
+}
+
+expected<system_server> start_system_server(const config::cluster_config& cfg,
+                                           std::shared_ptr<metrics::registry> registry,
+                                           std::shared_ptr<metrics::component_metrics> component,
+                                           std::function<std::string()> health) {
+  system_server out;
+  if (!cfg.system.enabled)
+    return out;
+  http::server_options o;
+  o.host = cfg.system.host.empty() ? cfg.plane_host : cfg.system.host;
+  o.port = cfg.system.port;
+  if (const char* env = std::getenv("DYN_SYSTEM_PORT"); env != nullptr && *env != '\0') {
+    char* end = nullptr;
+    const unsigned long port = std::strtoul(env, &end, 10);
+    if (*end != '\0' || port > 65535)
+      return make_error(errc::config_error, fmt::format("DYN_SYSTEM_PORT '{}' is not a port", env));
+    o.port = static_cast<uint16_t>(port);
+  }
+  http::router r;
+  r.add("GET", "/metrics", [registry, component](http::request, std::shared_ptr<http::http_responder> res) {
+    if (component)
+      component->refresh_uptime();
+    res->respond(200, std::string{metrics::registry::content_type}, registry->render());
+  });
+  r.add("GET", "/live", [](http::request, std::shared_ptr<http::http_responder> res) {
+    res->respond(200, "application/json", R"({"status":"live"})");
+  });
+  r.add("GET", "/health", [health = std::move(health)](http::request, std::shared_ptr<http::http_responder> res) {
+    const std::string why = health ? health() : std::string{};
+    if (why.empty())
+      return (void)res->respond(200, "application/json", R"({"status":"ready"})");
+    res->respond(503, "application/json", nlohmann::json{{"status", "notready"}, {"reason", why}}.dump());
+  });
+  auto srv = http::server::start(std::move(o), std::move(r));
+  if (!srv)
+    return srv.error();
+  out.url = fmt::format("http://{}:{}", url_host(config::advertised_host(cfg)), (*srv)->port());
+  out.server = std::move(*srv);
+  return out;
 }
 
 void die(std::string_view program, const caf::error& err) {

@@ -8,6 +8,9 @@
 #include "actors/admin/admin_service.hpp"
 #include "actors/router/model_watcher.hpp"
 #include "planes/discovery/discovery_plane.hpp"
+#include "planes/http/server.hpp"
+#include "runtime/metrics/component_metrics.hpp"
+#include "runtime/metrics/registry.hpp"
 #include "runtime/config/cluster_config.hpp"
 #include "runtime/core/cli.hpp"
 
@@ -72,6 +75,20 @@ start_admin(const config::admin_config& cfg, std::string process_kind, caf::acto
             planes::discovery_plane& discovery, std::string ns,
             std::vector<actors::worker_service*> workers,
             std::function<admin::supervisor_list()> more_supervisors = {});
+
+/// A worker process's system server (config::system_config, Dynamo's
+/// DYN_SYSTEM_PORT): GET /metrics renders `registry` (uptime refreshed first),
+/// /live answers 200, /health 200 {"status":"ready"} when `health` returns
+/// an empty string, else 503 with it. `server` is null when disabled; `url`
+/// names the advertised host. $DYN_SYSTEM_PORT overrides the port.
+struct system_server {
+  std::unique_ptr<http::server> server;
+  std::string url; ///< "http://<advertised host>:<port>"; "" when disabled
+};
+[[nodiscard]] expected<system_server> start_system_server(const config::cluster_config& cfg,
+                                                          std::shared_ptr<metrics::registry> registry,
+                                                          std::shared_ptr<metrics::component_metrics> component,
+                                                          std::function<std::string()> health);
 
 /// Exits the process with a message naming the failure (start-up errors).
 [[noreturn]] void die(std::string_view program, const caf::error& err);

@@ -143,7 +143,8 @@ expected<void> finish_options(run_options& o) {
 // Aggregated: one pool "backend". Disaggregated: "prefill" (role prefill)
 // and "backend" (role decode) over the same model. Dies on a start-up error.
 std::vector<std::unique_ptr<actors::worker_service>> start_workers(const run_options& o, caf::actor_system& sys,
-                                                                   planes::discovery_plane& discovery) {
+                                                                   planes::discovery_plane& discovery,
+                                                                   std::shared_ptr<metrics::component_metrics> m) {
   std::vector<std::unique_ptr<actors::worker_service>> services;
   auto start_pool = [&](const std::string& component, protocol::disagg_role role, uint32_t n) {
     auto setup = actors::prepare_engines(o.pool, static_cast<size_t>(o.kv_cache_mib * 1048576.0));
@@ -156,6 +157,7 @@ std::vector<std::unique_ptr<actors::worker_service>> start_workers(const run_opt
     wc.num_workers = n;
     wc.detached = setup->plan.detached;
     wc.kv_transport = o.disagg_opts.transfer;
+    wc.metrics = m;
     auto svc = actors::worker_service::start(sys, discovery, wc, setup->make_factory);
     if (!svc)
       apps::die("dynamo-run", svc.error());
@@ -188,8 +190,6 @@ int main(int argc, char** argv) {
   if (!discovery)
     apps::die("dynamo-run", discovery.error());
 
-  auto services = start_workers(o, *rt.system, **discovery);
-
   frontend::frontend_options fo;
   fo.http.host = o.http_host;
   fo.http.port = static_cast<uint16_t>(o.http_port);
@@ -200,6 +200,12 @@ int main(int argc, char** argv) {
   auto fe = frontend::frontend_service::start(*rt.system, fo);
   if (!fe)
     apps::die("dynamo-run", fe.error());
+  // One process, one /metrics: the workers' dynamo_component_* families live
+  // in the frontend's registry.
+  auto component = metrics::component_metrics::create(*(*fe)->shared_metrics_registry());
+  if (!component)
+    apps::die("dynamo-run", component.error());
+  auto services = start_workers(o, *rt.system, **discovery, std::move(*component));
 
   actors::model_watcher_config mw;
   mw.router.mode = o.router.mode;

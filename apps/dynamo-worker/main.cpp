@@ -1,6 +1,7 @@
 // dynamo-worker: the workers of one pool of the cluster config, in one
 // process. Engines per the pool (mocker, CPU), registered on the discovery
-// plane, serving the request plane; drains on SIGTERM. Wiring only.
+// plane, serving the request plane, with a system server (/metrics, /health,
+// /live); drains on SIGTERM. Wiring only.
 #include "actors/core/system.hpp"
 #include "actors/worker/engine_factory.hpp"
 #include "actors/worker/worker_service.hpp"
@@ -8,6 +9,8 @@
 #include "runtime/core/log.hpp"
 
 #include <spdlog/spdlog.h>
+
+#include <atomic>
 
 using namespace dynamo;
 
@@ -43,6 +46,23 @@ int main(int argc, char** argv) {
   auto setup = actors::prepare_engines(*pool, static_cast<size_t>(kv_cache_mib * 1048576.0));
   if (!setup)
     apps::die("dynamo-worker", setup.error());
+  auto registry = std::make_shared<metrics::registry>();
+  auto created = metrics::component_metrics::create(*registry);
+  if (!created)
+    apps::die("dynamo-worker", created.error());
+  std::shared_ptr<metrics::component_metrics> component = std::move(*created);
+  std::atomic<actors::worker_service*> hosted{nullptr};
+  auto system = apps::start_system_server(*cfg, registry, component, [&hosted]() -> std::string {
+    auto* svc = hosted.load();
+    if (svc == nullptr)
+      return "starting";
+    for (const auto& [id, h] : svc->health())
+      if (h != planes::health_state::ready)
+        return fmt::format("worker {:016x} is {}", id, planes::to_string(h));
+    return {};
+  });
+  if (!system)
+    apps::die("dynamo-worker", system.error());
   actors::worker_service_config wc;
   wc.namespace_name = cfg->namespace_name;
   wc.component = pool->name;
@@ -53,9 +73,14 @@ int main(int argc, char** argv) {
   wc.advertise_host = config::advertised_host(*cfg);
   wc.num_workers = workers ? workers : pool->workers_per_process;
   wc.detached = setup->plan.detached;
+  wc.metrics = component;
+  wc.system_url = system->url;
   auto svc = actors::worker_service::start(*rt.system, **discovery, wc, setup->make_factory);
   if (!svc)
     apps::die("dynamo-worker", svc.error());
+  hosted = svc->get();
+  if (!system->url.empty())
+    spdlog::info("dynamo-worker: metrics and health on {}/metrics, {}/health", system->url, system->url);
   auto admin = apps::start_admin(cfg->admin, "worker", *rt.system, **discovery, cfg->namespace_name, {svc->get()});
   if (!admin)
     apps::die("dynamo-worker", admin.error());
@@ -65,6 +90,7 @@ int main(int argc, char** argv) {
   spdlog::info("dynamo-worker: signal {}; draining (grace {} ms)", sig, cfg->shutdown_grace_ms);
   auto left = (*svc)->shutdown(std::chrono::milliseconds(cfg->shutdown_grace_ms));
   admin->reset();
+  hosted = nullptr;
   svc->reset();
   spdlog::info("dynamo-worker: stopped ({} request(s) cut)", left);
   return 0;

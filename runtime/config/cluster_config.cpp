@@ -352,6 +352,15 @@ caf::error parse_sections(YAML::Node root, cluster_config& c) {
       return a.fail("token", "is required when the admin API listens on a public interface");
     DYN_TRY(a.check_unknown());
   }
+  {
+    auto n = s.child("system");
+    DYN_TRY(require_map(n, "system"));
+    section y(n, "system");
+    DYN_TRY(y.read("enabled", c.system.enabled));
+    DYN_TRY(y.read("host", c.system.host));
+    DYN_TRY(y.read("port", c.system.port));
+    DYN_TRY(y.check_unknown());
+  }
   DYN_TRY(parse_router(s.child("router"), c.router));
   {
     auto n = s.child("disagg");

@@ -73,6 +73,15 @@ struct admin_config {
   std::string token;                    ///< bearer token; may be "env:NAME"
 };
 
+/// A worker process's system server (Dynamo's DYN_SYSTEM_PORT): GET /metrics
+/// (dynamo_component_*), /health and /live; its URL is published in each
+/// worker's discovery record (metadata "system").
+struct system_config {
+  bool enabled = true;
+  std::string host;  ///< "": plane_host (the URL names the advertised host)
+  uint16_t port = 0; ///< 0: ephemeral (several worker processes per host); $DYN_SYSTEM_PORT overrides
+};
+
 struct router_config {
   route::router_mode mode = route::router_mode::round_robin;
   /// true: a dynamo-router process routes; frontends send it every request.
@@ -140,6 +149,7 @@ struct cluster_config {
   discovery_config discovery;
   frontend_config frontend;
   admin_config admin;
+  system_config system;
   router_config router;
   disagg_config disagg;
   planner_config planner;

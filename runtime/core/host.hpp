@@ -12,6 +12,9 @@ namespace dynamo {
 /// "0.0.0.0", "::", "[::]", "*" or "": listens on every interface, names none.
 [[nodiscard]] bool is_wildcard_host(std::string_view host) noexcept;
 
+/// `host` as a URL writes it: an IPv6 literal in brackets, anything else as it is.
+[[nodiscard]] std::string url_host(std::string_view host);
+
 /// `address` ("scheme://host:port", as ZeroMQ reports a bound endpoint) with
 /// its host replaced by `host` (an IPv6 literal gets brackets); `address` as it
 /// is when `host` is empty or it has no "scheme://host:port" shape (ipc://, inproc://).

@@ -227,6 +227,17 @@ class OpenAIClientTest(unittest.TestCase):
         self.assertRegex(text, r"(?m)^# TYPE dynamo_frontend_requests_total counter$")
         self.assertRegex(text, r"(?m)^# TYPE dynamo_frontend_inflight_requests gauge$")
         if ARGS.router_metrics:
+            # dynamo-run: the in-process workers' dynamo_component_* families share /metrics.
+            m = re.search(r'(?m)^dynamo_component_requests_total\{dynamo_namespace="dynamo",'
+                          r'dynamo_component="backend",dynamo_endpoint="generate"\} (\S+)$', text)
+            self.assertTrue(m and float(m.group(1)) >= 1, "no worker request in dynamo_component_requests_total")
+            # Workers report their load at least once a second.
+            kvstats = r'(?m)^dynamo_component_kvstats_total_blocks\{.*worker_id="[0-9a-f]{16}"\} [1-9]'
+            deadline = time.time() + 5
+            while not re.search(kvstats, text) and time.time() < deadline:
+                time.sleep(0.2)
+                text = http_get("/metrics")[1]
+            self.assertRegex(text, kvstats)
             # The router publishes its KV index about once a second.
             pattern = (r'^dynamo_router_kv_events_applied_total\{router="router\[%s\]",'
                        r'event_type="stored",status="ok"\} (\S+)$' % re.escape(self.model))

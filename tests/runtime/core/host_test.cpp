@@ -23,4 +23,11 @@ BOOST_AUTO_TEST_CASE(the_host_of_a_bound_endpoint_is_replaced) {
   BOOST_TEST(with_host("inproc-fake://event/3", "10.0.0.5") == "inproc-fake://event/3");
 }
 
+BOOST_AUTO_TEST_CASE(urls_bracket_ipv6_literals) {
+  BOOST_TEST(url_host("10.0.0.5") == "10.0.0.5");
+  BOOST_TEST(url_host("fd00::7") == "[fd00::7]");
+  BOOST_TEST(url_host("[fd00::7]") == "[fd00::7]");
+  BOOST_TEST(url_host("node-1.lan") == "node-1.lan");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,88 @@
+#include "runtime/metrics/component_metrics.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <thread>
+
+using namespace dynamo;
+using namespace dynamo::metrics;
+
+namespace {
+
+const endpoint_labels ep{"dynamo", "backend", "generate"};
+const std::string labels = R"(dynamo_namespace="dynamo",dynamo_component="backend",dynamo_endpoint="generate")";
+
+bool has(const std::string& text, const std::string& line) {
+  if (text.find(line + "\n") != std::string::npos)
+    return true;
+  BOOST_TEST_MESSAGE("missing: " << line);
+  return false;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(component_metrics_suite)
+
+BOOST_AUTO_TEST_CASE(requests_are_counted_with_dynamos_names_and_labels) {
+  registry reg;
+  auto m = component_metrics::create(reg);
+  BOOST_REQUIRE(m);
+  auto& c = **m;
+  c.on_request(ep, 100);
+  c.on_first_response(ep, std::chrono::milliseconds(20));
+  c.on_response_bytes(ep, 30);
+  c.on_response_bytes(ep, 12);
+  c.on_end(ep, std::chrono::milliseconds(50));
+  c.on_request(ep, 10); // still in flight
+  c.on_request(ep, 1);
+  c.on_error(ep, component_error::deserialization);
+  c.on_end(ep, std::chrono::seconds(0));
+  c.on_cancel(ep);
+  const auto text = reg.render();
+  BOOST_TEST(has(text, "dynamo_component_requests_total{" + labels + "} 3"));
+  BOOST_TEST(has(text, "dynamo_component_request_bytes_total{" + labels + "} 111"));
+  BOOST_TEST(has(text, "dynamo_component_response_bytes_total{" + labels + "} 42"));
+  BOOST_TEST(has(text, "dynamo_component_inflight_requests{" + labels + "} 1"));
+  BOOST_TEST(has(text, "dynamo_component_request_duration_seconds_count{" + labels + "} 2"));
+  BOOST_TEST(has(text, "dynamo_component_time_to_first_response_seconds_count{" + labels + "} 1"));
+  BOOST_TEST(has(text, "dynamo_component_errors_total{" + labels + R"(,error_type="deserialization"} 1)"));
+  BOOST_TEST(has(text, "dynamo_component_cancellation_total{" + labels + "} 1"));
+  BOOST_TEST(has(text, "# TYPE dynamo_component_uptime_seconds gauge"));
+}
+
+BOOST_AUTO_TEST_CASE(kvstats_follow_load_reports_and_prefix_hits) {
+  registry reg;
+  auto m = component_metrics::create(reg);
+  BOOST_REQUIRE(m);
+  protocol::load_metrics load;
+  load.worker_id = 0xab;
+  load.active_decode_blocks = 12;
+  load.total_blocks = 48;
+  load.kv_usage = 0.25f;
+  load.num_running = 3;
+  load.num_waiting = 2;
+  (*m)->on_load(ep, load);
+  (*m)->on_prefix_lookup(ep, 0xab, 100, 0);
+  (*m)->on_prefix_lookup(ep, 0xab, 100, 50); // 50 of 200 prompt tokens
+  const auto text = reg.render();
+  const std::string w = labels + R"(,worker_id="00000000000000ab"})";
+  BOOST_TEST(has(text, "dynamo_component_kvstats_active_blocks{" + w + " 12"));
+  BOOST_TEST(has(text, "dynamo_component_kvstats_total_blocks{" + w + " 48"));
+  BOOST_TEST(has(text, "dynamo_component_kvstats_gpu_cache_usage_percent{" + w + " 0.25"));
+  BOOST_TEST(has(text, "dynamo_component_kvstats_gpu_prefix_cache_hit_rate{" + w + " 0.25"));
+  BOOST_TEST(has(text, "dynamo_component_engine_requests_running{" + w + " 3"));
+  BOOST_TEST(has(text, "dynamo_component_engine_requests_waiting{" + w + " 2"));
+}
+
+BOOST_AUTO_TEST_CASE(uptime_grows) {
+  registry reg;
+  auto m = component_metrics::create(reg);
+  BOOST_REQUIRE(m);
+  BOOST_TEST(has(reg.render(), "dynamo_component_uptime_seconds 0"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  (*m)->refresh_uptime();
+  BOOST_TEST(!has(reg.render(), "dynamo_component_uptime_seconds 0"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
