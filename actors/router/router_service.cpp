@@ -24,6 +24,8 @@ struct router_service::impl {
     rec.endpoint = {cfg.namespace_name, "router", "generate"};
     rec.request_address = server->address();
     rec.metadata = {{"role", "router"}, {"model", m.card.name}};
+    if (!cfg.system_url.empty())
+      rec.metadata["system"] = cfg.system_url;
     rec.payload = protocol::encode(m.card);
     auto reg = discovery->register_instance(rec);
     std::lock_guard lk{mtx};

@@ -21,6 +21,7 @@ struct router_service_config {
   std::string namespace_name = "dynamo";
   std::string plane_host = "127.0.0.1"; ///< where its request socket binds
   std::string advertise_host;           ///< the host published for it ("": plane_host)
+  std::string system_url;               ///< its system server, published as metadata "system"; "": none
   model_watcher_config watcher; ///< mode, KV settings, migration; callbacks are set here
 };
 

@@ -4,6 +4,7 @@
 #include "actors/core/system.hpp"
 #include "actors/router/router_service.hpp"
 #include "apps/common/app_support.hpp"
+#include "runtime/route/router_metrics.hpp"
 #include "runtime/core/log.hpp"
 
 #include <spdlog/spdlog.h>
@@ -39,6 +40,16 @@ int main(int argc, char** argv) {
   rc.watcher.client.migration_limit = cfg->router.migration_limit;
   rc.watcher.client.max_local_prefill_length = cfg->disagg.max_local_prefill_length;
   rc.watcher.client.migration_max_seq_len = cfg->router.migration_max_seq_len;
+  // Its routers' dynamo_router_* families, on its own system server.
+  auto registry = std::make_shared<metrics::registry>();
+  if (auto rm = route::router_metrics::create(registry))
+    rc.watcher.router.metrics = std::move(*rm);
+  else
+    apps::die("dynamo-router", rm.error());
+  auto system = apps::start_system_server(*cfg, registry, nullptr, [] { return std::string{}; });
+  if (!system)
+    apps::die("dynamo-router", system.error());
+  rc.system_url = system->url;
   auto svc = actors::router_service::start(*rt.system, **discovery, rc);
   if (!svc)
     apps::die("dynamo-router", svc.error());
@@ -48,6 +59,8 @@ int main(int argc, char** argv) {
     apps::die("dynamo-router", admin.error());
   spdlog::info("dynamo-router: serving at {} (router {})", (*svc)->address(),
                route::to_string(cfg->router.mode));
+  if (!system->url.empty())
+    spdlog::info("dynamo-router: metrics on {}/metrics", system->url);
   int sig = apps::wait_for_shutdown();
   spdlog::info("dynamo-router: signal {}; stopping", sig);
   admin->reset();
