@@ -123,6 +123,17 @@ int main(int argc, char** argv) {
     so.callbacks = std::move(cb);
     return planes::make_zmq_event_subscriber(std::move(so));
   };
+  // dynamo_planner_* on the planner's own system server (config system:).
+  auto registry = std::make_shared<metrics::registry>();
+  auto pm = plan::planner_metrics::create(*registry);
+  if (!pm)
+    apps::die("dynamo-planner", pm.error());
+  sc.metrics = std::move(*pm);
+  auto system = apps::start_system_server(*cfg, registry, nullptr, [] { return std::string{}; });
+  if (!system)
+    apps::die("dynamo-planner", system.error());
+  if (!system->url.empty())
+    spdlog::info("dynamo-planner: metrics on {}/metrics", system->url);
   auto service = apps::planner_service::start(**discovery, make_subscriber, std::move(sc));
   if (!service)
     apps::die("dynamo-planner", service.error());

@@ -193,6 +193,8 @@ plan::step_result planner_service::tick(int64_t now_ms) {
       publish_pending_ = true;
     }
   }
+  if (cfg_.metrics)
+    cfg_.metrics->observe(r);
   for (const auto& st : r.pools)
     spdlog::debug("{}: target {} observed {} engines {} load {:.3f} (next {:.3f}) waiting {:.2f} "
                   "(next {:.2f}) throughput floor {}: {}",

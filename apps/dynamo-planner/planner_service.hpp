@@ -13,6 +13,7 @@
 #include "runtime/config/cluster_config.hpp"
 #include "runtime/plan/decisions.hpp"
 #include "runtime/plan/planner.hpp"
+#include "runtime/plan/planner_metrics.hpp"
 #include "runtime/protocol/kv_event.hpp"
 
 #include <cstdint>
@@ -43,6 +44,8 @@ struct planner_service_config {
   std::function<expected<std::string>()> fetch_metrics;
   /// Called with one JSON line per decision (plan::decision_json).
   std::function<void(const std::string&)> on_decision;
+  /// Fed every step's result (dynamo_planner_*); null: none.
+  std::shared_ptr<plan::planner_metrics> metrics;
 };
 
 class planner_service {

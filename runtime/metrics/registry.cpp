@@ -273,6 +273,22 @@ std::string registry::render() const {
   return out;
 }
 
+std::vector<std::string> registry::sample_names() const {
+  std::vector<std::string> out;
+  std::lock_guard lock{mutex_};
+  for (const auto& e : entries_) {
+    switch (e.kind) {
+      case metric_kind::counter: out.push_back(e.counters->name()); break;
+      case metric_kind::gauge: out.push_back(e.gauges->name()); break;
+      case metric_kind::histogram:
+        for (const char* suffix : {"_bucket", "_sum", "_count"})
+          out.push_back(e.histograms->name() + suffix);
+        break;
+    }
+  }
+  return out;
+}
+
 // -- formatting ---------------------------------------------------------------
 
 std::string escape_label_value(std::string_view v) {

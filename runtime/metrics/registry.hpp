@@ -139,6 +139,11 @@ public:
   /// label order. A labelled family with no series yet is left out.
   [[nodiscard]] std::string render() const;
 
+  /// Every sample name the families can render, registered or not yet
+  /// observed: a counter's or gauge's name, a histogram's name_bucket,
+  /// name_sum and name_count (what PromQL queries name).
+  [[nodiscard]] std::vector<std::string> sample_names() const;
+
 private:
   struct entry {
     metric_kind kind;
