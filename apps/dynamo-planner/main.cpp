@@ -51,7 +51,7 @@ expected<std::function<expected<std::string>()>> metrics_fetcher(const config::c
     std::string host = cfg.frontend.host == "0.0.0.0" ? "127.0.0.1" : cfg.frontend.host;
     url = "http://" + host + ":" + std::to_string(cfg.frontend.port) + "/metrics";
   }
-  auto u = plan::parse_http_url(url);
+  auto u = plan::parse_metrics_url(url);
   if (!u)
     return u.error();
   auto client = std::make_shared<http::http_client>(u->host, u->port);

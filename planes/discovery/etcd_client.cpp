@@ -1,37 +1,22 @@
 #include "planes/discovery/etcd_client.hpp"
 
 #include "planes/discovery/etcd_codec.hpp"
+#include "runtime/core/http_url.hpp"
 
-#include <charconv>
 #include <future>
 
 namespace dynamo::planes {
 
 expected<etcd_endpoint> parse_etcd_endpoint(std::string_view url) {
-  auto bad = [&](std::string why) {
-    return make_error(errc::config_error, "etcd endpoint '" + std::string{url} + "': " + std::move(why));
-  };
-  std::string_view rest = url;
-  if (rest.starts_with("https://"))
-    return bad("https is not supported");
-  if (rest.starts_with("http://"))
-    rest.remove_prefix(7);
-  if (!rest.empty() && rest.back() == '/')
-    rest.remove_suffix(1);
-  auto colon = rest.rfind(':');
-  if (colon == std::string_view::npos || colon == 0)
-    return bad("expected http://host:port");
-  auto host = rest.substr(0, colon);
-  auto port_text = rest.substr(colon + 1);
-  unsigned port = 0;
-  auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (ec != std::errc{} || end != port_text.data() + port_text.size() || port == 0 || port > 65535)
-    return bad("bad port");
-  if (host.find_first_of("/?#@ ") != std::string_view::npos)
-    return bad("expected http://host:port");
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2); // IPv6 literal
-  return etcd_endpoint{std::string{host}, static_cast<uint16_t>(port)};
+  std::string full{url};
+  if (full.find("://") == std::string::npos)
+    full = "http://" + full; // etcdctl's "host:port"
+  auto u = parse_http_url(full, "etcd endpoint", 2379);
+  if (!u)
+    return make_error(errc::config_error, message_of(u.error()));
+  if (!u->target.empty() && u->target != "/")
+    return make_error(errc::config_error, "etcd endpoint '" + std::string{url} + "': expected no path");
+  return etcd_endpoint{std::move(u->host), u->port};
 }
 
 etcd_client::etcd_client(std::vector<etcd_endpoint> endpoints, std::chrono::milliseconds timeout)
