@@ -41,7 +41,8 @@ int wait_for_shutdown();
 /// Adds every --kv-* / --router-* flag of route::kv_router_config to `c`.
 void add_router_flags(cli& c, route::kv_router_config& kv);
 
-/// The discovery plane `cfg` names (file or memory).
+/// The discovery plane `cfg` names (file, etcd or memory); errc::config_error
+/// for another backend. etcd renews its lease every TTL/3.
 [[nodiscard]] expected<std::unique_ptr<planes::discovery_plane>>
 make_discovery(const config::discovery_config& cfg);
 

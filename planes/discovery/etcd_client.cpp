@@ -8,10 +8,7 @@
 namespace dynamo::planes {
 
 expected<etcd_endpoint> parse_etcd_endpoint(std::string_view url) {
-  std::string full{url};
-  if (full.find("://") == std::string::npos)
-    full = "http://" + full; // etcdctl's "host:port"
-  auto u = parse_http_url(full, "etcd endpoint", 2379);
+  auto u = parse_http_url(url, "etcd endpoint", 2379);
   if (!u)
     return make_error(errc::config_error, message_of(u.error()));
   if (!u->target.empty() && u->target != "/")

@@ -22,8 +22,8 @@ struct etcd_endpoint {
   [[nodiscard]] std::string url() const { return "http://" + host + ":" + std::to_string(port); }
 };
 
-/// "http://host[:port]" or "host[:port]" (port 2379 by default), parsed by
-/// runtime/core/http_url; errc::config_error for anything else (https, a path).
+/// "http://host[:port]" (port 2379 by default), parsed by runtime/core/http_url;
+/// errc::config_error for anything else (https, a path, no scheme).
 [[nodiscard]] expected<etcd_endpoint> parse_etcd_endpoint(std::string_view url);
 
 class etcd_client {

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace dynamo::planes {
 namespace etcd_detail {
@@ -315,6 +316,20 @@ private:
 
 } // namespace
 } // namespace etcd_detail
+
+std::vector<std::string> default_etcd_endpoints() {
+  std::vector<std::string> out;
+  if (const char* env = std::getenv("ETCD_ENDPOINTS"))
+    for (std::string_view rest{env}; !rest.empty();) {
+      auto comma = rest.find(',');
+      if (auto e = rest.substr(0, comma); !e.empty())
+        out.emplace_back(e);
+      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    }
+  if (out.empty())
+    out.emplace_back("http://127.0.0.1:2379");
+  return out;
+}
 
 expected<std::unique_ptr<discovery_plane>> make_etcd_discovery(etcd_discovery_options options) {
   using std::chrono::milliseconds;

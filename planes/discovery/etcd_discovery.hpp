@@ -28,6 +28,9 @@ struct etcd_discovery_options {
   std::chrono::milliseconds max_backoff{1000};
 };
 
+/// $ETCD_ENDPOINTS (comma-separated, as Dynamo reads it), else http://127.0.0.1:2379.
+[[nodiscard]] std::vector<std::string> default_etcd_endpoints();
+
 /// errc::config_error for no or malformed endpoints, a bad key prefix or bad
 /// intervals. Connects lazily: etcd need not be up yet.
 ///

@@ -194,11 +194,11 @@ BOOST_AUTO_TEST_CASE(endpoints_parse_and_bad_ones_are_config_errors) {
   BOOST_REQUIRE(e);
   BOOST_TEST(e->host == "127.0.0.1");
   BOOST_TEST(e->port == 2379);
-  BOOST_TEST(parse_etcd_endpoint("etcd-0.local:2379/")->host == "etcd-0.local");
+  BOOST_TEST(parse_etcd_endpoint("http://etcd-0.local:2379/")->host == "etcd-0.local");
   BOOST_TEST(parse_etcd_endpoint("http://[::1]:2379")->host == "::1");
   BOOST_TEST(parse_etcd_endpoint("http://h")->port == 2379);
   for (auto bad : {"https://h:2379", "http://h:0", "http://h:99999", "http://h:23x", ":2379",
-                   "http://h:2379/v3", "http://user@h:2379"})
+                   "http://h:2379/v3", "http://user@h:2379", "h:2379"})
     BOOST_TEST((code_of(parse_etcd_endpoint(bad).error()) == errc::config_error), bad);
 }
 
