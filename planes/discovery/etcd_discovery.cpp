@@ -151,7 +151,8 @@ void core::tick() {
     }
     note_reachable(true, nullptr);
     if (*ttl == 0) {
-      spdlog::warn("discovery: etcd no longer knows lease {:x} (expired, or etcd lost its data); registering again", l.id);
+      spdlog::warn("discovery: etcd no longer knows lease {:x} (expired, or etcd lost its data); "
+                   "registering again", l.id);
       lease_lost(l.id);
     }
   }
@@ -231,9 +232,12 @@ public:
       return;
     st_->keep_alive = false;
     auto l = core_->grant();
-    auto body = l ? core_->client().call("/v3/kv/put", etcd_codec::put_body(st_->etcd_key,
-                                                                           discovery_codec::encode(st_->rec), l->id))
-                  : expected<std::string>{std::move(l.error())};
+    expected<std::string> body = make_error(errc::io_error, "");
+    if (l)
+      body = core_->client().call("/v3/kv/put",
+                                  etcd_codec::put_body(st_->etcd_key, discovery_codec::encode(st_->rec), l->id));
+    else
+      body = std::move(l.error());
     if (!body)
       spdlog::warn("discovery: stop_keep_alive of {}: {}", st_->rec.key(), describe(body.error()));
   }

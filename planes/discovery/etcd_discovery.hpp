@@ -1,10 +1,7 @@
-// The etcd discovery backend (Dynamo's default; etcd 3.4's v3 JSON gateway):
-// each record is the key <key_prefix>/instances/<ns>/<component>/<endpoint>/<hex>
-// holding the msgpack record (record_codec), attached to one lease per plane that
-// a keep-alive thread renews; etcd deletes a killed process's records when its
-// lease expires. Watches are etcd prefix watches (no polling), one thread each.
-// Called by apps (apps/common make_discovery). Thread-safe; watch callbacks run
-// on their watch's thread and must not block.
+// The etcd discovery backend (Dynamo's default; etcd 3.4's v3 JSON gateway): records
+// under one lease per plane that a keep-alive thread renews, prefix watches (no
+// polling) on a thread each; layout in planes/README.md. Called by apps/common's
+// make_discovery. Thread-safe; watch callbacks run on their watch's thread, must not block.
 #pragma once
 
 #include "planes/discovery/discovery_plane.hpp"

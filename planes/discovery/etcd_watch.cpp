@@ -90,7 +90,8 @@ struct watch_state {
         created = created || msg->created;
         deliver(view.apply(*msg));
         if (msg->canceled) {
-          spdlog::info("discovery: etcd cancelled a watch (compacted at {}); listing again", msg->compact_revision);
+          spdlog::info("discovery: etcd cancelled a watch (compacted at {}); listing again",
+                       msg->compact_revision);
           return created;
         }
       }
