@@ -10,6 +10,9 @@ restarts them). Prints the times as JSON:
   joined_routing_ms: the launcher logs the new worker's start -> the frontend's
                      router logs "worker <id> at ... joined".
 Targets (issue 17): left <= 2000 ms, joined <= 1000 ms; reported, not asserted.
+Then etcd is killed for two TTLs: requests must keep succeeding, no worker may
+leave the router, and after etcd restarts (same data) the same workers must be
+registered and a worker killed then must leave again.
 Fails when a record never goes or comes, the router never drops or adds a
 worker, or a request fails.
 
@@ -67,21 +70,37 @@ def etcd_call(url, path, body, timeout=2):
 
 
 class Watch(threading.Thread):
-    """Follows /v3/watch on a prefix: live keys -> (value, wall time of the put), plus every event."""
+    """Follows a prefix in etcd: live keys -> (value, wall time of the put), plus every
+    event. Lists the prefix and watches from there, again after etcd comes back."""
 
-    def __init__(self, port, prefix):
+    def __init__(self, url, prefix):
         super().__init__(daemon=True)
-        self.port, self.prefix = port, prefix
+        self.url, self.prefix = url, prefix
+        self.port = int(url.rsplit(":", 1)[1])
         self.lock = threading.Lock()
         self.live = {}
         self.events = []  # (wall time, "PUT"|"DELETE", key)
         self.ready = threading.Event()
 
     def run(self):
+        while True:
+            try:
+                self.follow()
+            except Exception:
+                pass
+            time.sleep(0.05)
+
+    def follow(self):
         end = self.prefix[:-1] + chr(ord(self.prefix[-1]) + 1)
+        listed = etcd_call(self.url, "/v3/kv/range", {"key": b64(self.prefix), "range_end": b64(end)})
+        now = time.time()
+        with self.lock:
+            self.live = {base64.b64decode(kv["key"]).decode(): (base64.b64decode(kv.get("value", "")), now)
+                         for kv in listed.get("kvs", [])}
+        rev = int(listed["header"]["revision"]) + 1
         conn = http.client.HTTPConnection("127.0.0.1", self.port)
         conn.request("POST", "/v3/watch", json.dumps(
-            {"create_request": {"key": b64(self.prefix), "range_end": b64(end)}}))
+            {"create_request": {"key": b64(self.prefix), "range_end": b64(end), "start_revision": str(rev)}}))
         resp = conn.getresponse()
         while True:
             line = resp.readline()
@@ -169,24 +188,26 @@ def main():
     cport, pport, http_port = free_port(), free_port(), free_port()
     curl, purl = f"http://127.0.0.1:{cport}", f"http://127.0.0.1:{pport}"
     etcd_log = open(os.path.join(work, "etcd.log"), "w")
-    etcd_proc = subprocess.Popen([etcd, "--name", "e2e", "--data-dir", os.path.join(work, "data"),
-                                  "--listen-client-urls", curl, "--advertise-client-urls", curl,
-                                  "--listen-peer-urls", purl, "--initial-advertise-peer-urls", purl,
-                                  "--initial-cluster", "e2e=" + purl, "--election-timeout", "500",
-                                  "--heartbeat-interval", "50"], stdout=etcd_log, stderr=subprocess.STDOUT)
-    launch = None
-    try:
+
+    def start_etcd():
+        proc = subprocess.Popen([etcd, "--name", "e2e", "--data-dir", os.path.join(work, "data"),
+                                 "--listen-client-urls", curl, "--advertise-client-urls", curl,
+                                 "--listen-peer-urls", purl, "--initial-advertise-peer-urls", purl,
+                                 "--initial-cluster", "e2e=" + purl, "--election-timeout", "500",
+                                 "--heartbeat-interval", "50"], stdout=etcd_log, stderr=subprocess.STDOUT)
         deadline = time.time() + 15
-        while True:
+        while time.time() < deadline:
             try:
                 etcd_call(curl, "/v3/kv/range", {"key": b64("ready")}, timeout=1)
-                break
+                return proc
             except Exception:
-                if time.time() > deadline:
-                    check(False, "etcd answers")
-                    return 1
                 time.sleep(0.05)
+        check(False, "etcd answers")
+        return proc
 
+    etcd_proc = start_etcd()
+    launch = None
+    try:
         with open(args.config) as f:
             text = f.read()
         for old, new in (("http://127.0.0.1:2379", curl), ("port: 8000", f"port: {http_port}"),
@@ -197,7 +218,7 @@ def main():
         with open(config, "w") as f:
             f.write(text)
 
-        watch = Watch(cport, "/dynamo/instances/dynamo/backend/generate/")
+        watch = Watch(curl, "/dynamo/instances/dynamo/backend/generate/")
         watch.start()
         check(watch.ready.wait(10), "own etcd watch created")
         log = open(os.path.join(work, "launch.log"), "w")
@@ -243,6 +264,35 @@ def main():
                           "joined_routing_ms": join, "max_left_routing_ms": max(routed_out, default=None),
                           "max_joined_routing_ms": max(join, default=None)}), flush=True)
         check(len(removal) == args.kills, "every kill was seen")
+
+        # etcd goes away for two TTLs: the cluster keeps serving with its last view, and
+        # afterwards the same workers are still registered (their leases live on in etcd).
+        check(watch.wait(lambda l, _: len(l) == args.replicas) is not None, "all workers registered")
+        before = set(watch.snapshot())
+        with open(log.name, errors="replace") as f:
+            left_before = f.read().count(" left")
+        etcd_proc.kill()
+        etcd_proc.wait()
+        down_at = time.time()
+        check(all(completion(http_port) for _ in range(3)), "outage: requests succeed while etcd is down")
+        time.sleep(max(0.0, down_at + 2.0 - time.time()))
+        check(completion(http_port), "outage: requests still succeed after two TTLs without etcd")
+        etcd_proc = start_etcd()
+        back = watch.wait(lambda l, _: set(l) == before and len(l) == args.replicas, timeout=15)
+        check(back is not None, "outage: every worker is registered again after etcd returns")
+        time.sleep(1.5)  # more than a TTL: nothing expires now that etcd is back
+        check(set(watch.snapshot()) == before, "outage: the same workers stay registered")
+        with open(log.name, errors="replace") as f:
+            check(f.read().count(" left") == left_before, "outage: the frontend's router dropped no worker")
+        check(completion(http_port), "outage: a completion after etcd returned")
+        key, (value, _) = sorted(watch.snapshot().items())[0]
+        killed_at = time.time()
+        os.kill(record_pid(value), signal.SIGKILL)
+        gone = watch.wait(lambda l, ev: next((t for t, k, kk in ev if k == "DELETE" and kk == key
+                                              and t >= killed_at), None))
+        check(gone is not None, "outage: a worker killed after etcd returned leaves")
+        if gone:
+            print(json.dumps({"after_outage_record_removed_ms": round((gone - killed_at) * 1000)}), flush=True)
     finally:
         if launch and launch.poll() is None:
             launch.send_signal(signal.SIGTERM)
