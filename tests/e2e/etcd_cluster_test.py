@@ -51,6 +51,15 @@ def free_port():
         return s.getsockname()[1]
 
 
+def die_with_parent():
+    """preexec_fn: SIGKILL the child (etcd, the launcher) when this script dies."""
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
 def b64(s):
     return base64.b64encode(s.encode()).decode()
 
@@ -194,7 +203,8 @@ def main():
                                  "--listen-client-urls", curl, "--advertise-client-urls", curl,
                                  "--listen-peer-urls", purl, "--initial-advertise-peer-urls", purl,
                                  "--initial-cluster", "e2e=" + purl, "--election-timeout", "500",
-                                 "--heartbeat-interval", "50"], stdout=etcd_log, stderr=subprocess.STDOUT)
+                                 "--heartbeat-interval", "50"], stdout=etcd_log, stderr=subprocess.STDOUT,
+                                preexec_fn=die_with_parent)
         deadline = time.time() + 15
         while time.time() < deadline:
             try:
@@ -222,7 +232,8 @@ def main():
         watch.start()
         check(watch.ready.wait(10), "own etcd watch created")
         log = open(os.path.join(work, "launch.log"), "w")
-        launch = subprocess.Popen([args.launch, "--config", config], stdout=log, stderr=subprocess.STDOUT)
+        launch = subprocess.Popen([args.launch, "--config", config], stdout=log, stderr=subprocess.STDOUT,
+                                  preexec_fn=die_with_parent)
         check(watch.wait(lambda live, _: len(live) >= args.replicas, timeout=30) is not None,
               f"{args.replicas} workers registered in etcd")
         deadline = time.time() + 30

@@ -1,8 +1,8 @@
 // A real etcd for the etcd discovery tests: the `etcd` binary ($DYNAMO_ETCD_BIN,
 // else /usr/bin/etcd or PATH; Debian package etcd-server) on free loopback
 // ports with a temporary data directory, killed and restarted on the same
-// ports and data. Heartbeat 50 ms / election 500 ms, so etcd grants 1 s leases.
-// One owner thread.
+// ports and data; it dies with the test process. Heartbeat 50 ms / election
+// 500 ms, so etcd grants 1 s leases. One owner thread.
 #pragma once
 
 #include <boost/test/unit_test.hpp>
