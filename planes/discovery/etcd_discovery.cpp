@@ -177,7 +177,9 @@ void core::tick() {
         continue;
     }
     if (auto ok = write(*st, false); !ok) {
-      spdlog::warn("discovery: writing {} to etcd failed: {}", st->rec.key(), describe(ok.error()));
+      auto code = code_of(ok.error());
+      if (code != errc::io_error && code != errc::timeout) // an outage is logged once, below
+        spdlog::warn("discovery: writing {} to etcd failed: {}", st->rec.key(), describe(ok.error()));
       return note_reachable(false, &ok.error());
     }
     note_reachable(true, nullptr);
