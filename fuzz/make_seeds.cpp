@@ -4,6 +4,7 @@
 // Text corpora (templates, request bodies, configs) come from
 // fuzz/make_corpus.py.
 #include "planes/discovery/record_codec.hpp"
+#include "runtime/core/base64.hpp"
 #include "planes/event/envelope.hpp"
 #include "planes/request/request_wire.hpp"
 #include "runtime/gguf/writer.hpp"
@@ -162,6 +163,34 @@ void gguf_seeds() {
   put("fuzz_gguf", "tiny_bpe", img.data(), img.size());
 }
 
+// etcd's JSON (as etcd 3.4.23 sends it) around a real discovery record.
+void etcd_seeds() {
+  planes::instance_record rec;
+  rec.endpoint = endpoint_id{"dynamo", "backend", "generate"};
+  rec.instance = 0x1234;
+  rec.request_address = "tcp://127.0.0.1:5555";
+  rec.metadata = {{"model", "m"}};
+  rec.lease_ttl_ms = 1000;
+  auto value = planes::discovery_codec::encode(rec);
+  auto key = base64_encode(std::string_view{"/dynamo/instances/dynamo/backend/generate/0000000000001234"});
+  auto val = base64_encode(std::span<const uint8_t>{value});
+  std::string header = R"("header":{"cluster_id":"32","member_id":"33","revision":"7","raft_term":"2"})";
+  std::string kv = R"({"key":")" + key + R"(","create_revision":"6","mod_revision":"7","version":"2","value":")" +
+                   val + R"(","lease":"2324035664327165195"})";
+  auto seed = [](const std::string& name, const std::string& text) {
+    put("fuzz_etcd", name, text.data(), text.size());
+  };
+  seed("range", "{" + header + R"(,"kvs":[)" + kv + R"(],"count":"1"})");
+  seed("watch", R"({"result":{)" + header + R"(,"created":true}})" "\n" R"({"result":{)" + header +
+                    R"(,"events":[{"kv":)" + kv + R"(},{"type":"DELETE","kv":{"key":")" + key +
+                    R"(","mod_revision":"8"}}]}})" "\n");
+  seed("cancelled", R"({"result":{"header":{"raft_term":"2"},"canceled":true,"compact_revision":"6"}})");
+  seed("grant", "{" + header + R"(,"ID":"2324035664327165189","TTL":"1"})");
+  seed("keepalive", R"({"result":{)" + header + R"(,"ID":"23","TTL":"2"}})");
+  seed("txn", "{" + header + R"(,"succeeded":true,"responses":[{"response_put":{"header":{"revision":"7"}}}]})");
+  seed("error", R"({"error":"etcdserver: requested lease not found","message":"etcdserver: requested lease not found","code":5})");
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -173,5 +202,6 @@ int main(int argc, char** argv) {
   protocol_seeds();
   vllm_seeds();
   gguf_seeds();
+  etcd_seeds();
   return 0;
 }

@@ -12,7 +12,7 @@ corpus="${DYNAMO_FUZZ_CORPUS:-$build_dir/corpus}"
 jobs="${DYNAMO_JOBS:-$(nproc)}"
 # fuzz_sse is left out until it links without dynamo_http's coroutine code
 # (clang 14 fails to assemble it with coverage; docs/FUZZING.md).
-all=(fuzz_gguf fuzz_jinja fuzz_tokenizer fuzz_openai fuzz_protocol fuzz_vllm fuzz_cluster_config)
+all=(fuzz_gguf fuzz_jinja fuzz_tokenizer fuzz_openai fuzz_protocol fuzz_vllm fuzz_cluster_config fuzz_etcd)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 export CCACHE_BASEDIR="$PWD"

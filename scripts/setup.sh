@@ -15,6 +15,7 @@ APT_PACKAGES=(
   nlohmann-json3-dev libxxhash-dev libyaml-cpp-dev
   python3 python3-pip curl
   clang libclang-rt-14-dev  # the libFuzzer targets (scripts/fuzz.sh, docs/FUZZING.md)
+  etcd-server  # discovery backend etcd; tests start their own etcd (its service need not run)
 )
 PY_PACKAGES=(openai anthropic gguf numpy jsonschema)  # anthropic: tests/e2e/endpoints_test.py (/v1/messages); jsonschema: independent validator in tests/runtime/grammar and tests/e2e/sampling_test.py
 

@@ -5,11 +5,13 @@
 #include "actors/admin/admin_service.hpp"
 #include "actors/frontend/frontend_service.hpp"
 #include "actors/worker/worker_service.hpp"
+#include "planes/discovery/etcd_discovery.hpp"
 #include "planes/discovery/file_discovery.hpp"
 #include "planes/discovery/inproc_discovery.hpp"
 
 #include "runtime/core/host.hpp"
 
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
@@ -90,6 +92,17 @@ expected<std::unique_ptr<planes::discovery_plane>> make_discovery(const config::
     };
     return planes::make_inproc_discovery(planes::make_inproc_discovery_store(), o);
   }
+  if (cfg.backend == "etcd") {
+    planes::etcd_discovery_options eo;
+    eo.endpoints = cfg.endpoints.empty() ? planes::default_etcd_endpoints() : cfg.endpoints;
+    eo.key_prefix = cfg.key_prefix;
+    eo.base = o;
+    eo.base.keep_alive_interval = std::chrono::milliseconds(std::max<uint32_t>(50, cfg.lease_ttl_ms / 3));
+    spdlog::info("discovery: etcd at {} under {}", fmt::join(eo.endpoints, ","), eo.key_prefix);
+    return planes::make_etcd_discovery(std::move(eo));
+  }
+  if (cfg.backend != "file")
+    return make_error(errc::config_error, "discovery backend '" + cfg.backend + "' is not one of file|etcd|memory");
   return planes::make_file_discovery(cfg.root.empty() ? planes::default_discovery_root() : cfg.root, o);
 }
 

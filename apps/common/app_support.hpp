@@ -57,7 +57,8 @@ void add_plane_host_flags(cli& c, plane_host_flags& f);
 /// the error names the file or the host that cannot be advertised.
 [[nodiscard]] expected<config::cluster_config> load_config(const std::string& path, const plane_host_flags& hosts);
 
-/// The discovery plane `cfg` names (file or memory).
+/// The discovery plane `cfg` names (file, etcd or memory); errc::config_error
+/// for another backend. etcd renews its lease every TTL/3.
 [[nodiscard]] expected<std::unique_ptr<planes::discovery_plane>>
 make_discovery(const config::discovery_config& cfg);
 

@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
     apps::die("dynamo-launch", cfg.error());
   if (cfg->discovery.backend == "memory")
     apps::die("dynamo-launch", make_error(errc::config_error,
-                                          "discovery.backend: 'memory' cannot span processes; use file"));
+                                          "discovery.backend: 'memory' cannot span processes; use file or etcd"));
   auto config = std::filesystem::absolute(config_path).string();
   auto discovery = apps::make_discovery(cfg->discovery);
   if (!discovery)

@@ -51,7 +51,7 @@ expected<std::function<expected<std::string>()>> metrics_fetcher(const config::c
     std::string host = cfg.frontend.host == "0.0.0.0" ? "127.0.0.1" : cfg.frontend.host;
     url = "http://" + host + ":" + std::to_string(cfg.frontend.port) + "/metrics";
   }
-  auto u = plan::parse_http_url(url);
+  auto u = plan::parse_metrics_url(url);
   if (!u)
     return u.error();
   auto client = std::make_shared<http::http_client>(u->host, u->port);
@@ -82,10 +82,10 @@ int main(int argc, char** argv) {
   auto cfg = config::load_cluster_config(o.config_path);
   if (!cfg)
     apps::die("dynamo-planner", cfg.error());
-  if (cfg->discovery.backend != "file")
+  if (cfg->discovery.backend == "memory")
     apps::die("dynamo-planner", make_error(errc::config_error,
-                                           "discovery.backend: '" + cfg->discovery.backend +
-                                               "' is visible to one process only; use file"));
+                                           "discovery.backend: 'memory' is visible to one process only; "
+                                           "use file or etcd"));
   if (!cfg->planner.enabled)
     spdlog::warn("planner.enabled is false in {}: planning anyway, as asked", o.config_path);
 

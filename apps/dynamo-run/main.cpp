@@ -77,7 +77,7 @@ expected<bool> parse(int argc, char** argv, run_options& o) {
     .option("admin-port", &o.admin_port, "serve the admin REST API on this port (0: off)")
     .option("admin-host", &o.admin.host, "admin API address (a non-loopback address needs --admin-token)")
     .option("admin-token", &o.admin.token, "bearer token for the admin API (or env:NAME)")
-    .option("discovery", &o.discovery, "discovery backend: memory | file ($DYNAMO_DISCOVERY_DIR)")
+    .option("discovery", &o.discovery, "discovery backend: memory | file ($DYNAMO_DISCOVERY_DIR) | etcd ($ETCD_ENDPOINTS)")
     .option("tool-call-parser", &o.tool_call_parser,
             "auto (from the chat template) | hermes | llama3_json | mistral | none (docs/TOOLS.md)")
     .option("reasoning-parser", &o.reasoning_parser,

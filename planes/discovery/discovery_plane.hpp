@@ -1,6 +1,6 @@
 // The discovery plane's contract: who serves which endpoint, where, how healthy.
-// Records live under a lease kept alive by a background thread; readers skip
-// expired ones. Backends: files (file_discovery.hpp), memory (inproc_discovery.hpp).
+// Records live under a lease kept alive by a background thread; expired ones vanish.
+// Backends: files (file_discovery.hpp), etcd (etcd_discovery.hpp), memory (inproc_discovery.hpp).
 // Every method is thread-safe; watch callbacks run on the watch thread, must not block.
 #pragma once
 

@@ -1,6 +1,7 @@
 #include "runtime/config/cluster_config.hpp"
 
 #include "runtime/core/host.hpp"
+#include "runtime/core/http_url.hpp"
 #include "runtime/core/ids.hpp"
 
 #include <fmt/format.h>
@@ -304,6 +305,39 @@ caf::error parse_planner_extras(section& p, planner_config& c) {
   return {};
 }
 
+caf::error parse_discovery(section& d, discovery_config& c) {
+  DYN_TRY(d.read("backend", c.backend));
+  DYN_TRY(d.read("root", c.root));
+  DYN_TRY(d.read("key_prefix", c.key_prefix));
+  DYN_TRY(d.read("lease_ttl_ms", c.lease_ttl_ms));
+  if (c.backend != "file" && c.backend != "etcd" && c.backend != "memory")
+    return d.fail("backend", fmt::format("'{}' is not one of file|etcd|memory", c.backend));
+  if (auto n = d.child("endpoints"); n.IsDefined() && !n.IsNull()) {
+    if (!n.IsSequence() || n.size() == 0)
+      return d.fail("endpoints", "expected a non-empty list of http://host:port");
+    for (size_t i = 0; i < n.size(); ++i) {
+      auto field = fmt::format("endpoints[{}]", i);
+      if (!n[i].IsScalar())
+        return d.fail(field, "expected http://host:port");
+      auto& url = c.endpoints.emplace_back(n[i].Scalar());
+      if (auto u = parse_http_url(url, "etcd endpoint", 2379); !u)
+        return d.fail(field, message_of(u.error()));
+      else if (!u->target.empty() && u->target != "/")
+        return d.fail(field, fmt::format("'{}' must not have a path", url));
+    }
+  }
+  if (!c.endpoints.empty() && c.backend != "etcd")
+    return d.fail("endpoints", "only for backend etcd");
+  if (!c.root.empty() && c.backend != "file")
+    return d.fail("root", "only for backend file");
+  auto& kp = c.key_prefix;
+  if (kp.size() < 2 || kp.front() != '/' || kp.back() == '/' || kp.find("//") != std::string::npos)
+    return d.fail("key_prefix", fmt::format("'{}' must look like /dynamo", kp));
+  if (c.lease_ttl_ms < 100)
+    return d.fail("lease_ttl_ms", "must be >= 100");
+  return d.check_unknown();
+}
+
 caf::error parse_sections(YAML::Node root, cluster_config& c) {
   section s(root, "");
   DYN_TRY(s.read("namespace", c.namespace_name));
@@ -321,14 +355,7 @@ caf::error parse_sections(YAML::Node root, cluster_config& c) {
     auto n = s.child("discovery");
     DYN_TRY(require_map(n, "discovery"));
     section d(n, "discovery");
-    DYN_TRY(d.read("backend", c.discovery.backend));
-    DYN_TRY(d.read("root", c.discovery.root));
-    DYN_TRY(d.read("lease_ttl_ms", c.discovery.lease_ttl_ms));
-    if (c.discovery.backend != "file" && c.discovery.backend != "memory")
-      return d.fail("backend", fmt::format("'{}' is not one of file|memory", c.discovery.backend));
-    if (c.discovery.lease_ttl_ms < 100)
-      return d.fail("lease_ttl_ms", "must be >= 100");
-    DYN_TRY(d.check_unknown());
+    DYN_TRY(parse_discovery(d, c.discovery));
   }
   {
     auto n = s.child("frontend");

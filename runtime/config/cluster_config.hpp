@@ -55,9 +55,13 @@ struct pool_config {
 };
 
 struct discovery_config {
-  std::string backend = "file";         ///< file | memory (memory: single process only)
+  std::string backend = "file";         ///< file | etcd | memory (memory: single process only)
   std::string root;                     ///< file backend directory; "" = $DYNAMO_DISCOVERY_DIR or /tmp/dynamo_discovery
-  uint32_t lease_ttl_ms = 1000;
+  /// etcd: http://host[:port] each, tried in order; empty = $ETCD_ENDPOINTS
+  /// (comma-separated) or http://127.0.0.1:2379.
+  std::vector<std::string> endpoints;
+  std::string key_prefix = "/dynamo";   ///< etcd: records live under <key_prefix>/instances/
+  uint32_t lease_ttl_ms = 1000;         ///< etcd: whole seconds, at least etcd's minimum TTL
 };
 
 struct frontend_config {

@@ -180,35 +180,11 @@ std::optional<uint32_t> replicas_needed(config::worker_role role, const traffic&
   return n >= 4294967295.0 ? UINT32_MAX : static_cast<uint32_t>(n);
 }
 
-expected<http_url> parse_http_url(std::string_view url) {
-  constexpr std::string_view scheme = "http://";
-  auto bad = [&](std::string_view why) {
-    return make_error(errc::invalid_argument, fmt::format("metrics url '{}': {}", url, why));
-  };
-  if (url.substr(0, scheme.size()) != scheme)
-    return bad("expected http://host[:port][/path]");
-  std::string_view rest = url.substr(scheme.size());
-  http_url out;
-  size_t slash = rest.find('/');
-  if (slash != std::string_view::npos) {
-    out.target = std::string{rest.substr(slash)};
-    rest = rest.substr(0, slash);
-  }
-  size_t colon = rest.rfind(':');
-  if (colon != std::string_view::npos) {
-    auto port = rest.substr(colon + 1);
-    unsigned value = 0;
-    auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-    if (port.empty() || ec != std::errc{} || ptr != port.data() + port.size() || value == 0 ||
-        value > 65535)
-      return bad("bad port");
-    out.port = static_cast<uint16_t>(value);
-    rest = rest.substr(0, colon);
-  }
-  if (rest.empty())
-    return bad("no host");
-  out.host = std::string{rest};
-  return out;
+expected<http_url> parse_metrics_url(std::string_view url) {
+  auto u = dynamo::parse_http_url(url, "metrics url");
+  if (u && u->target.empty())
+    u->target = "/metrics";
+  return u;
 }
 
 } // namespace dynamo::plan

@@ -7,6 +7,7 @@
 
 #include "runtime/config/cluster_config.hpp"
 #include "runtime/core/error.hpp"
+#include "runtime/core/http_url.hpp"
 
 #include <cstdint>
 #include <map>
@@ -61,13 +62,9 @@ struct replica_capacity {
 [[nodiscard]] std::optional<uint32_t> replicas_needed(config::worker_role role, const traffic& t,
                                                       const replica_capacity& cap);
 
-/// "http://host:port/path" split for the HTTP client; port defaults to 80,
-/// path to "/metrics". errc::invalid_argument for anything else (https too).
-struct http_url {
-  std::string host;
-  uint16_t port = 80;
-  std::string target = "/metrics";
-};
-[[nodiscard]] expected<http_url> parse_http_url(std::string_view url);
+/// The metrics URL split for the HTTP client (runtime/core/http_url.hpp); port
+/// defaults to 80, path to "/metrics". errc::invalid_argument for anything else.
+using dynamo::http_url;
+[[nodiscard]] expected<http_url> parse_metrics_url(std::string_view url);
 
 } // namespace dynamo::plan

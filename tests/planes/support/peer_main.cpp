@@ -4,6 +4,8 @@
 //   serve-request <bind> <path> <heartbeat_ms> <peer_timeout_ms>  -> "ADDR <address>"
 //   call-request <address> <path> <heartbeat_ms> <peer_timeout_ms> -> "CALLED"
 //   register <root> <ns/component/endpoint> <ttl_ms> <keep_alive_ms> -> "REGISTERED <hex>"
+//   register-etcd <url> <key prefix> <ns/component/endpoint> <ttl_ms> <keep_alive_ms> -> same
+#include "planes/discovery/etcd_discovery.hpp"
 #include "planes/discovery/file_discovery.hpp"
 #include "planes/request/zmq_request_plane.hpp"
 
@@ -67,12 +69,24 @@ int call_request(char** argv) {
   idle_forever();
 }
 
-int register_instance(char** argv) {
+// argv: register <root dir> <endpoint> <ttl ms> <keep-alive ms>, or
+// register-etcd <etcd url> <key prefix> <endpoint> <ttl ms> <keep-alive ms>.
+int register_instance(char** argv, bool etcd) {
   discovery_options opts;
-  opts.lease_ttl = std::chrono::milliseconds{std::stoi(argv[4])};
-  opts.keep_alive_interval = std::chrono::milliseconds{std::stoi(argv[5])};
-  auto plane = make_file_discovery(argv[2], opts);
-  auto ep = endpoint_id::parse(argv[3]);
+  int at = etcd ? 4 : 3;
+  opts.lease_ttl = std::chrono::milliseconds{std::stoi(argv[at + 1])};
+  opts.keep_alive_interval = std::chrono::milliseconds{std::stoi(argv[at + 2])};
+  expected<std::unique_ptr<discovery_plane>> plane = make_error(errc::invalid_argument, "");
+  if (etcd) {
+    etcd_discovery_options eo;
+    eo.endpoints = {argv[2]};
+    eo.key_prefix = argv[3];
+    eo.base = opts;
+    plane = make_etcd_discovery(eo);
+  } else {
+    plane = make_file_discovery(argv[2], opts);
+  }
+  auto ep = endpoint_id::parse(argv[at]);
   if (!plane || !ep) {
     say("ERROR bad arguments");
     return 1;
@@ -98,7 +112,9 @@ int main(int argc, char** argv) {
   if (mode == "call-request" && argc == 6)
     return call_request(argv);
   if (mode == "register" && argc == 6)
-    return register_instance(argv);
-  std::fputs("usage: planes_test_peer serve-request|call-request|register ...\n", stderr);
+    return register_instance(argv, false);
+  if (mode == "register-etcd" && argc == 7)
+    return register_instance(argv, true);
+  std::fputs("usage: planes_test_peer serve-request|call-request|register|register-etcd ...\n", stderr);
   return 2;
 }

@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cstdlib>
+#include <filesystem>
 
 using namespace dynamo;
 using namespace dynamo::config;
@@ -102,6 +103,58 @@ BOOST_AUTO_TEST_CASE(errors_name_the_field) {
   BOOST_TEST(error_of("colour: blue\npools: [{name: b, model: m}]") == "colour: unknown key");
   BOOST_TEST(error_of("pools: [{name: b, model: m}\n").find("YAML syntax error at line") == 0);
   BOOST_TEST(error_of("- a\n- b") == "the cluster config must be a YAML mapping");
+}
+
+BOOST_AUTO_TEST_CASE(etcd_discovery_parses) {
+  auto c = parse_cluster_config("discovery: {backend: etcd, endpoints: [http://10.0.0.1:2379, 'http://etcd-1'],\n"
+                                "            key_prefix: /prod, lease_ttl_ms: 2000}\n"
+                                "pools: [{name: b, model: m}]");
+  BOOST_REQUIRE(c);
+  BOOST_TEST(c->discovery.backend == "etcd");
+  BOOST_TEST(c->discovery.endpoints == (std::vector<std::string>{"http://10.0.0.1:2379", "http://etcd-1"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(c->discovery.key_prefix == "/prod");
+  BOOST_TEST(c->discovery.lease_ttl_ms == 2000u);
+  auto d = parse_cluster_config("discovery: {backend: etcd}\npools: [{name: b, model: m}]");
+  BOOST_REQUIRE(d);
+  BOOST_TEST(d->discovery.endpoints.empty()); // $ETCD_ENDPOINTS or http://127.0.0.1:2379, at startup
+  BOOST_TEST(d->discovery.key_prefix == "/dynamo");
+}
+
+BOOST_AUTO_TEST_CASE(etcd_discovery_errors_name_the_field) {
+  auto with = [](std::string discovery) { return error_of("discovery: " + discovery + "\npools: [{name: b, model: m}]"); };
+  BOOST_TEST(with("{backend: zookeeper}") == "discovery.backend: 'zookeeper' is not one of file|etcd|memory");
+  BOOST_TEST(with("{backend: etcd, endpoints: http://h:2379}") ==
+             "discovery.endpoints: expected a non-empty list of http://host:port");
+  BOOST_TEST(with("{backend: etcd, endpoints: []}") ==
+             "discovery.endpoints: expected a non-empty list of http://host:port");
+  BOOST_TEST(with("{backend: etcd, endpoints: [http://a:2379, https://b:2379]}") ==
+             "discovery.endpoints[1]: etcd endpoint 'https://b:2379': expected http://host[:port][/path]");
+  BOOST_TEST(with("{backend: etcd, endpoints: ['http://a:99999']}") ==
+             "discovery.endpoints[0]: etcd endpoint 'http://a:99999': bad port");
+  BOOST_TEST(with("{backend: etcd, endpoints: ['http://a:2379/v3']}") ==
+             "discovery.endpoints[0]: 'http://a:2379/v3' must not have a path");
+  BOOST_TEST(with("{backend: etcd, endpoints: [[a]]}") == "discovery.endpoints[0]: expected http://host:port");
+  BOOST_TEST(with("{backend: etcd, endpoints: ['a:2379']}") ==
+             "discovery.endpoints[0]: etcd endpoint 'a:2379': expected http://host[:port][/path]");
+  BOOST_TEST(with("{backend: file, endpoints: ['http://a:2379']}") == "discovery.endpoints: only for backend etcd");
+  BOOST_TEST(with("{backend: etcd, root: /tmp/x}") == "discovery.root: only for backend file");
+  BOOST_TEST(with("{backend: etcd, key_prefix: dynamo}") == "discovery.key_prefix: 'dynamo' must look like /dynamo");
+  BOOST_TEST(with("{backend: etcd, endpoint: ['http://a:2379']}") == "discovery.endpoint: unknown key");
+}
+
+BOOST_AUTO_TEST_CASE(every_example_config_parses) {
+  const char* src = std::getenv("DYNAMO_SOURCE_DIR");
+  BOOST_REQUIRE_MESSAGE(src, "DYNAMO_SOURCE_DIR is set by CTest");
+  size_t n = 0;
+  for (auto& e : std::filesystem::directory_iterator{std::filesystem::path{src} / "examples" / "configs"}) {
+    if (e.path().extension() != ".yaml")
+      continue;
+    auto c = load_cluster_config(e.path().string());
+    BOOST_TEST(static_cast<bool>(c), e.path().filename().string() << ": " << (c ? "" : describe(c.error())));
+    ++n;
+  }
+  BOOST_TEST(n >= 3u);
 }
 
 BOOST_AUTO_TEST_CASE(planner_fields_parse) {

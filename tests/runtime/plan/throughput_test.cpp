@@ -111,19 +111,19 @@ BOOST_AUTO_TEST_CASE(replicas_needed_by_role) {
 }
 
 BOOST_AUTO_TEST_CASE(http_urls) {
-  auto u = parse_http_url("http://127.0.0.1:9000/metrics");
+  auto u = parse_metrics_url("http://127.0.0.1:9000/metrics");
   BOOST_REQUIRE(u);
   BOOST_TEST(u->host == "127.0.0.1");
   BOOST_TEST(u->port == 9000);
   BOOST_TEST(u->target == "/metrics");
-  auto d = parse_http_url("http://frontend");
+  auto d = parse_metrics_url("http://frontend");
   BOOST_REQUIRE(d);
   BOOST_TEST(d->port == 80);
   BOOST_TEST(d->target == "/metrics");
-  BOOST_TEST(!parse_http_url("https://x/metrics"));
-  BOOST_TEST(!parse_http_url("http://:80/"));
-  BOOST_TEST(!parse_http_url("http://x:0/"));
-  BOOST_TEST(!parse_http_url("http://x:99999/"));
+  BOOST_TEST(!parse_metrics_url("https://x/metrics"));
+  BOOST_TEST(!parse_metrics_url("http://:80/"));
+  BOOST_TEST(!parse_metrics_url("http://x:0/"));
+  BOOST_TEST(!parse_metrics_url("http://x:99999/"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

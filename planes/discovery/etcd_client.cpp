@@ -1,0 +1,105 @@
+#include "planes/discovery/etcd_client.hpp"
+
+#include "planes/discovery/etcd_codec.hpp"
+#include "runtime/core/http_url.hpp"
+
+#include <future>
+
+namespace dynamo::planes {
+
+expected<etcd_endpoint> parse_etcd_endpoint(std::string_view url) {
+  auto u = parse_http_url(url, "etcd endpoint", 2379);
+  if (!u)
+    return make_error(errc::config_error, message_of(u.error()));
+  if (!u->target.empty() && u->target != "/")
+    return make_error(errc::config_error, "etcd endpoint '" + std::string{url} + "': expected no path");
+  return etcd_endpoint{std::move(u->host), u->port};
+}
+
+etcd_client::etcd_client(std::vector<etcd_endpoint> endpoints, std::chrono::milliseconds timeout)
+    : endpoints_(std::move(endpoints)), timeout_(timeout) {
+  for (auto& e : endpoints_)
+    clients_.push_back(std::make_unique<http::http_client>(e.host, e.port, 1));
+}
+
+etcd_client::~etcd_client() = default;
+
+std::string etcd_client::current_url() const { return endpoints_[current_ % endpoints_.size()].url(); }
+
+expected<std::string> etcd_client::attempt(size_t index, std::string_view path, const std::string& body,
+                                           std::chrono::milliseconds timeout) {
+  struct result {
+    std::promise<expected<http::client_response>> done;
+    http::client_response response;
+  };
+  auto r = std::make_shared<result>();
+  http::client_request req;
+  req.target = std::string{path};
+  req.body = body;
+  req.cancel = std::make_shared<http::cancel_token>();
+  auto token = req.cancel;
+  http::client_callbacks cb;
+  cb.on_status = [r](unsigned st) { r->response.status = st; };
+  cb.on_data = [r](std::string_view d) {
+    if (r->response.body.size() + d.size() <= etcd_codec::max_response_bytes + 1)
+      r->response.body.append(d); // one byte past the limit: the parser refuses it
+  };
+  cb.on_done = [r](expected<void> ok) {
+    if (ok)
+      r->done.set_value(std::move(r->response));
+    else
+      r->done.set_value(std::move(ok.error()));
+  };
+  auto fut = r->done.get_future();
+  clients_[index]->start(std::move(req), std::move(cb));
+  if (fut.wait_for(timeout) != std::future_status::ready) {
+    token->cancel(); // the late answer, if any, goes to `r`
+    return make_error(errc::timeout, "etcd " + endpoints_[index].url() + std::string{path} + ": no answer");
+  }
+  auto resp = fut.get();
+  if (!resp)
+    return make_error(code_of(resp.error()) == errc::timeout ? errc::timeout : errc::io_error,
+                      "etcd " + endpoints_[index].url() + ": " + message_of(resp.error()));
+  if (resp->status == 200)
+    return std::move(resp->body);
+  // 5xx (no leader, a timed-out proposal) is worth another endpoint; 4xx is not.
+  auto code = resp->status == 404 ? errc::not_found
+              : resp->status < 500 ? errc::invalid_argument
+                                   : errc::io_error;
+  return make_error(code, "etcd " + std::string{path} + " (HTTP " + std::to_string(resp->status) +
+                              "): " + etcd_codec::error_text(resp->body));
+}
+
+expected<std::string> etcd_client::call(std::string_view path, std::string body) {
+  auto deadline = std::chrono::steady_clock::now() + timeout_;
+  caf::error last = make_error(errc::io_error, "etcd: no endpoint");
+  size_t start = current_;
+  // Two tries per endpoint: the first may meet a pooled connection that etcd closed.
+  for (size_t i = 0; i < 2 * endpoints_.size(); ++i) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left <= std::chrono::milliseconds{0})
+      break;
+    size_t index = (start + i / 2) % endpoints_.size();
+    auto out = attempt(index, path, body, left);
+    if (out || (code_of(out.error()) != errc::io_error && code_of(out.error()) != errc::timeout)) {
+      current_ = index; // etcd answered (even with an error status)
+      return out;
+    }
+    last = std::move(out.error());
+  }
+  current_ = (start + 1) % endpoints_.size();
+  return last;
+}
+
+std::shared_ptr<http::cancel_token> etcd_client::stream(std::string_view path, std::string body,
+                                                        http::client_callbacks cb) {
+  http::client_request req;
+  req.target = std::string{path};
+  req.body = std::move(body);
+  req.cancel = std::make_shared<http::cancel_token>();
+  auto token = req.cancel;
+  clients_[current_ % clients_.size()]->start(std::move(req), std::move(cb));
+  return token;
+}
+
+} // namespace dynamo::planes

@@ -1,0 +1,25 @@
+// "http://host[:port][/path]" split into what an HTTP client needs, for every
+// URL a config names (the planner's metrics URL, etcd endpoints). Pure
+// functions; any thread.
+#pragma once
+
+#include "runtime/core/error.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace dynamo {
+
+struct http_url {
+  std::string host;   ///< without IPv6 brackets
+  uint16_t port = 80;
+  std::string target; ///< the path; "" when the URL has none
+};
+
+/// errc::invalid_argument, "<what> '<url>': <why>", for anything else (https,
+/// no host, a bad port). A URL without a port gets `default_port`.
+[[nodiscard]] expected<http_url> parse_http_url(std::string_view url, std::string_view what = "url",
+                                                uint16_t default_port = 80);
+
+} // namespace dynamo
