@@ -1,6 +1,7 @@
 // POST /v1/embeddings: parse, preprocess, pool and encode.
 #include "runtime/openai/embeddings.hpp"
 
+#include "runtime/core/base64.hpp"
 #include "runtime/openai/json_fields.hpp"
 #include "runtime/openai/preprocess.hpp"
 
@@ -155,27 +156,14 @@ std::vector<float> l2_normalized(std::vector<float> v) {
 }
 
 std::string base64_floats(const std::vector<float>& v) {
-  static constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::vector<unsigned char> bytes(v.size() * 4);
+  std::vector<uint8_t> bytes(v.size() * 4);
   for (size_t i = 0; i < v.size(); ++i) { // little-endian float32, whatever the host
     uint32_t u = 0;
     std::memcpy(&u, &v[i], 4);
     for (int b = 0; b < 4; ++b)
-      bytes[i * 4 + b] = static_cast<unsigned char>(u >> (8 * b));
+      bytes[i * 4 + b] = static_cast<uint8_t>(u >> (8 * b));
   }
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  for (size_t i = 0; i < bytes.size(); i += 3) {
-    const size_t n = std::min<size_t>(3, bytes.size() - i);
-    uint32_t w = uint32_t{bytes[i]} << 16;
-    if (n > 1) w |= uint32_t{bytes[i + 1]} << 8;
-    if (n > 2) w |= bytes[i + 2];
-    out += alphabet[(w >> 18) & 63];
-    out += alphabet[(w >> 12) & 63];
-    out += n > 1 ? alphabet[(w >> 6) & 63] : '=';
-    out += n > 2 ? alphabet[w & 63] : '=';
-  }
-  return out;
+  return base64_encode(bytes);
 }
 
 std::string embedding_body(const embedding_request& req, std::string_view model,
