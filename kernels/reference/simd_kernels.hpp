@@ -25,17 +25,19 @@ struct block_q16_act {
 static_assert(sizeof(block_q16_act) == 72);
 
 /// The same int16 activation values, split into bytes for the byte-lane
-/// kernels (Q4_0, Q4_K, Q6_K, IQ4_NL, IQ4_XS): q = 256 * hi + lo, so that
+/// kernels (Q4_0, Q4_K, Q6_K, IQ4_XS): q = 256 * hi + lo, so that
 /// 4- and 6-bit weights are multiplied as bytes (VPDPBUSD / VPMADDUBSW)
-/// without widening them to int16. sum4 and hsum4 hold, per lane l, the sums
-/// of q and of hi over elements 4l..4l+3 (they cancel the weights' offsets).
+/// without widening them to int16. Per lane l, with S_l the sum of q and H_l
+/// the sum of hi over elements 4l..4l+3, the terms that cancel the weights'
+/// offsets: m8 = -8 S (Q4_0), m32 = -32 S (Q6_K), mh = -32768 H (IQ4_XS).
 struct alignas(32) block_q16_split {
   uint8_t lo[32];
   int8_t hi[32];
-  int32_t sum4[8];
-  int32_t hsum4[8];
+  int32_t m8[8];
+  int32_t m32[8];
+  int32_t mh[8];
 };
-static_assert(sizeof(block_q16_split) == 128);
+static_assert(sizeof(block_q16_split) == 160);
 
 /// One token's split activations: nb blocks, their scales d and offset
 /// terms s (as in block_q16_act), d and s padded with zeros to a multiple of 8.
@@ -60,25 +62,25 @@ inline constexpr uint32_t max_dot_tokens = 4;
 /// (|q| <= 4096), a scale dw and, for types with an offset, a coefficient mw,
 /// with value = dw * q + mw (Q5_0: dw = d, mw = -16 d; Q5_K sub-block j: dw =
 /// d * sc_j, mw = -(dmin * m_j); see simd_scalar.cpp for each type; these
-/// are Q4_1, Q5_0, Q5_1, Q8_0 and Q5_K, the others are dot_s_fn). Per block, eight exact int32 lane sums
-/// (lane l: elements 2l, 2l+1, 16+2l, 17+2l) are converted to float and
-/// fused-multiply-added with dw * d_x into accumulator lanes (even blocks in
-/// one accumulator, odd in another); mw * s_x goes to one offset sum per
+/// are Q4_1, Q5_0, Q5_1, Q8_0, Q5_K and IQ4_NL, the others are dot_s_fn).
+/// Per block, eight exact int32 lane sums (lane l: elements 2l, 2l+1, 16+2l,
+/// 17+2l) are converted to float and fused-multiply-added with dw * d_x into
+/// accumulator lanes (even blocks in one accumulator, odd in another); mw * s_x goes to one offset sum per
 /// parity; then the lanes are summed in a fixed tree. For a fixed (row,
 /// token) none of it depends on nt or n_rows (batch-invariant), and every
 /// path gives the same bits.
 using dot_q_fn = void (*)(const void* w, size_t row_bytes, uint32_t n_rows, const block_q16_act* const* x,
                           uint32_t nt, uint32_t nb, float* y, size_t y_stride);
 
-/// The byte-lane types (Q4_0, Q4_K, Q6_K, IQ4_NL, IQ4_XS), same contract
+/// The byte-lane types (Q4_0, Q4_K, Q6_K, IQ4_XS), same contract
 /// against split activations. Per 32-value block i: eight exact int32 lane
 /// sums L_l = sum of w_e * x_e over elements e = 4l..4l+3, with w_e the
 /// block's integer weight (Q4_0: q - 8; Q4_K: q; Q6_K: sc * (q - 32) with
-/// the element's 16-value scale; IQ4: the table level), converted to float and
+/// the element's 16-value scale; IQ4_XS: the table level), converted to float and
 /// fused-multiply-added with c_i = dw_i * d_x into the accumulator of block
 /// parity i % 2. Q4_K's offsets: off[i % 8] = fma(mw_i, s_x, off[i % 8]).
-/// Result: tree sum of acc[0] + acc[1], plus tree sum of off. Rows may be
-/// computed several at a time; per (row, token) the bits never change.
+/// Result: tree sum of acc[0] + acc[1], plus tree sum of off; batch-invariant
+/// and the same bits on every path, as above.
 using dot_s_fn = void (*)(const void* w, size_t row_bytes, uint32_t n_rows, const act_split* x, uint32_t nt,
                           uint32_t nb, float* y, size_t y_stride);
 
@@ -90,8 +92,8 @@ using dot_f_fn = void (*)(const void* w, size_t row_bytes, uint32_t n_rows, cons
                           uint32_t k, float* y, size_t y_stride);
 
 struct kernel_table {
-  dot_q_fn dot_q4_1, dot_q5_0, dot_q5_1, dot_q8_0, dot_q5_k;
-  dot_s_fn dot_q4_0, dot_q4_k, dot_q6_k, dot_iq4_nl, dot_iq4_xs;
+  dot_q_fn dot_q4_1, dot_q5_0, dot_q5_1, dot_q8_0, dot_q5_k, dot_iq4_nl;
+  dot_s_fn dot_q4_0, dot_q4_k, dot_q6_k, dot_iq4_xs;
   dot_f_fn dot_f32, dot_f16, dot_bf16;
   /// Quantizes nb*32 floats into nb activation blocks.
   void (*quantize_act)(const float* x, block_q16_act* y, uint32_t nb);
@@ -123,7 +125,7 @@ struct integer_dots {
     case tensor_type::q4_k: return {nullptr, kt.dot_q4_k};
     case tensor_type::q5_k: return {kt.dot_q5_k, nullptr};
     case tensor_type::q6_k: return {nullptr, kt.dot_q6_k};
-    case tensor_type::iq4_nl: return {nullptr, kt.dot_iq4_nl};
+    case tensor_type::iq4_nl: return {kt.dot_iq4_nl, nullptr};
     case tensor_type::iq4_xs: return {nullptr, kt.dot_iq4_xs};
     case tensor_type::f32:
     case tensor_type::f16:

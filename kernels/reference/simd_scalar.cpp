@@ -319,10 +319,10 @@ constexpr kernel_table table{dot_q_rows<q4_1_fmt>,
                              dot_q_rows<q5_1_fmt>,
                              dot_q_rows<q8_0_fmt>,
                              dot_q_rows<k4_fmt<block_q5_k>>,
+                             dot_q_rows<iq4_nl_fmt>,
                              dot_s_rows<q4_0_split>,
                              dot_s_rows<k4_fmt<block_q4_k>>,
                              dot_s_rows<q6_k_fmt>,
-                             dot_s_rows<iq4_nl_fmt>,
                              dot_s_rows<iq4_xs_fmt>,
                              dot_f_rows<widen_f32>,
                              dot_f_rows<widen_f16>,
@@ -348,8 +348,9 @@ void split_act(const block_q16_act* x, uint32_t nb, block_q16_split* b, float* d
         sq += x[i].qs[e];
         sh += b[i].hi[e];
       }
-      b[i].sum4[l] = sq;
-      b[i].hsum4[l] = sh;
+      b[i].m8[l] = -8 * sq;
+      b[i].m32[l] = -32 * sq;
+      b[i].mh[l] = -32768 * sh;
     }
     d[i] = x[i].d;
     s[i] = x[i].s;

@@ -210,8 +210,9 @@ BOOST_AUTO_TEST_CASE(split_activations_hold_the_int16_values_and_their_lane_sums
         sum += q[i].qs[e];
         hsum += b[i].hi[e];
       }
-      BOOST_TEST(b[i].sum4[l] == sum);
-      BOOST_TEST(b[i].hsum4[l] == hsum);
+      BOOST_TEST(b[i].m8[l] == -8 * sum);
+      BOOST_TEST(b[i].m32[l] == -32 * sum);
+      BOOST_TEST(b[i].mh[l] == -32768 * hsum);
     }
   }
   for (uint32_t i = 3; i < 8; ++i) BOOST_TEST((d[i] == 0.0f && s[i] == 0.0f)); // padding for 8-wide loads
