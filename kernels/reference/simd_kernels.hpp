@@ -77,10 +77,10 @@ using dot_q_fn = void (*)(const void* w, size_t row_bytes, uint32_t n_rows, cons
 /// sums L_l = sum of w_e * x_e over elements e = 4l..4l+3, with w_e the
 /// block's integer weight (Q4_0: q - 8; Q4_K: q; Q6_K: sc * (q - 32) with
 /// the element's 16-value scale; IQ4_XS: the table level), converted to float and
-/// fused-multiply-added with c_i = dw_i * d_x into accumulator acc[i % 4].
-/// Q4_K's offsets: off[i % 8] = fma(mw_i, s_x, off[i % 8]). Result: tree
-/// sum of (acc[0] + acc[1]) + (acc[2] + acc[3]), plus tree sum of off;
-/// batch-invariant and the same bits on every path, as above.
+/// fused-multiply-added with c_i = dw_i * d_x into the accumulator of block
+/// parity i % 2. Q4_K's offsets: off[i % 8] = fma(mw_i, s_x, off[i % 8]).
+/// Result: tree sum of acc[0] + acc[1], plus tree sum of off; batch-invariant
+/// and the same bits on every path, as above.
 using dot_s_fn = void (*)(const void* w, size_t row_bytes, uint32_t n_rows, const act_split* x, uint32_t nt,
                           uint32_t nb, float* y, size_t y_stride);
 

@@ -223,19 +223,17 @@ void dot_s_rows(const void* w, size_t row_bytes, uint32_t n_rows, const act_spli
   for (uint32_t r = 0; r < n_rows; ++r) {
     const void* row = static_cast<const std::byte*>(w) + r * row_bytes;
     for (uint32_t t = 0; t < nt; ++t) {
-      float acc[4][8] = {}, off[8] = {};
+      float acc[2][8] = {}, off[8] = {};
       for (uint32_t i = 0; i < nb; ++i) {
         int_block b;
         F::decode(row, i, b);
         const float c = b.dw * x[t].d[i];
         for (int l = 0; l < 8; ++l) {
-          acc[i % 4][l] = std::fma(c, static_cast<float>(lane_sum(b.q, x[t].b[i], l)), acc[i % 4][l]);
+          acc[i & 1][l] = std::fma(c, static_cast<float>(lane_sum(b.q, x[t].b[i], l)), acc[i & 1][l]);
         }
         if constexpr (F::offset) off[i % 8] = std::fma(b.mw, x[t].s[i], off[i % 8]);
       }
-      float v[8];
-      for (int l = 0; l < 8; ++l) v[l] = (acc[0][l] + acc[1][l]) + (acc[2][l] + acc[3][l]);
-      const float sum = tree8(v);
+      const float sum = lane_accumulator::tree_sum(acc[0], acc[1]);
       y[t * y_stride + r] = F::offset ? sum + tree8(off) : sum;
     }
   }
