@@ -30,14 +30,19 @@ static_assert(sizeof(block_q16_act) == 72);
 /// without widening them to int16. Per lane l, with S_l the sum of q and H_l
 /// the sum of hi over elements 4l..4l+3, the terms that cancel the weights'
 /// offsets: m8 = -8 S (Q4_0), m32 = -32 S (Q6_K), mh = -32768 H (IQ4_XS).
+/// pe / po: the int16 values again, elements (4m, 4m+1) / (4m+2, 4m+3) at
+/// m = 0..7, for the kernels that widen the weights to int16 once and share
+/// them among several tokens (one VPMADDWD pair per token gives lane m).
 struct alignas(32) block_q16_split {
   uint8_t lo[32];
   int8_t hi[32];
   int32_t m8[8];
   int32_t m32[8];
   int32_t mh[8];
+  int16_t pe[16];
+  int16_t po[16];
 };
-static_assert(sizeof(block_q16_split) == 160);
+static_assert(sizeof(block_q16_split) == 224);
 
 /// One token's split activations: nb blocks, their scales d and offset
 /// terms s (as in block_q16_act), d and s padded with zeros to a multiple of 8.

@@ -348,6 +348,10 @@ void split_act(const block_q16_act* x, uint32_t nb, block_q16_split* b, float* d
         sq += x[i].qs[e];
         sh += b[i].hi[e];
       }
+      b[i].pe[2 * l] = x[i].qs[4 * l];
+      b[i].pe[2 * l + 1] = x[i].qs[4 * l + 1];
+      b[i].po[2 * l] = x[i].qs[4 * l + 2];
+      b[i].po[2 * l + 1] = x[i].qs[4 * l + 3];
       b[i].m8[l] = -8 * sq;
       b[i].m32[l] = -32 * sq;
       b[i].mh[l] = -32768 * sh;

@@ -210,6 +210,10 @@ BOOST_AUTO_TEST_CASE(split_activations_hold_the_int16_values_and_their_lane_sums
         sum += q[i].qs[e];
         hsum += b[i].hi[e];
       }
+      BOOST_TEST(b[i].pe[2 * l] == q[i].qs[4 * l]);
+      BOOST_TEST(b[i].pe[2 * l + 1] == q[i].qs[4 * l + 1]);
+      BOOST_TEST(b[i].po[2 * l] == q[i].qs[4 * l + 2]);
+      BOOST_TEST(b[i].po[2 * l + 1] == q[i].qs[4 * l + 3]);
       BOOST_TEST(b[i].m8[l] == -8 * sum);
       BOOST_TEST(b[i].m32[l] == -32 * sum);
       BOOST_TEST(b[i].mh[l] == -32768 * hsum);
