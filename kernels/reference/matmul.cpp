@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 
 namespace dynamo::kernels::ref {
 namespace {
@@ -29,6 +30,7 @@ struct plan {
   uint32_t k;
   uint32_t nb;                    ///< 32-value blocks per activation row
   const block_q16_act* xq;         ///< [n_tokens, nb] or null
+  const detail::act_split* xs;     ///< [n_tokens] or null
   std::array<uint32_t, 9> first;  ///< first global row of each weight (+ end)
   uint32_t rows;                  ///< total rows over all weights
   uint32_t chunk;                 ///< rows per task
@@ -58,6 +60,17 @@ void rows_integer(const plan& p, const weight_matrix& w, detail::dot_q_fn dot, u
     const block_q16_act* xs[max_dot_tokens];
     for (uint32_t i = 0; i < nt; ++i) xs[i] = p.xq + static_cast<size_t>(t + i) * p.nb;
     dot(base + r * rb, rb, nr, xs, nt, p.nb, a.y + t * a.y_stride + col0 + r, a.y_stride);
+  });
+}
+
+/// Byte-lane quant types: the same against the split activations.
+void rows_split(const plan& p, const weight_matrix& w, detail::dot_s_fn dot, uint32_t r0, uint32_t r1,
+                uint32_t col0) {
+  const matmul_args& a = *p.a;
+  const size_t rb = w.stride();
+  const auto* base = static_cast<const std::byte*>(w.data);
+  tile_rows(a.n_tokens, r0, r1, [&](uint32_t r, uint32_t nr, uint32_t t, uint32_t nt) {
+    dot(base + r * rb, rb, nr, p.xs + t, nt, p.nb, a.y + t * a.y_stride + col0 + r, a.y_stride);
   });
 }
 
@@ -100,16 +113,35 @@ void run_task(const plan& p, uint32_t task) {
       rows_float(p, w, fdot, r0, r1, p.first[j]);
     } else if (p.a->fp32_activations) {
       rows_dequantized(p, w, r0, r1, p.first[j]);
+    } else if (const auto idot = detail::integer_dot(*p.kt, w.type); idot.split != nullptr) {
+      rows_split(p, w, idot.split, r0, r1, p.first[j]);
     } else {
-      rows_integer(p, w, detail::integer_dot(*p.kt, w.type), r0, r1, p.first[j]);
+      rows_integer(p, w, idot.q16, r0, r1, p.first[j]);
     }
     g0 = end;
   }
 }
 
-void quantize_activations(const matmul_args& a, const kernel_table& kt, uint32_t nb,
-                          block_q16_act* xq) {
-  auto one = [&](uint32_t t) { kt.quantize_act(a.x + t * a.x_stride, xq + static_cast<size_t>(t) * nb, nb); };
+/// Bytes of one token's split activations: nb blocks, then d and s padded to 8.
+size_t split_bytes(uint32_t nb) {
+  const size_t nb8 = (nb + 7) / 8 * 8;
+  return nb * sizeof(detail::block_q16_split) + 2 * nb8 * sizeof(float);
+}
+
+/// Quantizes every token (and splits it when `xs` is set: token t's blocks
+/// at split + t * split_bytes(nb), aligned to the blocks' 32 bytes).
+void quantize_activations(const matmul_args& a, const kernel_table& kt, uint32_t nb, block_q16_act* xq,
+                          std::byte* split, detail::act_split* xs) {
+  auto one = [&](uint32_t t) {
+    block_q16_act* q = xq + static_cast<size_t>(t) * nb;
+    kt.quantize_act(a.x + t * a.x_stride, q, nb);
+    if (xs == nullptr) return;
+    auto* b = reinterpret_cast<detail::block_q16_split*>(split + t * split_bytes(nb));
+    auto* d = reinterpret_cast<float*>(b + nb);
+    float* s = d + (nb + 7) / 8 * 8;
+    detail::split_act(q, nb, b, d, s);
+    xs[t] = {b, d, s};
+  };
   if (a.pool != nullptr && a.n_tokens >= 8) {
     a.pool->parallel_for(a.n_tokens, one);
   } else {
@@ -128,11 +160,13 @@ void matmul(const matmul_args& a) {
   p.nb = p.k / 32;
   // More weights than this in one call is a caller bug; the model passes <= 3.
   const size_t n_weights = std::min<size_t>(a.weights.size(), p.first.size() - 1);
-  bool any_integer = false;
+  bool any_integer = false, any_split = false;
   p.first[0] = 0;
   for (size_t j = 0; j < n_weights; ++j) {
     p.first[j + 1] = p.first[j] + a.weights[j].n;
-    any_integer = any_integer || (detail::integer_dot(*p.kt, a.weights[j].type) != nullptr && !a.fp32_activations);
+    const auto idot = detail::integer_dot(*p.kt, a.weights[j].type);
+    any_integer = any_integer || (idot && !a.fp32_activations);
+    any_split = any_split || (idot.split != nullptr && !a.fp32_activations);
   }
   p.rows = p.first[n_weights];
 
@@ -142,8 +176,20 @@ void matmul(const matmul_args& a) {
     const size_t bytes = static_cast<size_t>(a.n_tokens) * p.nb * sizeof(block_q16_act);
     if (ws.act.size() < bytes) ws.act.resize(bytes);
     auto* xq = reinterpret_cast<block_q16_act*>(ws.act.data());
-    quantize_activations(a, *p.kt, p.nb, xq);
+    std::byte* split = nullptr;
+    detail::act_split* xs = nullptr;
+    if (any_split) {
+      // 32 bytes of slack to align the blocks; the act_split array after them.
+      const size_t n = static_cast<size_t>(a.n_tokens) * split_bytes(p.nb);
+      const size_t need = 32 + n + static_cast<size_t>(a.n_tokens) * sizeof(detail::act_split);
+      if (ws.split.size() < need) ws.split.resize(need);
+      const auto addr = reinterpret_cast<uintptr_t>(ws.split.data());
+      split = ws.split.data() + ((32 - addr % 32) % 32);
+      xs = reinterpret_cast<detail::act_split*>(split + n);
+    }
+    quantize_activations(a, *p.kt, p.nb, xq, split, xs);
     p.xq = xq;
+    p.xs = xs;
   }
 
   const uint32_t threads = a.pool != nullptr ? a.pool->size() : 1;

@@ -8,7 +8,10 @@
 // 32-value int16 blocks (one scale per block; the K-quants' 32- and 16-value
 // sub-blocks line up with them), then each weight block is dotted with int16
 // multiply-adds (AVX2 or VNNI when present, scalar otherwise; all three give
-// the same bits). F32, F16 and BF16 rows are widened in registers and dotted
+// the same bits). Q4_0, Q4_K, Q6_K and IQ4_XS see the int16 values
+// split into two bytes and multiply them by the weight bytes (VPDPBUSD,
+// VPMADDUBSW), with no widening of the weights. F32, F16 and BF16 rows are
+// widened in registers and dotted
 // with the fp32 activations (the same bits on every path too). No weight
 // matrix is ever copied or widened in memory.
 // int16, not int8: in a block that holds a massive activation (attention-sink
@@ -32,6 +35,7 @@ namespace dynamo::kernels::ref {
 /// Scratch reused across calls (quantized activations); one per calling thread.
 struct matmul_workspace {
   std::vector<std::byte> act;
+  std::vector<std::byte> split; ///< the same activations split into bytes, when a weight needs them
 };
 
 struct matmul_args {

@@ -24,6 +24,37 @@ struct block_q16_act {
 };
 static_assert(sizeof(block_q16_act) == 72);
 
+/// The same int16 activation values, split into bytes for the byte-lane
+/// kernels (Q4_0, Q4_K, Q6_K, IQ4_XS): q = 256 * hi + lo, so that
+/// 4- and 6-bit weights are multiplied as bytes (VPDPBUSD / VPMADDUBSW)
+/// without widening them to int16. Per lane l, with S_l the sum of q and H_l
+/// the sum of hi over elements 4l..4l+3, the terms that cancel the weights'
+/// offsets: m8 = -8 S (Q4_0), m32 = -32 S (Q6_K), mh = -32768 H (IQ4_XS).
+/// pe / po: the int16 values again, elements (4m, 4m+1) / (4m+2, 4m+3) at
+/// m = 0..7, for the kernels that widen the weights to int16 once and share
+/// them among several tokens (one VPMADDWD pair per token gives lane m).
+struct alignas(32) block_q16_split {
+  uint8_t lo[32];
+  int8_t hi[32];
+  int32_t m8[8];
+  int32_t m32[8];
+  int32_t mh[8];
+  int16_t pe[16];
+  int16_t po[16];
+};
+static_assert(sizeof(block_q16_split) == 224);
+
+/// One token's split activations: nb blocks, their scales d and offset
+/// terms s (as in block_q16_act), d and s padded with zeros to a multiple of 8.
+struct act_split {
+  const block_q16_split* b;
+  const float* d;
+  const float* s;
+};
+
+/// Splits nb int16 activation blocks (exact integer work, the same on every path).
+void split_act(const block_q16_act* x, uint32_t nb, block_q16_split* b, float* d, float* s) noexcept;
+
 /// Most tokens one weight row is dotted with per call (the weight block is
 /// unpacked once and reused).
 inline constexpr uint32_t max_dot_tokens = 4;
@@ -34,17 +65,29 @@ inline constexpr uint32_t max_dot_tokens = 4;
 ///
 /// Every quant type reads as, per 32-value block i: 32 integer weights q
 /// (|q| <= 4096), a scale dw and, for types with an offset, a coefficient mw,
-/// with value = dw * q + mw (Q4_0: dw = d, mw = -8 d; Q4_K sub-block j: dw =
-/// d * sc_j, mw = -(dmin * m_j); Q6_K folds its 16-value scales into q; see
-/// simd_scalar.cpp for each type). Per block, eight exact int32 lane sums
-/// (lane l: elements 2l, 2l+1, 16+2l, 17+2l) are converted to float and
-/// fused-multiply-added with dw * d_x into accumulator lanes (even blocks in
-/// one accumulator, odd in another); mw * s_x goes to one offset sum per
+/// with value = dw * q + mw (Q5_0: dw = d, mw = -16 d; Q5_K sub-block j: dw =
+/// d * sc_j, mw = -(dmin * m_j); see simd_scalar.cpp for each type; these
+/// are Q4_1, Q5_0, Q5_1, Q8_0, Q5_K and IQ4_NL, the others are dot_s_fn).
+/// Per block, eight exact int32 lane sums (lane l: elements 2l, 2l+1, 16+2l,
+/// 17+2l) are converted to float and fused-multiply-added with dw * d_x into
+/// accumulator lanes (even blocks in one accumulator, odd in another); mw * s_x goes to one offset sum per
 /// parity; then the lanes are summed in a fixed tree. For a fixed (row,
 /// token) none of it depends on nt or n_rows (batch-invariant), and every
 /// path gives the same bits.
 using dot_q_fn = void (*)(const void* w, size_t row_bytes, uint32_t n_rows, const block_q16_act* const* x,
                           uint32_t nt, uint32_t nb, float* y, size_t y_stride);
+
+/// The byte-lane types (Q4_0, Q4_K, Q6_K, IQ4_XS), same contract
+/// against split activations. Per 32-value block i: eight exact int32 lane
+/// sums L_l = sum of w_e * x_e over elements e = 4l..4l+3, with w_e the
+/// block's integer weight (Q4_0: q - 8; Q4_K: q; Q6_K: sc * (q - 32) with
+/// the element's 16-value scale; IQ4_XS: the table level), converted to float and
+/// fused-multiply-added with c_i = dw_i * d_x into the accumulator of block
+/// parity i % 2. Q4_K's offsets: off[i % 8] = fma(mw_i, s_x, off[i % 8]).
+/// Result: tree sum of acc[0] + acc[1], plus tree sum of off; batch-invariant
+/// and the same bits on every path, as above.
+using dot_s_fn = void (*)(const void* w, size_t row_bytes, uint32_t n_rows, const act_split* x, uint32_t nt,
+                          uint32_t nb, float* y, size_t y_stride);
 
 /// The same for F32/F16/BF16 rows of k elements against fp32 activation rows
 /// x[t][0..k): per 16 elements, two 8-lane accumulators take fused
@@ -54,8 +97,8 @@ using dot_f_fn = void (*)(const void* w, size_t row_bytes, uint32_t n_rows, cons
                           uint32_t k, float* y, size_t y_stride);
 
 struct kernel_table {
-  dot_q_fn dot_q4_0, dot_q4_1, dot_q5_0, dot_q5_1, dot_q8_0;
-  dot_q_fn dot_q4_k, dot_q5_k, dot_q6_k, dot_iq4_nl, dot_iq4_xs;
+  dot_q_fn dot_q4_1, dot_q5_0, dot_q5_1, dot_q8_0, dot_q5_k, dot_iq4_nl;
+  dot_s_fn dot_q4_0, dot_q4_k, dot_q6_k, dot_iq4_xs;
   dot_f_fn dot_f32, dot_f16, dot_bf16;
   /// Quantizes nb*32 floats into nb activation blocks.
   void (*quantize_act)(const float* x, block_q16_act* y, uint32_t nb);
@@ -69,24 +112,31 @@ struct kernel_table {
   void (*load_f16)(const uint16_t* x, float* y, uint32_t n);
 };
 
-/// The integer dot of a quant type; null for F32/F16/BF16 and unknown ids.
-[[nodiscard]] inline dot_q_fn integer_dot(const kernel_table& kt, tensor_type t) noexcept {
+/// The integer dot of a quant type: one of the two kinds, or neither for
+/// F32/F16/BF16 and unknown ids.
+struct integer_dots {
+  dot_q_fn q16 = nullptr;   ///< against block_q16_act
+  dot_s_fn split = nullptr; ///< against act_split
+  [[nodiscard]] explicit operator bool() const noexcept { return q16 != nullptr || split != nullptr; }
+};
+
+[[nodiscard]] inline integer_dots integer_dot(const kernel_table& kt, tensor_type t) noexcept {
   switch (t) {
-    case tensor_type::q4_0: return kt.dot_q4_0;
-    case tensor_type::q4_1: return kt.dot_q4_1;
-    case tensor_type::q5_0: return kt.dot_q5_0;
-    case tensor_type::q5_1: return kt.dot_q5_1;
-    case tensor_type::q8_0: return kt.dot_q8_0;
-    case tensor_type::q4_k: return kt.dot_q4_k;
-    case tensor_type::q5_k: return kt.dot_q5_k;
-    case tensor_type::q6_k: return kt.dot_q6_k;
-    case tensor_type::iq4_nl: return kt.dot_iq4_nl;
-    case tensor_type::iq4_xs: return kt.dot_iq4_xs;
+    case tensor_type::q4_0: return {nullptr, kt.dot_q4_0};
+    case tensor_type::q4_1: return {kt.dot_q4_1, nullptr};
+    case tensor_type::q5_0: return {kt.dot_q5_0, nullptr};
+    case tensor_type::q5_1: return {kt.dot_q5_1, nullptr};
+    case tensor_type::q8_0: return {kt.dot_q8_0, nullptr};
+    case tensor_type::q4_k: return {nullptr, kt.dot_q4_k};
+    case tensor_type::q5_k: return {kt.dot_q5_k, nullptr};
+    case tensor_type::q6_k: return {nullptr, kt.dot_q6_k};
+    case tensor_type::iq4_nl: return {kt.dot_iq4_nl, nullptr};
+    case tensor_type::iq4_xs: return {nullptr, kt.dot_iq4_xs};
     case tensor_type::f32:
     case tensor_type::f16:
-    case tensor_type::bf16: return nullptr;
+    case tensor_type::bf16: return {};
   }
-  return nullptr;
+  return {};
 }
 
 /// The float dot of F32/F16/BF16; null for the quant types.

@@ -193,6 +193,52 @@ void dot_q(const void* w, const block_q16_act* const* x, uint32_t nt, uint32_t n
   }
 }
 
+// ---- byte-lane types against split activations ----------------------------------
+
+/// Q4_0 as the byte-lane kernels see it: w = q - 8, no offset term.
+struct q4_0_split {
+  static constexpr bool offset = false;
+  static void decode(const void* row, uint32_t i, int_block& b) {
+    q4_0_fmt::decode(row, i, b);
+    for (int& q : b.q) q -= 8;
+  }
+};
+
+/// Lane l of the byte-lane kernels: elements 4l..4l+3, exact.
+int32_t lane_sum(const int32_t* w, const block_q16_split& x, int l) {
+  int32_t p = 0;
+  for (int e = 4 * l; e < 4 * l + 4; ++e) p += w[e] * (256 * x.hi[e] + x.lo[e]);
+  return p;
+}
+
+float tree8(const float* v) {
+  float h[4];
+  for (int l = 0; l < 4; ++l) h[l] = v[l] + v[l + 4];
+  return (h[0] + h[2]) + (h[1] + h[3]);
+}
+
+template <class F>
+void dot_s_rows(const void* w, size_t row_bytes, uint32_t n_rows, const act_split* x, uint32_t nt, uint32_t nb,
+                float* y, size_t y_stride) {
+  for (uint32_t r = 0; r < n_rows; ++r) {
+    const void* row = static_cast<const std::byte*>(w) + r * row_bytes;
+    for (uint32_t t = 0; t < nt; ++t) {
+      float acc[2][8] = {}, off[8] = {};
+      for (uint32_t i = 0; i < nb; ++i) {
+        int_block b;
+        F::decode(row, i, b);
+        const float c = b.dw * x[t].d[i];
+        for (int l = 0; l < 8; ++l) {
+          acc[i & 1][l] = std::fma(c, static_cast<float>(lane_sum(b.q, x[t].b[i], l)), acc[i & 1][l]);
+        }
+        if constexpr (F::offset) off[i % 8] = std::fma(b.mw, x[t].s[i], off[i % 8]);
+      }
+      const float sum = lane_accumulator::tree_sum(acc[0], acc[1]);
+      y[t * y_stride + r] = F::offset ? sum + tree8(off) : sum;
+    }
+  }
+}
+
 /// The row loop around a one-row kernel.
 template <class F>
 void dot_q_rows(const void* w, size_t row_bytes, uint32_t n_rows, const block_q16_act* const* x, uint32_t nt,
@@ -268,16 +314,16 @@ void load_f16(const uint16_t* x, float* y, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i) y[i] = fp16_to_fp32(x[i]);
 }
 
-constexpr kernel_table table{dot_q_rows<q4_0_fmt>,
-                             dot_q_rows<q4_1_fmt>,
+constexpr kernel_table table{dot_q_rows<q4_1_fmt>,
                              dot_q_rows<q5_0_fmt>,
                              dot_q_rows<q5_1_fmt>,
                              dot_q_rows<q8_0_fmt>,
-                             dot_q_rows<k4_fmt<block_q4_k>>,
                              dot_q_rows<k4_fmt<block_q5_k>>,
-                             dot_q_rows<q6_k_fmt>,
                              dot_q_rows<iq4_nl_fmt>,
-                             dot_q_rows<iq4_xs_fmt>,
+                             dot_s_rows<q4_0_split>,
+                             dot_s_rows<k4_fmt<block_q4_k>>,
+                             dot_s_rows<q6_k_fmt>,
+                             dot_s_rows<iq4_xs_fmt>,
                              dot_f_rows<widen_f32>,
                              dot_f_rows<widen_f16>,
                              dot_f_rows<widen_bf16>,
@@ -288,6 +334,33 @@ constexpr kernel_table table{dot_q_rows<q4_0_fmt>,
                              load_f16};
 
 } // namespace
+
+void split_act(const block_q16_act* x, uint32_t nb, block_q16_split* b, float* d, float* s) noexcept {
+  for (uint32_t i = 0; i < nb; ++i) {
+    for (int e = 0; e < 32; ++e) {
+      const int q = x[i].qs[e];
+      b[i].lo[e] = static_cast<uint8_t>(q & 0xff);
+      b[i].hi[e] = static_cast<int8_t>(q >> 8); // arithmetic: q = 256 * hi + lo
+    }
+    for (int l = 0; l < 8; ++l) {
+      int32_t sq = 0, sh = 0;
+      for (int e = 4 * l; e < 4 * l + 4; ++e) {
+        sq += x[i].qs[e];
+        sh += b[i].hi[e];
+      }
+      b[i].pe[2 * l] = x[i].qs[4 * l];
+      b[i].pe[2 * l + 1] = x[i].qs[4 * l + 1];
+      b[i].po[2 * l] = x[i].qs[4 * l + 2];
+      b[i].po[2 * l + 1] = x[i].qs[4 * l + 3];
+      b[i].m8[l] = -8 * sq;
+      b[i].m32[l] = -32 * sq;
+      b[i].mh[l] = -32768 * sh;
+    }
+    d[i] = x[i].d;
+    s[i] = x[i].s;
+  }
+  for (uint32_t i = nb; i % 8 != 0; ++i) d[i] = s[i] = 0.0f;
+}
 
 const kernel_table& scalar_kernels() noexcept { return table; }
 

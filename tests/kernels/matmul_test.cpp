@@ -191,6 +191,37 @@ BOOST_AUTO_TEST_CASE(activations_quantize_to_int16_blocks_identically_on_every_p
   }
 }
 
+BOOST_AUTO_TEST_CASE(split_activations_hold_the_int16_values_and_their_lane_sums) {
+  using namespace dynamo::kernels::ref::detail;
+  auto x = test::random_floats(32 * 3, 4, -2.0f, 2.0f);
+  x[7] = 900.0f; // a massive entry: large high bytes in its block
+  std::vector<block_q16_act> q(3);
+  scalar_kernels().quantize_act(x.data(), q.data(), 3);
+  std::vector<block_q16_split> b(3);
+  std::vector<float> d(8, NAN), s(8, NAN);
+  split_act(q.data(), 3, b.data(), d.data(), s.data());
+  for (uint32_t i = 0; i < 3; ++i) {
+    BOOST_TEST(d[i] == q[i].d);
+    BOOST_TEST(s[i] == q[i].s);
+    for (int l = 0; l < 8; ++l) {
+      int32_t sum = 0, hsum = 0;
+      for (int e = 4 * l; e < 4 * l + 4; ++e) {
+        BOOST_TEST_REQUIRE(256 * b[i].hi[e] + b[i].lo[e] == q[i].qs[e]);
+        sum += q[i].qs[e];
+        hsum += b[i].hi[e];
+      }
+      BOOST_TEST(b[i].pe[2 * l] == q[i].qs[4 * l]);
+      BOOST_TEST(b[i].pe[2 * l + 1] == q[i].qs[4 * l + 1]);
+      BOOST_TEST(b[i].po[2 * l] == q[i].qs[4 * l + 2]);
+      BOOST_TEST(b[i].po[2 * l + 1] == q[i].qs[4 * l + 3]);
+      BOOST_TEST(b[i].m8[l] == -8 * sum);
+      BOOST_TEST(b[i].m32[l] == -32 * sum);
+      BOOST_TEST(b[i].mh[l] == -32768 * hsum);
+    }
+  }
+  for (uint32_t i = 3; i < 8; ++i) BOOST_TEST((d[i] == 0.0f && s[i] == 0.0f)); // padding for 8-wide loads
+}
+
 BOOST_AUTO_TEST_CASE(every_path_gives_the_scalar_paths_bits) {
   // Odd and even block counts, token counts that use every kernel width
   // (1..4 tokens per call) and several token tiles, activations with outliers.
