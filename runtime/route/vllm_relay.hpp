@@ -26,6 +26,8 @@ struct vllm_relay_options {
   uint32_t kv_block_size = 16;
   bool replay = false;        ///< the engine has a replay socket
   size_t max_held = 4096;     ///< live batches kept while a replay runs (more are dropped)
+
+  [[nodiscard]] bool operator==(const vllm_relay_options&) const = default;
 };
 
 /// Counters of one relay (monotonic).
