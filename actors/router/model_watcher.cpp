@@ -1,5 +1,6 @@
 #include "actors/router/model_watcher.hpp"
 
+#include "actors/router/vllm_kv_relay.hpp"
 #include "planes/event/zmq_event_plane.hpp"
 #include "planes/request/zmq_request_plane.hpp"
 #include "runtime/protocol/disagg.hpp"
@@ -51,6 +52,8 @@ struct model_watcher::impl {
     kv_event_inbox_ptr kv_inbox;          ///< that router's inbox for KV events
     worker_info info;                     ///< what that router was told
     bool prefill = false;                 ///< counted in its model's prefill pool
+    std::shared_ptr<vllm_kv_relay> relay; ///< its engine's vLLM-format KV events, when it has them
+    std::shared_ptr<actor_handle> relay_router; ///< the router that relay feeds
   };
   std::map<uint64_t, instance_entry> instances;
   std::map<std::shared_ptr<actor_handle>, kv_event_inbox_ptr> kv_inboxes; ///< one per router
@@ -164,17 +167,83 @@ struct model_watcher::impl {
       auto& entry = instances[rec.instance];
       if (is_prefill && !entry.prefill)
         m->prefill->instances++;
+      auto relay = std::move(entry.relay);
+      auto relay_router = std::move(entry.relay_router);
       entry = {card->name, rec.event_address, router, inbox_of(router), info,
-               is_prefill || entry.prefill};
+               is_prefill || entry.prefill, std::move(relay), std::move(relay_router)};
       connect = instances_by_model[card->name].insert(rec.instance).second;
     }
     if (connect && !rec.event_address.empty())
       if (auto ok = subscriber->connect(rec.event_address); !ok)
         spdlog::warn("cannot subscribe to {}: {}", rec.event_address, describe(ok.error()));
+    update_relay(rec, card->kv_block_size);
     caf::anon_send(router->get(), add_worker_atom::value, info);
   }
 
+  // Starts, replaces or stops the relay of an instance whose engine publishes
+  // vLLM-format KV events (metadata protocol::zmq_kv_*), before its router
+  // learns of it, so the router's first resync finds the relay.
+  void update_relay(const planes::instance_record& rec, uint32_t block_size) {
+    auto cfg = vllm_kv_relay_config_of(rec.metadata, rec.instance, block_size);
+    if (!cfg) {
+      spdlog::warn("instance {}: {}; its KV events are not relayed", rec.key(),
+                   describe(cfg.error()));
+      cfg = std::optional<vllm_kv_relay_config>{};
+    }
+    std::shared_ptr<vllm_kv_relay> old, fresh;
+    std::shared_ptr<actor_handle> router;
+    kv_event_inbox_ptr inbox;
+    {
+      std::lock_guard lk{mtx};
+      auto it = instances.find(rec.instance);
+      if (it == instances.end())
+        return;
+      auto& e = it->second;
+      if (e.relay && *cfg && e.relay->config() == **cfg && e.relay_router == e.router)
+        return; // unchanged
+      old = std::move(e.relay);
+      router = e.router;
+      inbox = e.kv_inbox;
+    }
+    if (*cfg) {
+      auto sink = [router, inbox](std::vector<protocol::router_event> events) {
+        bool wake = false;
+        for (auto& ev : events)
+          if (inbox->push(std::move(ev)))
+            wake = true;
+        if (wake)
+          caf::anon_send(router->get(), kv_events_atom::value, inbox);
+      };
+      auto started = vllm_kv_relay::start(**cfg, std::move(sink));
+      if (!started)
+        spdlog::warn("instance {}: cannot relay its KV events: {}", rec.key(),
+                     describe(started.error()));
+      else
+        fresh = std::move(*started);
+    }
+    std::lock_guard lk{mtx};
+    if (auto it = instances.find(rec.instance); it != instances.end()) {
+      it->second.relay = std::move(fresh);
+      it->second.relay_router = router;
+    }
+    // `old` (and `fresh`, if the instance left meanwhile) stop here, outside mtx.
+  }
+
+  // The router's resync request for a worker whose KV events are relayed here.
+  std::optional<protocol::kv_replay> relay_answer(const protocol::kv_resync_request& req) {
+    std::shared_ptr<vllm_kv_relay> relay;
+    {
+      std::lock_guard lk{mtx};
+      auto it = instances.find(req.worker_id);
+      if (it == instances.end() || !it->second.relay)
+        return std::nullopt;
+      relay = it->second.relay;
+    }
+    return relay->answer(req);
+  }
+
   void on_removed(const planes::instance_record& rec) {
+    std::shared_ptr<vllm_kv_relay> relay;
     std::string event_addr, model_name;
     std::shared_ptr<actor_handle> router;
     bool last = false;
@@ -188,6 +257,7 @@ struct model_watcher::impl {
       router = it->second.router;
       if (it->second.prefill && models[model_name].prefill)
         models[model_name].prefill->instances--;
+      relay = std::move(it->second.relay); // stopped below, outside mtx
       instances.erase(it);
       auto& set = instances_by_model[model_name];
       set.erase(rec.instance);
@@ -195,6 +265,7 @@ struct model_watcher::impl {
     }
     if (!event_addr.empty())
       (void) subscriber->disconnect(event_addr);
+    relay.reset();
     if (router)
       caf::anon_send(router->get(), remove_worker_atom::value, rec.instance);
     if (last) {
@@ -259,6 +330,10 @@ model_watcher::start(caf::actor_system& sys, planes::discovery_plane& discovery,
   p->sys = &sys;
   p->cfg = std::move(cfg);
   p->loader = std::move(loader);
+  p->cfg.router.local_resync = [weak = p->weak_self](const protocol::kv_resync_request& req) {
+    auto self = weak.lock();
+    return self ? self->relay_answer(req) : std::nullopt;
+  };
   planes::zmq_event_subscriber_options so;
   so.callbacks.on_event = [p](const planes::event_envelope& env) { p->on_kv_event(env); };
   so.callbacks.on_gap = [](const planes::event_gap& gap) {
@@ -315,6 +390,18 @@ std::map<std::string, served_model> model_watcher::models() const {
   for (const auto& name : impl_->unlisted)
     out.erase(name);
   return out;
+}
+
+std::optional<route::vllm_relay_stats> model_watcher::kv_relay_stats(uint64_t instance) const {
+  std::shared_ptr<vllm_kv_relay> relay;
+  {
+    std::lock_guard lk{impl_->mtx};
+    auto it = impl_->instances.find(instance);
+    if (it == impl_->instances.end() || !it->second.relay)
+      return std::nullopt;
+    relay = it->second.relay;
+  }
+  return relay->stats();
 }
 
 size_t model_watcher::instance_count(const std::string& model) const {

@@ -1,7 +1,8 @@
 // The frontend side of discovery (Dynamo's ModelWatcher): watches a namespace
 // for worker instances, groups them by the model their card names, and for
 // each model keeps a router actor (fed with instances, health and the KV events
-// of the event plane) and a routed_client. New and vanished models are
+// of the event plane, or of an external engine's vLLM-format publisher through
+// a vllm_kv_relay) and a routed_client. New and vanished models are
 // reported through callbacks so the HTTP frontend can list and serve them.
 // Thread-safe; callbacks run on the discovery watch thread and must not block.
 #pragma once
@@ -10,6 +11,7 @@
 #include "actors/router/router_actor.hpp"
 #include "planes/discovery/discovery_plane.hpp"
 #include "runtime/protocol/model_card.hpp"
+#include "runtime/route/vllm_relay.hpp"
 #include "runtime/tokenizer/chat_template.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
 
@@ -19,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -79,6 +82,8 @@ public:
   [[nodiscard]] std::vector<std::pair<std::string, caf::actor>> supervisors() const;
   /// Instances known per model.
   [[nodiscard]] size_t instance_count(const std::string& model) const;
+  /// The counters of an instance's vLLM KV-event relay; nullopt when it has none.
+  [[nodiscard]] std::optional<route::vllm_relay_stats> kv_relay_stats(uint64_t instance) const;
 
   struct impl;
 

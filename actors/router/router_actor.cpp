@@ -61,12 +61,16 @@ using router_ptr = caf::stateful_actor<router_state>*;
 
 // Asks a worker for the KV events its router missed (or a full dump, when it
 // joins); the answer comes back as a replay_atom. A failed call is retried a
-// few times while the worker is known (research/dynamo.md 3.5).
+// few times while the worker is known (research/dynamo.md 3.5). Workers whose
+// events this process relays (external engines) are answered by their relay.
 void request_resync(router_ptr self, const protocol::kv_resync_request& req, int attempt = 0) {
   auto& st = self->state;
   auto it = st.instances.find(req.worker_id);
   if (it == st.instances.end())
     return;
+  if (st.cfg.local_resync)
+    if (auto replay = st.cfg.local_resync(req))
+      return st.router->on_replay(std::move(*replay));
   auto router = caf::actor_cast<caf::actor>(self);
   auto replay = std::make_shared<std::optional<protocol::kv_replay>>();
   (void) st.client->call(

@@ -104,6 +104,9 @@ struct router_actor_config {
   std::chrono::milliseconds no_worker_wait{3000};
   /// Where the router publishes its KV index totals (about once a second); none when null.
   std::shared_ptr<route::router_metrics> metrics;
+  /// Answers resync requests for workers whose KV events this process relays
+  /// itself (vllm_kv_relay); nullopt, or unset: ask the worker's kv_resync endpoint.
+  std::function<std::optional<protocol::kv_replay>(const protocol::kv_resync_request&)> local_resync;
 };
 
 [[nodiscard]] caf::actor spawn_router(caf::actor_system& sys, router_actor_config cfg,

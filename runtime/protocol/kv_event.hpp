@@ -19,6 +19,15 @@ namespace dynamo::protocol {
 inline constexpr std::string_view kv_events_topic = "kv-events";
 inline constexpr std::string_view load_metrics_topic = "kv_metrics";
 
+/// Discovery metadata of a worker whose engine publishes vLLM-format KV events
+/// on ZeroMQ (vLLM's or SGLang's ZmqEventPublisher) instead of the event plane:
+/// its PUB endpoint, optionally its replay ROUTER endpoint, the topic and the
+/// data-parallel rank of that stream (default 0). Routers relay them (vllm_kv_relay).
+inline constexpr std::string_view zmq_kv_events_key = "zmq_kv_events";
+inline constexpr std::string_view zmq_kv_replay_key = "zmq_kv_replay";
+inline constexpr std::string_view zmq_kv_topic_key = "zmq_kv_topic";
+inline constexpr std::string_view zmq_kv_dp_rank_key = "zmq_kv_dp_rank";
+
 enum class kv_event_kind : uint8_t { stored = 0, removed = 1, cleared = 2 };
 
 [[nodiscard]] std::string_view to_string(kv_event_kind k) noexcept;

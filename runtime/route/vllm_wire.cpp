@@ -355,23 +355,20 @@ expected<double> read_ts(const object& o) {
   }
 }
 
-} // namespace
+expected<std::optional<int64_t>> read_dp_rank(const object& o) {
+  if (is_nil(o))
+    return std::optional<int64_t>{};
+  if (o.type == mt::POSITIVE_INTEGER && o.via.u64 <= INT64_MAX)
+    return std::optional<int64_t>{static_cast<int64_t>(o.via.u64)};
+  if (o.type == mt::NEGATIVE_INTEGER)
+    return std::optional<int64_t>{o.via.i64};
+  return bad("data_parallel_rank is not an integer");
+}
 
-expected<vllm_event_batch> decode_vllm_payload(std::span<const uint8_t> payload) {
-  protocol::unpack_limits limits;
-  limits.depth = 8; // batch > events > event > extra_keys > item > pair
-  auto oh = protocol::detail::unpack(payload, limits);
-  if (!oh)
-    return std::move(oh.error());
-  const object& root = oh->get();
-  auto top = as_array(root);
-  if (top.size() < 2)
-    return bad("payload is not [ts, events, dp_rank]");
-  vllm_event_batch batch;
-  DYNAMO_TRY_ASSIGN(batch.ts, read_ts(top[0]));
-  if (top[1].type != mt::ARRAY)
+expected<void> read_events(const object& o, vllm_event_batch& batch) {
+  if (o.type != mt::ARRAY)
     return bad("events is not an array");
-  for (const object& e : as_array(top[1])) {
+  for (const object& e : as_array(o)) {
     expected<vllm_event> ev = e.type == mt::MAP     ? read_event_map(e)
                               : e.type == mt::ARRAY ? read_event_array(as_array(e))
                                                     : expected<vllm_event>{bad("event is "
@@ -381,14 +378,54 @@ expected<vllm_event_batch> decode_vllm_payload(std::span<const uint8_t> payload)
       return std::move(ev.error());
     batch.events.push_back(std::move(*ev));
   }
-  if (top.size() > 2 && !is_nil(top[2])) {
-    if (top[2].type == mt::POSITIVE_INTEGER && top[2].via.u64 <= INT64_MAX)
-      batch.dp_rank = static_cast<int64_t>(top[2].via.u64);
-    else if (top[2].type == mt::NEGATIVE_INTEGER)
-      batch.dp_rank = top[2].via.i64;
-    else
-      return bad("data_parallel_rank is not an integer");
+  return {};
+}
+
+// msgspec's default struct encoding: {"ts": f, "events": [...],
+// "data_parallel_rank": n} (omit_defaults may leave the rank out).
+expected<vllm_event_batch> read_batch_map(const object& root) {
+  vllm_event_batch batch;
+  bool has_ts = false, has_events = false;
+  for (uint32_t i = 0; i < root.via.map.size; ++i) {
+    const auto& kv = root.via.map.ptr[i];
+    auto key = as_str(kv.key);
+    if (!key)
+      return bad("batch map key is not a string");
+    if (*key == "ts") {
+      DYNAMO_TRY_ASSIGN(batch.ts, read_ts(kv.val));
+      has_ts = true;
+    } else if (*key == "events") {
+      DYNAMO_TRY(read_events(kv.val, batch));
+      has_events = true;
+    } else if (*key == "data_parallel_rank" || *key == "dp_rank") {
+      DYNAMO_TRY_ASSIGN(batch.dp_rank, read_dp_rank(kv.val));
+    } // unknown keys are ignored
   }
+  if (!has_ts || !has_events)
+    return bad("batch map lacks ts or events");
+  return batch;
+}
+
+} // namespace
+
+expected<vllm_event_batch> decode_vllm_payload(std::span<const uint8_t> payload) {
+  protocol::unpack_limits limits;
+  limits.depth = 8; // batch > events > event > extra_keys > item > pair
+  auto oh = protocol::detail::unpack(payload, limits);
+  if (!oh)
+    return std::move(oh.error());
+  const object& root = oh->get();
+  if (root.type == mt::MAP)
+    return read_batch_map(root);
+  // msgspec array_like: [ts, events, data_parallel_rank] (the rank may be omitted).
+  auto top = as_array(root);
+  if (top.size() < 2)
+    return bad("payload is neither [ts, events, dp_rank] nor a batch map");
+  vllm_event_batch batch;
+  DYNAMO_TRY_ASSIGN(batch.ts, read_ts(top[0]));
+  DYNAMO_TRY(read_events(top[1], batch));
+  if (top.size() > 2)
+    DYNAMO_TRY_ASSIGN(batch.dp_rank, read_dp_rank(top[2]));
   return batch;
 }
 

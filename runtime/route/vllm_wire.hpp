@@ -1,6 +1,6 @@
 // vLLM's ZMQ KV-event wire format (research/dynamo.md 3.3) and its conversion
-// into router events. Called by the worker-side relay that subscribes to a vLLM
-// engine. Decoding is pure and never trusts the bytes (error values, bounded
+// into router events. Called by the relay (vllm_relay) that subscribes to a
+// vLLM or SGLang engine. Decoding is pure and never trusts the bytes (error values, bounded
 // unpack); a vllm_event_converter belongs to one relay (not thread-safe).
 #pragma once
 
@@ -17,9 +17,10 @@
 
 namespace dynamo::route {
 
-// A message is three frames: topic, 8-byte big-endian sequence, msgpack payload
-// [ts, [events...], dp_rank]; each event is a tagged array ["BlockStored", ...]
-// or a map {"type": ...}.
+// A message is three frames: topic, 8-byte big-endian sequence, msgpack payload.
+// The payload is msgspec's array_like [ts, [events...], dp_rank] or its default
+// map {"ts", "events", "data_parallel_rank"}; each event is a tagged array
+// ["BlockStored", ...] or a map {"type": "BlockStored", ...}.
 
 enum class storage_tier : uint8_t { device, host_pinned, disk, external };
 
