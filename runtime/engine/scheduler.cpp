@@ -222,6 +222,8 @@ void scheduler::finish_load(sequence& s, const kv::finished_load& f, std::vector
     return;
   }
   s.num_computed = s.load_target;
+  if (f.cached)
+    s.cached_tokens = s.load_target;
   kv_.cache_blocks(s.id, s.tokens, s.num_computed);
   if (!f.next_token) {
     running_.push_back(s.id);

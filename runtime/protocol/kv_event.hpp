@@ -23,6 +23,14 @@ enum class kv_event_kind : uint8_t { stored = 0, removed = 1, cleared = 2 };
 
 [[nodiscard]] std::string_view to_string(kv_event_kind k) noexcept;
 
+/// Where the blocks of an event live (Dynamo's storage tier; vLLM's `medium`):
+/// device is the engine's own KV (G1), host_pinned and disk the KV block
+/// manager's G2 and G3 (runtime/kvbm), external anything beyond.
+enum class storage_tier : uint8_t { device = 0, host_pinned = 1, disk = 2, external = 3 };
+
+/// vLLM's medium name: GPU, CPU, DISK, EXTERNAL.
+[[nodiscard]] std::string_view to_string(storage_tier t) noexcept;
+
 struct kv_stored_block {
   uint64_t block_hash = 0;  ///< engine (sequence) hash; opaque to the router
   uint64_t tokens_hash = 0; ///< local hash of the block's tokens
@@ -37,7 +45,9 @@ struct kv_event {
   std::vector<kv_stored_block> blocks;  ///< stored: consecutive blocks, root-most first
   std::vector<uint64_t> removed_hashes; ///< removed: block (sequence) hashes
   uint32_t dp_rank = 0;
-  DYNAMO_MSGPACK_MAP(event_id, kind, parent_hash, blocks, removed_hashes, dp_rank);
+  /// The tier the stored / removed blocks are in (absent on the wire: device).
+  storage_tier medium = storage_tier::device;
+  DYNAMO_MSGPACK_MAP(event_id, kind, parent_hash, blocks, removed_hashes, dp_rank, medium);
 };
 
 /// A kv_event tagged with its worker, as the router indexes it.
@@ -64,3 +74,4 @@ struct load_metrics {
 } // namespace dynamo::protocol
 
 MSGPACK_ADD_ENUM(dynamo::protocol::kv_event_kind);
+MSGPACK_ADD_ENUM(dynamo::protocol::storage_tier);

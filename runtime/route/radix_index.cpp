@@ -276,6 +276,10 @@ apply_status radix_index::apply(const protocol::router_event& event) {
   const protocol::kv_event& ev = event.event;
   worker_key w{event.worker_id, ev.dp_rank};
   apply_status status = apply_status::ok;
+  // A device index: blocks in a KV block manager's lower tiers are not the
+  // worker's prefix cache (kv_indexer keeps them apart).
+  if (ev.medium != protocol::storage_tier::device && ev.kind != protocol::kv_event_kind::cleared)
+    return status;
   switch (ev.kind) {
   case protocol::kv_event_kind::stored: {
     uint32_t slot = m.acquire_slot(w);

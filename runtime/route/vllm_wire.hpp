@@ -21,7 +21,7 @@ namespace dynamo::route {
 // [ts, [events...], dp_rank]; each event is a tagged array ["BlockStored", ...]
 // or a map {"type": ...}.
 
-enum class storage_tier : uint8_t { device, host_pinned, disk, external };
+using protocol::storage_tier;
 
 /// vLLM `medium` -> tier: GPU|DEVICE -> device, CPU_PINNED|CPU_TIER1 -> host,
 /// CPU_TIER2|DISK|NVME -> disk, EXTERNAL|NETWORK|REMOTE|SHARED -> external;
