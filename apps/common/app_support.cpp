@@ -10,6 +10,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
+
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -40,6 +42,38 @@ int wait_for_shutdown() {
   int sig = 0;
   sigwait(&set, &sig);
   return sig;
+}
+
+void kvbm_flags::apply(config::kvbm_options& k) const {
+  if (host_gb)
+    k.host_gb = *host_gb;
+  if (disk_gb)
+    k.disk_gb = *disk_gb;
+  if (disk_path)
+    k.disk_path = *disk_path;
+}
+
+void add_kvbm_flags(cli& c, kvbm_flags& f) {
+  auto gib = [](std::optional<double>& to, const char* flag) {
+    return [&to, flag](const std::string& v) -> expected<void> {
+      char* end = nullptr;
+      const double x = std::strtod(v.c_str(), &end);
+      if (v.empty() || end == nullptr || *end != '\0' || !(x >= 0 && x <= 1e6))
+        return make_error(errc::invalid_argument, std::string{flag} + " expects a size in GiB, got '" + v + "'");
+      to = x;
+      return {};
+    };
+  };
+  c.custom("kvbm-host-gb", false, gib(f.host_gb, "--kvbm-host-gb"),
+           "KVBM host tier (G2) per worker in GiB: offloaded KV blocks onboarded instead of recomputed (0: off)")
+    .custom("kvbm-disk-gb", false, gib(f.disk_gb, "--kvbm-disk-gb"),
+            "KVBM disk tier (G3) per worker in GiB, for blocks reused at least twice (0: off)")
+    .custom("kvbm-disk-path", false,
+            [&f](const std::string& v) -> expected<void> {
+              f.disk_path = v;
+              return {};
+            },
+            "KVBM disk tier directory (each worker writes its own subdirectory)");
 }
 
 void add_router_flags(cli& c, route::kv_router_config& kv) {

@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,16 @@ int wait_for_shutdown();
 
 /// Adds every --kv-* / --router-* flag of route::kv_router_config to `c`.
 void add_router_flags(cli& c, route::kv_router_config& kv);
+
+/// The KV block manager flags (--kvbm-host-gb, --kvbm-disk-gb,
+/// --kvbm-disk-path); each one given replaces the pool's setting.
+struct kvbm_flags {
+  std::optional<double> host_gb;
+  std::optional<double> disk_gb;
+  std::optional<std::string> disk_path;
+  void apply(config::kvbm_options& k) const;
+};
+void add_kvbm_flags(cli& c, kvbm_flags& f);
 
 /// The discovery plane `cfg` names (file or memory).
 [[nodiscard]] expected<std::unique_ptr<planes::discovery_plane>>

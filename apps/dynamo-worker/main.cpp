@@ -22,6 +22,8 @@ int main(int argc, char** argv) {
     .option("workers", &workers, "engines in this process (default: the pool's workers_per_process)")
     .option("kv-cache-mib", &kv_cache_mib, "CPU engine KV cache budget per worker in MiB")
     .option("log-level", &log_level, "trace | debug | info | warn | error");
+  apps::kvbm_flags kvbm;
+  apps::add_kvbm_flags(c, kvbm);
   if (auto code = cli_exit_code("dynamo-worker", c.parse(argc, argv)))
     return *code;
   if (config_path.empty() || pool_name.empty())
@@ -30,9 +32,12 @@ int main(int argc, char** argv) {
   auto cfg = config::load_cluster_config(config_path);
   if (!cfg)
     apps::die("dynamo-worker", cfg.error());
-  const auto* pool = cfg->find_pool(pool_name);
-  if (!pool)
+  const auto* found = cfg->find_pool(pool_name);
+  if (!found)
     apps::die("dynamo-worker", make_error(errc::config_error, "pools: no pool named '" + pool_name + "'"));
+  config::pool_config pool_with_flags = *found;
+  kvbm.apply(pool_with_flags.kvbm);
+  const auto* pool = &pool_with_flags;
 
   auto rt = actors::make_actor_system();
   auto discovery = apps::make_discovery(cfg->discovery);

@@ -85,6 +85,11 @@ void engine_core::kvbm_before_schedule(std::vector<request_output>& out) {
   (void)sched_.finish_loads(out);
 }
 
+std::chrono::microseconds engine_core::kvbm_onboard_time() {
+  const kvbm::kvbm_connector::onboard_tally t = kvbm_->take_onboarded();
+  return exec_->simulated_onboard_time(t.host_blocks, t.disk_blocks);
+}
+
 engine_core::engine_core(std::unique_ptr<executor> exec, const scheduler_config& cfg,
                          std::chrono::milliseconds hold_ttl, disagg::disagg_connector::clock_fn clock,
                          std::shared_ptr<gram::grammar_cache> grammars)
@@ -222,8 +227,11 @@ bool engine_core::abort(std::string_view request_id) {
 expected<step_result> engine_core::step() {
   step_result res;
   res.outputs.swap(pending_);
-  if (kvbm_)
+  std::chrono::microseconds onboarding{0};
+  if (kvbm_) {
     kvbm_before_schedule(res.outputs);
+    onboarding = kvbm_onboard_time(); // simulated (mocker): the blocks that just came in
+  }
   batch b = sched_.schedule();
   if (kvbm_)
     kvbm_->start_loads(); // the I/O overlaps this step's forward pass
@@ -247,6 +255,7 @@ expected<step_result> engine_core::step() {
   }
   if (kvbm_) // write-through, before the next schedule() may reuse the blocks
     kvbm_->offload(sched_.kv().drain_registered());
+  res.duration += onboarding;
   res.kv_events = sched_.kv().drain_events();
   return res;
 }
@@ -296,6 +305,12 @@ protocol::load_metrics engine_core::load_metrics() const noexcept {
   m.num_running = sched_.num_running();
   m.num_waiting = sched_.num_waiting() + sched_.num_waiting_for_kv();
   m.kv_usage = pool.usage();
+  if (kvbm_) {
+    const kvbm::kvbm_counters& c = kvbm_->counters();
+    m.kvbm = protocol::kvbm_metrics{c.matched_tokens,     c.offload_blocks_d2h, c.offload_blocks_h2d,
+                                    c.onboard_blocks_h2d, c.onboard_blocks_d2d, c.host_hit_rate(),
+                                    c.disk_hit_rate()};
+  }
   return m;
 }
 

@@ -181,6 +181,8 @@ private:
   [[nodiscard]] expected<void> enable_kvbm(kvbm::kvbm_config cfg, kvbm::kvbm_connector::clock_fn clock);
   /// KVBM's part of a step: onboards that ended, before scheduling.
   void kvbm_before_schedule(std::vector<request_output>& out);
+  /// The executor's simulated time for the blocks onboarded since the last call.
+  [[nodiscard]] std::chrono::microseconds kvbm_onboard_time();
 
   std::unique_ptr<executor> exec_;
   scheduler sched_;

@@ -57,6 +57,21 @@ struct router_event {
   DYNAMO_MSGPACK_MAP(worker_id, event);
 };
 
+/// A worker's KV block manager, as Dynamo names its metrics (research/dynamo.md
+/// 5): counters since the engine started, and hit rates over blocks looked up
+/// past the device prefix at admission.
+struct kvbm_metrics {
+  uint64_t kvbm_matched_tokens = 0;
+  uint64_t kvbm_offload_blocks_d2h = 0; ///< device -> host
+  uint64_t kvbm_offload_blocks_h2d = 0; ///< host -> disk
+  uint64_t kvbm_onboard_blocks_h2d = 0; ///< host -> device
+  uint64_t kvbm_onboard_blocks_d2d = 0; ///< disk -> device
+  double kvbm_host_cache_hit_rate = 0.0;
+  double kvbm_disk_cache_hit_rate = 0.0;
+  DYNAMO_MSGPACK_MAP(kvbm_matched_tokens, kvbm_offload_blocks_d2h, kvbm_offload_blocks_h2d, kvbm_onboard_blocks_h2d,
+                     kvbm_onboard_blocks_d2d, kvbm_host_cache_hit_rate, kvbm_disk_cache_hit_rate);
+};
+
 /// Periodic load report of one worker (topic "kv_metrics").
 struct load_metrics {
   uint64_t worker_id = 0;
@@ -67,8 +82,9 @@ struct load_metrics {
   uint32_t num_running = 0;
   uint32_t num_waiting = 0;
   float kv_usage = 0.0f;             ///< active_decode_blocks / total_blocks
+  std::optional<kvbm_metrics> kvbm;  ///< when the worker runs the KV block manager
   DYNAMO_MSGPACK_MAP(worker_id, dp_rank, active_decode_blocks, total_blocks,
-                     active_prefill_tokens, num_running, num_waiting, kv_usage);
+                     active_prefill_tokens, num_running, num_waiting, kv_usage, kvbm);
 };
 
 } // namespace dynamo::protocol

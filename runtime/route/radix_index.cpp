@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace dynamo::route {
 
 std::string to_string(const worker_key& w) {
@@ -26,6 +28,13 @@ uint32_t overlap_scores::blocks_of(const worker_key& w) const noexcept {
   for (const entry& e : scores)
     if (e.worker == w)
       return e.blocks;
+  return 0;
+}
+
+uint32_t overlap_scores::lower_blocks_of(const worker_key& w) const noexcept {
+  for (const entry& e : scores)
+    if (e.worker == w)
+      return std::max(e.blocks, e.lower_blocks);
   return 0;
 }
 
