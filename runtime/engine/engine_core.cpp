@@ -83,6 +83,12 @@ void engine_core::kvbm_before_schedule(std::vector<request_output>& out) {
   if (!sched_.has_schedulable() && out.empty() && kvbm_->loads_in_flight() > 0)
     kvbm_->wait_for_loads(std::chrono::milliseconds(2)); // nothing else to do: no busy loop
   (void)sched_.finish_loads(out);
+  // Loads admitted now start before this step's forward pass; those that end
+  // at once (inline: the mocker's) run in this step rather than the next.
+  if (sched_.admit_loads() > 0) {
+    kvbm_->start_loads();
+    (void)sched_.finish_loads(out);
+  }
 }
 
 std::chrono::microseconds engine_core::kvbm_onboard_time() {

@@ -199,6 +199,17 @@ std::optional<bool> scheduler::admit_for_load(sequence& s) {
   return true;
 }
 
+size_t scheduler::admit_loads() {
+  size_t n = 0;
+  while (!waiting_.empty() && num_admitted() < cfg_.max_num_seqs) {
+    const std::optional<bool> admitted = admit_for_load(seq(waiting_.front()));
+    if (!admitted || !*admitted)
+      break;
+    ++n;
+  }
+  return n;
+}
+
 size_t scheduler::finish_loads(std::vector<request_output>& out) {
   if (connector_ == nullptr)
     return 0;

@@ -143,6 +143,13 @@ public:
   /// then waiting).
   [[nodiscard]] std::vector<std::string> abort_all();
 
+  /// Admits into WAITING_FOR_KV the requests at the head of the waiting queue
+  /// whose prompt the connector loads, as schedule() would (first come first
+  /// served: stops at the first that loads nothing or does not fit), so that
+  /// a load that ends at once (KVBM's inline loads) can run in this very step.
+  /// Returns how many it admitted.
+  size_t admit_loads();
+
   /// Applies the connector's finished loads (see the class comment); the
   /// first-token chunks of successful ones are appended to `out`. Returns how
   /// many WAITING_FOR_KV requests it moved on.

@@ -127,7 +127,8 @@ bool disk_store::room_for(uint64_t bytes) const {
   return free_bytes >= bytes && free_bytes - bytes >= cfg_.min_free_bytes;
 }
 
-disk_store::write_result disk_store::write(uint64_t hash, std::span<const std::byte> bytes, uint32_t priority) {
+disk_store::write_result disk_store::write(uint64_t hash, std::span<const std::byte> bytes, uint32_t priority,
+                                           std::optional<uint64_t> parent) {
   write_result r;
   if (index_.contains(hash)) {
     (void)index_.insert(hash, nullptr, priority); // most recent, new priority
@@ -160,7 +161,7 @@ disk_store::write_result disk_store::write(uint64_t hash, std::span<const std::b
       return r;
     }
   }
-  for (block_lru::evicted& e : index_.insert(hash, nullptr, priority)) {
+  for (block_lru::evicted& e : index_.insert(hash, nullptr, priority, parent)) {
     if (has_files())
       ::unlink(path_of(e.sequence_hash).c_str());
     r.evicted.push_back(e.sequence_hash);

@@ -72,9 +72,11 @@ public:
     write_status status = write_status::stored;
     std::vector<uint64_t> evicted; ///< hashes whose files made room (LRU within priority)
   };
-  /// Writes block `hash` (bytes empty: policy only, no file) as the most
-  /// recent block of `priority`, evicting when the store is full.
-  [[nodiscard]] write_result write(uint64_t hash, std::span<const std::byte> bytes, uint32_t priority = 0);
+  /// Writes block `hash` (bytes empty: policy only, no file), whose prefix
+  /// ends in block `parent`, as the most recent block of `priority`, evicting
+  /// leaves when the store is full (block_lru::insert).
+  [[nodiscard]] write_result write(uint64_t hash, std::span<const std::byte> bytes, uint32_t priority = 0,
+                                   std::optional<uint64_t> parent = std::nullopt);
 
   [[nodiscard]] bool contains(uint64_t hash) const { return index_.contains(hash); }
   bool touch(uint64_t hash) { return index_.touch(hash); }

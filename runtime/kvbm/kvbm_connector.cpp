@@ -223,7 +223,7 @@ void kvbm_connector::offload(std::span<const registered_block> blocks) {
       }
       if (host_.capacity() > 0) {
         std::vector<uint64_t> evicted;
-        for (block_lru::evicted& e : host_.insert(h, slab))
+        for (block_lru::evicted& e : host_.insert(h, slab, 0, b.parent_hash))
           evicted.push_back(e.sequence_hash);
         ++counters_.offload_blocks_d2h;
         counters_.host_evictions += evicted.size();
@@ -249,7 +249,7 @@ void kvbm_connector::offer_to_disk(const registered_block& b, const block_bytes&
   std::span<const std::byte> bytes;
   if (slab)
     bytes = *slab;
-  disk_store::write_result r = disk_->write(h, bytes);
+  disk_store::write_result r = disk_->write(h, bytes, 0, b.parent_hash);
   switch (r.status) {
     case write_status::stored:
       ++counters_.offload_blocks_h2d;

@@ -15,6 +15,7 @@
 #include "runtime/route/workload.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
@@ -47,6 +48,8 @@ struct options {
   std::vector<std::string> kvbm{"off"};
   double kvbm_host_gb = 4;  ///< per worker
   double kvbm_disk_gb = 64; ///< per worker
+  double lower_tier_weight = kv_router_config{}.router_lower_tier_weight; ///< --router-lower-tier-weight
+  double overlap_weight = kv_router_config{}.overlap_score_weight; ///< --kv-overlap-score-weight
 };
 
 /// The engines' KVBM tiers for variant `v` (off | host | host+disk).
@@ -95,7 +98,7 @@ class simulation {
 public:
   simulation(const options& o, router_mode mode, const std::vector<trace_record>& trace, std::string_view kvbm)
       : o_(o), trace_(trace),
-        router_(inline_events(), o.engine.block_size, mode, o.seed,
+        router_(inline_events(o), o.engine.block_size, mode, o.seed,
                 [this](const protocol::kv_resync_request&) { ++result_.resyncs; }) {
     engine::engine_config base;
     base.kvbm = kvbm_of(o, kvbm);
@@ -241,9 +244,11 @@ private:
 
   /// Dynamo's defaults, with events applied on this thread: virtual time needs
   /// each event in the index before the next routing decision.
-  static kv_router_config inline_events() {
+  static kv_router_config inline_events(const options& o) {
     kv_router_config c;
     c.router_event_threads = 1;
+    c.router_lower_tier_weight = o.lower_tier_weight;
+    c.overlap_score_weight = o.overlap_weight;
     return c;
   }
 
@@ -382,7 +387,8 @@ constexpr const char* usage =
     "  [--max-turns N] [--min-user-tokens N] [--max-user-tokens N] [--min-output-tokens N]\n"
     "  [--max-output-tokens N] [--trace-block-size 512] [--mean-think-ms 2000]\n"
     "  [--blocks 16384] [--block-size 16] [--modes kv,round-robin] [--seed 1] [--smoke]\n"
-    "  [--kvbm off,host,host+disk] [--kvbm-host-gb 4] [--kvbm-disk-gb 64]\n"
+    "  [--kvbm off,host,host+disk] [--kvbm-host-gb 4] [--kvbm-disk-gb 64] [--router-lower-tier-weight 0.5]\n"
+    "  [--kv-overlap-score-weight 1.0]\n"
     "For each arrival rate (sessions per second), replays one synthetic multi-turn\n"
     "trace against mocker engines on a virtual clock, once per router mode, and\n"
     "prints one JSON object (ratios: second mode over first). With --kvbm, every\n"
@@ -446,6 +452,8 @@ bool parse(int argc, char** argv, options& o) {
     }
     else if (f == "--kvbm-host-gb") o.kvbm_host_gb = number<double>(f, v);
     else if (f == "--kvbm-disk-gb") o.kvbm_disk_gb = number<double>(f, v);
+    else if (f == "--router-lower-tier-weight") o.lower_tier_weight = number<double>(f, v);
+    else if (f == "--kv-overlap-score-weight") o.overlap_weight = number<double>(f, v);
     else {
       std::fprintf(stderr, "unknown option %s (try --help)\n", argv[i - 1]);
       std::exit(2);
@@ -522,6 +530,7 @@ std::string run_json(const options& o, double rate) {
 } // namespace
 
 int main(int argc, char** argv) {
+  spdlog::set_level(spdlog::level::warn); // stdout is the JSON
   options o;
   o.engine.context_length = 32768;
   apply_preset(o, "agent");
@@ -541,7 +550,7 @@ int main(int argc, char** argv) {
              R"("system_prompts": {}, "system_prompt_tokens": {}, "turns": [{}, {}], )"
              R"("user_tokens": [{}, {}], "output_tokens": [{}, {}], "mean_think_ms": {}, )"
              R"("trace_block_size": {}, "seed": {}}}, "kvbm": {{"variants": "{}", "host_gb_per_worker": {}, )"
-             R"("disk_gb_per_worker": {}, "host_gbps": {}, "disk_gbps": {}, "host_block_us": {}, "disk_block_us": {}}}, )"
+             R"("disk_gb_per_worker": {}, "router_lower_tier_weight": {}, "kv_overlap_score_weight": {}, "host_gbps": {}, "disk_gbps": {}, "host_block_us": {}, "disk_block_us": {}}}, )"
              R"("runs": [{}]}})"
              "\n",
              o.preset, o.workers, o.engine.block_size, o.engine.num_blocks,
@@ -549,7 +558,7 @@ int main(int argc, char** argv) {
              w.system_prompt_tokens, w.min_turns, w.max_turns, w.min_user_tokens,
              w.max_user_tokens, w.min_output_tokens, w.max_output_tokens, w.mean_think_ms,
              w.trace_block_size, w.seed, fmt::format("{}", fmt::join(o.kvbm, ",")), o.kvbm_host_gb,
-             o.kvbm_disk_gb, o.engine.kvbm_host_bandwidth, o.engine.kvbm_disk_bandwidth, o.engine.kvbm_host_block_us,
+             o.kvbm_disk_gb, o.lower_tier_weight, o.overlap_weight, o.engine.kvbm_host_bandwidth, o.engine.kvbm_disk_bandwidth, o.engine.kvbm_host_block_us,
              o.engine.kvbm_disk_block_us, runs);
   return 0;
 }

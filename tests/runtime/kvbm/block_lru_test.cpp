@@ -50,6 +50,28 @@ BOOST_AUTO_TEST_CASE(reinserting_keeps_the_bytes_and_refreshes) {
   BOOST_TEST(evicted_hashes(p.insert(3, slab(1))) == (hashes{2}), boost::test_tools::per_element());
 }
 
+BOOST_AUTO_TEST_CASE(a_chain_loses_its_tail_first) {
+  block_lru p(3);
+  (void)p.insert(1, slab(1));
+  (void)p.insert(2, slab(2), 0, 1);
+  (void)p.insert(3, slab(3), 0, 2); // 1 <- 2 <- 3: only 3 is a leaf
+  BOOST_TEST(p.eviction_order() == (hashes{3}), boost::test_tools::per_element());
+  BOOST_TEST(evicted_hashes(p.insert(4, slab(4))) == (hashes{3}), boost::test_tools::per_element());
+  // 2 is a leaf again, at its own (older) last use: it goes before 4.
+  BOOST_TEST(p.eviction_order() == (hashes{2, 4}), boost::test_tools::per_element());
+  BOOST_TEST(evicted_hashes(p.insert(5, slab(5), 0, 4)) == (hashes{2}), boost::test_tools::per_element());
+  BOOST_TEST(p.contains(1));
+  // A parent that is absent here makes a root; erasing a parent orphans its child.
+  block_lru q(2);
+  (void)q.insert(7, slab(7), 0, 99);
+  (void)q.insert(8, slab(8), 0, 7);
+  BOOST_TEST(q.eviction_order() == (hashes{8}), boost::test_tools::per_element());
+  BOOST_TEST(q.erase(7));
+  BOOST_TEST(q.eviction_order() == (hashes{8}), boost::test_tools::per_element());
+  BOOST_TEST(q.insert(9, slab(9)).empty());
+  BOOST_TEST(evicted_hashes(q.insert(10, slab(10))) == (hashes{8}), boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(policy_only_entries_and_zero_capacity) {
   block_lru p(1);
   BOOST_TEST(p.insert(1, nullptr).empty());
