@@ -203,8 +203,10 @@ expected<void> engine_core::add_request(protocol::preprocessed_request req) {
   }
   if (why.empty()) {
     std::string id = req.request_id;
-    if (kvbm_)
-      kvbm_->on_request(id, kv::sequence_hashes_of_tokens(req.token_ids, sched_.config().block_size));
+    if (kvbm_) {
+      const std::vector<uint64_t> local = kv::local_block_hashes(req.token_ids, sched_.config().block_size);
+      kvbm_->on_request(id, kv::sequence_hashes(local), local);
+    }
     if (save && connector_.expect_save(id))
       spdlog::warn("request {}: prefill again; released the blocks still held from its last prefill", id);
     if (!sched_.add_request(std::move(req), std::move(guide)))

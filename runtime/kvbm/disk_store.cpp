@@ -72,6 +72,12 @@ read_status read_block_file(const std::string& path, uint64_t hash, std::span<st
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return errno == ENOENT ? read_status::missing : read_status::corrupt;
+  const read_status s = read_block_fd(fd, hash, out);
+  ::close(fd);
+  return s;
+}
+
+read_status read_block_fd(int fd, uint64_t hash, std::span<std::byte> out) {
   block_file_header h;
   read_status status = read_status::ok;
   const ssize_t n = read_full(fd, &h, sizeof h);
@@ -91,7 +97,6 @@ read_status read_block_file(const std::string& path, uint64_t hash, std::span<st
     else if (block_checksum(out) != h.checksum)
       status = read_status::corrupt;
   }
-  ::close(fd);
   return status;
 }
 

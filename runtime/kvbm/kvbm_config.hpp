@@ -52,6 +52,8 @@ struct kvbm_counters {
   uint64_t offload_skipped_io_error = 0;
   uint64_t host_evictions = 0;
   uint64_t disk_evictions = 0;
+  uint64_t disk_read_bytes = 0;   ///< onboarded from disk files
+  double disk_read_seconds = 0;   ///< the I/O thread's wall time reading them
 
   /// kvbm_host_cache_hit_rate: host_hit_blocks / lookup_blocks (0 without lookups).
   [[nodiscard]] double host_hit_rate() const noexcept {

@@ -40,13 +40,35 @@ kvbm_connector::kvbm_connector(kv::kv_cache_manager& kv, kvbm_config cfg, std::o
 
 kvbm_connector::~kvbm_connector() { onboard_.drain(); }
 
-void kvbm_connector::on_request(const std::string& request_id, std::vector<uint64_t> sequence_hashes) {
+void kvbm_connector::on_request(const std::string& request_id, std::vector<uint64_t> sequence_hashes,
+                                std::span<const uint64_t> local_hashes) {
   // The prompt's blocks become the most recent in G2/G3, its root last, so a
   // shared prefix outlives the suffixes that hang off it.
   for (auto h = sequence_hashes.rbegin(); h != sequence_hashes.rend(); ++h) {
     (void)host_.touch(*h);
     if (disk_)
       (void)disk_->touch(*h);
+  }
+  if (disk_) { // hits, from the root while they last, are offers to G3
+    const std::vector<uint32_t> in_g1 = kv_.pool().lookup_prefix(sequence_hashes);
+    const size_t n = std::min(sequence_hashes.size(), local_hashes.size());
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t h = sequence_hashes[i];
+      const bool g1 = i < in_g1.size();
+      if (!g1 && !host_.contains(h) && !disk_->contains(h))
+        break;
+      const registered_block b{g1 ? in_g1[i] : 0, h, local_hashes[i],
+                               i == 0 ? std::nullopt : std::optional{sequence_hashes[i - 1]}};
+      block_bytes slab;
+      if (host_.contains(h)) {
+        slab = host_.bytes(h);
+      } else if (g1 && g1_ && !disk_->contains(h)) {
+        const std::span<const std::byte> src = g1_->block(b.id); // registered: immutable until evicted
+        slab = std::make_shared<const std::vector<std::byte>>(src.begin(), src.end());
+      }
+      offer_to_disk(b, slab);
+    }
+    flush_events();
   }
   requests_[request_id] = request_state{std::move(sequence_hashes), {}, false, false, {}};
 }
@@ -144,6 +166,8 @@ std::optional<kv::finished_load> kvbm_connector::finish(const onboard_done& d) {
     if (disk_ && disk_->erase(hash))
       emit_removed(protocol::storage_tier::disk, {hash});
   }
+  counters_.disk_read_bytes += d.disk_bytes;
+  counters_.disk_read_seconds += d.disk_seconds;
   if (auto q = quarantined_.find(d.request_id); q != quarantined_.end()) {
     kv_.free_detached(q->second); // nothing writes into them any more
     quarantined_.erase(q);

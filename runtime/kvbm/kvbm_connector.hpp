@@ -44,8 +44,12 @@ public:
   ~kvbm_connector() override;
 
   // --- What the engine tells it.
-  /// A new request: the sequence hashes of its prompt's full blocks.
-  void on_request(const std::string& request_id, std::vector<uint64_t> sequence_hashes);
+  /// A new request: the sequence and local (tokens) hashes of its prompt's
+  /// full blocks. Its blocks found in any tier, consecutively from the root,
+  /// are hits: made most recent in G2/G3 and offered to G3 (the filter counts
+  /// reuse, so a block reused once goes to disk even when it never left G1).
+  void on_request(const std::string& request_id, std::vector<uint64_t> sequence_hashes,
+                  std::span<const uint64_t> local_hashes);
   /// After each step: writes the newly registered G1 blocks through to G2 (and
   /// G3 when the filter lets them), before the scheduler can reuse them.
   void offload(std::span<const kv::block_pool::registered_block> blocks);

@@ -1,5 +1,9 @@
 #include "runtime/kvbm/onboard_worker.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 
 namespace dynamo::kvbm {
@@ -20,10 +24,27 @@ onboard_worker::~onboard_worker() {
 }
 
 onboard_done onboard_worker::run(const onboard_job& job) const {
-  onboard_done d{job.request_id, true, {}};
+  onboard_done d{job.request_id, true, {}, 0, 0};
   if (!g1_)
     return d;
-  for (const onboard_item& it : job.items) {
+  // Open every file first and tell the kernel all of them are wanted, so the
+  // device serves them concurrently rather than one small read at a time.
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<int> fds(job.items.size(), -1);
+  std::vector<int> open_errno(job.items.size(), 0);
+  bool any_disk = false;
+  for (size_t i = 0; i < job.items.size(); ++i) {
+    if (job.items[i].slab)
+      continue;
+    any_disk = true;
+    fds[i] = ::open(job.items[i].path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fds[i] < 0)
+      open_errno[i] = errno;
+    else
+      (void)::posix_fadvise(fds[i], 0, 0, POSIX_FADV_WILLNEED);
+  }
+  for (size_t i = 0; i < job.items.size(); ++i) {
+    const onboard_item& it = job.items[i];
     if (it.destination >= g1_->num_blocks) { // a connector bug; never write out of bounds
       d.ok = false;
       continue;
@@ -37,12 +58,20 @@ onboard_done onboard_worker::run(const onboard_job& job) const {
       std::memcpy(dst.data(), it.slab->data(), dst.size());
       continue;
     }
-    const read_status s = read_block_file(it.path, it.sequence_hash, dst);
+    const read_status s = fds[i] < 0 ? (open_errno[i] == ENOENT ? read_status::missing : read_status::corrupt)
+                                     : read_block_fd(fds[i], it.sequence_hash, dst);
     if (s != read_status::ok) {
       d.ok = false;
       d.disk_failures.emplace_back(it.sequence_hash, s);
+    } else {
+      d.disk_bytes += dst.size();
     }
   }
+  for (int fd : fds)
+    if (fd >= 0)
+      ::close(fd);
+  if (any_disk)
+    d.disk_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return d;
 }
 

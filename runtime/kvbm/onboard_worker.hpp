@@ -53,6 +53,8 @@ struct onboard_done {
   bool ok = true; ///< every item landed
   /// Disk items that did not read (the connector forgets them and counts them).
   std::vector<std::pair<uint64_t, read_status>> disk_failures;
+  uint64_t disk_bytes = 0;    ///< payload bytes read from disk files
+  double disk_seconds = 0;    ///< wall time from the first open to the last disk read
 };
 
 class onboard_worker {

@@ -11,6 +11,7 @@
 // tier), with the KVBM-off / KVBM-on ratios.
 #include "runtime/kv/block_hash.hpp"
 #include "runtime/mocker/mock_executor.hpp"
+#include "runtime/route/bench/kvbm_cpu_bench.hpp"
 #include "runtime/route/kv_router.hpp"
 #include "runtime/route/workload.hpp"
 
@@ -50,6 +51,8 @@ struct options {
   double kvbm_disk_gb = 64; ///< per worker
   double lower_tier_weight = kv_router_config{}.router_lower_tier_weight; ///< --router-lower-tier-weight
   double overlap_weight = kv_router_config{}.overlap_score_weight; ///< --kv-overlap-score-weight
+  bool cpu_engine = false; ///< --cpu-engine: also the KVBM variants on one real CPU engine
+  bench::cpu_bench_options cpu;
 };
 
 /// The engines' KVBM tiers for variant `v` (off | host | host+disk).
@@ -389,6 +392,13 @@ constexpr const char* usage =
     "  [--blocks 16384] [--block-size 16] [--modes kv,round-robin] [--seed 1] [--smoke]\n"
     "  [--kvbm off,host,host+disk] [--kvbm-host-gb 4] [--kvbm-disk-gb 64] [--router-lower-tier-weight 0.5]\n"
     "  [--kv-overlap-score-weight 1.0]\n"
+    "  [--cpu-engine] [--cpu-model PATH] [--cpu-sessions 8] [--cpu-turns 4] [--cpu-system-tokens 256]\n"
+    "  [--cpu-min-user-tokens 64] [--cpu-max-user-tokens 192] [--cpu-output-tokens 8] [--cpu-g1-blocks 96]\n"
+    "  [--cpu-host-blocks 64] [--cpu-disk-path /tmp/dynamo-kvbm-bench] [--cpu-threads 0]\n"
+    "--cpu-engine adds \"cpu_engine\": the same KVBM variants (off, host, host+disk with a\n"
+    "host tier of --cpu-host-blocks) on one CPU engine with --cpu-g1-blocks of KV, sessions\n"
+    "taking turns one request at a time (wall-clock TTFT), with the disk's sequential read\n"
+    "speed measured under --cpu-disk-path.\n"
     "For each arrival rate (sessions per second), replays one synthetic multi-turn\n"
     "trace against mocker engines on a virtual clock, once per router mode, and\n"
     "prints one JSON object (ratios: second mode over first). With --kvbm, every\n"
@@ -405,6 +415,10 @@ bool parse(int argc, char** argv, options& o) {
     if (f == "--help" || f == "-h") {
       std::puts(usage);
       return false;
+    }
+    if (f == "--cpu-engine") {
+      o.cpu_engine = true;
+      continue;
     }
     if (f == "--smoke") {
       o.workers = 2;
@@ -454,6 +468,17 @@ bool parse(int argc, char** argv, options& o) {
     else if (f == "--kvbm-disk-gb") o.kvbm_disk_gb = number<double>(f, v);
     else if (f == "--router-lower-tier-weight") o.lower_tier_weight = number<double>(f, v);
     else if (f == "--kv-overlap-score-weight") o.overlap_weight = number<double>(f, v);
+    else if (f == "--cpu-model") o.cpu.model = std::string{v};
+    else if (f == "--cpu-sessions") o.cpu.sessions = number<uint32_t>(f, v);
+    else if (f == "--cpu-turns") o.cpu.turns = number<uint32_t>(f, v);
+    else if (f == "--cpu-system-tokens") o.cpu.system_tokens = number<uint32_t>(f, v);
+    else if (f == "--cpu-min-user-tokens") o.cpu.min_user_tokens = number<uint32_t>(f, v);
+    else if (f == "--cpu-max-user-tokens") o.cpu.max_user_tokens = number<uint32_t>(f, v);
+    else if (f == "--cpu-output-tokens") o.cpu.output_tokens = number<uint32_t>(f, v);
+    else if (f == "--cpu-g1-blocks") o.cpu.g1_blocks = number<uint32_t>(f, v);
+    else if (f == "--cpu-host-blocks") o.cpu.host_blocks_small = number<uint32_t>(f, v);
+    else if (f == "--cpu-disk-path") o.cpu.disk_path = std::string{v};
+    else if (f == "--cpu-threads") o.cpu.threads = number<unsigned>(f, v);
     else {
       std::fprintf(stderr, "unknown option %s (try --help)\n", argv[i - 1]);
       std::exit(2);
@@ -543,6 +568,7 @@ int main(int argc, char** argv) {
   std::string runs;
   for (double rate : o.rates)
     runs += (runs.empty() ? "" : ", ") + run_json(o, rate);
+  const std::string cpu = o.cpu_engine ? bench::cpu_engine_json(o.cpu) : std::string{"null"};
   const workload_config& w = o.workload;
   fmt::print(R"({{"bench": "dynamo-kv-routing-bench", "preset": "{}", "workers": {}, )"
              R"("engine": {{"block_size": {}, "num_blocks": {}, "max_num_batched_tokens": {}, )"
@@ -551,7 +577,7 @@ int main(int argc, char** argv) {
              R"("user_tokens": [{}, {}], "output_tokens": [{}, {}], "mean_think_ms": {}, )"
              R"("trace_block_size": {}, "seed": {}}}, "kvbm": {{"variants": "{}", "host_gb_per_worker": {}, )"
              R"("disk_gb_per_worker": {}, "router_lower_tier_weight": {}, "kv_overlap_score_weight": {}, "host_gbps": {}, "disk_gbps": {}, "host_block_us": {}, "disk_block_us": {}}}, )"
-             R"("runs": [{}]}})"
+             R"("runs": [{}], "cpu_engine": {}}})"
              "\n",
              o.preset, o.workers, o.engine.block_size, o.engine.num_blocks,
              o.engine.max_num_batched_tokens, w.sessions, w.system_prompts,
@@ -559,6 +585,6 @@ int main(int argc, char** argv) {
              w.max_user_tokens, w.min_output_tokens, w.max_output_tokens, w.mean_think_ms,
              w.trace_block_size, w.seed, fmt::format("{}", fmt::join(o.kvbm, ",")), o.kvbm_host_gb,
              o.kvbm_disk_gb, o.lower_tier_weight, o.overlap_weight, o.engine.kvbm_host_bandwidth, o.engine.kvbm_disk_bandwidth, o.engine.kvbm_host_block_us,
-             o.engine.kvbm_disk_block_us, runs);
+             o.engine.kvbm_disk_block_us, runs, cpu);
   return 0;
 }

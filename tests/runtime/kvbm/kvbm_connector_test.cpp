@@ -73,7 +73,8 @@ struct fixture {
   }
   uint8_t byte_of(uint32_t block) const { return std::to_integer<uint8_t>(g1[block * block_size]); }
   void request(const std::string& id, const ids& prompt) {
-    c->on_request(id, kv::sequence_hashes_of_tokens(prompt, bs));
+    const auto local = kv::local_block_hashes(prompt, bs);
+    c->on_request(id, kv::sequence_hashes(local), local);
   }
 };
 
@@ -200,6 +201,30 @@ BOOST_AUTO_TEST_CASE(blocks_reach_disk_the_second_time_and_come_back_verified) {
   BOOST_TEST(f.c->counters().onboard_blocks_h2d == 2u);
   (void)f.c->on_release("r", true);
   BOOST_TEST(f.c->counters().disk_hit_rate() == 1.0 / 3.0, boost::test_tools::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(a_hit_in_g1_is_an_offer_to_disk) {
+  temp_dir d;
+  fixture f({.host_bytes = 0, .disk_bytes = 10 * block_size, .disk_path = d.path.string(),
+             .disk_min_free_bytes = 0});
+  const auto hashes = kv::sequence_hashes_of_tokens(prompt, bs);
+  f.compute(prompt, 0x80); // registered: offered once
+  BOOST_TEST(f.c->disk()->size() == 0u);
+  f.request("r", prompt); // its 3 full blocks hit in G1 (never left it): offered again
+  BOOST_TEST(f.c->disk()->size() == 3u);
+  f.evict_g1();
+  BOOST_REQUIRE(f.c->get_num_new_matched_tokens("r", 13, 0) == 12u);
+  auto table = f.kv.allocate_slots(50, 12);
+  BOOST_REQUIRE(table);
+  const ids blocks(table->begin(), table->end());
+  f.c->update_state_after_alloc("r", blocks, 0);
+  f.c->start_loads();
+  auto done = f.c->get_finished();
+  BOOST_REQUIRE_EQUAL(done.size(), 1u);
+  BOOST_TEST(done[0].ok);
+  for (size_t i = 0; i < 3; ++i)
+    BOOST_TEST(f.byte_of(blocks[i]) == 0x80 + i); // the bytes G1 held, via the file
+  BOOST_TEST(f.c->counters().onboard_blocks_d2d == 3u);
 }
 
 BOOST_AUTO_TEST_CASE(a_corrupt_disk_block_is_a_counted_miss_and_the_load_fails) {
