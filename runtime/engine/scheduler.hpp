@@ -89,10 +89,11 @@ struct request_output {
 /// connector is told which of them receive the load (update_state_after_alloc).
 /// It counts against max_num_seqs, is never scheduled nor preempted, until
 /// finish_loads() applies the connector's get_finished():
-///   ok:     the loaded tokens count as computed, its full blocks are registered
-///           (stored events), the connector's next token (a disaggregated
-///           prefill's first token) is appended and reported, and the request
-///           decodes like any other;
+///   ok:     the loaded tokens count as computed (and as cached prompt tokens
+///           when the connector says they were this worker's own: KVBM), its
+///           full blocks are registered (stored events), the connector's next
+///           token (a disaggregated prefill's first token) is appended and
+///           reported, and the request decodes like any other;
 ///   failed: the request keeps its blocks and prefills locally from its local
 ///           prefix hit. Keeping them (rather than freeing) means a late byte of
 ///           the failed transfer can only land in this request's own blocks,

@@ -1,8 +1,8 @@
 // The KV block manager as a KV connector (research/dynamo.md 5, docs/KV.md):
-// registered G1 blocks are written through to G2 (host) as they are
-// registered, and from there to G3 (disk) once the frequency filter has seen
-// them twice; a new request's blocks past its G1 prefix that G2/G3 hold are
-// onboarded into its allocated G1 blocks before its prefill (on the
+// registered G1 blocks are written through to G2 (host) as they register, and
+// to G3 (disk) once the frequency filter has counted two offers (registrations
+// and prompt hits); a new request's blocks past its G1 prefix that G2/G3 hold
+// are onboarded into its allocated G1 blocks before its prefill (on the
 // onboard_worker's thread) and count as cached prompt tokens. Tier changes are
 // KV events with their medium (CPU, DISK). Owned by engine_core, called from
 // its one step thread: not thread-safe.

@@ -134,16 +134,22 @@ double percentile(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
 }
 
-struct variant_result {
-  std::string json;
-  double ttft_p50 = 0;
-  double ttft_p99 = 0;
-  uint64_t prefill = 0;
-  std::vector<std::vector<uint32_t>> outputs; ///< every turn's tokens, in order
+/// One KVBM variant: its engine and what its requests saw.
+struct variant {
+  std::string name;
+  kvbm::kvbm_config kvbm;
+  std::unique_ptr<engine::engine_core> core;
+  std::vector<double> ttft;
+  uint64_t prompt_tokens = 0;
+  uint64_t cached_tokens = 0;
+
+  [[nodiscard]] uint64_t prefill() const { return prompt_tokens - cached_tokens; }
+  [[nodiscard]] std::string json() const;
 };
 
-variant_result run_variant(const cpu_bench_options& o, const std::shared_ptr<const model::decoder_model>& m,
-                           const std::string& name, kvbm::kvbm_config kvbm, uint32_t vocab) {
+std::unique_ptr<engine::engine_core> make_core(const cpu_bench_options& o,
+                                               const std::shared_ptr<const model::decoder_model>& m,
+                                               const kvbm::kvbm_config& kvbm) {
   model::cpu_executor_config xc;
   xc.block_size = o.block_size;
   xc.num_blocks = o.g1_blocks;
@@ -152,48 +158,18 @@ variant_result run_variant(const cpu_bench_options& o, const std::shared_ptr<con
   auto ex = model::cpu_executor::create(m, xc);
   if (!ex)
     fail(describe(ex.error()));
-  const bool disk = kvbm.disk_bytes > 0;
   engine::engine_config ec;
   ec.kvbm = kvbm;
   ec.max_num_batched_tokens = 2048;
   auto core = engine::engine_core::create(std::move(*ex), ec);
   if (!core)
     fail(describe(core.error()));
-  // The workload: one shared system prompt, then per session user turns and
-  // the model's own replies, sessions taking turns (so G1 forgets each
-  // session's history before its next turn).
-  std::mt19937_64 rng(o.seed);
-  auto tokens = [&](uint32_t n) {
-    std::vector<uint32_t> t(n);
-    for (auto& x : t)
-      x = 3 + static_cast<uint32_t>(rng() % (vocab - 3));
-    return t;
-  };
-  const std::vector<uint32_t> system = tokens(o.system_tokens);
-  std::vector<std::vector<uint32_t>> history(o.sessions, system);
-  variant_result v;
-  std::vector<double> ttft;
-  uint64_t prompt_tokens = 0, cached_tokens = 0;
-  for (uint32_t turn = 0; turn < o.turns; ++turn)
-    for (uint32_t s = 0; s < o.sessions; ++s) {
-      const uint32_t n = o.min_user_tokens +
-                         static_cast<uint32_t>(rng() % (o.max_user_tokens - o.min_user_tokens + 1));
-      std::vector<uint32_t> user = tokens(n);
-      history[s].insert(history[s].end(), user.begin(), user.end());
-      if (disk)
-        drop_page_cache(kvbm.disk_path);
-      turn_result r = run_turn(**core, fmt::format("s{}t{}", s, turn), history[s], o.output_tokens);
-      ttft.push_back(r.ttft_ms);
-      prompt_tokens += r.prompt;
-      cached_tokens += r.cached;
-      history[s].insert(history[s].end(), r.output.begin(), r.output.end());
-      v.outputs.push_back(std::move(r.output));
-    }
-  v.ttft_p50 = percentile(ttft, 0.5);
-  v.ttft_p99 = percentile(ttft, 0.99);
-  v.prefill = prompt_tokens - cached_tokens;
+  return std::move(*core);
+}
+
+std::string variant::json() const {
   std::string k = "null";
-  if (const kvbm::kvbm_connector* c = (*core)->kvbm()) {
+  if (const kvbm::kvbm_connector* c = core->kvbm()) {
     const kvbm::kvbm_counters& n = c->counters();
     k = fmt::format(R"({{"kvbm_matched_tokens": {}, "kvbm_offload_blocks_d2h": {}, "kvbm_offload_blocks_h2d": {}, )"
                     R"("kvbm_onboard_blocks_h2d": {}, "kvbm_onboard_blocks_d2d": {}, "kvbm_host_cache_hit_rate": {:.4f}, )"
@@ -204,12 +180,53 @@ variant_result run_variant(const cpu_bench_options& o, const std::shared_ptr<con
                     n.disk_read_seconds > 0 ? static_cast<double>(n.disk_read_bytes) / n.disk_read_seconds / 1e9 : 0.0,
                     n.loads_failed);
   }
-  v.json = fmt::format(R"("{}": {{"ttft_p50_ms": {:.1f}, "ttft_p99_ms": {:.1f}, "ttft_mean_ms": {:.1f}, )"
-                       R"("prefill_tokens_computed": {}, "prompt_tokens": {}, "cached_prompt_tokens": {}, "kvbm": {}}})",
-                       name, v.ttft_p50, v.ttft_p99,
-                       std::accumulate(ttft.begin(), ttft.end(), 0.0) / static_cast<double>(ttft.size()), v.prefill,
-                       prompt_tokens, cached_tokens, k);
-  return v;
+  return fmt::format(R"("{}": {{"ttft_p50_ms": {:.1f}, "ttft_p99_ms": {:.1f}, "ttft_mean_ms": {:.1f}, )"
+                     R"("prefill_tokens_computed": {}, "prompt_tokens": {}, "cached_prompt_tokens": {}, "kvbm": {}}})",
+                     name, percentile(ttft, 0.5), percentile(ttft, 0.99),
+                     std::accumulate(ttft.begin(), ttft.end(), 0.0) / static_cast<double>(ttft.size()), prefill(),
+                     prompt_tokens, cached_tokens, k);
+}
+
+/// Replays the workload on every variant, one request at a time, the variants
+/// taking turns request by request (so a drift in the machine's load touches
+/// them alike): one shared system prompt, then per session user turns and the
+/// model's own replies (the first variant's; the others must match), sessions
+/// taking turns so that G1 forgets a session's history before its next turn.
+/// Returns whether every variant produced the same greedy tokens.
+bool replay(const cpu_bench_options& o, uint32_t vocab, std::vector<variant>& variants) {
+  std::mt19937_64 rng(o.seed);
+  auto tokens = [&](uint32_t n) {
+    std::vector<uint32_t> t(n);
+    for (auto& x : t)
+      x = 3 + static_cast<uint32_t>(rng() % (vocab - 3));
+    return t;
+  };
+  const std::vector<uint32_t> system = tokens(o.system_tokens);
+  std::vector<std::vector<uint32_t>> history(o.sessions, system);
+  bool same = true;
+  for (uint32_t turn = 0; turn < o.turns; ++turn)
+    for (uint32_t s = 0; s < o.sessions; ++s) {
+      const uint32_t n = o.min_user_tokens +
+                         static_cast<uint32_t>(rng() % (o.max_user_tokens - o.min_user_tokens + 1));
+      std::vector<uint32_t> user = tokens(n);
+      history[s].insert(history[s].end(), user.begin(), user.end());
+      std::vector<uint32_t> reply;
+      for (size_t v = 0; v < variants.size(); ++v) {
+        variant& x = variants[v];
+        if (x.kvbm.disk_bytes > 0)
+          drop_page_cache(x.kvbm.disk_path);
+        turn_result r = run_turn(*x.core, fmt::format("s{}t{}", s, turn), history[s], o.output_tokens);
+        x.ttft.push_back(r.ttft_ms);
+        x.prompt_tokens += r.prompt;
+        x.cached_tokens += r.cached;
+        if (v == 0)
+          reply = std::move(r.output);
+        else
+          same = same && r.output == reply;
+      }
+      history[s].insert(history[s].end(), reply.begin(), reply.end());
+    }
+  return same;
 }
 
 } // namespace
@@ -244,20 +261,23 @@ std::string cpu_engine_json(const cpu_bench_options& o) {
   host_disk.disk_path = o.disk_path + "/tier";
   host_disk.disk_min_free_bytes = uint64_t{256} << 20;
 
-  const variant_result off = run_variant(o, *m, "off", {}, vocab);
-  const variant_result on_host = run_variant(o, *m, "host", host, vocab);
-  const variant_result on_disk = run_variant(o, *m, "host+disk", host_disk, vocab);
-  fs::remove_all(host_disk.disk_path, ec);
-
-  // Greedy replies must not depend on where the prompt's KV came from.
-  const bool same = off.outputs == on_host.outputs && off.outputs == on_disk.outputs;
+  std::vector<variant> variants;
+  variants.push_back(variant{"off", {}, make_core(o, *m, {}), {}, 0, 0});
+  variants.push_back(variant{"host", host, make_core(o, *m, host), {}, 0, 0});
+  variants.push_back(variant{"host+disk", host_disk, make_core(o, *m, host_disk), {}, 0, 0});
+  const bool same = replay(o, vocab, variants);
+  const variant& off = variants[0];
+  const variant& on_host = variants[1];
+  const variant& on_disk = variants[2];
   const uint64_t history_tokens_max =
       o.system_tokens + uint64_t{o.turns} * (o.max_user_tokens + o.output_tokens);
   const uint64_t working_set_blocks =
       (o.system_tokens + uint64_t{o.sessions} * o.turns * ((o.min_user_tokens + o.max_user_tokens) / 2 + o.output_tokens)) /
       o.block_size;
   auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
-  return fmt::format(
+  auto p50 = [](const variant& v) { return percentile(v.ttft, 0.5); };
+  auto p99 = [](const variant& v) { return percentile(v.ttft, 0.99); };
+  const std::string out = fmt::format(
       R"({{"model": "{}", "threads": {}, "block_size": {}, "g1_blocks": {}, "block_bytes": {}, "sessions": {}, )"
       R"("turns": {}, "system_tokens": {}, "user_tokens": [{}, {}], "output_tokens": {}, "max_prompt_tokens": {}, )"
       R"("working_set_blocks": {}, "working_set_over_g1": {:.2f}, "host+disk_host_blocks": {}, )"
@@ -267,10 +287,13 @@ std::string cpu_engine_json(const cpu_bench_options& o) {
       path, o.threads, o.block_size, o.g1_blocks, block_bytes, o.sessions, o.turns, o.system_tokens,
       o.min_user_tokens, o.max_user_tokens, o.output_tokens, history_tokens_max, working_set_blocks,
       static_cast<double>(working_set_blocks) / o.g1_blocks, o.host_blocks_small, seq_gbps, same ? "true" : "false",
-      off.json, on_host.json, on_disk.json, ratio(off.ttft_p50, on_host.ttft_p50), ratio(off.ttft_p99, on_host.ttft_p99),
-      ratio(static_cast<double>(off.prefill), static_cast<double>(on_host.prefill)), ratio(off.ttft_p50, on_disk.ttft_p50),
-      ratio(off.ttft_p99, on_disk.ttft_p99),
-      ratio(static_cast<double>(off.prefill), static_cast<double>(on_disk.prefill)));
+      off.json(), on_host.json(), on_disk.json(), ratio(p50(off), p50(on_host)), ratio(p99(off), p99(on_host)),
+      ratio(static_cast<double>(off.prefill()), static_cast<double>(on_host.prefill())), ratio(p50(off), p50(on_disk)),
+      ratio(p99(off), p99(on_disk)),
+      ratio(static_cast<double>(off.prefill()), static_cast<double>(on_disk.prefill())));
+  variants.clear(); // engines (and their I/O threads) go before their files
+  fs::remove_all(host_disk.disk_path, ec);
+  return out;
 }
 
 } // namespace dynamo::route::bench

@@ -1,11 +1,12 @@
 // The CPU-engine half of dynamo-kv-routing-bench --cpu-engine: a multi-turn
 // agent workload (sessions taking turns, each prompt the session's history
 // plus the model's own replies plus a new user turn) replayed one request at a
-// time on one real CPU engine whose G1 holds a fraction of the working set,
-// with KVBM off, host tier, and host + disk (real bytes through block files,
-// read from the device: the bench drops their pages from the page cache before
-// each request). Also measures the disk's own sequential read speed under the
-// disk path, in the same run. Called from the bench's main thread.
+// time on real CPU engines whose G1 holds a fraction of the working set, with
+// KVBM off, host tier, and host + disk (real bytes through block files, read
+// from the device: the bench drops their pages from the page cache before each
+// request), the three engines taking turns request by request. Also measures
+// the disk's own sequential read speed under the disk path, in the same run.
+// Called from the bench's main thread.
 #pragma once
 
 #include <cstdint>
