@@ -11,6 +11,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <chrono>
 
 namespace dynamo::actors {
@@ -24,6 +26,19 @@ engine::engine_config engine_limits(config::engine_kind kind, const config::engi
   ec.enable_prefix_caching = o.prefix_caching;
   ec.max_model_len = o.context_length;
   ec.num_blocks = o.kv_blocks;
+  return ec;
+}
+
+/// The KVBM tiers of engine `index` of `pool` (its disk files in a directory
+/// of its own: engines of one process, and processes, never share one).
+engine::engine_config with_kvbm(engine::engine_config ec, const config::pool_config& pool, uint32_t index) {
+  const config::kvbm_options& k = pool.kvbm;
+  if (!k.enabled())
+    return ec;
+  ec.kvbm.host_bytes = static_cast<uint64_t>(k.host_gb * 1073741824.0);
+  ec.kvbm.disk_bytes = static_cast<uint64_t>(k.disk_gb * 1073741824.0);
+  if (!k.disk_path.empty())
+    ec.kvbm.disk_path = k.disk_path + "/" + pool.name + "-" + std::to_string(::getpid()) + "-" + std::to_string(index);
   return ec;
 }
 
@@ -64,7 +79,9 @@ expected<engine_setup> prepare_mocker(const config::pool_config& pool) {
   s.plan.pool = pool;
   s.plan.card = {pool.model, "mocker", mc.context_length, mc.block_size, mc.num_blocks,
                  mc.max_num_seqs, mc.max_num_batched_tokens, mocker::embedding_size};
-  s.make_factory = [mc](uint32_t) -> engine_factory { return [mc] { return mocker::make_engine(mc); }; };
+  s.make_factory = [mc, pool](uint32_t index) -> engine_factory {
+    return [mc, base = with_kvbm({}, pool, index)] { return mocker::make_engine(mc, base); };
+  };
   return s;
 }
 
@@ -103,8 +120,8 @@ expected<engine_setup> prepare_cpu(const config::pool_config& pool, size_t kv_by
   s.plan.card = {pool.model, pool.model_path, ctx, xc.block_size, (*probe)->geometry().num_blocks,
                  ec.max_num_seqs, ec.max_num_batched_tokens, c.n_embd};
   auto shared = *model;
-  s.make_factory = [shared, xc, ec](uint32_t) -> engine_factory {
-    return [shared, xc, ec]() -> expected<std::unique_ptr<engine::engine_core>> {
+  s.make_factory = [shared, xc, ec, pool](uint32_t index) -> engine_factory {
+    return [shared, xc, ec = with_kvbm(ec, pool, index)]() -> expected<std::unique_ptr<engine::engine_core>> {
       auto exec = model::cpu_executor::create(shared, xc);
       if (!exec)
         return exec.error();
@@ -143,8 +160,8 @@ expected<engine_setup> prepare_cuda(const config::pool_config& pool) {
   // workers per process on one device would each size KV from free memory.
   auto shared = *model;
   auto first = std::make_shared<std::unique_ptr<engine::executor>>(std::move(*probe));
-  s.make_factory = [shared, xc, ec, first](uint32_t) -> engine_factory {
-    return [shared, xc, ec, first]() -> expected<std::unique_ptr<engine::engine_core>> {
+  s.make_factory = [shared, xc, ec, first, pool](uint32_t index) -> engine_factory {
+    return [shared, xc, ec = with_kvbm(ec, pool, index), first]() -> expected<std::unique_ptr<engine::engine_core>> {
       std::unique_ptr<engine::executor> exec = std::move(*first);
       if (!exec) {
         auto made = model::make_cuda_executor(shared, xc);

@@ -15,6 +15,8 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
+
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -62,6 +64,38 @@ expected<config::cluster_config> load_config(const std::string& path, const plan
   if (auto ok = config::apply_plane_hosts(*cfg, hosts.plane_host, hosts.advertise_host); !ok)
     return make_error(errc::config_error, path + ": " + message_of(ok.error()));
   return cfg;
+}
+
+void kvbm_flags::apply(config::kvbm_options& k) const {
+  if (host_gb)
+    k.host_gb = *host_gb;
+  if (disk_gb)
+    k.disk_gb = *disk_gb;
+  if (disk_path)
+    k.disk_path = *disk_path;
+}
+
+void add_kvbm_flags(cli& c, kvbm_flags& f) {
+  auto gib = [](std::optional<double>& to, const char* flag) {
+    return [&to, flag](const std::string& v) -> expected<void> {
+      char* end = nullptr;
+      const double x = std::strtod(v.c_str(), &end);
+      if (v.empty() || end == nullptr || *end != '\0' || !(x >= 0 && x <= 1e6))
+        return make_error(errc::invalid_argument, std::string{flag} + " expects a size in GiB, got '" + v + "'");
+      to = x;
+      return {};
+    };
+  };
+  c.custom("kvbm-host-gb", false, gib(f.host_gb, "--kvbm-host-gb"),
+           "KVBM host tier (G2) per worker in GiB: offloaded KV blocks onboarded instead of recomputed (0: off)")
+    .custom("kvbm-disk-gb", false, gib(f.disk_gb, "--kvbm-disk-gb"),
+            "KVBM disk tier (G3) per worker in GiB, for blocks reused at least twice (0: off)")
+    .custom("kvbm-disk-path", false,
+            [&f](const std::string& v) -> expected<void> {
+              f.disk_path = v;
+              return {};
+            },
+            "KVBM disk tier directory (each worker writes its own subdirectory)");
 }
 
 void add_router_flags(cli& c, route::kv_router_config& kv) {

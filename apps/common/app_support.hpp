@@ -18,6 +18,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,16 @@ void add_plane_host_flags(cli& c, plane_host_flags& f);
 /// The cluster config at `path` with `hosts` applied (config::apply_plane_hosts);
 /// the error names the file or the host that cannot be advertised.
 [[nodiscard]] expected<config::cluster_config> load_config(const std::string& path, const plane_host_flags& hosts);
+
+/// The KV block manager flags (--kvbm-host-gb, --kvbm-disk-gb,
+/// --kvbm-disk-path); each one given replaces the pool's setting.
+struct kvbm_flags {
+  std::optional<double> host_gb;
+  std::optional<double> disk_gb;
+  std::optional<std::string> disk_path;
+  void apply(config::kvbm_options& k) const;
+};
+void add_kvbm_flags(cli& c, kvbm_flags& f);
 
 /// The discovery plane `cfg` names (file, etcd or memory); errc::config_error
 /// for another backend. etcd renews its lease every TTL/3.

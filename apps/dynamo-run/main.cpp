@@ -35,6 +35,7 @@ struct run_options {
   config::disagg_config disagg_opts;
   std::string tool_call_parser = "auto", reasoning_parser = "auto";
   std::string kv_transfer{protocol::to_string(protocol::kv_transport_kind::automatic)}; ///< --kv-transfer
+  apps::kvbm_flags kvbm;
 };
 
 expected<bool> parse(int argc, char** argv, run_options& o) {
@@ -83,6 +84,7 @@ expected<bool> parse(int argc, char** argv, run_options& o) {
     .option("reasoning-parser", &o.reasoning_parser,
             "auto (on when the chat template mentions <think>) | think | none")
     .option("log-level", &o.log_level, "trace | debug | info | warn | error (default: $DYNAMO_LOG or info)");
+  apps::add_kvbm_flags(c, o.kvbm);
   apps::add_router_flags(c, o.router.kv);
   c.epilog("Examples:\n  dynamo-run in=http                       # SmolLM2 on the CPU at :8000\n"
            "  dynamo-run in=http out=mocker --num-workers 4 --router-mode kv --speedup-ratio 0\n"
@@ -115,6 +117,9 @@ expected<void> finish_options(run_options& o) {
   } else {
     return make_error(errc::invalid_argument, "out=" + o.out + ": expected engine, cuda or mocker");
   }
+  o.kvbm.apply(o.pool.kvbm);
+  if (o.pool.kvbm.disk_gb > 0 && o.pool.engine != config::engine_kind::mocker && o.pool.kvbm.disk_path.empty())
+    return make_error(errc::invalid_argument, "--kvbm-disk-gb needs --kvbm-disk-path");
   o.admin.enabled = o.admin_port != 0;
   o.admin.port = static_cast<uint16_t>(o.admin_port);
   if (o.pool.replicas == 0)

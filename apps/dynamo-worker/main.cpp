@@ -27,6 +27,8 @@ int main(int argc, char** argv) {
     .option("log-level", &log_level, "trace | debug | info | warn | error");
   apps::plane_host_flags hosts;
   apps::add_plane_host_flags(c, hosts);
+  apps::kvbm_flags kvbm;
+  apps::add_kvbm_flags(c, kvbm);
   if (auto code = cli_exit_code("dynamo-worker", c.parse(argc, argv)))
     return *code;
   if (config_path.empty() || pool_name.empty())
@@ -35,9 +37,12 @@ int main(int argc, char** argv) {
   auto cfg = apps::load_config(config_path, hosts);
   if (!cfg)
     apps::die("dynamo-worker", cfg.error());
-  const auto* pool = cfg->find_pool(pool_name);
-  if (!pool)
+  const auto* found = cfg->find_pool(pool_name);
+  if (!found)
     apps::die("dynamo-worker", make_error(errc::config_error, "pools: no pool named '" + pool_name + "'"));
+  config::pool_config pool_with_flags = *found;
+  kvbm.apply(pool_with_flags.kvbm);
+  const auto* pool = &pool_with_flags;
 
   auto rt = actors::make_actor_system();
   auto discovery = apps::make_discovery(cfg->discovery);

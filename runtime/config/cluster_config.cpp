@@ -170,6 +170,19 @@ caf::error parse_mocker(YAML::Node n, const std::string& path, mocker_options& m
   return s.check_unknown();
 }
 
+caf::error parse_kvbm(YAML::Node n, const std::string& path, kvbm_options& k) {
+  DYN_TRY(require_map(n, path));
+  section s(n, path);
+  DYN_TRY(s.read("host_gb", k.host_gb));
+  DYN_TRY(s.read("disk_gb", k.disk_gb));
+  DYN_TRY(s.read("disk_path", k.disk_path));
+  if (!(k.host_gb >= 0 && k.host_gb <= 1e6))
+    return s.fail("host_gb", "must be a size in GiB in [0, 1e6]");
+  if (!(k.disk_gb >= 0 && k.disk_gb <= 1e6))
+    return s.fail("disk_gb", "must be a size in GiB in [0, 1e6]");
+  return s.check_unknown();
+}
+
 caf::error parse_pool(YAML::Node n, const std::string& path, pool_config& p) {
   if (!n.IsMap())
     return make_error(errc::config_error, fmt::format("{}: expected a mapping", path));
@@ -184,6 +197,7 @@ caf::error parse_pool(YAML::Node n, const std::string& path, pool_config& p) {
   DYN_TRY(s.read("workers_per_process", p.workers_per_process));
   DYN_TRY(parse_engine_opts(s.child("engine_args"), s.field("engine_args"), p.engine_opts));
   DYN_TRY(parse_mocker(s.child("mocker"), s.field("mocker"), p.mocker));
+  DYN_TRY(parse_kvbm(s.child("kvbm"), s.field("kvbm"), p.kvbm));
   if (!is_valid_name(p.name))
     return s.fail("name", fmt::format("'{}' must match [a-z0-9_-]+", p.name));
   auto r = protocol::parse_disagg_role(role);
@@ -200,6 +214,8 @@ caf::error parse_pool(YAML::Node n, const std::string& path, pool_config& p) {
     return s.fail("model_path", fmt::format("is required for engine {}", engine));
   if (p.workers_per_process == 0)
     return s.fail("workers_per_process", "must be > 0");
+  if (p.kvbm.disk_gb > 0 && p.engine != engine_kind::mocker && p.kvbm.disk_path.empty())
+    return s.fail("kvbm", "disk_gb needs disk_path (where the disk tier's files go)");
   return s.check_unknown();
 }
 

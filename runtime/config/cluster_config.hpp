@@ -42,6 +42,16 @@ struct engine_options {
   double gpu_memory_fraction = 0.9;     ///< cuda: of device memory for each executor's weights, activations and KV
 };
 
+/// The KV block manager's tiers of each engine of a pool (docs/KV.md): G2 host
+/// memory and G3 disk, in GiB (0: no such tier). Each engine keeps its disk
+/// blocks in a directory of its own under disk_path.
+struct kvbm_options {
+  double host_gb = 0;
+  double disk_gb = 0;
+  std::string disk_path;
+  [[nodiscard]] bool enabled() const noexcept { return host_gb > 0 || disk_gb > 0; }
+};
+
 struct pool_config {
   std::string name;                     ///< component name, [a-z0-9_-]+
   worker_role role = worker_role::aggregated;
@@ -52,6 +62,7 @@ struct pool_config {
   uint32_t workers_per_process = 1;     ///< engines per worker process
   engine_options engine_opts;
   mocker_options mocker;
+  kvbm_options kvbm;
 };
 
 struct discovery_config {

@@ -1,5 +1,6 @@
 #include "runtime/engine/engine_core.hpp"
 
+#include "runtime/kv/block_hash.hpp"
 #include "runtime/protocol/codec.hpp"
 
 #include <spdlog/spdlog.h>
@@ -36,8 +37,63 @@ expected<std::unique_ptr<engine_core>> engine_core::create(std::unique_ptr<execu
     return ok.error();
   if (cfg.hold_ttl.count() <= 0)
     return make_error(errc::config_error, "hold_ttl must be > 0");
-  return std::unique_ptr<engine_core>(
-    new engine_core(std::move(exec), sc, cfg.hold_ttl, std::move(cfg.clock), std::move(cfg.grammars)));
+  auto core = std::unique_ptr<engine_core>(
+    new engine_core(std::move(exec), sc, cfg.hold_ttl, cfg.clock, std::move(cfg.grammars)));
+  if (cfg.kvbm.enabled())
+    if (auto ok = core->enable_kvbm(std::move(cfg.kvbm), std::move(cfg.clock)); !ok)
+      return ok.error();
+  return core;
+}
+
+expected<void> engine_core::enable_kvbm(kvbm::kvbm_config cfg, kvbm::kvbm_connector::clock_fn clock) {
+  if (!sched_.config().enable_prefix_caching) {
+    spdlog::warn("KVBM needs prefix caching (it offloads registered blocks); running without it");
+    return {};
+  }
+  std::optional<kvbm::g1_view> g1;
+  uint64_t block_bytes = 0;
+  if (auto m = exec_->kv_memory()) {
+    if (m->on_device) {
+      spdlog::warn("KVBM: the {} executor's KV is in device memory, which this build cannot copy to host "
+                   "tiers yet; running without KVBM", exec_->name());
+      return {};
+    }
+    block_bytes = m->layout.bytes_per_block;
+    g1 = kvbm::g1_view{static_cast<std::byte*>(m->base), m->block_stride, block_bytes, m->num_blocks};
+  } else if (auto layout = exec_->kv_transfer_layout()) {
+    block_bytes = layout->bytes_per_block; // no bytes: tiers of hashes sized as if they held them
+  } else {
+    spdlog::warn("KVBM: the {} executor exposes no KV layout; running without KVBM", exec_->name());
+    return {};
+  }
+  auto c = kvbm::kvbm_connector::create(sched_.kv(), std::move(cfg), g1, block_bytes, std::move(clock));
+  if (!c)
+    return c.error();
+  kvbm_ = std::move(*c);
+  chain_ = std::make_unique<kv::connector_chain>(std::vector<kv::kv_connector*>{&connector_, kvbm_.get()});
+  sched_.set_connector(chain_.get());
+  spdlog::info("KVBM on: host tier {} blocks, disk tier {} blocks{} ({} bytes per block{})", kvbm_->host().capacity(),
+               kvbm_->disk() ? kvbm_->disk()->capacity() : 0,
+               kvbm_->disk() && kvbm_->disk()->has_files() ? " under " + kvbm_->disk()->directory() : std::string{},
+               block_bytes, g1 ? "" : ", no bytes held");
+  return {};
+}
+
+void engine_core::kvbm_before_schedule(std::vector<request_output>& out) {
+  if (!sched_.has_schedulable() && out.empty() && kvbm_->loads_in_flight() > 0)
+    kvbm_->wait_for_loads(std::chrono::milliseconds(2)); // nothing else to do: no busy loop
+  (void)sched_.finish_loads(out);
+  // Loads admitted now start before this step's forward pass; those that end
+  // at once (inline: the mocker's) run in this step rather than the next.
+  if (sched_.admit_loads() > 0) {
+    kvbm_->start_loads();
+    (void)sched_.finish_loads(out);
+  }
+}
+
+std::chrono::microseconds engine_core::kvbm_onboard_time() {
+  const kvbm::kvbm_connector::onboard_tally t = kvbm_->take_onboarded();
+  return exec_->simulated_onboard_time(t.host_blocks, t.disk_blocks);
 }
 
 engine_core::engine_core(std::unique_ptr<executor> exec, const scheduler_config& cfg,
@@ -154,6 +210,10 @@ expected<void> engine_core::add_request(protocol::preprocessed_request req) {
   }
   if (why.empty()) {
     std::string id = req.request_id;
+    if (kvbm_) {
+      const std::vector<uint64_t> local = kv::local_block_hashes(req.token_ids, sched_.config().block_size);
+      kvbm_->on_request(id, kv::sequence_hashes(local), local);
+    }
     if (save && connector_.expect_save(id))
       spdlog::warn("request {}: prefill again; released the blocks still held from its last prefill", id);
     if (!sched_.add_request(std::move(req), std::move(guide)))
@@ -182,7 +242,14 @@ bool engine_core::abort(std::string_view request_id) {
 expected<step_result> engine_core::step() {
   step_result res;
   res.outputs.swap(pending_);
+  std::chrono::microseconds onboarding{0};
+  if (kvbm_) {
+    kvbm_before_schedule(res.outputs);
+    onboarding = kvbm_onboard_time(); // simulated (mocker): the blocks that just came in
+  }
   batch b = sched_.schedule();
+  if (kvbm_)
+    kvbm_->start_loads(); // the I/O overlaps this step's forward pass
   if (!b.entries.empty() || !b.block_copies.empty()) {
     expected<batch_result> r = exec_->execute(b);
     if (r && r->sampled.size() != b.entries.size())
@@ -201,6 +268,9 @@ expected<step_result> engine_core::step() {
     attach_prefill_results(outs);
     std::move(outs.begin(), outs.end(), std::back_inserter(res.outputs));
   }
+  if (kvbm_) // write-through, before the next schedule() may reuse the blocks
+    kvbm_->offload(sched_.kv().drain_registered());
+  res.duration += onboarding;
   res.kv_events = sched_.kv().drain_events();
   return res;
 }
@@ -238,7 +308,7 @@ void engine_core::fail_all(const std::string& message) {
 }
 
 bool engine_core::has_work() const noexcept {
-  return sched_.has_schedulable() || !pending_.empty();
+  return sched_.has_schedulable() || !pending_.empty() || (kvbm_ && kvbm_->loads_in_flight() > 0);
 }
 
 protocol::load_metrics engine_core::load_metrics() const noexcept {
@@ -250,6 +320,12 @@ protocol::load_metrics engine_core::load_metrics() const noexcept {
   m.num_running = sched_.num_running();
   m.num_waiting = sched_.num_waiting() + sched_.num_waiting_for_kv();
   m.kv_usage = pool.usage();
+  if (kvbm_) {
+    const kvbm::kvbm_counters& c = kvbm_->counters();
+    m.kvbm = protocol::kvbm_metrics{c.matched_tokens,     c.offload_blocks_d2h, c.offload_blocks_h2d,
+                                    c.onboard_blocks_h2d, c.onboard_blocks_d2d, c.host_hit_rate(),
+                                    c.disk_hit_rate()};
+  }
   return m;
 }
 

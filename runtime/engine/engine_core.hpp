@@ -1,7 +1,8 @@
 // The engine of one worker: a scheduler driving an executor step by step,
-// turning requests into response chunks and KV events, with the KV connector
-// of disaggregated serving (runtime/disagg: saved prefill blocks, decode
-// requests waiting for their KV) plugged into the scheduler. Called by the
+// turning requests into response chunks and KV events, with the KV connectors
+// plugged into the scheduler: disaggregated serving's (runtime/disagg: saved
+// prefill blocks, decode requests waiting for their KV) and, when configured,
+// the KV block manager's (runtime/kvbm: host and disk tiers), chained. Called by the
 // worker actor (or a simulation): add_request()/abort() and the transfer calls
 // as messages arrive, step() while has_work(). One thread owns and drives it:
 // not thread-safe.
@@ -12,6 +13,8 @@
 #include "runtime/engine/executor.hpp"
 #include "runtime/engine/scheduler.hpp"
 #include "runtime/grammar/guided.hpp"
+#include "runtime/kv/connector_chain.hpp"
+#include "runtime/kvbm/kvbm_connector.hpp"
 #include "runtime/protocol/disagg.hpp"
 #include "runtime/protocol/kv_event.hpp"
 #include "runtime/protocol/llm.hpp"
@@ -44,6 +47,10 @@ struct engine_config {
   std::shared_ptr<gram::grammar_cache> grammars;
   /// Stamps holds when they are created; empty: steady_clock::now. Tests inject one.
   std::function<std::chrono::steady_clock::time_point()> clock;
+  /// The KV block manager's tiers (off unless a capacity is set). Needs prefix
+  /// caching and KV in host memory (the CPU engine) or no KV bytes (the
+  /// mocker: tiers of hashes only); elsewhere it is left off with a warning.
+  kvbm::kvbm_config kvbm;
 };
 
 /// What one step produced.
@@ -99,9 +106,10 @@ public:
   /// returned; the worker should then report itself unhealthy.
   [[nodiscard]] expected<step_result> step();
 
-  /// True while step() has something to do: requests queued or running, or
-  /// chunks waiting to be delivered. Requests waiting for KV and held blocks do
-  /// not count: only complete_transfer() / release_hold() advance them.
+  /// True while step() has something to do: requests queued or running,
+  /// chunks waiting to be delivered, or KVBM onboards under way (a step with
+  /// nothing else waits a little for them). Requests waiting for a transfer and
+  /// held blocks do not count: only complete_transfer() / release_hold() advance them.
   [[nodiscard]] bool has_work() const noexcept;
 
   // --- Disaggregation, prefill side: the connector's saves (docs/KV.md). ----
@@ -150,6 +158,9 @@ public:
   /// Load report; worker_id is left 0 for the caller to fill in.
   [[nodiscard]] protocol::load_metrics load_metrics() const noexcept;
 
+  /// The KV block manager, when on (its counters and tiers, for metrics).
+  [[nodiscard]] const kvbm::kvbm_connector* kvbm() const noexcept { return kvbm_.get(); }
+
   [[nodiscard]] uint32_t max_model_len() const noexcept { return sched_.config().max_model_len; }
   [[nodiscard]] const scheduler& sched() const noexcept { return sched_; }
   [[nodiscard]] executor& exec() noexcept { return *exec_; }
@@ -167,6 +178,13 @@ private:
   /// Adds the layout to each prefill result and encodes it into output.disagg.
   void attach_prefill_results(std::vector<request_output>& outs);
   void fail_all(const std::string& message);
+  /// Chains the KV block manager behind the disagg connector; an executor or
+  /// configuration it cannot serve leaves it off (logged).
+  [[nodiscard]] expected<void> enable_kvbm(kvbm::kvbm_config cfg, kvbm::kvbm_connector::clock_fn clock);
+  /// KVBM's part of a step: onboards that ended, before scheduling.
+  void kvbm_before_schedule(std::vector<request_output>& out);
+  /// The executor's simulated time for the blocks onboarded since the last call.
+  [[nodiscard]] std::chrono::microseconds kvbm_onboard_time();
 
   std::unique_ptr<executor> exec_;
   scheduler sched_;
@@ -174,6 +192,9 @@ private:
   std::chrono::milliseconds hold_ttl_;
   std::shared_ptr<gram::grammar_cache> grammars_;
   std::vector<request_output> pending_; ///< chunks produced outside step()
+  /// After exec_: its I/O thread stops before the KV memory it writes goes.
+  std::unique_ptr<kvbm::kvbm_connector> kvbm_;
+  std::unique_ptr<kv::connector_chain> chain_; ///< connector_ then kvbm_, when kvbm_ is on
 };
 
 } // namespace dynamo::engine

@@ -133,6 +133,16 @@ public:
     auto m = kv_memory();
     return m ? std::optional{m->layout} : std::nullopt;
   }
+
+  /// Simulated time to onboard KV blocks from the KV block manager's host
+  /// and disk tiers (the mocker's timing model); zero for real executors,
+  /// whose copies take real time.
+  [[nodiscard]] virtual std::chrono::microseconds simulated_onboard_time(uint64_t host_blocks,
+                                                                         uint64_t disk_blocks) const {
+    (void)host_blocks;
+    (void)disk_blocks;
+    return std::chrono::microseconds{0};
+  }
 };
 
 } // namespace dynamo::engine

@@ -200,6 +200,17 @@ std::optional<bool> scheduler::admit_for_load(sequence& s) {
   return true;
 }
 
+size_t scheduler::admit_loads() {
+  size_t n = 0;
+  while (!waiting_.empty() && num_admitted() < cfg_.max_num_seqs) {
+    const std::optional<bool> admitted = admit_for_load(seq(waiting_.front()));
+    if (!admitted || !*admitted)
+      break;
+    ++n;
+  }
+  return n;
+}
+
 size_t scheduler::finish_loads(std::vector<request_output>& out) {
   if (connector_ == nullptr)
     return 0;
@@ -223,6 +234,8 @@ void scheduler::finish_load(sequence& s, const kv::finished_load& f, std::vector
     return;
   }
   s.num_computed = s.load_target;
+  if (f.cached)
+    s.cached_tokens = s.load_target;
   kv_.cache_blocks(s.id, s.tokens, s.num_computed);
   if (!f.next_token) {
     running_.push_back(s.id);

@@ -94,10 +94,11 @@ struct request_output {
 /// connector is told which of them receive the load (update_state_after_alloc).
 /// It counts against max_num_seqs, is never scheduled nor preempted, until
 /// finish_loads() applies the connector's get_finished():
-///   ok:     the loaded tokens count as computed, its full blocks are registered
-///           (stored events), the connector's next token (a disaggregated
-///           prefill's first token) is appended and reported, and the request
-///           decodes like any other;
+///   ok:     the loaded tokens count as computed (and as cached prompt tokens
+///           when the connector says they were this worker's own: KVBM), its
+///           full blocks are registered (stored events), the connector's next
+///           token (a disaggregated prefill's first token) is appended and
+///           reported, and the request decodes like any other;
 ///   failed: the request keeps its blocks and prefills locally from its local
 ///           prefix hit. Keeping them (rather than freeing) means a late byte of
 ///           the failed transfer can only land in this request's own blocks,
@@ -147,6 +148,13 @@ public:
   /// clear_requests); returns their ids (running first, then waiting for KV,
   /// then waiting).
   [[nodiscard]] std::vector<std::string> abort_all();
+
+  /// Admits into WAITING_FOR_KV the requests at the head of the waiting queue
+  /// whose prompt the connector loads, as schedule() would (first come first
+  /// served: stops at the first that loads nothing or does not fit), so that
+  /// a load that ends at once (KVBM's inline loads) can run in this very step.
+  /// Returns how many it admitted.
+  size_t admit_loads();
 
   /// Applies the connector's finished loads (see the class comment); the
   /// first-token chunks of successful ones are appended to `out`. Returns how

@@ -104,6 +104,8 @@ void block_pool::cache_full_blocks(std::span<uint32_t> ids, std::span<const uint
     info.sequence_hash = h;
     info.tokens_hash = local_hashes[i];
     info.parent_hash = parent_of_i;
+    if (track_registrations_)
+      registered_.push_back(registered_block{ids[i], h, local_hashes[i], parent_of_i});
     if (!emit_events_)
       continue;
     if (run == nullptr) {
@@ -129,6 +131,13 @@ std::vector<protocol::kv_event> block_pool::drain_events() {
   std::vector<protocol::kv_event> out;
   out.swap(events_);
   return out;
+}
+
+void block_pool::push_event(protocol::kv_event e) {
+  if (!emit_events_)
+    return;
+  e.event_id = next_event_id_++;
+  events_.push_back(std::move(e));
 }
 
 std::vector<uint32_t> block_pool::free_queue() const {

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace dynamo::kv {
@@ -102,6 +103,22 @@ public:
 
   /// Events queued since the last drain, in event_id order.
   [[nodiscard]] std::vector<protocol::kv_event> drain_events();
+  /// Queues an event about this worker's KV that the pool did not make (a KV
+  /// block manager tier's), numbered in the same sequence; dropped when events are off.
+  void push_event(protocol::kv_event e);
+
+  /// A block registered by cache_full_blocks() (not a merged duplicate).
+  struct registered_block {
+    uint32_t id = 0;
+    uint64_t sequence_hash = 0;
+    uint64_t tokens_hash = 0;
+    std::optional<uint64_t> parent_hash;
+  };
+  /// Starts (or stops) listing newly registered blocks for drain_registered(),
+  /// whether or not events are on (KVBM offloads them).
+  void track_registrations(bool on) noexcept { track_registrations_ = on; }
+  /// Blocks registered since the last drain, in registration order.
+  [[nodiscard]] std::vector<registered_block> drain_registered() { return std::exchange(registered_, {}); }
   /// Number of events queued (not yet drained).
   [[nodiscard]] size_t num_pending_events() const noexcept { return events_.size(); }
 
@@ -136,6 +153,8 @@ private:
   bool emit_events_;
   uint64_t next_event_id_ = 0;
   std::vector<protocol::kv_event> events_;
+  bool track_registrations_ = false;
+  std::vector<registered_block> registered_;
 };
 
 } // namespace dynamo::kv

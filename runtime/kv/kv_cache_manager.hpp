@@ -106,6 +106,10 @@ public:
 
   [[nodiscard]] bool reset_prefix_cache() { return pool_.reset_prefix_cache(); }
   [[nodiscard]] std::vector<protocol::kv_event> drain_events() { return pool_.drain_events(); }
+  void push_event(protocol::kv_event e) { pool_.push_event(std::move(e)); }
+  /// See block_pool::track_registrations / drain_registered (KVBM's offload feed).
+  void track_registrations(bool on) noexcept { pool_.track_registrations(on); }
+  [[nodiscard]] std::vector<block_pool::registered_block> drain_registered() { return pool_.drain_registered(); }
 
 private:
   struct table {

@@ -24,6 +24,9 @@ struct finished_load {
   /// Appended after the loaded tokens (a remote prefill's sampled token); none:
   /// the request goes on computing from the loaded tokens.
   std::optional<uint32_t> next_token;
+  /// The loaded tokens were this worker's own KV (KVBM onboarding from host or
+  /// disk), so they count as cached prompt tokens; a remote prefill's do not.
+  bool cached = false;
 };
 
 /// What the scheduler does with the blocks of a request that leaves.

@@ -47,6 +47,10 @@ expected<void> validate(const mocker_config& cfg) {
     return bad("decode_speedup_ratio", "must be > 0");
   if (!(cfg.kv_transfer_bandwidth > 0.0))
     return bad("kv_transfer_bandwidth", "must be > 0");
+  if (!(cfg.kvbm_host_bandwidth > 0.0) || !(cfg.kvbm_disk_bandwidth > 0.0))
+    return bad("kvbm_host_bandwidth / kvbm_disk_bandwidth", "must be > 0");
+  if (!(cfg.kvbm_host_block_us >= 0.0) || !(cfg.kvbm_disk_block_us >= 0.0))
+    return bad("kvbm_host_block_us / kvbm_disk_block_us", "must be >= 0");
   if (auto ok = protocol::validate(transfer_layout(cfg)); !ok)
     return make_error(errc::config_error, "mocker kv shape: " + message_of(ok.error()));
   return {};
@@ -73,8 +77,17 @@ std::chrono::microseconds transfer_time(uint64_t num_tokens, const mocker_config
   return std::chrono::microseconds{std::llround(seconds * 1e6)};
 }
 
+std::chrono::microseconds onboard_time(uint64_t host_blocks, uint64_t disk_blocks, const mocker_config& cfg) {
+  if (cfg.speedup_ratio <= 0.0 || host_blocks + disk_blocks == 0)
+    return std::chrono::microseconds{0};
+  const double block_bytes = static_cast<double>(kv_bytes_per_token(cfg)) * cfg.block_size;
+  const double us = static_cast<double>(host_blocks) * (cfg.kvbm_host_block_us + block_bytes / (cfg.kvbm_host_bandwidth * 1e3)) +
+                    static_cast<double>(disk_blocks) * (cfg.kvbm_disk_block_us + block_bytes / (cfg.kvbm_disk_bandwidth * 1e3));
+  return std::chrono::microseconds{std::llround(us / cfg.speedup_ratio)};
+}
+
 mock_executor::mock_executor(const mocker_config& cfg)
-    : geometry_{cfg.block_size, cfg.num_blocks}, context_length_(cfg.context_length),
+    : cfg_(cfg), geometry_{cfg.block_size, cfg.num_blocks}, context_length_(cfg.context_length),
       timing_{cfg.speedup_ratio, cfg.decode_speedup_ratio}, layout_(transfer_layout(cfg)) {}
 
 expected<engine::batch_result> mock_executor::execute(const engine::batch& b) {

@@ -46,7 +46,20 @@ struct mocker_config {
   /// layers × 2 × KV heads × head_dim × dtype bytes (23,040 by default).
   uint64_t kv_bytes_per_token = 0;
   double kv_transfer_bandwidth = 64.0; ///< GB/s, 1e9 bytes/s (--kv-transfer-bandwidth); > 0
+
+  // KVBM onboarding (runtime/kvbm): a block of block_size x kv_bytes_per_token
+  // bytes comes from host memory or disk at these rates, plus a fixed cost per
+  // block and tier (a copy launch; a file open and read).
+  double kvbm_host_bandwidth = 25.0; ///< GB/s: pinned host -> device (PCIe 5 x16, in practice)
+  double kvbm_disk_bandwidth = 6.0;  ///< GB/s: NVMe -> device
+  double kvbm_host_block_us = 2.0;   ///< per block from host
+  double kvbm_disk_block_us = 20.0;  ///< per block from disk
 };
+
+/// Simulated time to onboard blocks from KVBM's tiers (see mocker_config),
+/// divided by speedup_ratio (0 with speedup_ratio 0).
+[[nodiscard]] std::chrono::microseconds onboard_time(uint64_t host_blocks, uint64_t disk_blocks,
+                                                     const mocker_config& cfg);
 
 /// config_error naming the first bad field, if any.
 [[nodiscard]] expected<void> validate(const mocker_config& cfg);
@@ -77,11 +90,16 @@ public:
   [[nodiscard]] bool computes_embeddings() const noexcept override { return true; }
   /// No KV bytes: kv_memory() stays nullopt; this names transfer_layout(cfg).
   [[nodiscard]] std::optional<protocol::kv_layout> kv_transfer_layout() override { return layout_; }
+  [[nodiscard]] std::chrono::microseconds simulated_onboard_time(uint64_t host_blocks,
+                                                                 uint64_t disk_blocks) const override {
+    return onboard_time(host_blocks, disk_blocks, cfg_);
+  }
 
   /// Steps executed so far (including rejected batches).
   [[nodiscard]] uint64_t num_steps() const noexcept { return num_steps_; }
 
 private:
+  mocker_config cfg_;
   engine::kv_geometry geometry_;
   uint32_t context_length_;
   timing_config timing_;

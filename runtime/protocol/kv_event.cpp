@@ -11,4 +11,14 @@ std::string_view to_string(kv_event_kind k) noexcept {
   return "unknown";
 }
 
+std::string_view to_string(storage_tier t) noexcept {
+  switch (t) {
+    case storage_tier::device: return "GPU";
+    case storage_tier::host_pinned: return "CPU";
+    case storage_tier::disk: return "DISK";
+    case storage_tier::external: return "EXTERNAL";
+  }
+  return "unknown";
+}
+
 } // namespace dynamo::protocol

@@ -10,7 +10,7 @@ namespace dynamo::route {
 
 namespace {
 
-constexpr std::array<kv_router_flag, 17> flags{{
+constexpr std::array<kv_router_flag, 18> flags{{
     {"--kv-overlap-score-weight", "weight of prefill blocks against decode blocks (1.0)"},
     {"--router-temperature", "softmax temperature over worker costs; 0 = argmin (0.0)"},
     {"--use-kv-events", "index KV events from workers; --no-kv-events = approximate (true)"},
@@ -28,6 +28,7 @@ constexpr std::array<kv_router_flag, 17> flags{{
     {"--router-queue-threshold", "park requests when all workers exceed it (4.0)"},
     {"--router-event-threads", "threads applying KV events, workers sharded across them; 1 = on the router (4)"},
     {"--router-queue-policy", "fcfs | lcfs | wspt (fcfs)"},
+    {"--router-lower-tier-weight", "a block in a worker's KVBM host/disk tier counts as this fraction of a device hit (0.5)"},
 }};
 
 caf::error config_error(std::string_view flag, std::string_view why) {
@@ -110,6 +111,8 @@ expected<void> kv_router_config::validate() const {
   if (router_queue_policy != "fcfs" && router_queue_policy != "lcfs" &&
       router_queue_policy != "wspt")
     return config_error("--router-queue-policy", "must be fcfs, lcfs or wspt");
+  if (!(router_lower_tier_weight >= 0 && router_lower_tier_weight <= 1))
+    return config_error("--router-lower-tier-weight", "must be in [0, 1]");
   if (router_durable_kv_events)
     return config_error("--router-durable-kv-events", "durable KV events are not supported");
   return {};
@@ -157,6 +160,8 @@ expected<void> kv_router_config::set(std::string_view flag, std::string_view v) 
     return assign(router_prune_target_ratio, parse_double(flag, v));
   if (name == "--router-queue-threshold")
     return assign(router_queue_threshold, parse_double(flag, v));
+  if (name == "--router-lower-tier-weight")
+    return assign(router_lower_tier_weight, parse_double(flag, v));
   if (name == "--router-snapshot-threshold")
     return assign(router_snapshot_threshold, parse_u64(flag, v));
   if (name == "--router-max-tree-size")

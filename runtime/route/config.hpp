@@ -37,6 +37,11 @@ struct kv_router_config {
   double router_queue_threshold = 4.0;  ///< --router-queue-threshold
   uint32_t router_event_threads = 4;    ///< --router-event-threads
   std::string router_queue_policy = "fcfs"; ///< --router-queue-policy: fcfs | lcfs | wspt
+  /// --router-lower-tier-weight: a block a worker holds only in its KV block
+  /// manager's host or disk tier (KV events with medium CPU / DISK) counts as
+  /// this fraction of a device hit in the prefill cost (onboarding is cheaper
+  /// than recomputing, dearer than a device hit). 0 ignores those tiers.
+  double router_lower_tier_weight = 0.5;
 
   /// Checks ranges and combinations; errc::config_error names the field.
   [[nodiscard]] expected<void> validate() const;

@@ -42,14 +42,63 @@ overloaded(F...) -> overloaded<F...>;
 } // namespace
 
 struct kv_indexer::shard {
-  shard(radix_index_options o, size_t max_pending) : index(o), sequencer(max_pending) {}
+  shard(radix_index_options o, size_t max_pending) : index(o), host(o), disk(o), sequencer(max_pending) {}
 
   // The index side, guarded by mtx. `readers` counts readers waiting for mtx:
   // the event thread lets them in between two jobs.
   mutable std::mutex mtx;
   mutable std::atomic<uint32_t> readers{0};
-  radix_index index;
+  radix_index index; ///< device (G1) blocks: the prefix cache
+  radix_index host;  ///< KVBM host tier (G2) blocks
+  radix_index disk;  ///< KVBM disk tier (G3) blocks
   event_sequencer sequencer;
+
+  /// Applies `e` to the index of its tier (a cleared event to all three).
+  void apply(const protocol::router_event& e) {
+    using protocol::storage_tier;
+    if (e.event.kind == protocol::kv_event_kind::cleared) {
+      (void)index.apply(e);
+      (void)host.remove_worker(worker_key{e.worker_id, e.event.dp_rank});
+      (void)disk.remove_worker(worker_key{e.worker_id, e.event.dp_rank});
+      return;
+    }
+    radix_index* to = e.event.medium == storage_tier::device        ? &index
+                      : e.event.medium == storage_tier::host_pinned ? &host
+                      : e.event.medium == storage_tier::disk        ? &disk
+                                                                    : nullptr;
+    if (to == &index) {
+      (void)index.apply(e); // statuses are counted by the index
+    } else if (to != nullptr) { // each index holds one tier: as device events there
+      protocol::router_event as_device = e;
+      as_device.event.medium = storage_tier::device;
+      (void)to->apply(as_device);
+    }
+  }
+  void forget(uint64_t worker_id) {
+    (void)index.remove_worker(worker_id);
+    (void)host.remove_worker(worker_id);
+    (void)disk.remove_worker(worker_id);
+  }
+  /// Sets lower_blocks of out.scores[from..] (this shard's workers), adding
+  /// workers that match only in a lower tier. REQUIRES: mtx held.
+  void add_lower(std::span<const uint64_t> local_hashes, overlap_scores& out, size_t from) const {
+    for (size_t i = from; i < out.scores.size(); ++i)
+      out.scores[i].lower_blocks = out.scores[i].blocks;
+    thread_local overlap_scores lower;
+    for (const radix_index* idx : {&host, &disk}) {
+      if (idx->entry_count() == 0)
+        continue;
+      idx->find_matches(local_hashes, false, lower);
+      for (const overlap_scores::entry& e : lower.scores) {
+        auto it = std::find_if(out.scores.begin() + static_cast<std::ptrdiff_t>(from), out.scores.end(),
+                               [&](const overlap_scores::entry& x) { return x.worker == e.worker; });
+        if (it == out.scores.end())
+          out.scores.push_back({e.worker, 0, index.tree_size(e.worker), e.blocks});
+        else
+          it->lower_blocks = std::max(it->lower_blocks, e.blocks);
+      }
+    }
+  }
 
   // The queue side, guarded by qmtx.
   std::mutex qmtx;
@@ -141,23 +190,27 @@ struct kv_indexer::state {
                    [&](sequenced& e) {
                      sequence_step step = s.sequencer.on_event(e.event);
                      if (step.verdict == sequence_verdict::apply)
-                       (void)s.index.apply(e.event); // statuses are counted by the index
+                       s.apply(e.event);
                      if (step.resync)
                        resync.push_back(*step.resync);
                    },
-                   [&](unsequenced& e) { (void)s.index.apply(e.event); },
+                   [&](unsequenced& e) { s.apply(e.event); },
                    [&](protocol::kv_replay& r) {
                      recovery_step step = s.sequencer.on_replay(r);
-                     if (step.replace)
-                       (void)s.index.replace_worker(worker_key{r.worker_id, r.dp_rank}, step.dump);
+                     if (step.replace) { // a dump holds device blocks only: lower tiers restart
+                       const worker_key w{r.worker_id, r.dp_rank};
+                       (void)s.index.replace_worker(w, step.dump);
+                       (void)s.host.remove_worker(w);
+                       (void)s.disk.remove_worker(w);
+                     }
                      for (const protocol::router_event& ev : step.ready)
-                       (void)s.index.apply(ev);
+                       s.apply(ev);
                      if (step.resync)
                        resync.push_back(*step.resync);
                    },
                    [&](dump_request& d) { resync.push_back(s.sequencer.request_dump(d.worker)); },
                    [&](forget& f) {
-                     (void)s.index.remove_worker(f.worker_id);
+                     s.forget(f.worker_id);
                      s.sequencer.forget(f.worker_id);
                    },
                },
@@ -332,6 +385,7 @@ void kv_indexer::find_matches(std::span<const uint64_t> local_hashes, bool early
   if (shards.size() == 1) {
     reader_lock lk{*shards[0]};
     shards[0]->index.find_matches(local_hashes, early_exit, out);
+    shards[0]->add_lower(local_hashes, out, 0);
     return;
   }
   thread_local overlap_scores part;
@@ -340,6 +394,7 @@ void kv_indexer::find_matches(std::span<const uint64_t> local_hashes, bool early
     {
       reader_lock lk{*s};
       s->index.find_matches(local_hashes, early_exit, part);
+      s->add_lower(local_hashes, part, 0);
     }
     out.scores.insert(out.scores.end(), part.scores.begin(), part.scores.end());
   }

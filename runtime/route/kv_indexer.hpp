@@ -36,6 +36,12 @@ struct kv_indexer_options {
 /// Where resync requests go (to be sent to the worker). Called without locks held.
 using resync_sink = std::function<void(protocol::kv_resync_request)>;
 
+/// KV events carry their tier (medium): device events build the prefix index
+/// that find_matches scores; a KVBM worker's host and disk tiers each get an
+/// index of their own in the same shard (no event of theirs ever changes the
+/// device index). find_matches sets each score's lower_blocks to the longest of
+/// the three matches: blocks a worker can onboard rather than recompute.
+///
 /// Each worker (all its dp ranks) belongs to one shard, chosen when it is first
 /// seen (the shard with the fewest workers) and kept until it is forgotten; a
 /// shard is a radix_index plus the sequencer of its workers. Writes are queued

@@ -41,7 +41,10 @@ void kv_router::cost_candidates(const route_request& r, std::span<const uint64_t
     c.overlap_blocks = scores_.blocks_of(w);
     c.tree_size = index_.tree_size(w);
     if (track_prefill) {
-      uint64_t cached = uint64_t{c.overlap_blocks} * block_size_;
+      // Blocks only in a KVBM tier (onboarded, not recomputed) count at a discount.
+      const uint32_t lower = scores_.lower_blocks_of(w) - c.overlap_blocks;
+      const auto cached = static_cast<uint64_t>(
+          (c.overlap_blocks + config_.router_lower_tier_weight * lower) * block_size_);
       uint64_t uncached = isl > cached ? isl - cached : 0;
       c.prefill_tokens = static_cast<double>(sequences_.active_prefill_tokens(w) + uncached);
     }

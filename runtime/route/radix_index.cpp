@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace dynamo::route {
 
 std::string to_string(const worker_key& w) {
@@ -26,6 +28,13 @@ uint32_t overlap_scores::blocks_of(const worker_key& w) const noexcept {
   for (const entry& e : scores)
     if (e.worker == w)
       return e.blocks;
+  return 0;
+}
+
+uint32_t overlap_scores::lower_blocks_of(const worker_key& w) const noexcept {
+  for (const entry& e : scores)
+    if (e.worker == w)
+      return std::max(e.blocks, e.lower_blocks);
   return 0;
 }
 
@@ -276,6 +285,10 @@ apply_status radix_index::apply(const protocol::router_event& event) {
   const protocol::kv_event& ev = event.event;
   worker_key w{event.worker_id, ev.dp_rank};
   apply_status status = apply_status::ok;
+  // A device index: blocks in a KV block manager's lower tiers are not the
+  // worker's prefix cache (kv_indexer keeps them apart).
+  if (ev.medium != protocol::storage_tier::device && ev.kind != protocol::kv_event_kind::cleared)
+    return status;
   switch (ev.kind) {
   case protocol::kv_event_kind::stored: {
     uint32_t slot = m.acquire_slot(w);

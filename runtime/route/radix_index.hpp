@@ -34,11 +34,16 @@ struct overlap_scores {
     worker_key worker;
     uint32_t blocks = 0;    ///< consecutive blocks matched from the first block
     uint64_t tree_size = 0; ///< blocks this worker has in the index
+    /// kv_indexer only: consecutive blocks matched in the worker's device
+    /// cache or in one of its KVBM tiers (>= blocks; see kv_indexer).
+    uint32_t lower_blocks = 0;
   };
   std::vector<entry> scores; ///< unordered; workers with no match are absent
 
   /// Matched blocks of `w` (0 when absent).
   [[nodiscard]] uint32_t blocks_of(const worker_key& w) const noexcept;
+  /// lower_blocks of `w`, at least blocks_of(w) (0 when absent).
+  [[nodiscard]] uint32_t lower_blocks_of(const worker_key& w) const noexcept;
   /// Scratch space for find_matches (candidate workers past slot 63).
   std::vector<uint32_t> scratch;
 };

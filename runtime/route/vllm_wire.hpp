@@ -22,7 +22,7 @@ namespace dynamo::route {
 // map {"ts", "events", "data_parallel_rank"}; each event is a tagged array
 // ["BlockStored", ...] or a map {"type": "BlockStored", ...}.
 
-enum class storage_tier : uint8_t { device, host_pinned, disk, external };
+using protocol::storage_tier;
 
 /// vLLM `medium` -> tier: GPU|DEVICE -> device, CPU_PINNED|CPU_TIER1 -> host,
 /// CPU_TIER2|DISK|NVME -> disk, EXTERNAL|NETWORK|REMOTE|SHARED -> external;

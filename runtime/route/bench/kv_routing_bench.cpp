@@ -5,20 +5,29 @@
 // back while it has work; a step's tokens and KV events become visible at its
 // simulated end, when the router receives the events and the request lifecycle
 // calls. Prints one JSON object: per mode TTFT percentiles, prefill tokens
-// computed, cache hit rate, and the round-robin / kv ratios.
+// computed, cache hit rate, and the round-robin / kv ratios. With --kvbm, each
+// mode also runs with the engines' KV block manager tiers (host, host + disk:
+// the mocker's tiers hold hashes and charge onboarding time per block and
+// tier), with the KVBM-off / KVBM-on ratios.
+#include "runtime/kv/block_hash.hpp"
 #include "runtime/mocker/mock_executor.hpp"
+#include "runtime/route/bench/kvbm_cpu_bench.hpp"
 #include "runtime/route/kv_router.hpp"
 #include "runtime/route/workload.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 using namespace dynamo;
@@ -36,7 +45,25 @@ struct options {
   mocker::mocker_config engine;
   std::vector<std::string> modes{"kv", "round-robin"};
   uint64_t seed = 1;
+  /// KVBM variants per mode: off | host | host+disk (--kvbm).
+  std::vector<std::string> kvbm{"off"};
+  double kvbm_host_gb = 4;  ///< per worker
+  double kvbm_disk_gb = 64; ///< per worker
+  double lower_tier_weight = kv_router_config{}.router_lower_tier_weight; ///< --router-lower-tier-weight
+  double overlap_weight = kv_router_config{}.overlap_score_weight; ///< --kv-overlap-score-weight
+  bool cpu_engine = false; ///< --cpu-engine: also the KVBM variants on one real CPU engine
+  bench::cpu_bench_options cpu;
 };
+
+/// The engines' KVBM tiers for variant `v` (off | host | host+disk).
+kvbm::kvbm_config kvbm_of(const options& o, std::string_view v) {
+  kvbm::kvbm_config k;
+  if (v == "host" || v == "host+disk")
+    k.host_bytes = static_cast<uint64_t>(o.kvbm_host_gb * 1073741824.0);
+  if (v == "host+disk")
+    k.disk_bytes = static_cast<uint64_t>(o.kvbm_disk_gb * 1073741824.0);
+  return k;
+}
 
 struct request_state {
   double arrival_us = 0;
@@ -66,16 +93,20 @@ struct sim_result {
   uint64_t lifecycle_mismatches = 0; ///< router bookings that did not match the engine
   double end_us = 0;
   std::vector<uint64_t> per_worker_requests;
+  protocol::kvbm_metrics kvbm; ///< summed over the engines (hit rates: their mean)
+  bool has_kvbm = false;
 };
 
 class simulation {
 public:
-  simulation(const options& o, router_mode mode, const std::vector<trace_record>& trace)
+  simulation(const options& o, router_mode mode, const std::vector<trace_record>& trace, std::string_view kvbm)
       : o_(o), trace_(trace),
-        router_(inline_events(), o.engine.block_size, mode, o.seed,
+        router_(inline_events(o), o.engine.block_size, mode, o.seed,
                 [this](const protocol::kv_resync_request&) { ++result_.resyncs; }) {
+    engine::engine_config base;
+    base.kvbm = kvbm_of(o, kvbm);
     for (uint32_t w = 0; w < o.workers; ++w) {
-      auto core = mocker::make_engine(o.engine);
+      auto core = mocker::make_engine(o.engine, base);
       if (!core) {
         std::fprintf(stderr, "%s\n", describe(core.error()).c_str());
         std::exit(1);
@@ -100,8 +131,21 @@ public:
       else
         on_step_end(e);
     }
-    for (const auto& eng : engines_)
+    for (const auto& eng : engines_) {
       result_.preemptions += eng.core->sched().num_preemptions();
+      if (auto k = eng.core->load_metrics().kvbm) {
+        protocol::kvbm_metrics& t = result_.kvbm;
+        const double n = static_cast<double>(engines_.size());
+        result_.has_kvbm = true;
+        t.kvbm_matched_tokens += k->kvbm_matched_tokens;
+        t.kvbm_offload_blocks_d2h += k->kvbm_offload_blocks_d2h;
+        t.kvbm_offload_blocks_h2d += k->kvbm_offload_blocks_h2d;
+        t.kvbm_onboard_blocks_h2d += k->kvbm_onboard_blocks_h2d;
+        t.kvbm_onboard_blocks_d2d += k->kvbm_onboard_blocks_d2d;
+        t.kvbm_host_cache_hit_rate += k->kvbm_host_cache_hit_rate / n;
+        t.kvbm_disk_cache_hit_rate += k->kvbm_disk_cache_hit_rate / n;
+      }
+    }
     return std::move(result_);
   }
 
@@ -158,7 +202,8 @@ private:
       std::fprintf(stderr, "engine step failed: %s\n", describe(r.error()).c_str());
       std::exit(1);
     }
-    if (r->num_seqs == 0 && r->outputs.empty() && r->kv_events.empty()) {
+    const bool onboarding = e.core->kvbm() != nullptr && e.core->kvbm()->loads_in_flight() > 0;
+    if (r->num_seqs == 0 && r->outputs.empty() && r->kv_events.empty() && !onboarding) {
       e.busy = false; // nothing runnable: wait for the next arrival
       e.step_end_us = never;
       return;
@@ -202,9 +247,11 @@ private:
 
   /// Dynamo's defaults, with events applied on this thread: virtual time needs
   /// each event in the index before the next routing decision.
-  static kv_router_config inline_events() {
+  static kv_router_config inline_events(const options& o) {
     kv_router_config c;
     c.router_event_threads = 1;
+    c.router_lower_tier_weight = o.lower_tier_weight;
+    c.overlap_score_weight = o.overlap_weight;
     return c;
   }
 
@@ -251,6 +298,18 @@ summary summarize(const sim_result& r) {
   return s;
 }
 
+std::string kvbm_json(const sim_result& r) {
+  if (!r.has_kvbm)
+    return "null";
+  const protocol::kvbm_metrics& k = r.kvbm;
+  return fmt::format(R"({{"kvbm_matched_tokens": {}, "kvbm_offload_blocks_d2h": {}, "kvbm_offload_blocks_h2d": {}, )"
+                     R"("kvbm_onboard_blocks_h2d": {}, "kvbm_onboard_blocks_d2d": {}, )"
+                     R"("kvbm_host_cache_hit_rate": {:.4f}, "kvbm_disk_cache_hit_rate": {:.4f}}})",
+                     k.kvbm_matched_tokens, k.kvbm_offload_blocks_d2h, k.kvbm_offload_blocks_h2d,
+                     k.kvbm_onboard_blocks_h2d, k.kvbm_onboard_blocks_d2d, k.kvbm_host_cache_hit_rate,
+                     k.kvbm_disk_cache_hit_rate);
+}
+
 std::string mode_json(std::string_view mode, const sim_result& r, const summary& s) {
   std::string spread;
   for (uint64_t n : r.per_worker_requests)
@@ -261,11 +320,11 @@ std::string mode_json(std::string_view mode, const sim_result& r, const summary&
       R"("e2e_p50_ms": {:.1f}, "prefill_tokens_computed": {}, "prompt_tokens": {}, )"
       R"("cached_prompt_tokens": {}, "cache_hit_rate": {:.4f}, "router_predicted_hit_rate": {:.4f}, )"
       R"("engine_steps": {}, "preemptions": {}, "errors": {}, "resync_requests": {}, )"
-      R"("lifecycle_mismatches": {}, "simulated_s": {:.1f}, "requests_per_worker": [{}]}})",
+      R"("lifecycle_mismatches": {}, "simulated_s": {:.1f}, "requests_per_worker": [{}], "kvbm": {}}})",
       mode, s.ttft_p50_ms, s.ttft_p99_ms, s.ttft_mean_ms, s.e2e_p50_ms, s.prefill_tokens,
       s.prompt_tokens, s.cached_tokens, static_cast<double>(s.cached_tokens) / prompt,
       static_cast<double>(s.predicted_tokens) / prompt, r.steps, r.preemptions, r.errors,
-      r.resyncs, r.lifecycle_mismatches, r.end_us / 1e6, spread);
+      r.resyncs, r.lifecycle_mismatches, r.end_us / 1e6, spread, kvbm_json(r));
 }
 
 } // namespace
@@ -331,9 +390,19 @@ constexpr const char* usage =
     "  [--max-turns N] [--min-user-tokens N] [--max-user-tokens N] [--min-output-tokens N]\n"
     "  [--max-output-tokens N] [--trace-block-size 512] [--mean-think-ms 2000]\n"
     "  [--blocks 16384] [--block-size 16] [--modes kv,round-robin] [--seed 1] [--smoke]\n"
+    "  [--kvbm off,host,host+disk] [--kvbm-host-gb 4] [--kvbm-disk-gb 64] [--router-lower-tier-weight 0.5]\n"
+    "  [--kv-overlap-score-weight 1.0]\n"
+    "  [--cpu-engine] [--cpu-model PATH] [--cpu-sessions 8] [--cpu-turns 4] [--cpu-system-tokens 256]\n"
+    "  [--cpu-min-user-tokens 64] [--cpu-max-user-tokens 192] [--cpu-output-tokens 8] [--cpu-g1-blocks 96]\n"
+    "  [--cpu-host-blocks 64] [--cpu-disk-path /tmp/dynamo-kvbm-bench] [--cpu-threads 0]\n"
+    "--cpu-engine adds \"cpu_engine\": the same KVBM variants (off, host, host+disk with a\n"
+    "host tier of --cpu-host-blocks) on one CPU engine with --cpu-g1-blocks of KV, sessions\n"
+    "taking turns one request at a time (wall-clock TTFT), with the disk's sequential read\n"
+    "speed measured under --cpu-disk-path.\n"
     "For each arrival rate (sessions per second), replays one synthetic multi-turn\n"
     "trace against mocker engines on a virtual clock, once per router mode, and\n"
-    "prints one JSON object (ratios: second mode over first).\n"
+    "prints one JSON object (ratios: second mode over first). With --kvbm, every\n"
+    "mode runs once per KVBM variant (named mode+variant; kvbm_ratios: off over each).\n"
     "Presets (default agent; later flags override):\n"
     "  agent: 300 sessions of 4-16 turns, 1024-token system prompts, 128-1024 user\n"
     "         and 64-256 output tokens per turn; rates 2,4,6,8\n"
@@ -346,6 +415,10 @@ bool parse(int argc, char** argv, options& o) {
     if (f == "--help" || f == "-h") {
       std::puts(usage);
       return false;
+    }
+    if (f == "--cpu-engine") {
+      o.cpu_engine = true;
+      continue;
     }
     if (f == "--smoke") {
       o.workers = 2;
@@ -383,6 +456,29 @@ bool parse(int argc, char** argv, options& o) {
     else if (f == "--block-size") o.engine.block_size = number<uint32_t>(f, v);
     else if (f == "--seed") o.seed = o.workload.seed = number<uint64_t>(f, v);
     else if (f == "--modes") o.modes = split(v);
+    else if (f == "--kvbm") {
+      o.kvbm = split(v);
+      for (const std::string& k : o.kvbm)
+        if (k != "off" && k != "host" && k != "host+disk") {
+          std::fprintf(stderr, "--kvbm: off, host and/or host+disk (try --help)\n");
+          std::exit(2);
+        }
+    }
+    else if (f == "--kvbm-host-gb") o.kvbm_host_gb = number<double>(f, v);
+    else if (f == "--kvbm-disk-gb") o.kvbm_disk_gb = number<double>(f, v);
+    else if (f == "--router-lower-tier-weight") o.lower_tier_weight = number<double>(f, v);
+    else if (f == "--kv-overlap-score-weight") o.overlap_weight = number<double>(f, v);
+    else if (f == "--cpu-model") o.cpu.model = std::string{v};
+    else if (f == "--cpu-sessions") o.cpu.sessions = number<uint32_t>(f, v);
+    else if (f == "--cpu-turns") o.cpu.turns = number<uint32_t>(f, v);
+    else if (f == "--cpu-system-tokens") o.cpu.system_tokens = number<uint32_t>(f, v);
+    else if (f == "--cpu-min-user-tokens") o.cpu.min_user_tokens = number<uint32_t>(f, v);
+    else if (f == "--cpu-max-user-tokens") o.cpu.max_user_tokens = number<uint32_t>(f, v);
+    else if (f == "--cpu-output-tokens") o.cpu.output_tokens = number<uint32_t>(f, v);
+    else if (f == "--cpu-g1-blocks") o.cpu.g1_blocks = number<uint32_t>(f, v);
+    else if (f == "--cpu-host-blocks") o.cpu.host_blocks_small = number<uint32_t>(f, v);
+    else if (f == "--cpu-disk-path") o.cpu.disk_path = std::string{v};
+    else if (f == "--cpu-threads") o.cpu.threads = number<unsigned>(f, v);
     else {
       std::fprintf(stderr, "unknown option %s (try --help)\n", argv[i - 1]);
       std::exit(2);
@@ -397,18 +493,44 @@ std::string run_json(const options& o, double rate) {
   wc.sessions_per_second = rate;
   std::vector<trace_record> trace = generate_workload(wc);
   workload_stats ws = analyze_workload(trace);
+  std::unordered_set<uint64_t> distinct; // the working set, in engine blocks
+  for (const trace_record& t : trace)
+    for (uint64_t h : kv::sequence_hashes_of_tokens(synthesize_tokens(t, wc.trace_block_size), o.engine.block_size))
+      distinct.insert(h);
   std::string body;
   std::vector<summary> sums;
+  std::string kvbm_ratios;
   for (const std::string& name : o.modes) {
     auto mode = parse_router_mode(name);
     if (!mode) {
       std::fprintf(stderr, "%s\n", describe(mode.error()).c_str());
       std::exit(2);
     }
-    sim_result r = simulation(o, *mode, trace).run();
-    sums.push_back(summarize(r));
-    body += mode_json(name, r, sums.back()) + ", ";
+    std::optional<summary> off;
+    for (const std::string& k : o.kvbm) {
+      sim_result r = simulation(o, *mode, trace, k).run();
+      const summary s = summarize(r);
+      const std::string label = k == "off" ? name : name + "+" + k;
+      body += mode_json(label, r, s) + ", ";
+      if (k == "off") {
+        sums.push_back(s);
+        off = s;
+      } else if (off) {
+        kvbm_ratios += fmt::format(R"({}"{}": {{"ttft_p50": {:.2f}, "ttft_p99": {:.2f}, "prefill_tokens": {:.2f}}})",
+                                   kvbm_ratios.empty() ? "" : ", ", label,
+                                   off->ttft_p50_ms / std::max(s.ttft_p50_ms, 1e-9),
+                                   off->ttft_p99_ms / std::max(s.ttft_p99_ms, 1e-9),
+                                   static_cast<double>(off->prefill_tokens) /
+                                       static_cast<double>(std::max<uint64_t>(s.prefill_tokens, 1)));
+      }
+    }
   }
+  body += fmt::format(R"("working_set_blocks": {}, "g1_blocks_all_workers": {}, "working_set_over_g1": {:.2f}, )",
+                      distinct.size(), uint64_t{o.engine.num_blocks} * o.workers,
+                      static_cast<double>(distinct.size()) /
+                          static_cast<double>(uint64_t{o.engine.num_blocks} * o.workers));
+  if (!kvbm_ratios.empty())
+    body += "\"kvbm_ratios\": {" + kvbm_ratios + "}, ";
   std::string ratios = "null";
   if (sums.size() >= 2) { // baseline (second mode) over the first
     const summary& kv = sums[0];
@@ -433,6 +555,7 @@ std::string run_json(const options& o, double rate) {
 } // namespace
 
 int main(int argc, char** argv) {
+  spdlog::set_level(spdlog::level::warn); // stdout is the JSON
   options o;
   o.engine.context_length = 32768;
   apply_preset(o, "agent");
@@ -445,18 +568,23 @@ int main(int argc, char** argv) {
   std::string runs;
   for (double rate : o.rates)
     runs += (runs.empty() ? "" : ", ") + run_json(o, rate);
+  const std::string cpu = o.cpu_engine ? bench::cpu_engine_json(o.cpu) : std::string{"null"};
   const workload_config& w = o.workload;
   fmt::print(R"({{"bench": "dynamo-kv-routing-bench", "preset": "{}", "workers": {}, )"
              R"("engine": {{"block_size": {}, "num_blocks": {}, "max_num_batched_tokens": {}, )"
              R"("timing": "dynamo mocker polynomial, speedup 1"}}, "workload": {{"sessions": {}, )"
              R"("system_prompts": {}, "system_prompt_tokens": {}, "turns": [{}, {}], )"
              R"("user_tokens": [{}, {}], "output_tokens": [{}, {}], "mean_think_ms": {}, )"
-             R"("trace_block_size": {}, "seed": {}}}, "runs": [{}]}})"
+             R"("trace_block_size": {}, "seed": {}}}, "kvbm": {{"variants": "{}", "host_gb_per_worker": {}, )"
+             R"("disk_gb_per_worker": {}, "router_lower_tier_weight": {}, "kv_overlap_score_weight": {}, "host_gbps": {}, "disk_gbps": {}, "host_block_us": {}, "disk_block_us": {}}}, )"
+             R"("runs": [{}], "cpu_engine": {}}})"
              "\n",
              o.preset, o.workers, o.engine.block_size, o.engine.num_blocks,
              o.engine.max_num_batched_tokens, w.sessions, w.system_prompts,
              w.system_prompt_tokens, w.min_turns, w.max_turns, w.min_user_tokens,
              w.max_user_tokens, w.min_output_tokens, w.max_output_tokens, w.mean_think_ms,
-             w.trace_block_size, w.seed, runs);
+             w.trace_block_size, w.seed, fmt::format("{}", fmt::join(o.kvbm, ",")), o.kvbm_host_gb,
+             o.kvbm_disk_gb, o.lower_tier_weight, o.overlap_weight, o.engine.kvbm_host_bandwidth, o.engine.kvbm_disk_bandwidth, o.engine.kvbm_host_block_us,
+             o.engine.kvbm_disk_block_us, runs, cpu);
   return 0;
 }

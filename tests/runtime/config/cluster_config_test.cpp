@@ -306,3 +306,37 @@ BOOST_AUTO_TEST_CASE(the_config_names_both_hosts) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(cluster_config_kvbm_suite)
+
+BOOST_AUTO_TEST_CASE(kvbm_tiers_parse_and_default_off) {
+  auto c = parse_cluster_config(R"(
+pools:
+  - name: agg
+    engine: cpu
+    model: m
+    model_path: /m.gguf
+    kvbm: {host_gb: 2.5, disk_gb: 8, disk_path: /var/kvbm}
+  - name: plain
+    model: mocker
+)");
+  BOOST_REQUIRE_MESSAGE(c, (c ? "" : describe(c.error())));
+  const pool_config& p = c->pools[0];
+  BOOST_TEST(p.kvbm.host_gb == 2.5);
+  BOOST_TEST(p.kvbm.disk_gb == 8.0);
+  BOOST_TEST(p.kvbm.disk_path == "/var/kvbm");
+  BOOST_TEST(p.kvbm.enabled());
+  BOOST_TEST(!c->pools[1].kvbm.enabled());
+}
+
+BOOST_AUTO_TEST_CASE(kvbm_errors_name_the_field) {
+  BOOST_TEST(error_of("pools: [{name: a, model: m, kvbm: {host_gb: -1}}]").find("pools[0].kvbm.host_gb") !=
+             std::string::npos);
+  BOOST_TEST(error_of("pools: [{name: a, model: m, kvbm: {ssd_gb: 1}}]").find("ssd_gb") != std::string::npos);
+  BOOST_TEST(error_of("pools: [{name: a, engine: cpu, model: m, model_path: /m, kvbm: {disk_gb: 1}}]")
+                 .find("disk_path") != std::string::npos);
+  // The mocker keeps an index only: no directory needed.
+  BOOST_TEST(error_of("pools: [{name: a, model: m, kvbm: {disk_gb: 1}}]").empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()

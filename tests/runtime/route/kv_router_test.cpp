@@ -179,3 +179,66 @@ BOOST_AUTO_TEST_CASE(removing_a_worker_forgets_its_cache_and_load) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(kv_router_tiers)
+
+protocol::router_event in_tier(protocol::router_event ev, protocol::storage_tier t) {
+  ev.event.medium = t;
+  return ev;
+}
+
+BOOST_AUTO_TEST_CASE(lower_tier_blocks_count_at_the_configured_weight) {
+  for (uint32_t threads : {1u, 4u}) {
+    kv_router_config c;
+    c.router_event_threads = threads;
+    kv_router router(c, bs, router_mode::kv, 1);
+    auto p = prompt(1, 40);
+    // Worker 1 holds 4 blocks on its device; worker 2 holds all 10 in host memory only.
+    router.on_event(cached(1, prompt(1, 16), 0));
+    router.on_event(in_tier(cached(2, p, 0), protocol::storage_tier::host_pinned));
+    router.flush();
+    auto d = router.route(request("r", p));
+    BOOST_REQUIRE(d);
+    BOOST_TEST(d->costs[0].overlap_blocks == 4u);
+    BOOST_TEST(d->costs[1].overlap_blocks == 0u); // not a device hit
+    // worker 1: 24 uncached tokens = 6 blocks + 10 decode; worker 2: 40 - 0.5 * 40 = 20 tokens.
+    BOOST_TEST(d->costs[0].logit == 16.0);
+    BOOST_TEST(d->costs[1].logit == 15.0);
+    BOOST_TEST(d->worker.worker_id == 2u);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(tier_events_never_touch_the_device_index) {
+  kv_router_config c;
+  c.router_event_threads = 1;
+  c.router_lower_tier_weight = 0.0; // lower tiers ignored: device hits only
+  kv_router router(c, bs, router_mode::kv, 1);
+  auto p = prompt(1, 40);
+  router.on_event(cached(2, p, 0));
+  // Host copies of the same blocks come and go: device hits stay.
+  router.on_event(in_tier(cached(2, p, 1), protocol::storage_tier::host_pinned));
+  protocol::router_event gone;
+  gone.worker_id = 2;
+  gone.event.event_id = 2;
+  gone.event.kind = protocol::kv_event_kind::removed;
+  gone.event.medium = protocol::storage_tier::disk;
+  gone.event.removed_hashes = kv::sequence_hashes_of_tokens(p, bs);
+  router.on_event(gone);
+  router.flush();
+  BOOST_TEST(router.index().tree_size(worker_key{2, 0}) == 10u);
+  auto d = router.route(request("r", p));
+  BOOST_REQUIRE(d);
+  BOOST_TEST(d->overlap_blocks == 10u);
+  BOOST_TEST(d->costs[0].logit == 20.0); // worker 1: nothing cached; weight 0 changes nothing
+}
+
+BOOST_AUTO_TEST_CASE(the_lower_tier_weight_is_a_validated_flag) {
+  kv_router_config c;
+  BOOST_TEST(c.router_lower_tier_weight == 0.5);
+  BOOST_REQUIRE(c.set("--router-lower-tier-weight", "0.25"));
+  BOOST_TEST(c.router_lower_tier_weight == 0.25);
+  BOOST_REQUIRE(c.set("--router-lower-tier-weight", "1.5"));
+  BOOST_TEST(!c.validate());
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,76 @@
+// A tier of the KV block manager as a set of blocks keyed by sequence hash
+// with an eviction order, LRU within priority among the leaves (research/
+// dynamo.md 5): G2 keeps the blocks' byte slabs in it, G3 (disk_store) its
+// index of files; entries without bytes (policy only: the mocker) take the
+// same room. Owned by
+// kvbm_connector, driven from the engine's step thread: not thread-safe (a
+// slab, once shared out, is immutable and may be read from any thread).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace dynamo::kvbm {
+
+/// The bytes of one block (immutable once made); null in policy-only tiers.
+using block_bytes = std::shared_ptr<const std::vector<std::byte>>;
+
+class block_lru {
+public:
+  /// A pool of `capacity_blocks` blocks (0: it holds nothing).
+  explicit block_lru(uint64_t capacity_blocks) : capacity_(capacity_blocks) {}
+
+  struct evicted {
+    uint64_t sequence_hash = 0;
+    block_bytes bytes;
+  };
+
+  /// Stores `bytes` under `hash`, whose prefix ends in block `parent`
+  /// (nullopt at the root), as the most recently used block of its `priority`
+  /// (a hash already present keeps its bytes, takes the priority and becomes
+  /// most recent). Returns the blocks evicted to make room: only leaves (blocks
+  /// with no child here) are evicted, lowest priority first, least recently
+  /// used first within a priority, so a prefix chain loses its tail first and
+  /// what stays is always a usable prefix (as G1's free queue frees
+  /// tail-first); with capacity 0 the block itself.
+  [[nodiscard]] std::vector<evicted> insert(uint64_t hash, block_bytes bytes, uint32_t priority = 0,
+                                            std::optional<uint64_t> parent = std::nullopt);
+
+  [[nodiscard]] bool contains(uint64_t hash) const { return entries_.count(hash) != 0; }
+  /// The block's bytes (null for a policy-only entry); REQUIRES contains(hash).
+  [[nodiscard]] const block_bytes& bytes(uint64_t hash) const { return entries_.at(hash).bytes; }
+  /// Makes `hash` the most recently used of its priority; false when absent.
+  bool touch(uint64_t hash);
+  /// Drops `hash` (its children, if any, become roots); false when absent.
+  bool erase(uint64_t hash);
+
+  [[nodiscard]] uint64_t size() const noexcept { return entries_.size(); }
+  [[nodiscard]] uint64_t capacity() const noexcept { return capacity_; }
+  /// The leaves, from the next evicted to the last (for tests and diagnostics).
+  [[nodiscard]] std::vector<uint64_t> eviction_order() const;
+
+private:
+  using order_key = std::pair<uint32_t, uint64_t>; ///< (priority, last-use tick)
+  struct entry {
+    block_bytes bytes;
+    order_key key;
+    std::optional<uint64_t> parent; ///< when present here
+    uint32_t children = 0;          ///< entries here whose parent this is
+  };
+  /// One child fewer for `parent` (if present); a parent left childless
+  /// becomes evictable again, at its own last-use time.
+  void drop_child(std::optional<uint64_t> parent);
+
+  uint64_t capacity_;
+  uint64_t tick_ = 0;
+  std::unordered_map<uint64_t, entry> entries_;
+  std::map<order_key, uint64_t> order_; ///< eviction order of the leaves -> hash
+};
+
+} // namespace dynamo::kvbm

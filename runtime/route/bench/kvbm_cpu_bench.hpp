@@ -1,0 +1,36 @@
+// The CPU-engine half of dynamo-kv-routing-bench --cpu-engine: a multi-turn
+// agent workload (sessions taking turns, each prompt the session's history
+// plus the model's own replies plus a new user turn) replayed one request at a
+// time on real CPU engines whose G1 holds a fraction of the working set, with
+// KVBM off, host tier, and host + disk (real bytes through block files, read
+// from the device: the bench drops their pages from the page cache before each
+// request), the three engines taking turns request by request. Also measures
+// the disk's own sequential read speed under the disk path, in the same run.
+// Called from the bench's main thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace dynamo::route::bench {
+
+struct cpu_bench_options {
+  std::string model;                ///< GGUF path ("" = $DYNAMO_MODEL_PATH or the SmolLM2 default)
+  uint32_t sessions = 8;
+  uint32_t turns = 4;
+  uint32_t system_tokens = 256;     ///< shared by every session
+  uint32_t min_user_tokens = 64;
+  uint32_t max_user_tokens = 192;
+  uint32_t output_tokens = 8;
+  uint32_t block_size = 16;
+  uint32_t g1_blocks = 96;          ///< the engine's KV blocks
+  uint32_t host_blocks_small = 64;  ///< host+disk: a host tier smaller than the working set
+  std::string disk_path = "/tmp/dynamo-kvbm-bench";
+  unsigned threads = 0;             ///< 0: all cores
+  uint64_t seed = 1;
+};
+
+/// Runs the three variants and returns one JSON object (no trailing newline).
+[[nodiscard]] std::string cpu_engine_json(const cpu_bench_options& o);
+
+} // namespace dynamo::route::bench
