@@ -62,6 +62,25 @@ expected<std::unique_ptr<component_metrics>> component_metrics::create(registry&
             m->requests_running_));
   step(take(reg.add_gauge(name("engine_requests_waiting"), "Requests waiting for admission or for their KV", worker),
             m->requests_waiting_));
+  step(take(reg.add_counter("kvbm_matched_tokens", "KVBM: prompt tokens found in the host or disk tier", worker),
+            m->kvbm_matched_tokens_));
+  step(take(reg.add_counter("kvbm_offload_blocks_d2h", "KVBM: blocks offloaded from the engine to the host tier",
+                            worker),
+            m->kvbm_offload_d2h_));
+  step(take(reg.add_counter("kvbm_offload_blocks_h2d", "KVBM: blocks offloaded from the host to the disk tier", worker),
+            m->kvbm_offload_h2d_));
+  step(take(reg.add_counter("kvbm_onboard_blocks_h2d", "KVBM: blocks onboarded from the host tier into the engine",
+                            worker),
+            m->kvbm_onboard_h2d_));
+  step(take(reg.add_counter("kvbm_onboard_blocks_d2d", "KVBM: blocks onboarded from the disk tier into the engine",
+                            worker),
+            m->kvbm_onboard_d2d_));
+  step(take(reg.add_gauge("kvbm_host_cache_hit_rate", "KVBM: blocks found in the host tier over blocks looked up",
+                          worker),
+            m->kvbm_host_hit_rate_));
+  step(take(reg.add_gauge("kvbm_disk_cache_hit_rate", "KVBM: blocks found in the disk tier over blocks looked up",
+                          worker),
+            m->kvbm_disk_hit_rate_));
   if (e)
     return e;
   m->uptime_seconds_->get().set(0.0);
@@ -124,7 +143,26 @@ void component_metrics::on_load(const endpoint_labels& ep, const protocol::load_
   total_blocks_->with(l).set(load.total_blocks);
   cache_usage_percent_->with(l).set(load.kv_usage);
   requests_running_->with(l).set(load.num_running);
-  requests_waiting_->with(std::move(l)).set(load.num_waiting);
+  requests_waiting_->with(l).set(load.num_waiting);
+  if (!load.kvbm)
+    return;
+  const protocol::kvbm_metrics& k = *load.kvbm;
+  protocol::kvbm_metrics last;
+  {
+    std::lock_guard lk{kvbm_mutex_};
+    last = std::exchange(kvbm_last_[load.worker_id], k);
+  }
+  // A counter below its last report: the engine restarted; all of it is new.
+  auto advance = [&](counter_family* f, uint64_t now, uint64_t before) {
+    f->with(l).inc(static_cast<double>(now >= before ? now - before : now));
+  };
+  advance(kvbm_matched_tokens_, k.kvbm_matched_tokens, last.kvbm_matched_tokens);
+  advance(kvbm_offload_d2h_, k.kvbm_offload_blocks_d2h, last.kvbm_offload_blocks_d2h);
+  advance(kvbm_offload_h2d_, k.kvbm_offload_blocks_h2d, last.kvbm_offload_blocks_h2d);
+  advance(kvbm_onboard_h2d_, k.kvbm_onboard_blocks_h2d, last.kvbm_onboard_blocks_h2d);
+  advance(kvbm_onboard_d2d_, k.kvbm_onboard_blocks_d2d, last.kvbm_onboard_blocks_d2d);
+  kvbm_host_hit_rate_->with(l).set(k.kvbm_host_cache_hit_rate);
+  kvbm_disk_hit_rate_->with(std::move(l)).set(k.kvbm_disk_cache_hit_rate);
 }
 
 void component_metrics::refresh_uptime() {

@@ -2,8 +2,9 @@
 // (/metrics), with Dynamo's names: dynamo_component_* per served endpoint
 // (requests, in-flight, duration, time to first response, errors,
 // cancellations, bytes, uptime) and per worker instance
-// dynamo_component_kvstats_* (KV blocks, cache usage, prefix-cache hit rate)
-// and dynamo_component_engine_requests_{running,waiting}. Created once per
+// dynamo_component_kvstats_* (KV blocks, cache usage, prefix-cache hit rate),
+// dynamo_component_engine_requests_{running,waiting} and, with the KV block
+// manager, Dynamo's kvbm_* counters and hit rates. Created once per
 // process by the worker service; updated from request-plane threads and the
 // engines' load reports. Every method is safe from any thread.
 #pragma once
@@ -55,7 +56,8 @@ public:
   /// A request's first chunk: `cached` of its `prompt` tokens came from the
   /// prefix cache (feeds the worker's prefix-cache hit rate).
   void on_prefix_lookup(const endpoint_labels& ep, uint64_t worker, uint32_t prompt, uint32_t cached);
-  /// A worker instance's load report (its KV blocks and usage).
+  /// A worker instance's load report (its KV blocks and usage; its KVBM
+  /// counters advance by what is new since its last report).
   void on_load(const endpoint_labels& ep, const protocol::load_metrics& load);
   /// Seconds since create(), refreshed on every call of this (before rendering).
   void refresh_uptime();
@@ -81,6 +83,15 @@ private:
   gauge_family* prefix_hit_rate_ = nullptr;
   gauge_family* requests_running_ = nullptr;
   gauge_family* requests_waiting_ = nullptr;
+  counter_family* kvbm_matched_tokens_ = nullptr;
+  counter_family* kvbm_offload_d2h_ = nullptr;
+  counter_family* kvbm_offload_h2d_ = nullptr;
+  counter_family* kvbm_onboard_h2d_ = nullptr;
+  counter_family* kvbm_onboard_d2d_ = nullptr;
+  gauge_family* kvbm_host_hit_rate_ = nullptr;
+  gauge_family* kvbm_disk_hit_rate_ = nullptr;
+  std::mutex kvbm_mutex_;
+  std::map<uint64_t, protocol::kvbm_metrics> kvbm_last_; ///< the last report per worker (counter deltas)
   std::mutex prefix_mutex_;
   std::map<uint64_t, std::pair<uint64_t, uint64_t>> prefix_tokens_; ///< worker -> (prompt, cached) totals
 };

@@ -1,7 +1,7 @@
 // deploy/observability/grafana-dashboard.json against the families the
 // processes register: every metric a panel's PromQL names must be exported by
 // the frontend (dynamo_frontend_*), a router (dynamo_router_*), a worker's
-// system server (dynamo_component_*) or the planner (dynamo_planner_*); and
+// system server (dynamo_component_*, kvbm_*) or the planner (dynamo_planner_*); and
 // every group has at least one panel.
 #define BOOST_TEST_MODULE deploy_dashboard
 #include "runtime/metrics/component_metrics.hpp"
@@ -68,6 +68,6 @@ BOOST_AUTO_TEST_CASE(every_queried_metric_is_exported) {
     }
     BOOST_TEST(found > 0u, "a panel queries no dynamo metric: " << expr);
   }
-  for (const char* group : {"dynamo_frontend", "dynamo_router", "dynamo_component", "dynamo_planner"})
+  for (const char* group : {"dynamo_frontend", "dynamo_router", "dynamo_component", "dynamo_planner", "kvbm_offload"})
     BOOST_TEST(prefixes.count(group) == 1u, "no panel shows " << group);
 }

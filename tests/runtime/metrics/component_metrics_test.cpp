@@ -75,6 +75,29 @@ BOOST_AUTO_TEST_CASE(kvstats_follow_load_reports_and_prefix_hits) {
   BOOST_TEST(has(text, "dynamo_component_engine_requests_waiting{" + w + " 2"));
 }
 
+BOOST_AUTO_TEST_CASE(kvbm_counters_advance_by_each_reports_news) {
+  registry reg;
+  auto m = component_metrics::create(reg);
+  BOOST_REQUIRE(m);
+  protocol::load_metrics load;
+  load.worker_id = 0xab;
+  load.kvbm = protocol::kvbm_metrics{};
+  load.kvbm->kvbm_offload_blocks_d2h = 10;
+  load.kvbm->kvbm_onboard_blocks_h2d = 4;
+  load.kvbm->kvbm_host_cache_hit_rate = 0.5;
+  (*m)->on_load(ep, load);
+  load.kvbm->kvbm_offload_blocks_d2h = 15; // +5
+  (*m)->on_load(ep, load);
+  load.kvbm->kvbm_offload_blocks_d2h = 3; // the engine restarted: +3
+  (*m)->on_load(ep, load);
+  const auto text = reg.render();
+  const std::string w = labels + R"(,worker_id="00000000000000ab"})";
+  BOOST_TEST(has(text, "kvbm_offload_blocks_d2h{" + w + " 18"));
+  BOOST_TEST(has(text, "kvbm_onboard_blocks_h2d{" + w + " 4"));
+  BOOST_TEST(has(text, "kvbm_host_cache_hit_rate{" + w + " 0.5"));
+  BOOST_TEST(has(text, "kvbm_onboard_blocks_d2d{" + w + " 0"));
+}
+
 BOOST_AUTO_TEST_CASE(uptime_grows) {
   registry reg;
   auto m = component_metrics::create(reg);
