@@ -21,7 +21,9 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -142,7 +144,8 @@ public:
   /// step()), and first_token is the request's first generated token,
   /// delivered by the next step() as its first chunk (cached_tokens: the prompt
   /// tokens found in the local prefix cache); decoding goes on from there.
-  /// Not ok: the request prefills locally into the blocks it holds. false when
+  /// Not ok: the request prefills locally into the blocks it holds (its first
+  /// chunk says prefilled_locally, as when add_request refused the result). false when
   /// the request is not waiting for KV (aborted, finished, unknown). The
   /// connector's finish_load, then the scheduler's finish_loads (get_finished).
   [[nodiscard]] bool complete_transfer(std::string_view request_id, bool ok);
@@ -166,6 +169,8 @@ private:
   [[nodiscard]] std::string apply_disagg(protocol::preprocessed_request& req, bool& save);
   /// Adds the layout to each prefill result and encodes it into output.disagg.
   void attach_prefill_results(std::vector<request_output>& outs);
+  /// Sets output.prefilled_locally on the first chunk of each request in local_prefills_.
+  void flag_local_prefills(std::vector<request_output>& outs);
   void fail_all(const std::string& message);
 
   std::unique_ptr<executor> exec_;
@@ -174,6 +179,9 @@ private:
   std::chrono::milliseconds hold_ttl_;
   std::shared_ptr<gram::grammar_cache> grammars_;
   std::vector<request_output> pending_; ///< chunks produced outside step()
+  /// Decode requests whose prefill result went unused (refused, failed
+  /// transfer) and whose first chunk has not been produced yet.
+  std::unordered_set<std::string> local_prefills_;
 };
 
 } // namespace dynamo::engine
