@@ -20,11 +20,14 @@ Checks, from the root namespace (the client is a sixth host):
      with ucx (UCX_TLS=tcp: UCX over TCP between the namespaces; its shared
      memory transports would otherwise work across network namespaces);
   4. a decode worker is SIGKILLed while streams run: every stream completes
-     with all its tokens (ignore_eos) and the migration counter grows.
+     with all its tokens (ignore_eos), the migration counter grows, and the
+     worker's record leaves etcd (its lease expires).
 Prints a JSON summary of what was measured.
 
 usage: multihost_test.py --frontend PATH --worker PATH --run PATH [--etcd PATH]
-                         [--transfers tcp,ucx] [--streams N] [--keep-logs]
+                         [--transfers tcp,ucx] [--ucx-tls tcp] [--streams N] [--keep-logs]
+(--ucx-tls '' leaves UCX its default transports: across network namespaces of one
+machine it picks shared memory, whose wake-ups do not cross them; see docs/CLUSTER.md)
 Exits 77 (skipped) when not root, when network namespaces cannot be created,
 or when etcd or the default model is missing.
 """
@@ -431,6 +434,8 @@ def main():
     except KeyboardInterrupt as e:
         check(False, f"interrupted ({e})")
     finally:
+        for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):  # a second signal must not cut the cleanup
+            signal.signal(s, signal.SIG_IGN)
         for p in procs:
             if p.proc.poll() is None:
                 p.proc.kill()
@@ -606,7 +611,7 @@ def run_phase(net, etcd_url, base, workers, transfer, reference, summary, kill, 
 
     # 4. SIGKILL a decode worker under streaming load: nothing lost
     if kill:
-        kill_check(net, base, workers, model, reference, summary, out, streams, stream_tokens)
+        kill_check(net, etcd_url, base, workers, model, reference, summary, out, streams, stream_tokens)
     out["seconds"] = round(time.time() - t0, 1)
     return True
 
@@ -615,7 +620,7 @@ def inflight(system_url):
     return metric(system_url, "dynamo_component_inflight_requests", dynamo_endpoint="generate")
 
 
-def kill_check(net, base, workers, model, reference, summary, out, streams, stream_tokens):
+def kill_check(net, etcd_url, base, workers, model, reference, summary, out, streams, stream_tokens):
     migrations0 = metric(base, "dynamo_frontend_model_migration_total")
     system = {}
     for host in ("dec1", "dec2"):
@@ -647,8 +652,16 @@ def kill_check(net, base, workers, model, reference, summary, out, streams, stre
             at_kill = list(tokens)
         workers[victim].proc.send_signal(signal.SIGKILL)
         workers[victim].proc.wait()
+        # its lease expires in etcd, on another host
+        pid = str(workers[victim].proc.pid)
+        gone = wait_for(lambda: all(r.get("metadata", {}).get("pid") != pid
+                                    for r in etcd_records(etcd_url, "/dynamo/instances/multihost/").values()),
+                        10, every=0.02)
+        record_removed_ms = round((time.time() - killed_at) * 1000) if gone else None
         results = [f.result() for f in futures]
+    check(record_removed_ms is not None, f"the killed worker's record left etcd ({record_removed_ms} ms after the kill)")
     out["kill"] = {"victim": victim, "victim_addr": net.addr[victim], "inflight_at_kill": load,
+                   "record_removed_ms": record_removed_ms,
                    "tokens_at_kill": at_kill, "seconds_after_kill": round(time.time() - killed_at, 1)}
     lost, equal = 0, 0
     for i, (text, usage) in enumerate(results):
