@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <chrono>
 #include <mutex>
+#include <optional>
+#include <utility>
 
 namespace dynamo::actors {
 
@@ -39,6 +41,7 @@ struct migrating_request : engine::generation, std::enable_shared_from_this<migr
   std::chrono::steady_clock::time_point first_failure{};
   bool cancelled = false;
   bool done = false;
+  bool handoff_pending = false;    ///< decoding with a prefill result: not counted yet
   route_job_ptr job;
 
   void cancel() override {
@@ -82,17 +85,26 @@ struct migrating_request : engine::generation, std::enable_shared_from_this<migr
       if (err || !*result) {
         spdlog::warn("request {}: remote prefill failed ({}); prefilling locally",
                      self->original.request_id, err ? describe(err) : "no prefill result");
-        self->stats->disagg_fallbacks++;
-        if (self->cfg.on_disagg)
-          self->cfg.on_disagg(self->original.model, false);
+        self->count_disagg(false);
         return self->start_attempt();
       }
-      self->stats->disagg_requests++;
-      if (self->cfg.on_disagg)
-        self->cfg.on_disagg(self->original.model, true);
+      // Counted at the decode worker's first chunk: it may still prefill
+      // locally (a refused result, a failed KV transfer).
+      {
+        std::lock_guard lk{self->mtx};
+        self->handoff_pending = true;
+      }
       self->start_attempt(std::chrono::milliseconds{0}, disagg::decode_params(std::move(**result)));
     };
     send_route(prefill->router->get(), j);
+  }
+
+  // The outcome of a prefill-first request: remote when the decode worker
+  // used the prefill worker's KV, else local_fallback.
+  void count_disagg(bool remote) {
+    (remote ? stats->disagg_requests : stats->disagg_fallbacks)++;
+    if (cfg.on_disagg)
+      cfg.on_disagg(original.model, remote);
   }
 
   void start_attempt(std::chrono::milliseconds delay = std::chrono::milliseconds{0},
@@ -133,10 +145,13 @@ struct migrating_request : engine::generation, std::enable_shared_from_this<migr
       pending_error = make_error(static_cast<errc>(c.error_code), c.error);
       return;
     }
+    std::optional<bool> handoff; // this chunk tells how the hand-off went
     {
       std::lock_guard lk{mtx};
       if (done)
         return;
+      if (std::exchange(handoff_pending, false))
+        handoff = !c.prefilled_locally;
       if (original.sampling.n > 1) // choices diverge: nothing to resume from (see decide_retry)
         delivered_choices = delivered_choices || !c.token_ids.empty();
       else
@@ -144,6 +159,8 @@ struct migrating_request : engine::generation, std::enable_shared_from_this<migr
       if (c.finish != protocol::finish_reason::none)
         done = true;
     }
+    if (handoff)
+      count_disagg(*handoff);
     on_chunk(std::move(c));
   }
 
@@ -151,6 +168,7 @@ struct migrating_request : engine::generation, std::enable_shared_from_this<migr
     caf::error failure = err;
     std::chrono::milliseconds delay{0};
     bool retry = false;
+    bool lost_handoff = false;
     {
       std::lock_guard lk{mtx};
       if (!failure && pending_error)
@@ -163,7 +181,11 @@ struct migrating_request : engine::generation, std::enable_shared_from_this<migr
       retry = decide_retry(failure, delay);
       if (!retry)
         done = true;
+      // The decode worker failed before its first chunk: the retry prefills locally.
+      lost_handoff = std::exchange(handoff_pending, false) && retry;
     }
+    if (lost_handoff)
+      count_disagg(false);
     if (retry)
       return start_attempt(delay);
     on_chunk(std::move(failure));

@@ -30,8 +30,8 @@ struct routed_client_stats {
   std::atomic<uint64_t> retries{0};             ///< attempts that failed before their first token
   std::atomic<uint64_t> migrations_ongoing{0};  ///< re-routed mid-stream
   std::atomic<uint64_t> migration_exhausted{0}; ///< failed after the limit
-  std::atomic<uint64_t> disagg_requests{0};     ///< prefilled remotely, then decoded
-  std::atomic<uint64_t> disagg_fallbacks{0};    ///< remote prefill failed: prefilled locally
+  std::atomic<uint64_t> disagg_requests{0};     ///< prefilled remotely, then decoded with that KV
+  std::atomic<uint64_t> disagg_fallbacks{0};    ///< remote prefill or KV hand-off failed: prefilled locally
 };
 
 struct routed_client_config {
@@ -45,8 +45,11 @@ struct routed_client_config {
   std::chrono::milliseconds retry_window{10'000};
   /// Called for every re-route (ongoing: tokens had been delivered already).
   std::function<void(const std::string& model, bool ongoing)> on_migration;
-  /// Called once per prefill-first request: remote (KV from a prefill worker)
-  /// or false when the remote prefill failed and the decode worker prefills.
+  /// Called once per prefill-first request: remote (the decode worker's first
+  /// chunk came from the prefill worker's KV) or false when the decode worker
+  /// prefilled (the remote prefill failed, its result was refused, the KV
+  /// transfer failed, or the decode worker died before answering). Not called
+  /// for a request that ends (cancelled, failed) before either is known.
   std::function<void(const std::string& model, bool remote)> on_disagg;
   /// Disaggregation: prompts of at least this many tokens are prefilled on a
   /// prefill worker (when the model has any) and decoded elsewhere; shorter

@@ -183,8 +183,10 @@ std::string engine_core::apply_disagg(protocol::preprocessed_request& req, bool&
       connector_.expect_load(req.request_id, std::move(*params->prefill));
     } else {
       spdlog::warn("request {}: cannot pull the prompt's KV ({}); prefilling locally", req.request_id, refusal);
-      if (params->prefill)
+      if (params->prefill) {
         connector_.refuse(std::move(*params->prefill));
+        local_prefills_.insert(req.request_id);
+      }
     }
   }
   return {};
@@ -271,6 +273,7 @@ expected<step_result> engine_core::step() {
   if (kvbm_) // write-through, before the next schedule() may reuse the blocks
     kvbm_->offload(sched_.kv().drain_registered());
   res.duration += onboarding;
+  flag_local_prefills(res.outputs);
   res.kv_events = sched_.kv().drain_events();
   return res;
 }
@@ -291,9 +294,20 @@ bool engine_core::complete_transfer(std::string_view request_id, bool ok) {
   if (!connector_.finish_load(request_id, ok))
     return false;
   (void) sched_.finish_loads(pending_);
-  if (!ok)
+  if (!ok) {
     spdlog::warn("request {}: KV transfer failed; prefilling locally", request_id);
+    local_prefills_.emplace(request_id);
+  }
   return true;
+}
+
+void engine_core::flag_local_prefills(std::vector<request_output>& outs) {
+  if (local_prefills_.empty())
+    return;
+  for (request_output& o : outs) {
+    if (local_prefills_.erase(o.request_id) != 0)
+      o.output.prefilled_locally = true;
+  }
 }
 
 void engine_core::fail_all(const std::string& message) {

@@ -24,7 +24,9 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -150,7 +152,8 @@ public:
   /// step()), and first_token is the request's first generated token,
   /// delivered by the next step() as its first chunk (cached_tokens: the prompt
   /// tokens found in the local prefix cache); decoding goes on from there.
-  /// Not ok: the request prefills locally into the blocks it holds. false when
+  /// Not ok: the request prefills locally into the blocks it holds (its first
+  /// chunk says prefilled_locally, as when add_request refused the result). false when
   /// the request is not waiting for KV (aborted, finished, unknown). The
   /// connector's finish_load, then the scheduler's finish_loads (get_finished).
   [[nodiscard]] bool complete_transfer(std::string_view request_id, bool ok);
@@ -177,6 +180,8 @@ private:
   [[nodiscard]] std::string apply_disagg(protocol::preprocessed_request& req, bool& save);
   /// Adds the layout to each prefill result and encodes it into output.disagg.
   void attach_prefill_results(std::vector<request_output>& outs);
+  /// Sets output.prefilled_locally on the first chunk of each request in local_prefills_.
+  void flag_local_prefills(std::vector<request_output>& outs);
   void fail_all(const std::string& message);
   /// Chains the KV block manager behind the disagg connector; an executor or
   /// configuration it cannot serve leaves it off (logged).
@@ -195,6 +200,9 @@ private:
   /// After exec_: its I/O thread stops before the KV memory it writes goes.
   std::unique_ptr<kvbm::kvbm_connector> kvbm_;
   std::unique_ptr<kv::connector_chain> chain_; ///< connector_ then kvbm_, when kvbm_ is on
+  /// Decode requests whose prefill result went unused (refused, failed
+  /// transfer) and whose first chunk has not been produced yet.
+  std::unordered_set<std::string> local_prefills_;
 };
 
 } // namespace dynamo::engine

@@ -159,8 +159,12 @@ struct engine_output {
   /// hidden state of the prompt's last token, as the model computed it (not
   /// normalized; the frontend pools and normalizes).
   std::vector<float> embedding;
+  /// A decode request's first chunk: the prefill result it came with was not
+  /// used (refused, or its KV transfer failed) and the prompt was prefilled
+  /// here, so the router counts a local fallback rather than a remote prefill.
+  bool prefilled_locally = false;
   DYNAMO_MSGPACK_MAP(token_ids, finish, cached_tokens, error, disagg, error_code, logprobs, index,
-                     choice_finish, embedding);
+                     choice_finish, embedding, prefilled_locally);
 
   /// How this chunk ends its choice: `finish`, else `choice_finish` (none: it goes on).
   [[nodiscard]] finish_reason choice_end() const noexcept {

@@ -2,6 +2,7 @@
 #include "actors/core/system.hpp"
 #include "actors/router/routed_client.hpp"
 #include "actors/router/router_actor.hpp"
+#include "actors/worker/kv_handoff.hpp"
 #include "actors/worker/worker_actor.hpp"
 #include "actors/worker/worker_endpoint.hpp"
 #include "planes/request/inproc_request_plane.hpp"
@@ -109,6 +110,83 @@ struct cluster {
     for (auto& w : workers)
       caf::anon_send_exit(w.sup, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(router, caf::exit_reason::user_shutdown);
+  }
+};
+
+// Prefill-first as a frontend wires it: a prefill worker (mocker blocks of
+// `prefill_block` tokens) behind its own router in a prefill_pool, and a decode
+// worker (blocks of 4) behind the client's router.
+struct disagg_cluster {
+  actor_runtime rt = make_actor_system(2);
+  std::shared_ptr<planes::inproc_request_network> net = planes::make_inproc_request_network();
+  std::shared_ptr<planes::request_client> client = planes::make_inproc_request_client(net);
+  std::vector<worker_slot> workers;
+  caf::actor decode_router;
+  std::shared_ptr<prefill_pool> pool = std::make_shared<prefill_pool>();
+
+  explicit disagg_cluster(uint32_t prefill_block) {
+    router_actor_config rc;
+    rc.block_size = 4;
+    rc.seed = 7;
+    decode_router = spawn_router(*rt.system, rc, client);
+    pool->router = std::make_shared<actor_handle>(spawn_router(*rt.system, rc, client));
+    add(protocol::disagg_role::prefill, prefill_block, pool->router->get());
+    add(protocol::disagg_role::decode, 4, decode_router);
+    pool->instances = 1;
+  }
+  void add(protocol::disagg_role role, uint32_t block_size, const caf::actor& router) {
+    const std::string push = "dynamo/prefill/kv_push";
+    worker_slot w;
+    w.id = 0x200 + workers.size();
+    w.server = planes::make_inproc_request_server(net);
+    mocker::mocker_config mc;
+    mc.block_size = block_size;
+    mc.num_blocks = 256;
+    mc.speedup_ratio = 0;
+    worker_config wc;
+    wc.instance_id = w.id;
+    wc.role = role;
+    wc.transfer_address = w.server->address();
+    wc.kv_push_endpoint = push;
+    kv_handoff_config hc;
+    hc.timeout = 500ms;
+    wc.handoff = std::make_shared<kv_handoff>(hc, w.id, client);
+    child_spec spec;
+    spec.name = "worker";
+    spec.spawn = [mc, wc](caf::actor_system& sys) {
+      return spawn_worker(sys, wc, [mc] { return mocker::make_engine(mc); }, {});
+    };
+    spec.on_spawn = [h = w.handle](const caf::actor& a) { h->set(a); };
+    w.sup = spawn_supervisor(*rt.system, {}, {spec});
+    BOOST_REQUIRE(serve_worker(*w.server, endpoint, w.handle));
+    if (role == protocol::disagg_role::prefill)
+      BOOST_REQUIRE(serve_kv_push(*w.server, push, w.handle));
+    for (int k = 0; k < 1000 && !w.handle->get(); ++k)
+      std::this_thread::sleep_for(1ms);
+    caf::anon_send(router, add_worker_atom::value, worker_info{w.id, w.server->address(), endpoint, true});
+    workers.push_back(std::move(w));
+  }
+  ~disagg_cluster() {
+    for (auto& w : workers)
+      caf::anon_send_exit(w.sup, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(decode_router, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(pool->router->get(), caf::exit_reason::user_shutdown);
+  }
+
+  // One prefill-first request; returns {remote, local_fallback} counted by on_disagg.
+  std::pair<int, int> serve_one(const protocol::preprocessed_request& req) {
+    auto counts = std::make_shared<std::pair<std::atomic<int>, std::atomic<int>>>();
+    routed_client_config cc;
+    cc.max_local_prefill_length = 4;
+    cc.on_disagg = [counts](const std::string&, bool remote) { (remote ? counts->first : counts->second)++; };
+    routed_client rcl(decode_router, cc);
+    rcl.set_prefill_pool(pool);
+    stream_result r;
+    auto gen = rcl.generate(req, r.callback());
+    BOOST_REQUIRE(r.wait());
+    BOOST_TEST(!r.error);
+    BOOST_TEST(r.tokens == mocker::continuation(req.token_ids, req.stop.max_tokens));
+    return {counts->first.load(), counts->second.load()};
   }
 };
 
@@ -245,6 +323,23 @@ BOOST_AUTO_TEST_CASE(a_crashed_supervised_router_comes_back_with_its_workers) {
   BOOST_TEST(!after.error);
   BOOST_TEST(after.tokens == mocker::continuation(make_request("x", 5).token_ids, 5));
   caf::anon_send_exit(sr.supervisor, caf::exit_reason::user_shutdown);
+}
+
+// dynamo_frontend_disagg_requests_total{prefill}: remote only when the decode
+// worker used the prefill worker's KV; a hand-off it refuses (or whose
+// transfer fails) and prefills itself counts as local_fallback.
+BOOST_AUTO_TEST_CASE(a_prefill_first_request_counts_remote_only_when_its_kv_was_used) {
+  disagg_cluster c(4);
+  auto [remote, fallback] = c.serve_one(make_request("p1", 6));
+  BOOST_TEST(remote == 1);
+  BOOST_TEST(fallback == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_hand_off_the_decode_worker_refuses_counts_as_a_local_fallback) {
+  disagg_cluster c(8); // the decode worker's blocks hold 4 tokens: it cannot use these
+  auto [remote, fallback] = c.serve_one(make_request("p2", 6));
+  BOOST_TEST(remote == 0);
+  BOOST_TEST(fallback == 1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -174,6 +174,8 @@ BOOST_AUTO_TEST_CASE(decode_streams_the_aggregated_tokens_and_frees_the_hold) {
   auto out = f.run_decode(req, result);
   BOOST_TEST(!out->end_error);
   BOOST_TEST(out->tokens == mocker::continuation(req.token_ids, 8));
+  BOOST_REQUIRE(!out->chunks.empty());
+  BOOST_TEST(!out->chunks.front().prefilled_locally); // the router counts a remote prefill
   // The decode worker's pull released the hold: a second release finds nothing.
   auto again = f.release(result.hold_id);
   BOOST_TEST(static_cast<int>(again.code) == static_cast<int>(errc::not_found));
@@ -187,6 +189,8 @@ BOOST_AUTO_TEST_CASE(unreachable_prefill_worker_falls_back_to_local_prefill) {
   auto out = f.run_decode(req, result);
   BOOST_TEST(!out->end_error);
   BOOST_TEST(out->tokens == mocker::continuation(req.token_ids, 6));
+  BOOST_REQUIRE(!out->chunks.empty());
+  BOOST_TEST(out->chunks.front().prefilled_locally); // the router counts a local fallback
 }
 
 BOOST_AUTO_TEST_CASE(unknown_hold_falls_back_to_local_prefill) {
@@ -197,6 +201,8 @@ BOOST_AUTO_TEST_CASE(unknown_hold_falls_back_to_local_prefill) {
   auto out = f.run_decode(req, result); // the blocks are gone: kv_push says not_found
   BOOST_TEST(!out->end_error);
   BOOST_TEST(out->tokens == mocker::continuation(req.token_ids, 5));
+  BOOST_REQUIRE(!out->chunks.empty());
+  BOOST_TEST(out->chunks.front().prefilled_locally);
 }
 
 BOOST_AUTO_TEST_CASE(a_refused_hand_off_releases_the_hold_and_prefills_locally) {
@@ -207,6 +213,8 @@ BOOST_AUTO_TEST_CASE(a_refused_hand_off_releases_the_hold_and_prefills_locally) 
   auto out = f.run_decode(req, result);
   BOOST_TEST(!out->end_error);
   BOOST_TEST(out->tokens == mocker::continuation(req.token_ids, 6));
+  BOOST_REQUIRE(!out->chunks.empty());
+  BOOST_TEST(out->chunks.front().prefilled_locally);
   // The decode worker told the prefill worker to free its hold (well before the 30 s TTL).
   bool released = false;
   for (int i = 0; i < 100 && !released; ++i) {

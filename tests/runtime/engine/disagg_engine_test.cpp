@@ -163,6 +163,36 @@ BOOST_AUTO_TEST_CASE(a_successful_transfer_continues_from_the_first_token) {
   // exactly what an aggregated run samples there (its first token is 1006).
   BOOST_TEST(out["d"].tokens == (ids{5, 1007, 1008}), boost::test_tools::per_element());
   BOOST_TEST(out["d"].finish == finish_reason::length);
+  BOOST_TEST(out["d"].flagged_chunks == 0u); // the prefill worker's KV was used
+}
+
+// The router counts a prefill-first request as remote or local_fallback by the
+// decode worker's first chunk: a failed transfer or a refused result says so.
+BOOST_AUTO_TEST_CASE(a_failed_transfer_flags_the_first_chunk_prefilled_locally) {
+  auto core = make_core(tiny_layout);
+  BOOST_REQUIRE(core->add_request(with_role(request("d", iota_tokens(6, 1), 3), protocol::disagg_role::decode,
+                                            remote(6, {7, 8}))));
+  BOOST_REQUIRE(core->add_request(request("a", iota_tokens(6, 1), 3))); // aggregated: never flagged
+  BOOST_REQUIRE_EQUAL(core->pending_transfers().size(), 1u);
+  BOOST_TEST(core->complete_transfer("d", false));
+  auto out = test::run(*core);
+  BOOST_TEST(out["d"].tokens == out["a"].tokens, boost::test_tools::per_element()); // computed here
+  BOOST_TEST(out["d"].prefilled_locally);
+  BOOST_TEST(out["d"].flagged_chunks == 1u); // the first chunk only
+  BOOST_TEST(out["a"].flagged_chunks == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_refused_prefill_result_flags_the_first_chunk_prefilled_locally) {
+  auto core = make_core(tiny_layout);
+  auto wrong = remote(6, {7, 8});
+  wrong.layout.block_size = 8; // this engine's blocks hold 4 tokens
+  BOOST_REQUIRE(core->add_request(with_role(request("d", iota_tokens(6, 1), 3), protocol::disagg_role::decode,
+                                            std::move(wrong))));
+  BOOST_TEST(core->pending_transfers().empty());
+  auto out = test::run(*core);
+  BOOST_TEST(out["d"].tokens.size() == 3u);
+  BOOST_TEST(out["d"].prefilled_locally);
+  BOOST_TEST(out["d"].flagged_chunks == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(hold_ttl_must_be_positive) {

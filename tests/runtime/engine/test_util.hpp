@@ -53,6 +53,8 @@ struct stream {
   uint32_t cached_tokens = 0;
   uint32_t chunks = 0;
   std::string error;
+  bool prefilled_locally = false;  ///< the first chunk's flag
+  uint32_t flagged_chunks = 0;     ///< chunks with prefilled_locally set
 };
 
 /// Steps `core` until it has no work (at most `max_steps`), checking that no
@@ -67,8 +69,11 @@ inline std::map<std::string, stream> run(engine::engine_core& core,
     for (auto& o : r->outputs) {
       stream& s = all[o.request_id];
       BOOST_REQUIRE(s.finish == protocol::finish_reason::none);
-      if (s.chunks++ == 0)
+      if (s.chunks++ == 0) {
         s.cached_tokens = o.output.cached_tokens;
+        s.prefilled_locally = o.output.prefilled_locally;
+      }
+      s.flagged_chunks += o.output.prefilled_locally ? 1 : 0;
       s.tokens.insert(s.tokens.end(), o.output.token_ids.begin(), o.output.token_ids.end());
       s.finish = o.output.finish;
       s.error = o.output.error;
