@@ -30,11 +30,7 @@ expected<std::unique_ptr<component_metrics>> component_metrics::create(registry&
   worker.emplace_back("worker_id");
   std::vector<std::string> err = ep;
   err.emplace_back("error_type");
-  caf::error e;
-  auto step = [&](caf::error next) {
-    if (!e && next)
-      e = std::move(next);
-  };
+  first_error step;
   step(take(reg.add_counter(name("requests_total"), "Requests received by the endpoint", ep), m->requests_total_));
   step(take(reg.add_counter(name("request_bytes_total"), "Request bytes received", ep), m->request_bytes_total_));
   step(take(reg.add_counter(name("response_bytes_total"), "Response bytes sent", ep), m->response_bytes_total_));
@@ -81,8 +77,8 @@ expected<std::unique_ptr<component_metrics>> component_metrics::create(registry&
   step(take(reg.add_gauge("kvbm_disk_cache_hit_rate", "KVBM: blocks found in the disk tier over blocks looked up",
                           worker),
             m->kvbm_disk_hit_rate_));
-  if (e)
-    return e;
+  if (step.error)
+    return step.error;
   m->uptime_seconds_->get().set(0.0);
   return m;
 }

@@ -65,11 +65,7 @@ frontend_metrics::create(registry& reg, const frontend_metrics_config& cfg) {
   auto name = [&](std::string_view suffix) { return cfg.prefix + "_" + std::string{suffix}; };
   const std::vector<std::string> model{"model"};
   auto isl = cfg.input_sequence.bounds();
-  caf::error err;
-  auto step = [&](caf::error e) {
-    if (!err && e)
-      err = std::move(e);
-  };
+  first_error step;
   step(take(reg.add_counter(name("requests_total"), "Total number of LLM requests processed",
                             {"model", "endpoint", "request_type", "status", "error_type"}),
             m->requests_total));
@@ -110,8 +106,8 @@ frontend_metrics::create(registry& reg, const frontend_metrics_config& cfg) {
   step(take(reg.add_histogram(name("inter_token_latency_seconds"), "Inter-token latency in seconds",
                               model, cfg.inter_token_latency.bounds()),
             m->inter_token_latency));
-  if (err)
-    return err;
+  if (step.error)
+    return step.error;
   return m;
 }
 

@@ -119,6 +119,17 @@ template <class T>
   return {};
 }
 
+/// Keeps the first error of a run of registrations, so a create() can
+/// register every family and then report one failure:
+/// `first_error errs; errs(take(reg.add_counter(...), f)); ... if (errs.error) return errs.error;`
+struct first_error {
+  caf::error error;
+  void operator()(caf::error e) {
+    if (!error && e)
+      error = std::move(e);
+  }
+};
+
 class registry {
 public:
   /// Content type of `render()` output.

@@ -6,11 +6,7 @@ namespace dynamo::plan {
 expected<std::unique_ptr<planner_metrics>> planner_metrics::create(metrics::registry& reg) {
   std::unique_ptr<planner_metrics> m{new planner_metrics()};
   const std::vector<std::string> pool{"pool"};
-  caf::error e;
-  auto step = [&](caf::error next) {
-    if (!e && next)
-      e = std::move(next);
-  };
+  metrics::first_error step;
   using metrics::take;
   step(take(reg.add_counter("dynamo_planner_steps_total", "Planning steps taken"), m->steps_));
   step(take(reg.add_counter("dynamo_planner_decisions_total", "Target changes decided, by direction",
@@ -45,8 +41,8 @@ expected<std::unique_ptr<planner_metrics>> planner_metrics::create(metrics::regi
   step(take(reg.add_gauge("dynamo_planner_sla_decode_batch",
                           "SLA mode: the largest decode batch meeting the ITL target (0: none)", pool),
             m->sla_decode_batch_));
-  if (e)
-    return e;
+  if (step.error)
+    return step.error;
   return m;
 }
 

@@ -124,19 +124,12 @@ const std::vector<gguf::tensor_type>& formats() {
   return all;
 }
 
-struct temp_dir {
-  std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("dynamo-arch-golden-" + std::to_string(::getpid()));
-  temp_dir() { std::filesystem::create_directories(path); }
-  ~temp_dir() { std::filesystem::remove_all(path); }
-};
-
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(architecture_golden, *utf::precondition(&python_available))
 
 BOOST_AUTO_TEST_CASE(every_architecture_and_format_matches_the_float64_reference) {
-  temp_dir dir;
+  temp_dir dir("dynamo-arch-golden");
   struct job {
     std::string label, path;
     bool float_weights, moe;

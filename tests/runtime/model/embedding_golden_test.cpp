@@ -31,19 +31,12 @@ std::vector<double> normalized(const std::vector<T>& v) {
   return out;
 }
 
-struct temp_dir {
-  std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("dynamo-embed-golden-" + std::to_string(::getpid()));
-  temp_dir() { std::filesystem::create_directories(path); }
-  ~temp_dir() { std::filesystem::remove_all(path); }
-};
-
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(embedding_golden, *utf::precondition(&python_available))
 
 BOOST_AUTO_TEST_CASE(the_embedding_is_the_float64_references_last_hidden_state) {
-  temp_dir dir;
+  temp_dir dir("dynamo-embed-golden");
   const std::vector<uint32_t> prompt = {1, 17, 250, 3, 99, 42, 42, 7, 128, 200, 5};
   struct arch_case {
     const char* name;

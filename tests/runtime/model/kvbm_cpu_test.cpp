@@ -23,19 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    std::string tmpl = (fs::temp_directory_path() / "kvbm-cpu-XXXXXX").string();
-    BOOST_REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
 /// 12 blocks of 4 tokens: one request of 21 prompt tokens and 8 outputs takes 8.
 std::unique_ptr<engine::engine_core> engine_with(std::shared_ptr<const decoder_model> m, kvbm::kvbm_config kvbm) {
   cpu_executor_config xc;
@@ -129,7 +116,7 @@ BOOST_AUTO_TEST_CASE(onboarded_from_disk_the_greedy_tokens_are_the_recomputed_on
   auto m = tiny_model();
   auto plain = engine_with(m, {});
   const auto want = scenario(*plain);
-  temp_dir d;
+  temp_dir d("kvbm-cpu");
   auto core = engine_with(m, {.disk_bytes = 1 << 20, .disk_path = d.path.string(), .disk_min_free_bytes = 0,
                               .disk_filter = {.min_frequency = 1}});
   const auto got = scenario(*core);
@@ -144,7 +131,7 @@ BOOST_AUTO_TEST_CASE(a_corrupt_disk_tier_costs_a_recomputation_not_the_tokens) {
   auto m = tiny_model();
   auto plain = engine_with(m, {});
   const auto want = scenario(*plain);
-  temp_dir d;
+  temp_dir d("kvbm-cpu");
   auto core = engine_with(m, {.disk_bytes = 1 << 20, .disk_path = d.path.string(), .disk_min_free_bytes = 0,
                               .disk_filter = {.min_frequency = 1}});
   std::map<std::string, result> got;

@@ -9,7 +9,10 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
+#include <string>
 #include <ostream>
 #include <vector>
 
@@ -52,6 +55,22 @@ inline engine::batch_entry entry(uint64_t seq, std::vector<uint32_t> tokens, uin
   e.sampling.temperature = 0.0f;
   return e;
 }
+
+/// A fresh directory under the system temp dir ("<prefix>-XXXXXX"), removed with everything in it.
+struct temp_dir {
+  std::filesystem::path path;
+  explicit temp_dir(const std::string& prefix) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+    BOOST_REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+};
 
 inline engine::batch make_batch(std::vector<engine::batch_entry> entries) {
   engine::batch b;
