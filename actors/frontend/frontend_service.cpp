@@ -272,7 +272,11 @@ expected<void> frontend_service::add_model(model_entry e) {
     spdlog::info("model {}: tool calls parsed as {}, reasoning parsing {}", e.card.name,
                  openai::tool_format_name(e.output.tools), e.output.reasoning ? "on" : "off");
   }
-  return ctx_->models.add(std::move(e));
+  const std::string name = e.card.name;
+  if (auto ok = ctx_->models.add(std::move(e)); !ok)
+    return ok;
+  ctx_->metrics->register_model(name);
+  return {};
 }
 
 bool frontend_service::remove_model(std::string_view name) { return ctx_->models.remove(name); }

@@ -111,6 +111,20 @@ frontend_metrics::create(registry& reg, const frontend_metrics_config& cfg) {
   return m;
 }
 
+void frontend_metrics::register_model(std::string_view model) {
+  const std::string m{model};
+  auto zero = [&](endpoint_label ep, request_type rt) {
+    requests_total->with({m, std::string{to_string(ep)}, std::string{to_string(rt)}, "success", ""}).inc(0);
+  };
+  for (auto ep : {endpoint_label::chat_completions, endpoint_label::completions})
+    for (auto rt : {request_type::unary, request_type::stream})
+      zero(ep, rt);
+  zero(endpoint_label::embeddings, request_type::unary);
+  (void)inflight_requests->with({m}); // created at 0, or left as they are
+  (void)queued_requests->with({m});
+  output_tokens_total->with({m}).inc(0);
+}
+
 void frontend_metrics::count_request(std::string_view model, endpoint_label ep, request_type rt,
                                      error_type err) {
   requests_total

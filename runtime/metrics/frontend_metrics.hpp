@@ -52,6 +52,11 @@ public:
   [[nodiscard]] static expected<std::unique_ptr<frontend_metrics>>
   create(registry& reg, const frontend_metrics_config& cfg = {});
 
+  /// A model starts being served: its success counters and in-flight gauges
+  /// exist at 0 from now on (a counter that first appears at 1 loses that
+  /// first increase to rate()).
+  void register_model(std::string_view model);
+
   /// Counts a request that ended before a recorder existed (e.g. unknown model).
   void count_request(std::string_view model, endpoint_label ep, request_type rt, error_type err);
 

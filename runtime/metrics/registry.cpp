@@ -71,16 +71,7 @@ void render_header(std::string& out, const std::string& name, const std::string&
 }
 
 template <class Family>
-bool has_series(const Family& f) {
-  bool any = false;
-  f.for_each([&](const label_values&, const auto&) { any = true; });
-  return any;
-}
-
-template <class Family>
 void render_scalar(std::string& out, const Family& f, std::string_view type) {
-  if (!has_series(f))
-    return;
   render_header(out, f.name(), f.help(), type);
   f.for_each([&](const label_values& values, const auto& m) {
     out += f.name();
@@ -93,8 +84,6 @@ void render_scalar(std::string& out, const Family& f, std::string_view type) {
 
 void render_histogram(std::string& out, const histogram_family& f,
                       const std::vector<double>& bounds) {
-  if (!has_series(f))
-    return;
   render_header(out, f.name(), f.help(), "histogram");
   f.for_each([&](const label_values& values, const histogram& h) {
     auto snap = h.read();

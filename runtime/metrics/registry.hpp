@@ -147,7 +147,8 @@ public:
                                                           std::vector<double> bounds);
 
   /// Text exposition format 0.0.4: families in registration order, series in
-  /// label order. A labelled family with no series yet is left out.
+  /// label order. A labelled family with no series yet renders its HELP and
+  /// TYPE lines only, so scrapers see every family from the first scrape.
   [[nodiscard]] std::string render() const;
 
   /// Every sample name the families can render, registered or not yet

@@ -130,3 +130,23 @@ BOOST_AUTO_TEST_CASE(error_codes_map_to_dynamo_error_types) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_FIXTURE_TEST_SUITE(frontend_metrics_models, fixture)
+
+BOOST_AUTO_TEST_CASE(a_served_model_has_its_success_series_at_zero_before_any_request) {
+  m->register_model("m");
+  const auto text = reg.render();
+  for (auto* line :
+       {R"(dynamo_frontend_requests_total{model="m",endpoint="chat_completions",request_type="unary",status="success",error_type=""} 0)",
+        R"(dynamo_frontend_requests_total{model="m",endpoint="chat_completions",request_type="stream",status="success",error_type=""} 0)",
+        R"(dynamo_frontend_requests_total{model="m",endpoint="completions",request_type="stream",status="success",error_type=""} 0)",
+        R"(dynamo_frontend_requests_total{model="m",endpoint="embeddings",request_type="unary",status="success",error_type=""} 0)",
+        R"(dynamo_frontend_inflight_requests{model="m"} 0)", R"(dynamo_frontend_output_tokens_total{model="m"} 0)"})
+    BOOST_TEST(contains(text, std::string{line} + "\n"), line);
+  // Registering again (a model re-added) keeps what was counted.
+  m->count_request("m", endpoint_label::completions, request_type::unary, error_type::none);
+  m->register_model("m");
+  BOOST_TEST(requests("m", "completions", "unary", "success", "") == 1.0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

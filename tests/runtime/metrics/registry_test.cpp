@@ -43,11 +43,14 @@ BOOST_AUTO_TEST_CASE(renders_exact_text_for_a_small_registry) {
   BOOST_TEST(reg.render() == expected);
 }
 
-BOOST_AUTO_TEST_CASE(labelled_family_without_series_is_left_out) {
+BOOST_AUTO_TEST_CASE(labelled_family_without_series_renders_its_header) {
   registry reg;
   BOOST_REQUIRE(reg.add_counter("x_total", "X", {"model"}));
   BOOST_REQUIRE(reg.add_counter("y_total", "Y"));
-  BOOST_TEST(reg.render() == "# HELP y_total Y\n# TYPE y_total counter\ny_total 0\n");
+  BOOST_REQUIRE(reg.add_histogram("z_seconds", "Z", {"model"}, {1}));
+  BOOST_TEST(reg.render() == "# HELP x_total X\n# TYPE x_total counter\n"
+                             "# HELP y_total Y\n# TYPE y_total counter\ny_total 0\n"
+                             "# HELP z_seconds Z\n# TYPE z_seconds histogram\n");
 }
 
 BOOST_AUTO_TEST_CASE(unlabelled_histogram_renders_le_only) {
