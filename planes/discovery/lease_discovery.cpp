@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <unordered_map>
 
@@ -41,7 +43,10 @@ public:
   [[nodiscard]] record_store& store() { return *store_; }
   [[nodiscard]] uint64_t corrupt_count() const { return corrupt_.load(); }
 
-  [[nodiscard]] expected<std::vector<instance_record>> read_live(const std::vector<std::string>& p);
+  /// Live records under `p`; the keys of entries that do not decode go to
+  /// `unreadable` when given.
+  [[nodiscard]] expected<std::vector<instance_record>> read_live(const std::vector<std::string>& p,
+                                                                 std::set<std::string>* unreadable = nullptr);
 
   void add(std::shared_ptr<reg_state> st) {
     std::lock_guard lock{mutex_};
@@ -99,7 +104,8 @@ void core::note_valid(const std::string& key) {
   corrupt_seen_.erase(key);
 }
 
-expected<std::vector<instance_record>> core::read_live(const std::vector<std::string>& prefix) {
+expected<std::vector<instance_record>> core::read_live(const std::vector<std::string>& prefix,
+                                                       std::set<std::string>* unreadable) {
   auto entries = store_->scan(prefix);
   if (!entries)
     return std::move(entries.error());
@@ -110,6 +116,8 @@ expected<std::vector<instance_record>> core::read_live(const std::vector<std::st
                             : dc::decode(e.key, e.data);
     if (!rec) {
       note_corrupt(e.key, e.data);
+      if (unreadable != nullptr)
+        unreadable->insert(e.key);
       continue;
     }
     note_valid(e.key);
@@ -154,7 +162,8 @@ void core::poll(watch_state& w) {
   std::lock_guard lock{w.callback_mutex};
   if (w.cancelled)
     return;
-  auto live = read_live(w.prefix);
+  std::set<std::string> unreadable;
+  auto live = read_live(w.prefix, &unreadable);
   if (!live) {
     spdlog::warn("discovery: watch scan failed: {}", describe(live.error()));
     return;
@@ -162,6 +171,13 @@ void core::poll(watch_state& w) {
   std::map<std::string, instance_record> current;
   for (auto& r : *live)
     current.emplace(r.key(), std::move(r));
+  // A known record whose entry stops decoding (torn, overwritten by someone
+  // else) is no news: its last good version stays until its lease runs out,
+  // so a worker does not leave and rejoin at every rewrite.
+  const int64_t t = now();
+  for (const auto& [key, rec] : w.known)
+    if (unreadable.contains(key) && !dc::expired(rec, t))
+      current.emplace(key, rec);
   std::vector<discovery_event> events;
   for (auto& [key, rec] : w.known)
     if (!current.contains(key))

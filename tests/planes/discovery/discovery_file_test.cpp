@@ -8,6 +8,8 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cstdlib>
+#include <fstream>
+#include <thread>
 
 using namespace dynamo;
 using namespace dynamo::planes;
@@ -38,6 +40,34 @@ BOOST_AUTO_TEST_CASE(a_killed_process_disappears_from_watchers) {
                         std::chrono::steady_clock::now() - killed_at)
                         .count();
   BOOST_TEST_MESSAGE("killed instance left the watch after " << noticed_ms << " ms");
+  BOOST_TEST(rec.lines().at(1) == "removed " + key + " ready");
+}
+
+BOOST_AUTO_TEST_CASE(an_unreadable_live_record_keeps_its_last_view_until_its_lease_ends) {
+  temp_dir dir;
+  auto plane = make_file_discovery(dir.path(), fast_options());
+  BOOST_REQUIRE(plane);
+  watch_recorder rec;
+  auto w = (*plane)->watch("dyn/worker", rec.callback());
+  BOOST_REQUIRE(w);
+  auto peer = spawn_planes_peer({"register", dir.path(), "dyn/worker/generate", "1000", "250"});
+  BOOST_REQUIRE(peer);
+  auto line = peer->read_line();
+  BOOST_REQUIRE(line && line->starts_with("REGISTERED "));
+  const std::string key = "dyn/worker/generate/" + line->substr(11);
+  BOOST_REQUIRE(rec.wait_size(1));
+  const auto file = fs::path{dir.path()} / key;
+  auto corrupt = [&] { std::ofstream{file, std::ios::binary | std::ios::trunc} << "not a record"; };
+  // Torn while its owner keeps rewriting it (every 250 ms): no news, no flapping.
+  for (int i = 0; i < 40; ++i) {
+    corrupt();
+    std::this_thread::sleep_for(std::chrono::milliseconds(15));
+  }
+  BOOST_TEST(rec.lines().size() == 1u, "the worker left and rejoined while its record was unreadable");
+  // Its owner dies with the record unreadable: it goes when the last good lease ends.
+  peer->kill_hard();
+  corrupt();
+  BOOST_REQUIRE(rec.wait_size(2));
   BOOST_TEST(rec.lines().at(1) == "removed " + key + " ready");
 }
 
