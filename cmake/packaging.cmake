@@ -27,7 +27,7 @@ install(DIRECTORY examples/configs/ DESTINATION ${DYNAMO_INSTALL_DATADIR}/exampl
 install(FILES deploy/observability/grafana-dashboard.json deploy/observability/README.md
   DESTINATION ${DYNAMO_INSTALL_DATADIR}/observability)
 install(FILES README.md DESTINATION ${DYNAMO_INSTALL_DOCDIR})
-install(FILES docs/CLUSTER.md docs/ENDPOINTS.md docs/MODELS.md docs/SAMPLING.md
+install(FILES docs/DEPLOY.md docs/CLUSTER.md docs/ENDPOINTS.md docs/MODELS.md docs/SAMPLING.md
   docs/STRUCTURED_OUTPUTS.md docs/TOOLS.md docs/KV.md docs/CUDA.md docs/BENCHMARKS.md
   DESTINATION ${DYNAMO_INSTALL_DOCDIR})
 
