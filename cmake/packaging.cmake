@@ -22,6 +22,12 @@ set(DYNAMO_INSTALL_DATADIR "${CMAKE_INSTALL_DATADIR}/dynamo")
 set(DYNAMO_INSTALL_DOCDIR "${CMAKE_INSTALL_DATADIR}/doc/dynamo")
 
 install(TARGETS ${DYNAMO_INSTALL_PROGRAMS} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+if(DYNAMO_HAVE_CUDA)
+  # The CUDA toolkit's lib directory (e.g. /usr/local/cuda-13.0/lib) is not on the loader's
+  # path; installed binaries keep it as RUNPATH, as the build tree's do. The system libraries
+  # add nothing (implicit link directories are left out).
+  set_target_properties(${DYNAMO_INSTALL_PROGRAMS} PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
+endif()
 install(DIRECTORY examples/configs/ DESTINATION ${DYNAMO_INSTALL_DATADIR}/examples
   FILES_MATCHING PATTERN "*.yaml")
 install(FILES deploy/observability/grafana-dashboard.json deploy/observability/README.md
