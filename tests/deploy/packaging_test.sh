@@ -6,8 +6,8 @@
 #     libraries or headers.
 #   packaging_test.sh deb <cpack> <build_dir> <version> <program...>
 #     cpack -G DEB: one dynamo-cpp*_<version>_<arch>.deb, listing every program under
-#     /usr/bin, whose Depends names the Debian package of every shared library the
-#     programs link. Exit 77 (skipped) without dpkg-deb or cpack.
+#     /usr/bin (each, unpacked, answers --help), whose Depends names the Debian package of
+#     every shared library the programs link. Exit 77 (skipped) without dpkg-deb or cpack.
 set -uo pipefail
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -61,6 +61,12 @@ deb)
   done
   echo "ok: /usr/bin holds ${#programs[@]} programs"
   grep -q ' \./usr/share/dynamo/observability/grafana-dashboard.json$' <<<"$listing" || fail "no dashboard"
+  # the packaged (stripped) binaries run
+  dpkg-deb -x "$deb" "$tmp/root" || fail "dpkg-deb -x"
+  for p in "${programs[@]}"; do
+    out="$(cd "$tmp" && timeout 20 "$tmp/root/usr/bin/$p" --help 2>&1)" || fail "packaged $p --help: $out"
+  done
+  echo "ok: the packaged binaries answer --help"
   depends="$(dpkg-deb -f "$deb" Depends)"
   [ -n "$depends" ] || fail "no Depends"
   echo "Depends: $depends"
