@@ -85,8 +85,9 @@ if(DYNAMO_HAVE_CUDA)
   set(CPACK_DEBIAN_PACKAGE_CONFLICTS dynamo-cpp)
   set(CPACK_DEBIAN_PACKAGE_REPLACES dynamo-cpp)
   set(CPACK_DEBIAN_PACKAGE_PROVIDES dynamo-cpp)
+  string(REPLACE ";" ", sm_" _dynamo_cuda_archs "${CMAKE_CUDA_ARCHITECTURES}")
   string(APPEND _dynamo_deb_description
-    "\nThis build includes the CUDA backend (out=cuda, sm_${CMAKE_CUDA_ARCHITECTURES}): it needs an NVIDIA\n"
+    "\nThis build includes the CUDA backend (out=cuda, sm_${_dynamo_cuda_archs}): it needs an NVIDIA\n"
     "driver and the CUDA ${CUDAToolkit_VERSION_MAJOR}.${CUDAToolkit_VERSION_MINOR} runtime (libcudart, libcublas).")
 endif()
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "${_dynamo_deb_depends}")

@@ -7,7 +7,7 @@
 #   packaging_test.sh deb <cpack> <build_dir> <version> <program...>
 #     cpack -G DEB: one dynamo-cpp*_<version>_<arch>.deb, listing every program under
 #     /usr/bin (each, unpacked, answers --help), whose Depends names the Debian package of
-#     every shared library the programs link. Exit 77 (skipped) without dpkg-deb or cpack.
+#     every shared library the programs link. Exit 77 (skipped) without dpkg-deb, file or cpack.
 set -uo pipefail
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -43,7 +43,7 @@ install)
 deb)
   cpack="$1" build="$2" version="$3"; shift 3
   programs=("$@")
-  for tool in dpkg-deb dpkg objdump ldd; do
+  for tool in dpkg-deb dpkg objdump ldd file; do  # file: cpack DEB needs it for dpkg-shlibdeps
     command -v $tool >/dev/null || { echo "SKIP: no $tool"; exit 77; }
   done
   [ -x "$cpack" ] || command -v "$cpack" >/dev/null || { echo "SKIP: no cpack"; exit 77; }
