@@ -10,6 +10,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <atomic>
@@ -53,6 +54,16 @@ void cancel_token::detach() {
   socket_ = -1;
 }
 
+namespace {
+
+/// How a connection the server closed fails a request written to it.
+bool closed_by_peer(const beast::error_code& ec) {
+  return ec == asio::error::eof || ec == bhttp::error::end_of_stream || ec == asio::error::connection_reset ||
+         ec == asio::error::broken_pipe;
+}
+
+} // namespace
+
 struct http_client::impl : std::enable_shared_from_this<impl> {
   asio::io_context io;
   asio::executor_work_guard<asio::io_context::executor_type> guard{io.get_executor()};
@@ -65,13 +76,18 @@ struct http_client::impl : std::enable_shared_from_this<impl> {
 
   impl(std::string h, uint16_t p) : host(std::move(h)), port(p) {}
 
+  /// A pooled connection the server has not closed meanwhile (one it closed
+  /// reads as readable: end of stream), or null.
   std::unique_ptr<beast::tcp_stream> take_idle() {
     std::lock_guard lk{mtx};
-    if (idle.empty())
-      return nullptr;
-    auto s = std::move(idle.back());
-    idle.pop_back();
-    return s;
+    while (!idle.empty()) {
+      auto s = std::move(idle.back());
+      idle.pop_back();
+      pollfd p{s->socket().native_handle(), POLLIN, 0};
+      if (::poll(&p, 1, 0) == 0)
+        return s;
+    }
+    return nullptr;
   }
 
   void give_back(std::unique_ptr<beast::tcp_stream> s) {
@@ -97,8 +113,9 @@ struct http_client::impl : std::enable_shared_from_this<impl> {
   }
 
   // Sends the request on `s` and streams the response; false + ec on failure.
-  asio::awaitable<bool> exchange(beast::tcp_stream& s, const client_request& req,
-                                 client_callbacks& cb, bool& keep_alive, beast::error_code& ec) {
+  // `answered`: the response's headers arrived (the server took the request).
+  asio::awaitable<bool> exchange(beast::tcp_stream& s, const client_request& req, client_callbacks& cb,
+                                 bool& keep_alive, bool& answered, beast::error_code& ec) {
     bhttp::request<bhttp::string_body> msg{req.method == "GET" ? bhttp::verb::get : bhttp::verb::post,
                                            req.target, 11};
     msg.set(bhttp::field::host, host);
@@ -120,6 +137,7 @@ struct http_client::impl : std::enable_shared_from_this<impl> {
     co_await bhttp::async_read_header(s, buf, parser, asio::redirect_error(asio::use_awaitable, ec));
     if (ec)
       co_return false;
+    answered = true;
     if (cb.on_status)
       cb.on_status(parser.get().result_int());
     std::array<char, 16384> tmp;
@@ -142,12 +160,12 @@ struct http_client::impl : std::enable_shared_from_this<impl> {
 
   // One exchange on `s`, visible to the request's cancel token meanwhile.
   asio::awaitable<bool> attempt(beast::tcp_stream* s, const client_request& req, client_callbacks& cb,
-                                bool& keep_alive, beast::error_code& ec) {
+                                bool& keep_alive, bool& answered, beast::error_code& ec) {
     if (!s)
       co_return false;
     if (req.cancel && !req.cancel->attach(s->socket().native_handle()))
       co_return false;
-    bool ok = co_await exchange(*s, req, cb, keep_alive, ec);
+    bool ok = co_await exchange(*s, req, cb, keep_alive, answered, ec);
     if (req.cancel)
       req.cancel->detach();
     co_return ok;
@@ -164,12 +182,15 @@ struct http_client::impl : std::enable_shared_from_this<impl> {
       s = co_await connect(ec);
     }
     bool keep_alive = false;
-    bool ok = co_await attempt(s.get(), req, cb, keep_alive, ec);
-    if (!ok && reused && !cb.on_status && !cancelled()) {
-      // A pooled connection may have been closed by the server: retry once fresh.
+    bool answered = false;
+    bool ok = co_await attempt(s.get(), req, cb, keep_alive, answered, ec);
+    if (!ok && reused && !answered && !cancelled() && closed_by_peer(ec)) {
+      // The server closed the pooled connection as the request went out (a
+      // race take_idle()'s check cannot see): it never answered, so the
+      // request goes once more on a fresh connection.
       ec = {};
       s = co_await connect(ec);
-      ok = co_await attempt(s.get(), req, cb, keep_alive, ec);
+      ok = co_await attempt(s.get(), req, cb, keep_alive, answered, ec);
     }
     if (ok && keep_alive && !cancelled())
       give_back(std::move(s));
