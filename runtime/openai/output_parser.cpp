@@ -344,13 +344,14 @@ bool output_parser::step_mistral_name(output_delta& d, bool at_end) {
     frame_ = frame::mistral_args;
   }
   std::string text;
-  bool closed = false;
+  auto st = json_minifier::status::more;
   size_t i = 0;
-  while (i < buf_.size() && !closed)
-    closed = args_.feed(buf_[i++], text);
+  for (; i < buf_.size() && st == json_minifier::status::more; ++i)
+    if ((st = args_.feed(buf_[i], text)) == json_minifier::status::invalid)
+      break; // not arguments: ends them, and is content
   buf_.erase(0, i);
   emit_arguments(d, text);
-  if (!closed && !at_end)
+  if (st == json_minifier::status::more && !at_end)
     return false;
   if (stop_at_max())
     return false;

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <string_view>
+
 namespace dynamo::openai {
 
 namespace {
@@ -16,9 +18,16 @@ std::optional<std::string> string_value(const std::string& literal) {
   return j.get<std::string>();
 }
 
+/// Characters of JSON's tokens outside strings: punctuation, numbers, and
+/// the letters of true / false / null and exponents.
+bool json_token_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         std::string_view("{}[],:\"-+.").find(c) != std::string_view::npos;
+}
+
 } // namespace
 
-bool json_minifier::feed(char c, std::string& out) {
+json_minifier::status json_minifier::feed(char c, std::string& out) {
   if (in_string_) {
     out += c;
     if (escaped_)
@@ -27,18 +36,20 @@ bool json_minifier::feed(char c, std::string& out) {
       escaped_ = true;
     else if (c == '"')
       in_string_ = false;
-    return false;
+    return status::more;
   }
   if (is_space(c))
-    return false;
+    return status::more;
+  if (!json_token_char(c))
+    return status::invalid;
   out += c;
   if (c == '"')
     in_string_ = true;
   else if (c == '{' || c == '[')
     ++depth_;
-  else if ((c == '}' || c == ']') && depth_ > 0)
-    return --depth_ == 0;
-  return false;
+  else if ((c == '}' || c == ']') && depth_ > 0 && --depth_ == 0)
+    return status::closed;
+  return status::more;
 }
 
 call_scanner::status call_scanner::feed(char c) {
@@ -79,9 +90,12 @@ call_scanner::status call_scanner::feed(char c) {
     case state::name: return on_string_char(c, state::name);
     case state::args_string: return on_string_char(c, state::args_string);
     case state::args_object:
-      if (args_.feed(c, pending_))
-        state_ = state::after_value;
-      return status::more;
+      switch (args_.feed(c, pending_)) {
+        case json_minifier::status::more: return status::more;
+        case json_minifier::status::closed: state_ = state::after_value; return status::more;
+        case json_minifier::status::invalid: return status::failed;
+      }
+      return status::failed;
     case state::skip: return on_skip(c);
     case state::after_value:
       if (is_space(c))
@@ -155,7 +169,7 @@ bool call_scanner::string_args() {
   auto j = nlohmann::json::parse(*text, nullptr, false);
   if (j.is_discarded() || !j.is_object())
     return false;
-  json_minifier m;
+  json_minifier m; // parsed above: every character is valid
   for (char ch : *text)
     (void)m.feed(ch, pending_);
   return true;

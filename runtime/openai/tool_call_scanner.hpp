@@ -13,13 +13,17 @@
 namespace dynamo::openai {
 
 /// Streams one JSON object or array that starts with its first character,
-/// dropping the whitespace outside strings. It tracks only nesting and
-/// strings: it does not validate.
+/// dropping the whitespace outside strings. It tracks nesting and strings and
+/// refuses a character that no JSON token holds (such as the "<" of an end
+/// marker); it does not validate further.
 class json_minifier {
 public:
-  /// Appends `c` to `out` unless it is whitespace between tokens; true when
-  /// `c` closed the value (the first character must open it).
-  bool feed(char c, std::string& out);
+  enum class status : uint8_t {
+    more,    ///< `c` was taken (appended unless whitespace between tokens)
+    closed,  ///< `c` closed the value (the first character must open it)
+    invalid, ///< `c` cannot be in JSON outside a string (not taken)
+  };
+  [[nodiscard]] status feed(char c, std::string& out);
 
 private:
   uint32_t depth_ = 0;

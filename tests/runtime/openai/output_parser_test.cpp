@@ -215,6 +215,10 @@ BOOST_AUTO_TEST_CASE(a_released_call_keeps_its_arguments) {
         {"", "", {{"a", R"({"x":[1,2)"}}});
   check(hermes, "<tool_call>{\"name\": \"a\", \"arguments\": {}} and more",
         {"", "and more", {{"a", "{}"}}});
+  // A character no JSON token holds ends the arguments: the end marker never joins them.
+  check(hermes, "<tool_call>{\"name\": \"a\", \"arguments\": {\"city\": </tool_call> done",
+        {"", "done", {{"a", R"({"city":)"}}});
+  check(mistral, "[TOOL_CALLS]a[ARGS]{\"x\": 1 <end>", {"", "<end>", {{"a", R"({"x":1)"}}});
   // Keys in any order, other keys skipped; the header waits for the name.
   check(hermes,
         "<tool_call>{\"id\": [1, {\"}\": 2}], \"arguments\": {\"q\": \"a\\\"}\"}, \"type\": null, "
