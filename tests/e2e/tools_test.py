@@ -9,9 +9,9 @@ Run by CTest through with_server.py against dynamo-run with the mocker and
 holding <mock_reply>TEXT</mock_reply> makes it emit TEXT, then EOS (runtime/mocker
 token_stream.hpp). So this checks the server's side exactly: tools and tool history accepted
 and rendered, the output parsed into tool_calls / reasoning_content (whole, streamed, with
-the SDK's stream helper, n > 1, logprobs, usage), finish_reason, and the 400s. What it does
-NOT check: that a real model emits calls, nor that tool_choice required / named constrains
-decoding (the mocker ignores guided decoding; see docs/TOOLS.md).
+the SDK's stream helper, n > 1, logprobs, usage), finish_reason, and the 400s. The mocker
+applies the guided-decoding mask to its script, so tool_choice required / named turn any script
+into a call. What it does NOT check: that a real model emits calls (see docs/TOOLS.md).
 """
 import argparse
 import json
@@ -178,11 +178,27 @@ class ToolsTest(unittest.TestCase):
         self.assertEqual(r["choices"][0]["finish_reason"], "stop")
 
     def test_named_and_required_are_accepted_and_parsed(self):
-        # The mocker ignores the guided-decoding constraint: this checks the request path
-        # and the parsing of the (scripted) forced call, not the constraint.
         for choice in ({"type": "function", "function": {"name": "get_weather"}}, "required"):
             r = self.raw(messages=ask(CALL), tools=TOOLS, tool_choice=choice, parallel_tool_calls=False)
             self.assertEqual(r["choices"][0]["message"]["tool_calls"][0]["function"]["name"], "get_weather")
+
+    def test_required_constrains_the_reply_to_calls(self):
+        # The mocker takes the grammar's next allowed token where its script's is not: plain text
+        # becomes a call whose arguments match the schema; with parallel_tool_calls false, a
+        # two-call script gives one call.
+        r = self.raw(messages=ask("Sure, no tools needed!"), tools=TOOLS, tool_choice="required")
+        msg = r["choices"][0]["message"]
+        self.assertIsNone(msg["content"])
+        self.assertEqual(r["choices"][0]["finish_reason"], "tool_calls")
+        for c in msg["tool_calls"]:
+            args = json.loads(c["function"]["arguments"])
+            if c["function"]["name"] == "get_weather":
+                self.assertIsInstance(args["city"], str)
+        two = CALL + "\n" + CALL
+        r = self.raw(messages=ask(two), tools=TOOLS, tool_choice="required", parallel_tool_calls=False)
+        self.assertEqual(len(r["choices"][0]["message"]["tool_calls"]), 1)
+        self.assertEqual(json.loads(r["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]),
+                         {"city": "Paris", "unit": "c"})
 
     def test_n_choices_with_logprobs_are_parsed_separately(self):
         r = self.raw(messages=ask(CALL), tools=TOOLS, n=2, logprobs=True, top_logprobs=1)
