@@ -221,18 +221,22 @@ bool output_parser::stop_at_max() {
   return true;
 }
 
-bool output_parser::step_hermes(output_delta& d, bool at_end) {
-  if (frame_ == frame::hermes_body) {
-    switch (feed_call(d, at_end)) {
-      case fed::more: return false;
-      case fed::failed: return fail_call(d);
-      case fed::done:
-        if (stop_at_max())
-          return false;
-        frame_ = frame::hermes_close;
-        return true;
-    }
+bool output_parser::step_object(output_delta& d, bool at_end, frame next) {
+  switch (feed_call(d, at_end)) {
+    case fed::more: return false;
+    case fed::failed: return fail_call(d);
+    case fed::done:
+      if (stop_at_max())
+        return false;
+      frame_ = next;
+      return true;
   }
+  return false;
+}
+
+bool output_parser::step_hermes(output_delta& d, bool at_end) {
+  if (frame_ == frame::hermes_body)
+    return step_object(d, at_end, frame::hermes_close);
   // After the object: </tool_call>, else what follows is content.
   const std::string_view s = lstrip(buf_);
   if (s.starts_with(hermes_close))
@@ -244,17 +248,8 @@ bool output_parser::step_hermes(output_delta& d, bool at_end) {
 }
 
 bool output_parser::step_llama3(output_delta& d, bool at_end) {
-  if (frame_ == frame::llama3_body) {
-    switch (feed_call(d, at_end)) {
-      case fed::more: return false;
-      case fed::failed: return fail_call(d);
-      case fed::done:
-        if (stop_at_max())
-          return false;
-        frame_ = frame::llama3_next;
-        return true;
-    }
-  }
+  if (frame_ == frame::llama3_body)
+    return step_object(d, at_end, frame::llama3_next);
   // Between calls: "; {" or "{" starts the next, anything else is content.
   const std::string_view s = lstrip(buf_);
   if (s.empty() && !at_end)
@@ -271,17 +266,8 @@ bool output_parser::step_llama3(output_delta& d, bool at_end) {
 }
 
 bool output_parser::step_mistral(output_delta& d, bool at_end) {
-  if (frame_ == frame::mistral_item) {
-    switch (feed_call(d, at_end)) {
-      case fed::more: return false;
-      case fed::failed: return fail_call(d);
-      case fed::done:
-        if (stop_at_max())
-          return false;
-        frame_ = frame::mistral_next;
-        return true;
-    }
-  }
+  if (frame_ == frame::mistral_item)
+    return step_object(d, at_end, frame::mistral_next);
   const std::string_view s = lstrip(buf_);
   if (s.empty()) {
     if (!at_end)

@@ -94,6 +94,9 @@ private:
   [[nodiscard]] bool step_mistral_name(output_delta& d, bool at_end);
   /// Starts a call in `f` with `raw` (its marker) already read.
   void begin_call(frame f, std::string_view raw);
+  /// A format's call-object frame: feeds the scanner; once the object is
+  /// done, goes on to `next` (or stops at max_calls).
+  [[nodiscard]] bool step_object(output_delta& d, bool at_end, frame next);
   /// Feeds buf_ to the scanner, releasing the call and its arguments.
   [[nodiscard]] fed feed_call(output_delta& d, bool at_end);
   /// A call that did not become one: its text is content, and so is what follows.

@@ -119,29 +119,13 @@ class ToolsTest(unittest.TestCase):
         self.assertEqual(whole["choices"][0]["finish_reason"], "tool_calls")
 
         chunks = self.raw(stream=True, messages=ask(TWO_CALLS), tools=TOOLS)
-        content, calls, finish = "", {}, None
-        for c in chunks:
-            for ch in c["choices"]:
-                d = ch["delta"]
-                content += d.get("content") or ""
-                for t in d.get("tool_calls") or []:
-                    if "id" in t:  # a call's first delta: id, type, name, empty arguments
-                        self.assertNotIn(t["index"], calls)
-                        self.assertEqual(t["type"], "function")
-                        self.assertEqual(t["function"]["arguments"], "")
-                        calls[t["index"]] = {"name": t["function"]["name"], "arguments": ""}
-                    else:
-                        self.assertNotIn("name", t["function"])
-                        calls[t["index"]]["arguments"] += t["function"]["arguments"]
-                        calls[t["index"]]["fragments"] = calls[t["index"]].get("fragments", 0) + 1
-                finish = ch["finish_reason"] or finish
+        content, calls, finish = collect_chat_stream(self, chunks)
         self.assertEqual(content, msg["content"])
-        self.assertEqual([calls[i]["name"] for i in sorted(calls)], ["get_weather", "search"])
-        self.assertEqual([calls[i]["arguments"] for i in sorted(calls)],
-                         [c["function"]["arguments"] for c in msg["tool_calls"]])
+        self.assertEqual([(n, a) for n, a, _ in calls],
+                         [(c["function"]["name"], c["function"]["arguments"]) for c in msg["tool_calls"]])
         # The arguments stream as the model writes them, not one fragment per call.
-        for i in calls:
-            self.assertGreater(calls[i]["fragments"], 1, calls[i])
+        for name, args, fragments in calls:
+            self.assertGreater(fragments, 1, (name, args))
         self.assertEqual(finish, "tool_calls")
 
     def test_the_sdk_stream_helper_assembles_the_calls(self):
