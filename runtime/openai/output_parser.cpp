@@ -303,17 +303,24 @@ bool output_parser::step_mistral(output_delta& d, bool at_end) {
 
 bool output_parser::step_mistral_name(output_delta& d, bool at_end) {
   if (frame_ == frame::mistral_name) {
-    const size_t pos = buf_.find(mistral_args);
-    const size_t take = pos != npos ? pos : buf_.size() - (at_end ? 0 : partial_marker(buf_, mistral_args));
-    name_.append(buf_, 0, take);
-    raw_.append(buf_, 0, take);
-    buf_.erase(0, take);
-    const std::string_view name = strip(name_);
-    if (!std::all_of(name.begin(), name.end(), is_name_char) || (pos == npos && at_end))
-      return fail_call(d);
-    if (pos == npos)
-      return false;
-    if (name.empty())
+    // The name, a character at a time: it fails where a character cannot
+    // continue it, whatever the split.
+    size_t i = 0;
+    for (; i < buf_.size() && !std::string_view(buf_).substr(i).starts_with(mistral_args); ++i) {
+      const char c = buf_[i];
+      const bool after_name = !lstrip(name_).empty() && is_space(name_.back());
+      if (!is_space(c) && (!is_name_char(c) || after_name))
+        break;
+      name_ += c;
+    }
+    raw_.append(buf_, 0, i);
+    buf_.erase(0, i);
+    if (!buf_.starts_with(mistral_args)) {
+      if (at_end || !mistral_args.starts_with(buf_))
+        return fail_call(d);
+      return false; // empty, or the start of [ARGS]
+    }
+    if (strip(name_).empty())
       return fail_call(d);
     raw_ += mistral_args;
     buf_.erase(0, mistral_args.size());

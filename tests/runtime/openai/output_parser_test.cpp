@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -247,6 +248,44 @@ BOOST_AUTO_TEST_CASE(max_calls_ends_the_output_after_the_last_call) {
   BOOST_TEST(p.stopped()); // the end marker is not awaited
   BOOST_TEST(p.push("more").empty());
   BOOST_TEST(p.finish().empty());
+}
+
+// Mutated calls (characters dropped, inserted, repeated) cut at random points:
+// the same reasoning, content and calls as fed whole, fragments that add up
+// to each call's arguments (run() checks those), and never a throw.
+BOOST_AUTO_TEST_CASE(mutated_calls_give_the_same_result_for_any_split) {
+  const std::vector<std::pair<output_parser::options, std::string>> seeds{
+    {{tool_format::hermes, true, false},
+     "<think>hm</think>A <tool_call>\n{\"name\": \"f\", \"arguments\": {\"q\": \"a\\\"}\", \"n\": [1, {}]}}\n"
+     "</tool_call> <tool_call>{\"arguments\": \"{\\\"x\\\": 1}\", \"name\": \"g\"}</tool_call>"},
+    {llama3, "<|python_tag|>{\"name\": \"f\", \"parameters\": {\"a\": true}}; {\"name\": \"g\"}"},
+    {mistral, "x [TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"a\": null}}, {\"name\": \"g\", \"arguments\": {}}]"},
+    {mistral, "[TOOL_CALLS]f[ARGS]{\"a\": [\"]\"]} [TOOL_CALLS] g [ARGS] {}"},
+  };
+  const std::string alphabet = "{}[]\":,<>/ \n\\a1";
+  std::mt19937 rng(1234);
+  auto below = [&](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
+  for (int round = 0; round < 400; ++round) {
+    const auto& [o, seed] = seeds[round % seeds.size()];
+    std::string text = seed;
+    for (size_t edits = below(8); edits > 0 && !text.empty(); --edits) {
+      const size_t at = below(text.size());
+      switch (below(3)) {
+        case 0: text.erase(at, 1); break;
+        case 1: text.insert(at, 1, alphabet[below(alphabet.size())]); break;
+        default: text.insert(at, text.substr(at, below(8))); break;
+      }
+    }
+    std::vector<std::string> pieces;
+    for (size_t i = 0; i < text.size();) {
+      const size_t n = 1 + below(6);
+      pieces.push_back(text.substr(i, n));
+      i += n;
+    }
+    BOOST_TEST_CONTEXT("text: " << text) {
+      BOOST_TEST(run(o, pieces) == run(o, {text}));
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_parser_without_formats_passes_text_through) {
