@@ -13,6 +13,7 @@ APT_PACKAGES=(
   libcaf-dev cppzmq-dev libzmq3-dev libmsgpack-cxx-dev libucx-dev ucx-utils
   libspdlog-dev libfmt-dev libboost-dev libboost-test-dev
   nlohmann-json3-dev libxxhash-dev libyaml-cpp-dev
+  libssl-dev  # HTTPS in planes/http_client: the planner's Kubernetes connector (in-cluster API server)
   python3 python3-pip curl
   clang libclang-rt-14-dev  # the libFuzzer targets (scripts/fuzz.sh, docs/FUZZING.md)
   etcd-server  # discovery backend etcd; tests start their own etcd (its service need not run)
