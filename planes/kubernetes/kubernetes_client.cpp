@@ -111,8 +111,8 @@ expected<plan::deployment_scale> kubernetes_client::call(std::string method, std
   }
   auto res = http_->request(req, options_.timeout);
   if (!res)
-    return make_error(code_of(res.error()), "kubernetes API " + method + " " + url_ + req.target + ": " +
-                                                message_of(res.error()));
+    return make_error(code_of(res.error()), // "http <target>: <why>"
+                      "kubernetes API " + method + " at " + url_ + ": " + message_of(res.error()));
   if (res->status < 200 || res->status >= 300)
     return plan::api_error(method, req.target, res->status, res->body);
   return plan::parse_scale(res->body);
