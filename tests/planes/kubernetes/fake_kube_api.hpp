@@ -7,6 +7,7 @@
 
 #include "planes/http/responder.hpp"
 #include "planes/http/server.hpp"
+#include "tests/planes/support/support.hpp" // errc printing for BOOST_TEST
 
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
@@ -15,10 +16,6 @@
 #include <mutex>
 #include <string>
 #include <vector>
-
-namespace dynamo {
-inline std::ostream& boost_test_print_type(std::ostream& os, errc code) { return os << to_string(code); }
-} // namespace dynamo
 
 namespace dynamo::test {
 

@@ -11,7 +11,7 @@
 //   openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt
 //     -days 36500 -extfile ext.cnf     (subjectAltName=IP:127.0.0.1, extendedKeyUsage=serverAuth)
 #include "planes/kubernetes/kubernetes_client.hpp"
-#include "tests/planes/kubernetes/fake_kube_api.hpp" // errc printing
+#include "tests/planes/support/support.hpp" // errc printing for BOOST_TEST
 
 #include <utility> // before asio: g++ 12 + Boost 1.74 coroutine fix
 
