@@ -37,6 +37,19 @@ std::unique_ptr<planes::kubernetes_client> client_for(const test::fake_kube_api&
   return std::move(*c);
 }
 
+// A fake API server in namespace "serving" expecting `server_token`, Deployment
+// worker-a (1 replica), and a client whose token file holds `file_token`.
+struct served_client {
+  test::fake_kube_api api;
+  account_dir acc;
+  std::unique_ptr<planes::kubernetes_client> c;
+  served_client(std::string server_token, const std::string& file_token) : api("serving", std::move(server_token)) {
+    api.add_deployment("worker-a", 1);
+    acc.write("token", file_token);
+    c = client_for(api, acc);
+  }
+};
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(kubernetes_client_suite)
@@ -71,11 +84,8 @@ BOOST_AUTO_TEST_CASE(get_then_patch_the_scale_subresource) {
 }
 
 BOOST_AUTO_TEST_CASE(the_token_is_read_before_every_request) {
-  test::fake_kube_api api("serving", "second");
-  api.add_deployment("worker-a", 1);
-  account_dir acc;
-  acc.write("token", "first");
-  auto c = client_for(api, acc);
+  served_client s("second", "first");
+  auto& [api, acc, c] = s;
   auto old = c->get_scale("worker-a");
   BOOST_REQUIRE(!old);
   BOOST_TEST(code_of(old.error()) == errc::config_error); // 401
@@ -90,12 +100,8 @@ BOOST_AUTO_TEST_CASE(the_token_is_read_before_every_request) {
 }
 
 BOOST_AUTO_TEST_CASE(api_errors_are_values_with_the_status_message) {
-  test::fake_kube_api api("serving", "t");
-  api.add_deployment("worker-a", 1);
-  account_dir acc;
-  acc.write("token", "t");
-  auto c = client_for(api, acc);
-
+  served_client s("t", "t");
+  auto& [api, acc, c] = s;
   api.fail("worker-a", 403, "Forbidden");
   auto forbidden = c->set_replicas("worker-a", 3);
   BOOST_REQUIRE(!forbidden);

@@ -128,6 +128,18 @@ bool instances_are(apps::planner_service& s, uint32_t prefill, uint32_t decode) 
   });
 }
 
+// One decode worker whose full KV cache, reported at t=500, makes tick(1000)
+// decide decode 1 -> 2.
+fake_worker decode_decision_at_1000(cluster& c, apps::planner_service& svc) {
+  auto d1 = c.add_worker("decode", 0x21);
+  BOOST_REQUIRE(instances_are(svc, 0, 1));
+  c.now = 500;
+  d1.report(0.95f);
+  BOOST_REQUIRE(wait_until([&] { return svc.samples() == 1; }));
+  BOOST_REQUIRE_EQUAL(svc.tick(1000).decisions.size(), 1u);
+  return d1;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(planner_service_suite)
@@ -224,12 +236,7 @@ BOOST_AUTO_TEST_CASE(a_failed_connector_call_is_retried_next_tick) {
   };
   auto svc = c.start(std::move(cfg));
   BOOST_TEST(applied.empty()); // nothing decided yet: the config's replicas stay
-  auto d1 = c.add_worker("decode", 0x21);
-  BOOST_REQUIRE(instances_are(*svc, 0, 1));
-  c.now = 500;
-  d1.report(0.95f);
-  BOOST_REQUIRE(wait_until([&] { return svc->samples() == 1; }));
-  BOOST_REQUIRE_EQUAL(svc->tick(1000).decisions.size(), 1u);
+  auto d1 = decode_decision_at_1000(c, *svc);
   BOOST_REQUIRE_EQUAL(applied.size(), 1u);
   BOOST_TEST(applied[0].decision_id == 1u);
   BOOST_TEST(applied[0].replicas.at("decode") == 2u);
@@ -253,12 +260,7 @@ BOOST_AUTO_TEST_CASE(a_dry_run_applies_nothing) {
     return {};
   };
   auto svc = c.start(std::move(cfg));
-  auto d1 = c.add_worker("decode", 0x21);
-  BOOST_REQUIRE(instances_are(*svc, 0, 1));
-  c.now = 500;
-  d1.report(0.95f);
-  BOOST_REQUIRE(wait_until([&] { return svc->samples() == 1; }));
-  BOOST_REQUIRE_EQUAL(svc->tick(1000).decisions.size(), 1u);
+  auto d1 = decode_decision_at_1000(c, *svc);
   BOOST_TEST(calls == 0);
 }
 
