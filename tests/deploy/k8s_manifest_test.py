@@ -235,6 +235,11 @@ def check_example(name, objs, cluster, cluster_text, rendered):
     etcd_port = services["etcd"]["spec"]["ports"][0]["port"] if "etcd" in services else None
     check(d.get("backend") == "etcd" and d.get("endpoints") == [f"http://etcd:{etcd_port}"],
           f"{name}: discovery must be etcd at http://etcd:{etcd_port} (the etcd Service)")
+    pl = cluster.get("planner", {})
+    if pl.get("throughput_scaling") or pl.get("mode") == "sla":
+        url = f"http://frontend:{services['frontend']['spec']['ports'][0]['port']}/metrics" if "frontend" in services else None
+        check(pl.get("metrics_url") == url,
+              f"{name}: planner.metrics_url must be {url} (the default, the frontend host, is not the planner's pod)")
     for cm in configmaps.values():
         check(cm["data"].get("cluster.yaml") == cluster_text, f"{name}: ConfigMap {cm['metadata']['name']} is not cluster.yaml")
 

@@ -1,8 +1,7 @@
-// A fake Kubernetes API server for tests of the planner's Kubernetes connector:
-// the project's HTTP server (planes/http) serving the apps/v1 Deployment scale
-// subresource of an in-memory set of Deployments, recording every request
-// (method, target, Authorization, Content-Type, body) and answering scripted
-// errors. Handlers run on the server's io thread; accessors lock.
+// A fake Kubernetes API server (the project's planes/http server) for the Kubernetes
+// connector's tests: the Deployment scale subresource of in-memory Deployments,
+// every request recorded (method, target, Authorization, Content-Type, body),
+// scripted errors. Handlers run on the server's io thread; accessors lock.
 #pragma once
 
 #include "planes/http/responder.hpp"
