@@ -20,6 +20,7 @@ find_package(fmt REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)          # nlohmann_json::nlohmann_json
 find_package(yaml-cpp REQUIRED)                    # target yaml-cpp
 find_package(ucx 1.13 REQUIRED)                    # ucx::ucp ucx::uct ucx::ucs
+find_package(OpenSSL 3 REQUIRED)                   # OpenSSL::SSL: HTTPS in planes/http_client (the planner's Kubernetes connector)
 find_package(Boost 1.74 REQUIRED COMPONENTS unit_test_framework)
 
 # xxhash ships only a pkg-config file.

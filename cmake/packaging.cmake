@@ -66,7 +66,7 @@ find_program(DYNAMO_DPKG_SHLIBDEPS dpkg-shlibdeps)
 mark_as_advanced(DYNAMO_DPKG_SHLIBDEPS)
 set(_dynamo_deb_depends "")
 if(NOT DYNAMO_DPKG_SHLIBDEPS)
-  set(_dynamo_deb_depends "libc6, libgcc-s1, libstdc++6, libcaf-core0.17, libfmt9, libspdlog1.10, libucx0, libxxhash0, libyaml-cpp0.7, libzmq5")
+  set(_dynamo_deb_depends "libc6, libgcc-s1, libstdc++6, libcaf-core0.17, libfmt9, libspdlog1.10, libucx0, libxxhash0, libyaml-cpp0.7, libzmq5, libssl3")
 endif()
 if(DYNAMO_HAVE_CUDA)
   # libcudart and libcublas come from NVIDIA's CUDA repository (or the nvidia/cuda

@@ -13,12 +13,13 @@ APT_PACKAGES=(
   libcaf-dev cppzmq-dev libzmq3-dev libmsgpack-cxx-dev libucx-dev ucx-utils
   libspdlog-dev libfmt-dev libboost-dev libboost-test-dev
   nlohmann-json3-dev libxxhash-dev libyaml-cpp-dev
+  libssl-dev  # HTTPS in planes/http_client: the planner's Kubernetes connector (in-cluster API server)
   python3 python3-pip curl
   clang libclang-rt-14-dev  # the libFuzzer targets (scripts/fuzz.sh, docs/FUZZING.md)
   etcd-server  # discovery backend etcd; tests start their own etcd (its service need not run)
   file  # cpack -G DEB (its dpkg-shlibdeps step): the deploy_deb test, docs/DEPLOY.md
 )
-PY_PACKAGES=(openai anthropic gguf numpy jsonschema pyzmq msgpack)  # anthropic: tests/e2e/endpoints_test.py (/v1/messages); jsonschema: independent validator in tests/runtime/grammar and tests/e2e/sampling_test.py; pyzmq, msgpack: tests/actors/router/vllm_kv_publisher.py (a vLLM KV-event publisher)
+PY_PACKAGES=(openai anthropic gguf numpy jsonschema pyzmq msgpack pyyaml)  # pyyaml: tests/deploy/k8s_manifest_test.py (deploy/k8s); anthropic: tests/e2e/endpoints_test.py (/v1/messages); jsonschema: independent validator in tests/runtime/grammar and tests/e2e/sampling_test.py; pyzmq, msgpack: tests/actors/router/vllm_kv_publisher.py (a vLLM KV-event publisher)
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 model_dir="${DYNAMO_MODEL_DIR:-$HOME/.cache/dynamo/models}"
@@ -40,7 +41,7 @@ else
 fi
 
 PY="${PYTHON:-python3}"
-if ! "$PY" -c "import openai, anthropic, gguf, numpy, jsonschema, zmq, msgpack" >/dev/null 2>&1; then
+if ! "$PY" -c "import openai, anthropic, gguf, numpy, jsonschema, zmq, msgpack, yaml" >/dev/null 2>&1; then
   echo "setup: installing Python packages: ${PY_PACKAGES[*]}"
   "$PY" -m pip install -q --disable-pip-version-check "${PY_PACKAGES[@]}" \
     || "$PY" -m pip install -q --disable-pip-version-check --break-system-packages "${PY_PACKAGES[@]}"

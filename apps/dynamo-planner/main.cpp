@@ -1,9 +1,11 @@
 // dynamo-planner: scales the worker pools of a cluster config (research/dynamo.md
 // 6). Watches the workers on the discovery plane, reads their load_metrics
 // from the event plane, decides every planner.interval_ms, and publishes the
-// targets as the <ns>/planner/decisions record that the launcher applies; one
-// JSON line per decision on stdout. Wiring only.
+// targets as the <ns>/planner/decisions record that the launcher applies (or,
+// with --connector kubernetes, also scales the pools' Deployments); one JSON
+// line per decision on stdout. Wiring only.
 #include "apps/common/app_support.hpp"
+#include "apps/dynamo-planner/kubernetes_connector.hpp"
 #include "apps/dynamo-planner/planner_service.hpp"
 #include "planes/event/zmq_event_plane.hpp"
 #include "planes/http_client/http_client.hpp"
@@ -24,6 +26,9 @@ namespace {
 struct planner_options {
   std::string config_path, log_level;
   bool dry_run = false;
+  std::string connector = "virtual";
+  std::string deployment_prefix = std::string{apps::default_deployment_prefix};
+  planes::kubernetes_api_options kube;
 };
 
 int64_t wall_ms() {
@@ -35,12 +40,26 @@ expected<bool> parse(int argc, char** argv, planner_options& o) {
   cli c("dynamo-planner", "scale the worker pools of a cluster from their load");
   c.option("config", &o.config_path, "cluster config file (YAML, docs/CLUSTER.md); required")
     .option("dry-run", &o.dry_run, "decide and print, but publish no decisions record")
+    .option("connector", &o.connector, "virtual (the decisions record, applied by dynamo-launch; default) | "
+                                       "kubernetes (also scale each pool's Deployment)")
+    .option("kubernetes-api", &o.kube.url, "API server URL (default: in-cluster, https://$KUBERNETES_SERVICE_HOST:"
+                                           "$KUBERNETES_SERVICE_PORT); http://... for kubectl proxy or tests")
+    .option("kubernetes-namespace", &o.kube.namespace_name, "namespace of the worker Deployments (default: the "
+                                                            "service account's)")
+    .option("kubernetes-token-file", &o.kube.token_file, "bearer token file (default in-cluster: the service "
+                                                         "account's token; none with --kubernetes-api)")
+    .option("kubernetes-ca-file", &o.kube.ca_file, "CA bundle for https (default in-cluster: the service "
+                                                   "account's ca.crt)")
+    .option("deployment-prefix", &o.deployment_prefix, "pool P's Deployment is <prefix>P (default worker-)")
     .option("log-level", &o.log_level, "trace | debug | info | warn | error (default: $DYNAMO_LOG or info)");
   c.epilog("Reads the planner: section of the config (interval_ms, min/max_replicas, thresholds,\n"
            "predictor, max_gpu_budget, throughput_scaling) and its pools.\n"
            "Publishes <namespace>/planner/decisions with metadata replicas.<pool>=<n> and\n"
            "decision_id=<k>; prints one JSON line per decision on stdout.\n"
-           "Example:\n  dynamo-planner --config cluster.yaml --log-level debug");
+           "--connector kubernetes also sets each pool's Deployment replicas through the scale\n"
+           "subresource (GET, then merge-PATCH); a failed call is logged and retried next interval.\n"
+           "Examples:\n  dynamo-planner --config cluster.yaml --log-level debug\n"
+           "  dynamo-planner --config /etc/dynamo/cluster.yaml --connector kubernetes   # in a pod");
   return c.parse(argc, argv);
 }
 
@@ -67,6 +86,26 @@ expected<std::function<expected<std::string>()>> metrics_fetcher(const config::c
       return make_error(errc::io_error, "GET " + target + ": HTTP " + std::to_string(res->status));
     return std::move(res->body);
   }};
+}
+
+// --connector kubernetes: the connector that scales the pools' Deployments.
+expected<std::function<expected<void>(const plan::planner_decisions&)>>
+kubernetes_apply(const planner_options& o, const config::cluster_config& cfg) {
+  auto client = planes::kubernetes_client::create(o.kube);
+  if (!client)
+    return client.error();
+  spdlog::info("kubernetes connector: API {}, namespace {}", (*client)->url(), (*client)->namespace_name());
+  std::vector<std::string> pools;
+  for (const auto& p : cfg.pools)
+    pools.push_back(p.name);
+  auto c = apps::kubernetes_connector::create(std::move(*client), o.deployment_prefix, pools);
+  if (!c)
+    return c.error();
+  // Unreachable or forbidden now is not fatal: the API server may come later; each decision retries.
+  (void)(*c)->check();
+  std::shared_ptr<apps::kubernetes_connector> shared = std::move(*c);
+  return std::function<expected<void>(const plan::planner_decisions&)>{
+      [shared](const plan::planner_decisions& d) { return shared->apply(d); }};
 }
 
 } // namespace
@@ -107,6 +146,15 @@ int main(int argc, char** argv) {
                  cfg->planner.itl_ms, cfg->planner.profile, profile->engine);
   }
   sc.dry_run = o.dry_run;
+  if (o.connector == "kubernetes") {
+    auto apply = kubernetes_apply(o, *cfg);
+    if (!apply)
+      apps::die("dynamo-planner", apply.error());
+    sc.apply = std::move(*apply);
+  } else if (o.connector != "virtual") {
+    apps::die("dynamo-planner", make_error(errc::invalid_argument, "--connector: '" + o.connector +
+                                                                       "' is not one of virtual|kubernetes"));
+  }
   sc.clock = wall_ms; // one clock for samples, ticks and the JSON lines' at_ms
   sc.on_decision = [](const std::string& line) {
     std::fputs((line + "\n").c_str(), stdout);

@@ -179,6 +179,13 @@ void planner_service::publish() {
                   describe(ok.error()));
     return;
   }
+  if (cfg_.apply) {
+    if (auto ok = cfg_.apply(d); !ok) {
+      spdlog::error("cannot apply decision {}: {} (retrying next interval)", d.decision_id,
+                    describe(ok.error()));
+      return;
+    }
+  }
   publish_pending_ = false;
 }
 

@@ -3,7 +3,8 @@
 // the event plane (connecting as instances appear, disconnecting as they go),
 // optionally scrapes the frontend's traffic, and on each tick() decides and
 // publishes the targets as the <ns>/planner/decisions record (metadata
-// replicas.<pool>, decision_id) that the launcher applies.
+// replicas.<pool>, decision_id) that the launcher applies, and hands them to
+// an optional connector (Kubernetes: kubernetes_connector).
 // Thread-safe: discovery and event callbacks run on their planes' threads;
 // tick() on one caller thread (main's ticker, or a test).
 #pragma once
@@ -46,6 +47,10 @@ struct planner_service_config {
   std::function<void(const std::string&)> on_decision;
   /// Fed every step's result (dynamo_planner_*); null: none.
   std::shared_ptr<plan::planner_metrics> metrics;
+  /// Applies published targets (the Kubernetes connector), after the record
+  /// is written; an error keeps the decision pending, retried next tick.
+  /// Null: the record alone (dynamo-launch applies it). Not called in a dry run.
+  std::function<expected<void>(const plan::planner_decisions&)> apply;
 };
 
 class planner_service {

@@ -6,9 +6,11 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -26,6 +28,27 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = beast::http;
 using tcp = asio::ip::tcp;
+namespace ssl = asio::ssl;
+using tls_stream = beast::ssl_stream<beast::tcp_stream>;
+
+namespace {
+
+// One connection: plain TCP or TLS over TCP (exactly one is set).
+struct connection {
+  std::unique_ptr<beast::tcp_stream> plain;
+  std::unique_ptr<tls_stream> tls;
+
+  explicit operator bool() const noexcept { return plain || tls; }
+  beast::tcp_stream& tcp() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
+};
+
+/// How a connection the server closed fails a request written to it.
+bool closed_by_peer(const beast::error_code& ec) {
+  return ec == asio::error::eof || ec == bhttp::error::end_of_stream || ec == asio::error::connection_reset ||
+         ec == asio::error::broken_pipe || ec == ssl::error::stream_truncated;
+}
+
+} // namespace
 
 void cancel_token::cancel() {
   std::lock_guard lk{mtx_};
@@ -54,79 +77,108 @@ void cancel_token::detach() {
   socket_ = -1;
 }
 
-namespace {
-
-/// How a connection the server closed fails a request written to it.
-bool closed_by_peer(const beast::error_code& ec) {
-  return ec == asio::error::eof || ec == bhttp::error::end_of_stream || ec == asio::error::connection_reset ||
-         ec == asio::error::broken_pipe;
-}
-
-} // namespace
-
 struct http_client::impl : std::enable_shared_from_this<impl> {
   asio::io_context io;
   asio::executor_work_guard<asio::io_context::executor_type> guard{io.get_executor()};
   std::vector<std::thread> threads;
   std::string host;
   uint16_t port;
+  std::optional<ssl::context> tls;  // set for HTTPS
+  std::string tls_error;            // why the TLS context could not be set up ("" when fine)
   std::mutex mtx;
-  std::vector<std::unique_ptr<beast::tcp_stream>> idle;
+  std::vector<connection> idle;
   std::atomic<uint64_t> opened{0};
 
-  impl(std::string h, uint16_t p) : host(std::move(h)), port(p) {}
+  impl(std::string h, uint16_t p, const std::optional<client_tls>& t) : host(std::move(h)), port(p) {
+    if (t)
+      init_tls(*t);
+  }
+
+  void init_tls(const client_tls& t) {
+    tls.emplace(ssl::context::tls_client);
+    beast::error_code ec;
+    tls->set_verify_mode(ssl::verify_peer, ec);
+    if (!ec)
+      t.ca_file.empty() ? (void)tls->set_default_verify_paths(ec) : (void)tls->load_verify_file(t.ca_file, ec);
+    if (ec)
+      tls_error = "TLS trust store '" + (t.ca_file.empty() ? std::string{"default"} : t.ca_file) +
+                  "': " + ec.message();
+  }
 
   /// A pooled connection the server has not closed meanwhile (one it closed
-  /// reads as readable: end of stream), or null.
-  std::unique_ptr<beast::tcp_stream> take_idle() {
+  /// polls readable: end of stream, or a TLS close_notify), or none.
+  connection take_idle() {
     std::lock_guard lk{mtx};
     while (!idle.empty()) {
-      auto s = std::move(idle.back());
+      auto c = std::move(idle.back());
       idle.pop_back();
-      pollfd p{s->socket().native_handle(), POLLIN, 0};
+      pollfd p{c.tcp().socket().native_handle(), POLLIN, 0};
       if (::poll(&p, 1, 0) == 0)
-        return s;
+        return c;
     }
-    return nullptr;
+    return {};
   }
 
-  void give_back(std::unique_ptr<beast::tcp_stream> s) {
+  void give_back(connection c) {
     std::lock_guard lk{mtx};
-    idle.push_back(std::move(s));
+    idle.push_back(std::move(c));
   }
 
-  asio::awaitable<std::unique_ptr<beast::tcp_stream>> connect(beast::error_code& ec) {
+  // TLS over a connected socket: SNI (DNS names only), peer verification
+  // against the host name or IP address, the handshake.
+  asio::awaitable<connection> handshake(std::unique_ptr<beast::tcp_stream> s, beast::error_code& ec) {
+    auto t = std::make_unique<tls_stream>(std::move(*s), *tls);
+    beast::error_code not_ip;
+    (void)asio::ip::make_address(host, not_ip);
+    if (not_ip && !SSL_set_tlsext_host_name(t->native_handle(), host.c_str())) {
+      ec = beast::error_code(static_cast<int>(::ERR_get_error()), asio::error::get_ssl_category());
+      co_return connection{};
+    }
+    t->set_verify_callback(ssl::host_name_verification(host), ec);
+    if (ec)
+      co_return connection{};
+    co_await t->async_handshake(ssl::stream_base::client, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec)
+      co_return connection{};
+    co_return connection{nullptr, std::move(t)};
+  }
+
+  asio::awaitable<connection> connect(beast::error_code& ec) {
     tcp::resolver resolver{io};
     auto results = co_await resolver.async_resolve(host, std::to_string(port),
                                                    asio::redirect_error(asio::use_awaitable, ec));
     if (ec)
-      co_return nullptr;
+      co_return connection{};
     auto s = std::make_unique<beast::tcp_stream>(io);
-    s->expires_after(std::chrono::seconds(10));
+    s->expires_after(std::chrono::seconds(10)); // the TCP connect and the TLS handshake
     co_await s->async_connect(results, asio::redirect_error(asio::use_awaitable, ec));
     if (ec)
-      co_return nullptr;
+      co_return connection{};
     s->socket().set_option(tcp::no_delay(true), ec);
     ec = {};
     opened.fetch_add(1, std::memory_order_relaxed);
-    co_return s;
+    if (tls)
+      co_return co_await handshake(std::move(s), ec);
+    co_return connection{std::move(s), nullptr};
   }
 
   // Sends the request on `s` and streams the response; false + ec on failure.
   // `answered`: the response's headers arrived (the server took the request).
-  asio::awaitable<bool> exchange(beast::tcp_stream& s, const client_request& req, client_callbacks& cb,
-                                 bool& keep_alive, bool& answered, beast::error_code& ec) {
-    bhttp::request<bhttp::string_body> msg{req.method == "GET" ? bhttp::verb::get : bhttp::verb::post,
-                                           req.target, 11};
+  template <class Stream>
+  asio::awaitable<bool> exchange(Stream& s, const client_request& req, client_callbacks& cb, bool& keep_alive,
+                                 bool& answered, beast::error_code& ec) {
+    bhttp::request<bhttp::string_body> msg{bhttp::string_to_verb(req.method), req.target, 11};
     msg.set(bhttp::field::host, host);
     msg.set(bhttp::field::user_agent, "dynamo-http-client");
-    if (req.method != "GET") {
+    for (const auto& [name, value] : req.headers)
+      msg.set(name, value);
+    if (req.method != "GET" && req.method != "HEAD") {
       msg.set(bhttp::field::content_type, req.content_type);
       msg.body() = req.body;
     }
     msg.keep_alive(true);
     msg.prepare_payload();
-    s.expires_never();
+    beast::get_lowest_layer(s).expires_never();
     co_await bhttp::async_write(s, msg, asio::redirect_error(asio::use_awaitable, ec));
     if (ec)
       co_return false;
@@ -158,14 +210,15 @@ struct http_client::impl : std::enable_shared_from_this<impl> {
     co_return true;
   }
 
-  // One exchange on `s`, visible to the request's cancel token meanwhile.
-  asio::awaitable<bool> attempt(beast::tcp_stream* s, const client_request& req, client_callbacks& cb,
+  // One exchange on `c`, visible to the request's cancel token meanwhile.
+  asio::awaitable<bool> attempt(connection& c, const client_request& req, client_callbacks& cb,
                                 bool& keep_alive, bool& answered, beast::error_code& ec) {
-    if (!s)
+    if (!c)
       co_return false;
-    if (req.cancel && !req.cancel->attach(s->socket().native_handle()))
+    if (req.cancel && !req.cancel->attach(c.tcp().socket().native_handle()))
       co_return false;
-    bool ok = co_await exchange(*s, req, cb, keep_alive, answered, ec);
+    bool ok = c.tls ? co_await exchange(*c.tls, req, cb, keep_alive, answered, ec)
+                    : co_await exchange(*c.plain, req, cb, keep_alive, answered, ec);
     if (req.cancel)
       req.cancel->detach();
     co_return ok;
@@ -174,6 +227,13 @@ struct http_client::impl : std::enable_shared_from_this<impl> {
   asio::awaitable<void> run(client_request req, client_callbacks cb) {
     auto self = shared_from_this();
     auto cancelled = [&req] { return req.cancel && req.cancel->cancelled(); };
+    if (bhttp::string_to_verb(req.method) == bhttp::verb::unknown || !tls_error.empty()) {
+      if (cb.on_done)
+        cb.on_done(make_error(tls_error.empty() ? errc::invalid_argument : errc::io_error,
+                              "http " + req.target + ": " +
+                                  (tls_error.empty() ? "unknown method '" + req.method + "'" : tls_error)));
+      co_return;
+    }
     beast::error_code ec;
     bool reused = true;
     auto s = take_idle();
@@ -183,14 +243,14 @@ struct http_client::impl : std::enable_shared_from_this<impl> {
     }
     bool keep_alive = false;
     bool answered = false;
-    bool ok = co_await attempt(s.get(), req, cb, keep_alive, answered, ec);
+    bool ok = co_await attempt(s, req, cb, keep_alive, answered, ec);
     if (!ok && reused && !answered && !cancelled() && closed_by_peer(ec)) {
       // The server closed the pooled connection as the request went out (a
       // race take_idle()'s check cannot see): it never answered, so the
       // request goes once more on a fresh connection.
       ec = {};
       s = co_await connect(ec);
-      ok = co_await attempt(s.get(), req, cb, keep_alive, answered, ec);
+      ok = co_await attempt(s, req, cb, keep_alive, answered, ec);
     }
     if (ok && keep_alive && !cancelled())
       give_back(std::move(s));
@@ -205,8 +265,9 @@ struct http_client::impl : std::enable_shared_from_this<impl> {
   }
 };
 
-http_client::http_client(std::string host, uint16_t port, unsigned io_threads)
-  : impl_(std::make_shared<impl>(std::move(host), port)) {
+http_client::http_client(std::string host, uint16_t port, unsigned io_threads,
+                         std::optional<client_tls> tls)
+  : impl_(std::make_shared<impl>(std::move(host), port, tls)) {
   for (unsigned i = 0; i < std::max(1u, io_threads); ++i)
     impl_->threads.emplace_back([p = impl_.get()] { p->io.run(); });
 }

@@ -1,7 +1,7 @@
 // A small asynchronous HTTP/1.1 client (Boost.Beast underneath, hidden here)
-// with keep-alive connection reuse and streamed bodies, for dynamo-bench and
-// tests. All methods are thread-safe; callbacks run on the client's I/O
-// threads and must not block.
+// with keep-alive connection reuse, streamed bodies and optional TLS (OpenSSL),
+// for dynamo-bench, the planner (frontend metrics, the Kubernetes API) and tests.
+// All methods are thread-safe; callbacks run on the client's I/O threads and must not block.
 #pragma once
 
 #include "runtime/core/error.hpp"
@@ -11,8 +11,11 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace dynamo::http {
 
@@ -38,11 +41,19 @@ private:
 };
 
 struct client_request {
-  std::string method = "POST"; ///< GET or POST
+  std::string method = "POST"; ///< any HTTP verb: GET, POST, PATCH, PUT, DELETE, ...
   std::string target;          ///< e.g. "/v1/completions"
   std::string body;
-  std::string content_type = "application/json";
+  std::string content_type = "application/json"; ///< sent with a body (any method but GET/HEAD)
   std::shared_ptr<cancel_token> cancel; ///< optional: to abandon the request
+  /// Extra request headers (name, value), e.g. {"Authorization", "Bearer ..."}.
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+/// HTTPS: the server's certificate must chain to `ca_file` (PEM) and name the
+/// host the client connects to (DNS name or IP address SAN).
+struct client_tls {
+  std::string ca_file; ///< "": the system's default trust store
 };
 
 struct client_callbacks {
@@ -58,8 +69,11 @@ struct client_response {
 
 class http_client {
 public:
-  /// Connects lazily to host:port; `io_threads` threads run all I/O.
-  http_client(std::string host, uint16_t port, unsigned io_threads = 1);
+  /// Connects lazily to host:port; `io_threads` threads run all I/O. With
+  /// `tls`, every connection is HTTPS; a CA file that cannot be loaded fails
+  /// each request (errc::io_error), it does not throw.
+  http_client(std::string host, uint16_t port, unsigned io_threads = 1,
+              std::optional<client_tls> tls = std::nullopt);
   ~http_client();
   http_client(const http_client&) = delete;
   http_client& operator=(const http_client&) = delete;

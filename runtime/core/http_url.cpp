@@ -6,14 +6,14 @@
 
 namespace dynamo {
 
-expected<http_url> parse_http_url(std::string_view url, std::string_view what, uint16_t default_port) {
-  constexpr std::string_view scheme = "http://";
+namespace {
+
+// host[:port][/path], after the scheme.
+expected<http_url> parse_after_scheme(std::string_view url, std::string_view rest, std::string_view what,
+                                      uint16_t default_port) {
   auto bad = [&](std::string_view why) {
     return make_error(errc::invalid_argument, fmt::format("{} '{}': {}", what, url, why));
   };
-  if (url.substr(0, scheme.size()) != scheme)
-    return bad("expected http://host[:port][/path]");
-  std::string_view rest = url.substr(scheme.size());
   http_url out;
   out.port = default_port;
   size_t slash = rest.find('/');
@@ -37,6 +37,26 @@ expected<http_url> parse_http_url(std::string_view url, std::string_view what, u
   if (rest.empty() || rest.find_first_of("@?# ") != std::string_view::npos)
     return bad("no host");
   out.host = std::string{rest};
+  return out;
+}
+
+} // namespace
+
+expected<http_url> parse_http_url(std::string_view url, std::string_view what, uint16_t default_port) {
+  constexpr std::string_view scheme = "http://";
+  if (url.substr(0, scheme.size()) != scheme)
+    return make_error(errc::invalid_argument,
+                      fmt::format("{} '{}': expected http://host[:port][/path]", what, url));
+  return parse_after_scheme(url, url.substr(scheme.size()), what, default_port);
+}
+
+expected<http_url> parse_http_or_https_url(std::string_view url, std::string_view what) {
+  constexpr std::string_view https = "https://";
+  if (url.substr(0, https.size()) != https)
+    return parse_http_url(url, what, 80);
+  auto out = parse_after_scheme(url, url.substr(https.size()), what, 443);
+  if (out)
+    out->tls = true;
   return out;
 }
 

@@ -1,6 +1,6 @@
 // "http://host[:port][/path]" split into what an HTTP client needs, for every
-// URL a config names (the planner's metrics URL, etcd endpoints). Pure
-// functions; any thread.
+// URL a config names (the planner's metrics URL, etcd endpoints; https:// for
+// the Kubernetes API server). Pure functions; any thread.
 #pragma once
 
 #include "runtime/core/error.hpp"
@@ -15,11 +15,16 @@ struct http_url {
   std::string host;   ///< without IPv6 brackets
   uint16_t port = 80;
   std::string target; ///< the path; "" when the URL has none
+  bool tls = false;   ///< https:// (parse_http_or_https_url only)
 };
 
 /// errc::invalid_argument, "<what> '<url>': <why>", for anything else (https,
 /// no host, a bad port). A URL without a port gets `default_port`.
 [[nodiscard]] expected<http_url> parse_http_url(std::string_view url, std::string_view what = "url",
                                                 uint16_t default_port = 80);
+
+/// As parse_http_url, and also "https://host[:port][/path]" (tls; port 443 by
+/// default), for clients that speak TLS (the Kubernetes API server).
+[[nodiscard]] expected<http_url> parse_http_or_https_url(std::string_view url, std::string_view what = "url");
 
 } // namespace dynamo

@@ -1,15 +1,12 @@
 #include "runtime/openai/output_parser.hpp"
 
-#include "runtime/openai/json_fields.hpp"
-
 #include "runtime/openai/response.hpp"
+
+#include <algorithm>
 
 namespace dynamo::openai {
 
 namespace {
-
-using ojson = nlohmann::ordered_json;
-using call_list = std::vector<std::pair<std::string, std::string>>;
 
 constexpr std::string_view think_open = "<think>";
 constexpr std::string_view think_close = "</think>";
@@ -18,8 +15,13 @@ constexpr std::string_view hermes_close = "</tool_call>";
 constexpr std::string_view python_tag = "<|python_tag|>";
 constexpr std::string_view mistral_marker = "[TOOL_CALLS]";
 constexpr std::string_view mistral_args = "[ARGS]";
+constexpr size_t npos = std::string::npos;
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+bool is_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+}
 
 std::string_view lstrip(std::string_view s) {
   while (!s.empty() && is_space(s.front()))
@@ -42,156 +44,6 @@ size_t partial_marker(std::string_view s, std::string_view marker) {
   return 0;
 }
 
-/// End (one past) of the JSON object or array opening at s[0], or npos when
-/// it does not close in `s`.
-size_t json_value_end(std::string_view s) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      ++depth;
-    } else if (c == '}' || c == ']') {
-      if (--depth == 0)
-        return i + 1;
-    }
-  }
-  return std::string_view::npos;
-}
-
-using detail::dump;
-
-/// Arguments as the model wrote them: an object, or a string holding one.
-std::optional<std::string> arguments_text(const ojson& args) {
-  if (args.is_object())
-    return dump(args);
-  if (args.is_string()) {
-    auto inner = ojson::parse(args.get<std::string>(), nullptr, false);
-    if (!inner.is_discarded() && inner.is_object())
-      return dump(inner);
-  }
-  return std::nullopt;
-}
-
-/// {"name": s, <key>: {...}} (the other key accepted too; absent: {}).
-std::optional<std::pair<std::string, std::string>> read_call(const ojson& j, std::string_view key) {
-  if (!j.is_object())
-    return std::nullopt;
-  auto name = j.find("name");
-  if (name == j.end() || !name->is_string() || name->get<std::string>().empty())
-    return std::nullopt;
-  auto args = j.find(std::string(key));
-  if (args == j.end())
-    args = j.find(key == "arguments" ? "parameters" : "arguments");
-  if (args == j.end())
-    return std::make_pair(name->get<std::string>(), std::string("{}"));
-  auto text = arguments_text(*args);
-  if (!text)
-    return std::nullopt;
-  return std::make_pair(name->get<std::string>(), std::move(*text));
-}
-
-std::optional<ojson> parse_json(std::string_view s) {
-  auto j = ojson::parse(s, nullptr, false);
-  if (j.is_discarded())
-    return std::nullopt;
-  return j;
-}
-
-std::optional<call_list> parse_hermes(std::string_view body) {
-  auto j = parse_json(strip(body));
-  if (!j)
-    return std::nullopt;
-  auto call = read_call(*j, "arguments");
-  if (!call)
-    return std::nullopt;
-  return call_list{std::move(*call)};
-}
-
-/// [<|python_tag|>] {..} [; {..}]...
-std::optional<call_list> parse_llama3(std::string_view s) {
-  s = lstrip(s);
-  if (s.starts_with(python_tag))
-    s = lstrip(s.substr(python_tag.size()));
-  call_list out;
-  while (!s.empty()) {
-    if (s.front() != '{')
-      return std::nullopt;
-    const size_t end = json_value_end(s);
-    if (end == std::string_view::npos)
-      return std::nullopt;
-    auto j = parse_json(s.substr(0, end));
-    if (!j)
-      return std::nullopt;
-    auto call = read_call(*j, "parameters");
-    if (!call)
-      return std::nullopt;
-    out.push_back(std::move(*call));
-    s = lstrip(s.substr(end));
-    if (!s.empty() && s.front() == ';')
-      s = lstrip(s.substr(1));
-  }
-  if (out.empty())
-    return std::nullopt;
-  return out;
-}
-
-/// [TOOL_CALLS][{..}, ..] or ([TOOL_CALLS]name[ARGS]{..})+
-std::optional<call_list> parse_mistral(std::string_view s) {
-  s = lstrip(s);
-  if (!s.starts_with(mistral_marker))
-    return std::nullopt;
-  s = lstrip(s.substr(mistral_marker.size()));
-  call_list out;
-  if (!s.empty() && s.front() == '[') {
-    const size_t end = json_value_end(s);
-    if (end == std::string_view::npos || !strip(s.substr(end)).empty())
-      return std::nullopt;
-    auto j = parse_json(s.substr(0, end));
-    if (!j || !j->is_array() || j->empty())
-      return std::nullopt;
-    for (const auto& c : *j) {
-      auto call = read_call(c, "arguments");
-      if (!call)
-        return std::nullopt;
-      out.push_back(std::move(*call));
-    }
-    return out;
-  }
-  while (!s.empty()) {
-    const size_t a = s.find(mistral_args);
-    if (a == std::string_view::npos)
-      return std::nullopt;
-    std::string name{strip(s.substr(0, a))};
-    s = lstrip(s.substr(a + mistral_args.size()));
-    const size_t end = s.empty() || s.front() != '{' ? std::string_view::npos : json_value_end(s);
-    if (name.empty() || end == std::string_view::npos)
-      return std::nullopt;
-    auto j = parse_json(s.substr(0, end));
-    if (!j)
-      return std::nullopt;
-    auto args = arguments_text(*j);
-    if (!args)
-      return std::nullopt;
-    out.emplace_back(std::move(name), std::move(*args));
-    s = lstrip(s.substr(end));
-    if (s.starts_with(mistral_marker))
-      s = lstrip(s.substr(mistral_marker.size()));
-  }
-  if (out.empty())
-    return std::nullopt;
-  return out;
-}
-
 std::string random_call_id() { return "call_" + random_hex_id().substr(0, 24); }
 
 /// Mistral's templates reject tool call ids that are not 9 alphanumerics, and
@@ -199,16 +51,6 @@ std::string random_call_id() { return "call_" + random_hex_id().substr(0, 24); }
 std::string random_mistral_id() { return random_hex_id().substr(0, 9); }
 
 } // namespace
-
-std::optional<call_list> parse_tool_block(tool_format f, std::string_view block) {
-  switch (f) {
-    case tool_format::hermes: return parse_hermes(block);
-    case tool_format::llama3_json: return parse_llama3(block);
-    case tool_format::mistral: return parse_mistral(block);
-    case tool_format::none: break;
-  }
-  return std::nullopt;
-}
 
 output_parser::output_parser(options o, id_source ids)
   : opts_(o),
@@ -241,14 +83,9 @@ void output_parser::step(output_delta& d, bool at_end) {
       case phase::thinking: more = step_thinking(d, at_end); break;
       case phase::content: more = step_content(d, at_end); break;
       case phase::call: more = step_call(d, at_end); break;
-      case phase::tail:
+      case phase::stopped:
+        buf_.clear();
         more = false;
-        if (at_end) {
-          if (!emit_block(d, buf_))
-            emit_content(d, buf_);
-          buf_.clear();
-          phase_ = phase::content;
-        }
         break;
     }
   }
@@ -281,6 +118,7 @@ bool output_parser::step_thinking(output_delta& d, bool at_end) {
   return false;
 }
 
+
 bool output_parser::step_content(output_delta& d, bool at_end) {
   std::string_view marker;
   switch (opts_.tools) {
@@ -291,8 +129,12 @@ bool output_parser::step_content(output_delta& d, bool at_end) {
       // A Llama 3 call is the whole output: it opens with <|python_tag|> or "{".
       if (calls_.empty() && !content_started_) {
         const std::string_view s = lstrip(buf_);
-        if (s.starts_with(python_tag) || s.starts_with("{")) {
-          phase_ = phase::tail;
+        const bool tag = s.starts_with(python_tag);
+        if (tag || s.starts_with("{")) {
+          const size_t n = buf_.size() - s.size() + (tag ? python_tag.size() : 0);
+          const std::string raw = buf_.substr(0, n);
+          buf_.erase(0, n);
+          begin_call(frame::llama3_body, raw);
           return true;
         }
         if (!at_end && python_tag.starts_with(s))
@@ -301,15 +143,10 @@ bool output_parser::step_content(output_delta& d, bool at_end) {
       break;
   }
   if (!marker.empty()) {
-    if (const size_t pos = buf_.find(marker); pos != std::string::npos) {
+    if (const size_t pos = buf_.find(marker); pos != npos) {
       emit_content(d, std::string_view(buf_).substr(0, pos));
-      if (opts_.tools == tool_format::hermes) {
-        buf_.erase(0, pos + marker.size());
-        phase_ = phase::call;
-      } else {
-        buf_.erase(0, pos); // Mistral's calls run to the end; the marker stays for parsing
-        phase_ = phase::tail;
-      }
+      buf_.erase(0, pos + marker.size());
+      begin_call(opts_.tools == tool_format::hermes ? frame::hermes_body : frame::mistral_open, marker);
       return true;
     }
   }
@@ -319,50 +156,199 @@ bool output_parser::step_content(output_delta& d, bool at_end) {
   return false;
 }
 
+void output_parser::begin_call(frame f, std::string_view raw) {
+  phase_ = phase::call;
+  frame_ = f;
+  raw_ = raw;
+  released_ = false;
+  scanner_ = {};
+  args_ = {};
+  name_.clear();
+}
+
 bool output_parser::step_call(output_delta& d, bool at_end) {
-  constexpr size_t npos = std::string::npos;
-  size_t pos = npos; // where </tool_call> starts
-  const std::string_view s = lstrip(buf_);
-  if (!s.empty() && s.front() == '{') {
-    // The call's JSON decides where it ends: its strings may hold "</tool_call>".
-    const size_t end = json_value_end(s);
-    if (end == npos) {
-      if (!at_end)
-        return false;
-    } else {
-      const std::string_view after = lstrip(s.substr(end));
-      const size_t at = buf_.size() - after.size();
-      if (after.starts_with(hermes_close))
-        pos = at;
-      else if (!at_end && hermes_close.starts_with(after))
-        return false;
-      else
-        pos = buf_.find(hermes_close, at);
-    }
-  } else {
-    pos = buf_.find(hermes_close);
+  switch (frame_) {
+    case frame::hermes_body:
+    case frame::hermes_close: return step_hermes(d, at_end);
+    case frame::llama3_body:
+    case frame::llama3_next: return step_llama3(d, at_end);
+    case frame::mistral_open:
+    case frame::mistral_item:
+    case frame::mistral_next: return step_mistral(d, at_end);
+    case frame::mistral_name:
+    case frame::mistral_args_open:
+    case frame::mistral_args: return step_mistral_name(d, at_end);
   }
-  if (pos == npos && !at_end)
-    return false;
-  // At the end without </tool_call> (a stop token ended it): parse what there is.
-  const std::string_view body = std::string_view(buf_).substr(0, pos);
-  if (!emit_block(d, body)) {
-    std::string raw = std::string(hermes_open) + std::string(body);
-    if (pos != npos)
-      raw += hermes_close;
-    emit_content(d, raw);
+  return false;
+}
+
+output_parser::fed output_parser::feed_call(output_delta& d, bool at_end) {
+  using status = call_scanner::status;
+  status st = status::more;
+  size_t i = 0;
+  while (i < buf_.size() && st == status::more) {
+    st = scanner_.feed(buf_[i]);
+    if (st != status::failed)
+      ++i;
   }
-  buf_.erase(0, pos == npos ? buf_.size() : pos + hermes_close.size());
+  raw_.append(buf_, 0, i);
+  buf_.erase(0, i);
+  // The call is released once its arguments object opens (or it closed
+  // whole): from there on, what follows is its arguments.
+  if (!released_ && scanner_.name() && (scanner_.arguments_open() || st == status::done))
+    emit_call(d, *scanner_.name());
+  if (released_)
+    emit_arguments(d, scanner_.take_arguments());
+  if (st == status::done || (released_ && (st == status::failed || at_end)))
+    return fed::done; // a released call ends where its text stops making sense
+  if (st == status::failed || at_end)
+    return fed::failed;
+  return fed::more;
+}
+
+bool output_parser::fail_call(output_delta& d) {
+  emit_content(d, raw_);
+  raw_.clear();
   phase_ = phase::content;
   return true;
 }
 
-bool output_parser::emit_block(output_delta& d, std::string_view block) {
-  auto calls = parse_tool_block(opts_.tools, block);
-  if (!calls)
+bool output_parser::stop_at_max() {
+  if (opts_.max_calls == 0 || calls_.size() < opts_.max_calls)
     return false;
-  for (auto& [name, args] : *calls)
-    emit_call(d, std::move(name), std::move(args));
+  phase_ = phase::stopped;
+  buf_.clear();
+  return true;
+}
+
+bool output_parser::step_object(output_delta& d, bool at_end, frame next) {
+  switch (feed_call(d, at_end)) {
+    case fed::more: return false;
+    case fed::failed: return fail_call(d);
+    case fed::done:
+      if (stop_at_max())
+        return false;
+      frame_ = next;
+      return true;
+  }
+  return false;
+}
+
+bool output_parser::step_hermes(output_delta& d, bool at_end) {
+  if (frame_ == frame::hermes_body)
+    return step_object(d, at_end, frame::hermes_close);
+  // After the object: </tool_call>, else what follows is content.
+  const std::string_view s = lstrip(buf_);
+  if (s.starts_with(hermes_close))
+    buf_.erase(0, buf_.size() - s.size() + hermes_close.size());
+  else if (!at_end && hermes_close.starts_with(s))
+    return false;
+  phase_ = phase::content;
+  return true;
+}
+
+bool output_parser::step_llama3(output_delta& d, bool at_end) {
+  if (frame_ == frame::llama3_body)
+    return step_object(d, at_end, frame::llama3_next);
+  // Between calls: "; {" or "{" starts the next, anything else is content.
+  const std::string_view s = lstrip(buf_);
+  if (s.empty() && !at_end)
+    return false;
+  if (!s.empty() && (s.front() == ';' || s.front() == '{')) {
+    const size_t n = buf_.size() - s.size() + (s.front() == ';' ? 1 : 0);
+    const std::string raw = buf_.substr(0, n);
+    buf_.erase(0, n);
+    begin_call(frame::llama3_body, raw);
+    return true;
+  }
+  phase_ = phase::content;
+  return true;
+}
+
+bool output_parser::step_mistral(output_delta& d, bool at_end) {
+  if (frame_ == frame::mistral_item)
+    return step_object(d, at_end, frame::mistral_next);
+  const std::string_view s = lstrip(buf_);
+  if (s.empty()) {
+    if (!at_end)
+      return false;
+    if (frame_ == frame::mistral_open)
+      return fail_call(d);
+    phase_ = phase::content;
+    return true;
+  }
+  const size_t n = buf_.size() - s.size() + 1; // the whitespace and s.front()
+  if (frame_ == frame::mistral_open) {
+    if (s.front() != '[') {
+      frame_ = frame::mistral_name;
+      return true;
+    }
+    raw_.append(buf_, 0, n);
+    buf_.erase(0, n);
+    frame_ = frame::mistral_item;
+    return true;
+  }
+  // mistral_next: "," starts the next call, "]" ends the array.
+  if (s.front() == ',') {
+    const std::string raw = buf_.substr(0, n);
+    buf_.erase(0, n);
+    begin_call(frame::mistral_item, raw);
+    return true;
+  }
+  if (s.front() == ']')
+    buf_.erase(0, n);
+  phase_ = phase::content;
+  return true;
+}
+
+bool output_parser::step_mistral_name(output_delta& d, bool at_end) {
+  if (frame_ == frame::mistral_name) {
+    // The name, a character at a time: it fails where a character cannot
+    // continue it, whatever the split.
+    size_t i = 0;
+    for (; i < buf_.size() && !std::string_view(buf_).substr(i).starts_with(mistral_args); ++i) {
+      const char c = buf_[i];
+      const bool after_name = !lstrip(name_).empty() && is_space(name_.back());
+      if (!is_space(c) && (!is_name_char(c) || after_name))
+        break;
+      name_ += c;
+    }
+    raw_.append(buf_, 0, i);
+    buf_.erase(0, i);
+    if (!buf_.starts_with(mistral_args)) {
+      if (at_end || !mistral_args.starts_with(buf_))
+        return fail_call(d);
+      return false; // empty, or the start of [ARGS]
+    }
+    if (strip(name_).empty())
+      return fail_call(d);
+    raw_ += mistral_args;
+    buf_.erase(0, mistral_args.size());
+    frame_ = frame::mistral_args_open;
+  }
+  if (frame_ == frame::mistral_args_open) {
+    const std::string_view s = lstrip(buf_);
+    if (s.empty())
+      return at_end ? fail_call(d) : false;
+    if (s.front() != '{')
+      return fail_call(d);
+    buf_.erase(0, buf_.size() - s.size());
+    emit_call(d, std::string(strip(name_)));
+    frame_ = frame::mistral_args;
+  }
+  std::string text;
+  auto st = json_minifier::status::more;
+  size_t i = 0;
+  for (; i < buf_.size() && st == json_minifier::status::more; ++i)
+    if ((st = args_.feed(buf_[i], text)) == json_minifier::status::invalid)
+      break; // not arguments: ends them, and is content
+  buf_.erase(0, i);
+  emit_arguments(d, text);
+  if (st == json_minifier::status::more && !at_end)
+    return false;
+  if (stop_at_max())
+    return false;
+  phase_ = phase::content;
   return true;
 }
 
@@ -388,13 +374,24 @@ void output_parser::emit_content(output_delta& d, std::string_view text) {
   d.content += s;
 }
 
-void output_parser::emit_call(output_delta& d, std::string name, std::string arguments) {
+void output_parser::emit_call(output_delta& d, std::string name) {
   held_ws_.clear();
+  raw_.clear();
+  released_ = true;
   const auto index = static_cast<uint32_t>(calls_.size());
-  tool_call c{ids_(), std::move(name), std::move(arguments)};
-  d.calls.push_back({index, c.id, c.name, ""});
-  d.calls.push_back({index, std::nullopt, std::nullopt, c.arguments});
-  calls_.push_back(std::move(c));
+  calls_.push_back({ids_(), std::move(name), ""});
+  d.calls.push_back({index, calls_.back().id, calls_.back().name, ""});
+}
+
+void output_parser::emit_arguments(output_delta& d, std::string_view text) {
+  if (text.empty())
+    return;
+  calls_.back().arguments += text;
+  const auto index = static_cast<uint32_t>(calls_.size() - 1);
+  if (!d.calls.empty() && d.calls.back().index == index && !d.calls.back().id)
+    d.calls.back().arguments += text; // fragments of one push go out together
+  else
+    d.calls.push_back({index, std::nullopt, std::nullopt, std::string(text)});
 }
 
 } // namespace dynamo::openai

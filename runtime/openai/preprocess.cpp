@@ -178,6 +178,9 @@ preprocess_chat(const chat_request& req, const protocol::model_card& card, const
   plan.parser.tools = tools ? tf : tool_format::none;
   plan.parser.reasoning = fmt.reasoning;
   plan.parser.starts_in_reasoning = fmt.reasoning && ends_in_think(*text);
+  // parallel_tool_calls false (and a named choice): the reply ends with its first call.
+  if (tools && (!req.parallel_tool_calls || req.tool_choice == tool_choice_mode::named))
+    plan.parser.max_calls = 1;
   if (plan.parser.tools == tool_format::mistral)
     plan.include_special = is_control_token(tk, "[TOOL_CALLS]");
   else if (plan.parser.tools == tool_format::llama3_json)

@@ -29,6 +29,11 @@ std::vector<std::string> response_assembler::opening() const {
 void response_assembler::apply_parsed(uint32_t index, text_stream::step& s, update& u) {
   output_parser& p = parsers_[index];
   output_delta d = p.push(s.text);
+  if (p.stopped() && !s.done) { // max_calls reached: the choice ends here
+    texts_[index].end();
+    s.done = true;
+    s.finish = protocol::finish_reason::stop;
+  }
   if (s.done) {
     output_delta last = p.finish();
     d.reasoning += last.reasoning;

@@ -3,7 +3,8 @@
 // the streamed payloads (chat role chunks, content with logprobs, each
 // choice's finish, usage) or the whole body, and usage over all choices (the
 // prompt counted once). Chat choices go through an output_parser when one is
-// active (reasoning_content, tool_calls; finish_reason "tool_calls").
+// active (reasoning_content, tool_calls; finish_reason "tool_calls"; a
+// parser that reached max_calls ends its choice, and the generation with it).
 // Owned by one request actor; not thread-safe.
 #pragma once
 

@@ -43,6 +43,10 @@ public:
   /// empty step).
   [[nodiscard]] step push(const protocol::engine_output& out);
 
+  /// Ends the choice where it is (its output parser has all it takes): later
+  /// chunks are ignored, and text held back is dropped.
+  void end() noexcept { done_ = true; }
+
   [[nodiscard]] bool done() const noexcept { return done_; }
   [[nodiscard]] uint32_t completion_tokens() const noexcept { return tokens_; }
   /// Largest cached-prefix count any chunk reported.

@@ -157,6 +157,27 @@ BOOST_AUTO_TEST_CASE(every_example_config_parses) {
   BOOST_TEST(n >= 3u);
 }
 
+// deploy/k8s/examples/*/cluster.yaml: the ConfigMap every pod reads. They bind
+// 0.0.0.0, so a pod starts only with $DYNAMO_ADVERTISE_HOST (its IP) set.
+BOOST_AUTO_TEST_CASE(every_kubernetes_example_config_parses_and_needs_the_pod_ip) {
+  const char* src = std::getenv("DYNAMO_SOURCE_DIR");
+  BOOST_REQUIRE_MESSAGE(src, "DYNAMO_SOURCE_DIR is set by CTest");
+  size_t n = 0;
+  for (auto& e : std::filesystem::directory_iterator{std::filesystem::path{src} / "deploy" / "k8s" / "examples"}) {
+    auto path = (e.path() / "cluster.yaml").string();
+    auto c = load_cluster_config(path);
+    BOOST_TEST_REQUIRE(static_cast<bool>(c), path << ": " << (c ? "" : describe(c.error())));
+    BOOST_TEST(c->discovery.backend == "etcd", path);
+    auto without = *c;
+    ::unsetenv("DYNAMO_ADVERTISE_HOST"); // as in a pod spec without it
+    BOOST_TEST(!apply_plane_hosts(without, "", ""), path); // wildcard, nothing to advertise
+    BOOST_TEST(static_cast<bool>(apply_plane_hosts(*c, "", "10.244.1.7")), path);
+    BOOST_TEST(advertised_host(*c) == "10.244.1.7");
+    ++n;
+  }
+  BOOST_TEST(n >= 2u);
+}
+
 BOOST_AUTO_TEST_CASE(planner_fields_parse) {
   auto c = parse_cluster_config(R"(
 planner:

@@ -30,4 +30,23 @@ BOOST_AUTO_TEST_CASE(bad_urls_name_what_they_are) {
   BOOST_TEST(message_of(e.error()) == "metrics url 'http://x:0': bad port");
 }
 
+BOOST_AUTO_TEST_CASE(https_only_where_asked) {
+  auto s = parse_http_or_https_url("https://10.96.0.1");
+  BOOST_REQUIRE(s);
+  BOOST_TEST(s->tls);
+  BOOST_TEST(s->host == "10.96.0.1");
+  BOOST_TEST(s->port == 443);
+  auto v6 = parse_http_or_https_url("https://[fd00::1]:6443/");
+  BOOST_REQUIRE(v6);
+  BOOST_TEST(v6->host == "fd00::1");
+  BOOST_TEST(v6->port == 6443);
+  auto plain = parse_http_or_https_url("http://127.0.0.1:8001");
+  BOOST_REQUIRE(plain);
+  BOOST_TEST(!plain->tls);
+  BOOST_TEST(plain->port == 8001);
+  BOOST_TEST(!parse_http_or_https_url("https://:1/"));
+  BOOST_TEST(!parse_http_or_https_url("ftp://x"));
+  BOOST_TEST(!parse_http_url("https://x")); // plain-HTTP clients (etcd) still refuse https
+}
+
 BOOST_AUTO_TEST_SUITE_END()

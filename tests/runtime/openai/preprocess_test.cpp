@@ -165,6 +165,9 @@ BOOST_AUTO_TEST_CASE(tool_choice_decides_parsing_and_the_forced_call_grammar) {
   auto r = run("", {tool_format::llama3_json, false}, plan); // auto: parsed, not forced
   BOOST_TEST((plan.parser.tools == tool_format::llama3_json));
   BOOST_TEST((r.sampling.guided.kind == protocol::guided_kind::none));
+  BOOST_TEST(plan.parser.max_calls == 0u); // parallel calls allowed
+  run(R"(,"parallel_tool_calls":false)", {tool_format::hermes, false}, plan);
+  BOOST_TEST(plan.parser.max_calls == 1u); // the reply ends with its first call
   r = run(R"(,"tool_choice":"none")", {tool_format::hermes, true}, plan);
   BOOST_TEST((plan.parser.tools == tool_format::none));
   BOOST_TEST(plan.parser.reasoning);
@@ -177,12 +180,16 @@ BOOST_AUTO_TEST_CASE(tool_choice_decides_parsing_and_the_forced_call_grammar) {
   BOOST_TEST(spec["functions"][1]["parameters"]["type"] == "object"); // none given: any object
   BOOST_TEST(spec["max_calls"] == 0);
   BOOST_TEST(spec["begin"] == "<tool_call>\n");
+  r = run(R"(,"tool_choice":"required","parallel_tool_calls":false)", {tool_format::mistral, false}, plan);
+  BOOST_TEST(nlohmann::json::parse(r.sampling.guided.spec)["max_calls"] == 1); // the grammar allows one call
+  BOOST_TEST(plan.parser.max_calls == 1u);
   r = run(R"(,"tool_choice":{"type":"function","function":{"name":"b"}})", {tool_format::none, false},
           plan);
   spec = nlohmann::json::parse(r.sampling.guided.spec);
   BOOST_TEST(spec["functions"].size() == 1u);
   BOOST_TEST(spec["functions"][0]["name"] == "b");
   BOOST_TEST(spec["max_calls"] == 1);
+  BOOST_TEST(plan.parser.max_calls == 1u);
   BOOST_TEST((plan.parser.tools == tool_format::hermes)); // forced calls are written in the generic form
 }
 

@@ -194,18 +194,49 @@ BOOST_AUTO_TEST_CASE(streamed_tool_calls_are_shaped_as_openai_deltas) {
   }
   BOOST_TEST(reasoning == "weather");
   BOOST_TEST(content == "OK.");
-  BOOST_REQUIRE_EQUAL(calls.size(), 2u);
+  // One token per chunk: the header, then one fragment per token of the
+  // arguments (the space between tokens is dropped, so it sends nothing).
+  const std::string args = R"({"city":"Paris"})";
+  BOOST_REQUIRE_EQUAL(calls.size(), 1 + args.size());
   BOOST_TEST(calls[0]["index"] == 0);
   BOOST_TEST(calls[0]["type"] == "function");
   BOOST_TEST(calls[0]["id"].get<std::string>().starts_with("call_"));
   BOOST_TEST(calls[0]["function"]["name"] == "get_weather");
   BOOST_TEST(calls[0]["function"]["arguments"] == "");
-  BOOST_TEST(calls[1]["index"] == 0);
-  BOOST_TEST(!calls[1].contains("id"));
-  BOOST_TEST(!calls[1]["function"].contains("name"));
-  BOOST_TEST(calls[1]["function"]["arguments"] == R"({"city":"Paris"})");
+  for (size_t i = 1; i < calls.size(); ++i) {
+    BOOST_TEST(calls[i].size() == 2u); // index and function
+    BOOST_TEST(calls[i]["index"] == 0);
+    BOOST_TEST(calls[i]["function"].size() == 1u);
+    BOOST_TEST(calls[i]["function"]["arguments"] == args.substr(i - 1, 1));
+  }
   BOOST_TEST(finish == "tool_calls");
   BOOST_TEST(logprob_entries == call_text.size()); // held-back text still reports its tokens
+}
+
+// parallel_tool_calls false: each choice ends with its first call's object,
+// and once every choice has ended the generation is cancelled.
+BOOST_AUTO_TEST_CASE(one_call_per_choice_ends_the_choice_and_then_the_generation) {
+  auto o = tool_opts(false);
+  o.parse.max_calls = 1;
+  response_assembler a{tk, meta, o};
+  const std::string one = "<tool_call>{\"name\": \"a\", \"arguments\": {}}";
+  const std::string two = one + "</tool_call><tool_call>{\"name\": \"b\"}";
+  auto u = a.push(chunk(0, two));
+  BOOST_TEST(!u->done);
+  u = a.push(chunk(1, one.substr(0, one.size() - 1)));
+  BOOST_TEST(!u->done);
+  const std::string last = "}</tool_call>"; // one chunk: the object closes in it
+  u = a.push(chunk(1, last));
+  BOOST_TEST(u->done);
+  BOOST_TEST(u->cancel_backend);
+  auto j = json::parse(a.body());
+  for (const auto& c : j["choices"]) {
+    BOOST_REQUIRE_EQUAL(c["message"]["tool_calls"].size(), 1u);
+    BOOST_TEST(c["message"]["tool_calls"][0]["function"]["name"] == "a");
+    BOOST_TEST(c["message"]["content"].is_null());
+    BOOST_TEST(c["finish_reason"] == "tool_calls");
+  }
+  BOOST_TEST(j["usage"]["completion_tokens"] == two.size() + one.size() - 1 + last.size()); // every chunk sent
 }
 
 BOOST_AUTO_TEST_SUITE_END()

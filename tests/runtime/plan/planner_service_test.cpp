@@ -128,6 +128,18 @@ bool instances_are(apps::planner_service& s, uint32_t prefill, uint32_t decode) 
   });
 }
 
+// One decode worker whose full KV cache, reported at t=500, makes tick(1000)
+// decide decode 1 -> 2.
+fake_worker decode_decision_at_1000(cluster& c, apps::planner_service& svc) {
+  auto d1 = c.add_worker("decode", 0x21);
+  BOOST_REQUIRE(instances_are(svc, 0, 1));
+  c.now = 500;
+  d1.report(0.95f);
+  BOOST_REQUIRE(wait_until([&] { return svc.samples() == 1; }));
+  BOOST_REQUIRE_EQUAL(svc.tick(1000).decisions.size(), 1u);
+  return d1;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(planner_service_suite)
@@ -209,6 +221,47 @@ BOOST_AUTO_TEST_CASE(a_dry_run_publishes_nothing) {
   BOOST_TEST(!c.record().has_value());
   std::lock_guard lk{c.lines_mutex};
   BOOST_TEST(c.lines.size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_connector_call_is_retried_next_tick) {
+  cluster c;
+  std::vector<plan::planner_decisions> applied;
+  int failures_left = 1;
+  auto cfg = c.service_config();
+  cfg.apply = [&](const plan::planner_decisions& d) -> expected<void> {
+    applied.push_back(d); // tick thread = this thread
+    if (failures_left-- > 0)
+      return make_error(errc::io_error, "kubernetes API down");
+    return {};
+  };
+  auto svc = c.start(std::move(cfg));
+  BOOST_TEST(applied.empty()); // nothing decided yet: the config's replicas stay
+  auto d1 = decode_decision_at_1000(c, *svc);
+  BOOST_REQUIRE_EQUAL(applied.size(), 1u);
+  BOOST_TEST(applied[0].decision_id == 1u);
+  BOOST_TEST(applied[0].replicas.at("decode") == 2u);
+  BOOST_TEST(c.record()->decision_id == 1u); // the record is written first
+
+  // No new decision (decode is pending), but the failed one is applied again.
+  BOOST_TEST(svc->tick(2000).decisions.empty());
+  BOOST_REQUIRE_EQUAL(applied.size(), 2u);
+  BOOST_TEST(applied[1].decision_id == 1u);
+  BOOST_TEST(applied[1].replicas.at("decode") == 2u);
+  (void)svc->tick(3000); // applied: not asked again
+  BOOST_TEST(applied.size() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(a_dry_run_applies_nothing) {
+  cluster c;
+  int calls = 0;
+  auto cfg = c.service_config(/*dry_run=*/true);
+  cfg.apply = [&](const plan::planner_decisions&) -> expected<void> {
+    ++calls;
+    return {};
+  };
+  auto svc = c.start(std::move(cfg));
+  auto d1 = decode_decision_at_1000(c, *svc);
+  BOOST_TEST(calls == 0);
 }
 
 BOOST_AUTO_TEST_CASE(throughput_from_scraped_frontend_metrics) {
