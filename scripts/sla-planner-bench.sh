@@ -87,7 +87,7 @@ run() {
 }
 
 config sla 1 "planner: {enabled: true, mode: sla, ttft_ms: $ttft_ms, itl_ms: $itl_ms, profile: $work/profile.json,
-  interval_ms: 5000, min_replicas: 1, max_replicas: 8, predictor: moving_average, predictor_window: 2}"
+  interval_ms: 2500, min_replicas: 1, max_replicas: 8, predictor: moving_average, predictor_window: 2}"
 run sla 1 --replicas-url
 read -r peak mean_size < <(python3 - "$work/sla.json" "$schedule" <<'EOF'
 import json, math, sys
