@@ -72,6 +72,27 @@ BOOST_AUTO_TEST_CASE(sweeps_prefill_and_decode_of_the_mocker) {
   BOOST_TEST(p->skipped.size() == 4u); // isl 4096, batch 16 at both contexts, batch 4 at 1024
 }
 
+// A batch whose prompts take more steps to prefill than the measured decode
+// steps: the first requests keep decoding until the batch is full (they used
+// to finish first: "no full step measured", e.g. the mocker's default pool at
+// batch 64, context 2048).
+BOOST_AUTO_TEST_CASE(a_batch_prefilled_over_many_steps_is_measured_full) {
+  auto mc = small_mocker();
+  mc.max_num_batched_tokens = 256;
+  profile_sweep sw;
+  sw.isl = {64};
+  sw.prefix_hit = {0.0};
+  sw.batch = {8};
+  sw.context = {256}; // 8 steps of prefill, 2 measured decode steps
+  sw.decode_steps = 2;
+  auto p = run_profile(maker(mc), sw);
+  if (!p)
+    BOOST_FAIL(describe(p.error()));
+  BOOST_TEST_REQUIRE(p->decode.size() == 1u);
+  BOOST_TEST(p->decode[0].batch == 8u);
+  BOOST_TEST(p->decode[0].step_ms > 0.0);
+}
+
 BOOST_AUTO_TEST_CASE(decode_points_that_do_not_fit_the_kv_cache_are_skipped) {
   auto mc = small_mocker();
   mc.num_blocks = 64; // 1024 tokens
