@@ -164,6 +164,18 @@ BOOST_AUTO_TEST_CASE(decode_step_time_is_bilinear) {
   BOOST_TEST(*decode_step_ms_at(p, 1, 50) == 10.0); // clamped below the first context
 }
 
+// A mixed step: prefill + decode, less the decode term of the one sequence a
+// profiled prefill already sampled; never below either part.
+BOOST_AUTO_TEST_CASE(mixed_step_adds_prefill_and_decode) {
+  step_times t(linear_profile());
+  BOOST_TEST(t.step_ms(0, 0, 0) == 0.0);
+  BOOST_TEST(t.step_ms(150, 0, 0) == 20.0);
+  BOOST_TEST(t.step_ms(0, 4, 100) == 16.0);
+  BOOST_TEST(t.step_ms(150, 4, 100) == 20.0 + 16.0 - 12.5); // decode(1, 150) = 12.5
+  BOOST_TEST(t.step_ms(10, 4, 100) == 16.0);                // 1 + 16 - 10 < 16
+  BOOST_TEST(!step_times(engine_profile{}).has_prefill());
+}
+
 BOOST_AUTO_TEST_CASE(the_largest_batch_that_meets_itl_sizes_decode) {
   auto p = linear_profile();
   // isl 80, osl 40: context 100; batch 4 steps in 16 ms.
