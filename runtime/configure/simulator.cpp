@@ -55,7 +55,6 @@ struct worker {
 struct handoff {
   double at_ms;
   uint32_t req;
-  double first_token_ms;
   bool operator>(const handoff& o) const noexcept { return at_ms > o.at_ms || (at_ms == o.at_ms && req > o.req); }
 };
 
@@ -183,8 +182,7 @@ struct simulator::state {
 
   void hand_off(const handoff& h) {
     const sim_request& q = req(h.req);
-    seq s{.req = h.req, .prefill_left = 0, .context = q.isl, .decode_left = q.osl - 1, .handed_off = true,
-          .last_token_ms = h.first_token_ms};
+    seq s{.req = h.req, .prefill_left = 0, .context = q.isl, .decode_left = q.osl - 1, .handed_off = true};
     enqueue(pick(num_prefill, workers.size() - num_prefill, h.req, 0.0, rr_decode), s, h.at_ms);
   }
 
@@ -205,20 +203,24 @@ struct simulator::state {
   }
 
   // Sequences at the head of the queue whose KV came from a prefill worker:
-  // they need blocks, not step tokens, and decode in this very step.
-  void admit_loaded(worker& w) {
+  // they need blocks, not step tokens, and decode in this very step. The
+  // decode worker streams the prefill's first token when it takes the
+  // request, so a queue for its slots is part of TTFT.
+  void admit_loaded(worker& w, double now) {
     while (!w.waiting.empty() && w.waiting.front().handed_off && w.running.size() < d->max_num_seqs) {
-      const seq& s = w.waiting.front();
+      seq s = w.waiting.front();
       if (w.kv_used + s.context > kv_cap && !w.running.empty())
         break;
       remember_prompt(w, s.req);
+      ttft.push_back(now - req(s.req).arrival_ms);
+      s.last_token_ms = now;
       admit(w, s);
     }
   }
 
   // Admits what fits and picks this step's work (the scheduler's order).
   void start_step(worker& w, double now) {
-    admit_loaded(w);
+    admit_loaded(w, now);
     uint32_t budget = d->max_num_batched_tokens;
     uint32_t decodes = 0, prefill_tokens = 0, partial = 0;
     double ctx_sum = 0;
@@ -297,15 +299,14 @@ struct simulator::state {
         w.pending_prefill -= s.chunk;
         if (s.prefill_left == 0) {
           remember_prompt(w, s.req);
-          ttft.push_back(now - req(s.req).arrival_ms);
-          s.last_token_ms = now;
-          if (w.prefill_only && req(s.req).osl > 1)
-            handoffs.push({now + opt.transfer_ms, s.req, now});
-          done = w.prefill_only || s.decode_left == 0;
-          if (done && w.prefill_only && req(s.req).osl > 1) {
-            w.kv_used -= s.context; // the decode worker finishes it
+          if (w.prefill_only && req(s.req).osl > 1) { // the decode worker takes it from here
+            handoffs.push({now + opt.transfer_ms, s.req});
+            w.kv_used -= s.context;
             continue;
           }
+          ttft.push_back(now - req(s.req).arrival_ms);
+          s.last_token_ms = now;
+          done = w.prefill_only || s.decode_left == 0;
         }
       }
       if (done) {
