@@ -1,5 +1,6 @@
 #include "runtime/configure/simulator.hpp"
 
+#include "runtime/bench/stats.hpp"
 #include "runtime/disagg/prefill_first.hpp"
 #include "runtime/route/selector.hpp"
 
@@ -57,23 +58,6 @@ struct handoff {
   uint32_t req;
   bool operator>(const handoff& o) const noexcept { return at_ms > o.at_ms || (at_ms == o.at_ms && req > o.req); }
 };
-
-// Nearest-rank percentile (as runtime/bench/stats) over weighted samples, sorted here.
-double weighted_percentile(std::vector<std::pair<double, uint64_t>>& samples, double p) {
-  uint64_t total = 0;
-  for (const auto& s : samples)
-    total += s.second;
-  if (total == 0)
-    return 0;
-  std::sort(samples.begin(), samples.end());
-  auto rank = static_cast<uint64_t>(std::ceil(p / 100.0 * static_cast<double>(total)));
-  rank = std::clamp<uint64_t>(rank, 1, total);
-  uint64_t seen = 0;
-  for (const auto& [v, w] : samples)
-    if ((seen += w) >= rank)
-      return v;
-  return samples.back().first;
-}
 
 } // namespace
 
@@ -375,7 +359,7 @@ struct simulator::state {
       t.reserve(ttft.size());
       for (double x : ttft)
         t.emplace_back(x, 1);
-      r.ttft_ms = weighted_percentile(t, opt.percentile);
+      r.ttft_ms = bench::weighted_percentile(t, opt.percentile);
     }
     double gap_sum = 0;
     uint64_t gap_n = 0;
@@ -384,7 +368,7 @@ struct simulator::state {
       gap_n += w;
     }
     r.mean_itl_ms = gap_n > 0 ? gap_sum / static_cast<double>(gap_n) : 0;
-    r.itl_ms = weighted_percentile(gaps, opt.percentile);
+    r.itl_ms = bench::weighted_percentile(gaps, opt.percentile);
     const double span_s = rs->requests.empty() ? 0 : (last_done - rs->requests.front().arrival_ms) / 1000.0;
     r.output_tokens_per_s = span_s > 0 ? out_tokens / span_s : 0;
     r.tokens_per_s_per_gpu = r.gpus > 0 ? r.output_tokens_per_s / r.gpus : 0;
