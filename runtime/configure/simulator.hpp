@@ -1,9 +1,7 @@
-// The discrete-event simulation of one candidate deployment under a request
-// set: engines step as the scheduler does (decodes first, then one chunked
-// prefill, FCFS admission under max_num_seqs, max_num_batched_tokens and the KV
-// capacity) with step times from the profile (plan::step_times), requests are
-// routed as the router does (KV cost function or round-robin, prefill-first
-// disaggregation). Called by the search; one simulator per thread.
+// Discrete-event simulation of one deployment under a request set: engines
+// step as the scheduler does, timed by the profile (plan::step_times); requests
+// are routed as the router does (docs/CLUSTER.md, dynamo-configure). Called by
+// the search; not thread-safe (one simulator per thread).
 #pragma once
 
 #include "runtime/configure/traffic.hpp"
