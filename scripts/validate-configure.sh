@@ -5,7 +5,9 @@
 # Poisson rate, ISL and OSL; prints predicted vs measured as one JSON object.
 #   scripts/validate-configure.sh [BIN_DIR] -- [dynamo-configure options]
 # Defaults: ISL 1024, OSL 128, 20 req/s, 400 requests, TTFT 300 / ITL 30 ms p90,
-# 4 GPUs. Needs python3. Uses port 18571 and /tmp/dynamo-validate-configure.
+# 4 GPUs, the mocker. POOL_YAML=file profiles that file's first pool instead
+# (e.g. the CPU engine), PROFILE_ARGS adds dynamo-profile options. Needs
+# python3. Uses port 18571 and /tmp/dynamo-validate-configure.
 set -euo pipefail
 BIN=${1:-build/bin}
 shift || true
@@ -13,11 +15,16 @@ shift || true
 ISL=${ISL:-1024} OSL=${OSL:-128} RATE=${RATE:-20} N=${N:-400} PORT=${PORT:-18571}
 WORK=/tmp/dynamo-validate-configure
 rm -rf "$WORK" && mkdir -p "$WORK"
-cat > "$WORK/profile-pool.yaml" <<YAML
+if [[ -n "${POOL_YAML:-}" ]]; then
+  cp "$POOL_YAML" "$WORK/profile-pool.yaml"
+else
+  cat > "$WORK/profile-pool.yaml" <<YAML
 pools:
   - {name: backend, engine: mocker, model: mocker, mocker: {speedup_ratio: 1.0}}
 YAML
-"$BIN/dynamo-profile" --config "$WORK/profile-pool.yaml" --out "$WORK/profile.json" --log-level warn
+fi
+# shellcheck disable=SC2086
+"$BIN/dynamo-profile" --config "$WORK/profile-pool.yaml" --out "$WORK/profile.json" --log-level warn ${PROFILE_ARGS:-}
 "$BIN/dynamo-configure" --profile "$WORK/profile.json" --ttft-ms "${TTFT:-300}" --itl-ms "${ITL:-30}" \
   --isl "fixed:$ISL" --osl "fixed:$OSL" --rate "$RATE" --requests "$N" --gpu-budget "${GPUS:-4}" \
   --frontend-port "$PORT" --discovery-root "$WORK/discovery" --out "$WORK/winner.yaml" \
@@ -25,8 +32,8 @@ YAML
 "$BIN/dynamo-launch" --config "$WORK/winner.yaml" --log-level warn > "$WORK/launch.log" 2>&1 &
 LAUNCH=$!
 trap 'kill -TERM $LAUNCH 2>/dev/null; wait $LAUNCH 2>/dev/null || true' EXIT
-for _ in $(seq 1 100); do
-  curl -sf "http://127.0.0.1:$PORT/v1/models" | grep -q mocker && break
+for _ in $(seq 1 300); do
+  curl -sf "http://127.0.0.1:$PORT/v1/models" | grep -q '"id"' && break
   sleep 0.2
 done
 sleep 2 # every worker registered (the frontend serves as soon as one has)

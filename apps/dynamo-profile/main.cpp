@@ -74,6 +74,7 @@ int main(int argc, char** argv) {
     apps::die("dynamo-profile", p.error());
   p->engine = std::string{config::to_string(pool->engine)};
   p->model = pool->model;
+  p->threads = pool->engine_opts.threads;
   auto text = plan::to_json(*p).dump(2) + "\n";
   if (out_path.empty()) {
     std::cout << text;

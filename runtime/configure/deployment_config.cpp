@@ -1,6 +1,7 @@
 #include "runtime/configure/deployment_config.hpp"
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <yaml-cpp/yaml.h>
 
 namespace dynamo::configure {
@@ -22,11 +23,12 @@ expected<config::cluster_config> to_cluster_config(const deployment& d, const pl
   pool.engine = *engine;
   pool.model = o.model.empty() ? (p.model.empty() ? std::string{"mocker"} : p.model) : o.model;
   pool.model_path = o.model_path;
-  pool.engine_opts.block_size = o.block_size;
+  pool.engine_opts.block_size = std::max(1u, p.block_size);
+  pool.engine_opts.threads = p.threads;
   pool.engine_opts.max_num_seqs = d.max_num_seqs;
   pool.engine_opts.max_num_batched_tokens = d.max_num_batched_tokens;
   pool.engine_opts.context_length = p.max_model_len;
-  const uint32_t blocks = p.max_kv_tokens / std::max(1u, o.block_size);
+  const uint32_t blocks = p.max_kv_tokens / pool.engine_opts.block_size;
   if (*engine == config::engine_kind::mocker)
     pool.mocker.num_blocks = blocks > 0 ? blocks : pool.mocker.num_blocks;
   else
@@ -85,6 +87,7 @@ std::string to_yaml(const config::cluster_config& c) {
     y << YAML::Key << "max_num_seqs" << YAML::Value << e.max_num_seqs;
     y << YAML::Key << "max_num_batched_tokens" << YAML::Value << e.max_num_batched_tokens;
     y << YAML::Key << "prefix_caching" << YAML::Value << e.prefix_caching;
+    y << YAML::Key << "threads" << YAML::Value << e.threads;
     y << YAML::Key << "context_length" << YAML::Value << e.context_length << YAML::EndMap;
     if (p.engine == config::engine_kind::mocker) {
       y << YAML::Key << "mocker" << YAML::Value << YAML::Flow << YAML::BeginMap;

@@ -18,12 +18,11 @@ struct cluster_options {
   uint16_t frontend_port = 8000;
   std::string model;                 ///< "" = the profile's model
   std::string model_path;            ///< GGUF (cpu/cuda)
-  uint32_t block_size = 16;
 };
 
 /// The cluster: one pool per role ("backend" aggregated, or "prefill" and
-/// "decode"), the profile's engine, model and KV capacity (mocker: num_blocks;
-/// cpu/cuda: kv_blocks), the deployment's replicas, max_num_seqs,
+/// "decode"), the profile's engine, model, block size, threads and KV capacity
+/// (mocker: num_blocks; cpu/cuda: kv_blocks), the deployment's replicas, max_num_seqs,
 /// max_num_batched_tokens, router mode and prefill-first threshold. Errors:
 /// invalid_argument for a profile whose engine is not mocker|cpu|cuda.
 [[nodiscard]] expected<config::cluster_config> to_cluster_config(const deployment& d, const plan::engine_profile& p,

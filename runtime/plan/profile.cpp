@@ -143,6 +143,8 @@ nlohmann::json to_json(const engine_profile& p) {
   j["max_num_seqs"] = p.max_num_seqs;
   j["max_num_batched_tokens"] = p.max_num_batched_tokens;
   j["max_model_len"] = p.max_model_len;
+  j["block_size"] = p.block_size;
+  j["threads"] = p.threads;
   j["simulated"] = p.simulated;
   j["prefill"] = nlohmann::json::array();
   for (const auto& x : p.prefill)
@@ -164,6 +166,8 @@ expected<engine_profile> profile_from_json(const nlohmann::json& j) {
     p.max_num_seqs = j.at("max_num_seqs").get<uint32_t>();
     p.max_num_batched_tokens = j.at("max_num_batched_tokens").get<uint32_t>();
     p.max_model_len = j.at("max_model_len").get<uint32_t>();
+    p.block_size = j.value("block_size", 16u);
+    p.threads = j.value("threads", 0u);
     p.simulated = j.value("simulated", false);
     for (const auto& x : j.at("prefill"))
       p.prefill.push_back({x.at("isl").get<uint32_t>(), x.at("prefix_hit").get<double>(),

@@ -37,6 +37,8 @@ struct engine_profile {
   uint32_t max_num_seqs = 0;
   uint32_t max_num_batched_tokens = 0;
   uint32_t max_model_len = 0;
+  uint32_t block_size = 16;   ///< KV block tokens
+  uint32_t threads = 0;       ///< cpu engine compute threads as configured (0: all cores)
   bool simulated = false;     ///< times are the mocker's simulated durations
   std::vector<prefill_point> prefill;
   std::vector<decode_point> decode;

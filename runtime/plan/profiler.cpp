@@ -194,6 +194,7 @@ expected<engine_profile> run_profile(const engine_maker& make, const profile_swe
     p.max_num_seqs = c.max_num_seqs;
     p.max_num_batched_tokens = c.max_num_batched_tokens;
     p.max_model_len = c.max_model_len;
+    p.block_size = c.block_size;
     if (auto ok = profile_prefill(**e, sw, src, p, progress); !ok)
       return ok.error();
   }

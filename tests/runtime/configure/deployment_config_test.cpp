@@ -45,6 +45,8 @@ BOOST_AUTO_TEST_CASE(aggregated_cpu_round_trip) {
   deployment d{.decode_replicas = 4, .max_num_seqs = 8, .max_num_batched_tokens = 256};
   auto p = test::constant_profile(10, 2, 4096);
   p.engine = "cpu";
+  p.block_size = 32;
+  p.threads = 3;
   cluster_options o;
   o.model_path = "/models/smollm2.gguf";
   o.model = "smollm2";
@@ -59,7 +61,9 @@ BOOST_AUTO_TEST_CASE(aggregated_cpu_round_trip) {
   BOOST_TEST(pool.replicas == 4u);
   BOOST_TEST(pool.model == "smollm2");
   BOOST_TEST(pool.model_path == "/models/smollm2.gguf");
-  BOOST_TEST(pool.engine_opts.kv_blocks == 4096u / 16);
+  BOOST_TEST(pool.engine_opts.block_size == 32u);
+  BOOST_TEST(pool.engine_opts.kv_blocks == 4096u / 32);
+  BOOST_TEST(pool.engine_opts.threads == 3u);
 }
 
 BOOST_AUTO_TEST_CASE(unknown_engine_is_an_error) {

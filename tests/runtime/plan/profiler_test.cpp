@@ -119,9 +119,13 @@ BOOST_AUTO_TEST_CASE(the_profile_round_trips_through_json) {
   p.prefill = {{128, 0.5, 64, 12.5}};
   p.decode = {{4, 512, 3.25}};
   p.skipped = {"x"};
+  p.block_size = 32;
+  p.threads = 2;
   auto back = profile_from_json(nlohmann::json::parse(to_json(p).dump()));
   BOOST_REQUIRE(back);
   BOOST_TEST(back->engine == "cpu");
+  BOOST_TEST(back->block_size == 32u);
+  BOOST_TEST(back->threads == 2u);
   BOOST_TEST(back->prefill.at(0).cached_tokens == 64u);
   BOOST_TEST(back->prefill.at(0).ms == 12.5);
   BOOST_TEST(back->decode.at(0).step_ms == 3.25);
