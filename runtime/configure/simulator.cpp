@@ -27,6 +27,7 @@ struct seq {
   uint32_t chunk = 0;         ///< this step: prompt tokens computed
   bool decoding = false;      ///< this step: one token sampled
   bool handed_off = false;    ///< its prompt's KV comes from a prefill worker
+  bool first_pending = false; ///< handed off: the prefill's first token goes out with its first step
   double last_token_ms = 0;
 };
 
@@ -188,23 +189,24 @@ struct simulator::state {
 
   // Sequences at the head of the queue whose KV came from a prefill worker:
   // they need blocks, not step tokens, and decode in this very step. The
-  // decode worker streams the prefill's first token when it takes the
-  // request, so a queue for its slots is part of TTFT.
-  void admit_loaded(worker& w, double now) {
+  // decode engine queues the prefill's first token when the KV has arrived
+  // and hands it out with the results of its next step (engine_core::step),
+  // together with the second token: a queue for its slots and that step are
+  // part of TTFT.
+  void admit_loaded(worker& w) {
     while (!w.waiting.empty() && w.waiting.front().handed_off && w.running.size() < d->max_num_seqs) {
       seq s = w.waiting.front();
       if (w.kv_used + s.context > kv_cap && !w.running.empty())
         break;
       remember_prompt(w, s.req);
-      ttft.push_back(now - req(s.req).arrival_ms);
-      s.last_token_ms = now;
+      s.first_pending = true;
       admit(w, s);
     }
   }
 
   // Admits what fits and picks this step's work (the scheduler's order).
   void start_step(worker& w, double now) {
-    admit_loaded(w, now);
+    admit_loaded(w);
     uint32_t budget = d->max_num_batched_tokens;
     uint32_t decodes = 0, prefill_tokens = 0, partial = 0;
     double ctx_sum = 0;
@@ -269,10 +271,15 @@ struct simulator::state {
       seq& s = w.running[k];
       bool done = false;
       if (s.decoding) {
-        if (s.last_token_ms == w.step_start)
+        if (s.first_pending) { // the first and second tokens leave together
+          ttft.push_back(now - req(s.req).arrival_ms);
+          gaps.emplace_back(0.0, 1);
+          s.first_pending = false;
+        } else if (s.last_token_ms == w.step_start) {
           ++bulk;
-        else
+        } else {
           gaps.emplace_back(now - s.last_token_ms, 1);
+        }
         s.last_token_ms = now;
         ++s.context;
         ++w.kv_used;

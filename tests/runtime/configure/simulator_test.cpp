@@ -73,8 +73,8 @@ BOOST_AUTO_TEST_CASE(max_num_seqs_serializes) {
 }
 
 // Prefill-first: the prefill worker's prompt is done at 10 ms, the hand-off
-// reaches the decode worker at 11, which streams the first token as it takes
-// the request (TTFT 11) and decodes at 13 and 15.
+// reaches the decode worker at 11, whose first step (11-13) hands out the
+// first and second tokens together (TTFT 13, a gap of 0), then the third at 15.
 BOOST_AUTO_TEST_CASE(disaggregated_hand_off) {
   simulator sim(constant_profile(10, 2), at(100, 1.0));
   deployment d{.mode = deployment_mode::disaggregated, .prefill_replicas = 1, .decode_replicas = 1,
@@ -82,8 +82,9 @@ BOOST_AUTO_TEST_CASE(disaggregated_hand_off) {
   auto r = sim.run(d, requests({{0, 100, 3}}));
   BOOST_TEST(r.completed == 1u);
   BOOST_TEST(r.remote_prefills == 1u);
-  BOOST_TEST(r.ttft_ms == 11.0);
+  BOOST_TEST(r.ttft_ms == 13.0);
   BOOST_TEST(r.itl_ms == 2.0);
+  BOOST_TEST(r.mean_itl_ms == 1.0);
   BOOST_TEST(r.gpus == 2u);
   // Above the threshold the decode worker prefills itself: no hand-off.
   d.max_local_prefill_length = 101;
@@ -93,16 +94,17 @@ BOOST_AUTO_TEST_CASE(disaggregated_hand_off) {
 }
 
 // max_num_seqs 1 on both workers: B's prompt waits for A's (prefill 0-10,
-// 10-20), and B's hand-off (t=21) waits on the decode worker until A's ninth
-// token ends it (13, 15, ..., 29): B's TTFT is 29, its tokens 31..47.
+// 10-20); A's first step on the decode worker ends at 13 (TTFT 13) and its
+// last token at 29; B's hand-off (t=21) waits for that, and its first step
+// ends at 31 (TTFT 31), its last token at 47.
 BOOST_AUTO_TEST_CASE(a_full_decode_worker_delays_the_first_token) {
   simulator sim(constant_profile(10, 2), at(100, 1.0));
   deployment d{.mode = deployment_mode::disaggregated, .prefill_replicas = 1, .decode_replicas = 1,
                .max_num_seqs = 1, .max_local_prefill_length = 0};
   auto r = sim.run(d, requests({{0, 100, 10}, {0, 100, 10}}));
   BOOST_TEST(r.completed == 2u);
-  BOOST_TEST(r.ttft_ms == 29.0);
-  BOOST_TEST(r.mean_ttft_ms == 20.0);
+  BOOST_TEST(r.ttft_ms == 31.0);
+  BOOST_TEST(r.mean_ttft_ms == 22.0);
   BOOST_TEST(r.itl_ms == 2.0);
   BOOST_TEST(r.output_tokens_per_s == 20 / 0.047, boost::test_tools::tolerance(1e-9));
 }
