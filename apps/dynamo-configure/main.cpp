@@ -98,7 +98,7 @@ struct options {
   std::string modes = "agg,disagg", seqs = "16,32,64,128,256", tokens = "1024,2048,4096,8192",
               thresholds = "0,256,512,1024,2048", routers = "kv,round-robin";
   std::string ns = "dynamo", discovery_root, model, model_path;
-  double ttft = 0, itl = 0, percentile = 90, rate = 10, prefix_share = 0, transfer_ms = 0;
+  double ttft = 0, itl = 0, percentile = 90, rate = 10, trace_rate = 0, prefix_share = 0, transfer_ms = 0;
   uint32_t requests = 400, prefix_groups = 0, budget = 8, gpus_per_worker = 1, trace_block_size = 512,
            front_rows = 25, port = 8000, seed = 1;
 };
@@ -115,13 +115,14 @@ cli make_cli(options& o) {
     .option("percentile", &o.percentile, "of TTFT and ITL, nearest rank, (0, 100]")
     .option("isl", &o.isl, "prompt lengths: fixed:N | normal:MEAN,SD | uniform:LO,HI")
     .option("osl", &o.osl, "output lengths, same forms")
-    .option("rate", &o.rate, "requests per second (Poisson); with --trace: rescales its timestamps (0: as recorded)")
+    .option("rate", &o.rate, "requests per second (Poisson arrivals)")
     .option("requests", &o.requests, "simulated requests per candidate")
     .option("prefix-groups", &o.prefix_groups, "shared system prompts (0: every prompt unique)")
     .option("prefix-share", &o.prefix_share, "share of each prompt that is its group's, [0, 1]")
     .option("seed", &o.seed, "traffic seed")
     .option("trace", &o.trace_path, "Mooncake-style JSONL trace instead of --isl/--osl (dynamo-route-workload writes one)")
     .option("trace-block-size", &o.trace_block_size, "tokens per trace hash id")
+    .option("trace-rate", &o.trace_rate, "rescale the trace's timestamps to this many requests per second (0: as recorded)")
     .option("gpu-budget", &o.budget, "GPUs of all workers together")
     .option("gpus-per-worker", &o.gpus_per_worker, "GPUs one worker (the profiled engine) uses")
     .option("modes", &o.modes, "agg, disagg or both")
@@ -191,7 +192,7 @@ expected<request_set> make_traffic(const options& o) {
     auto recs = route::read_jsonl(in);
     if (!recs)
       return recs.error();
-    reqs = requests_from_trace(*recs, o.trace_block_size, o.rate, o.requests);
+    reqs = requests_from_trace(*recs, o.trace_block_size, o.trace_rate, o.requests);
   } else {
     auto i = parse_length_dist(o.isl);
     auto l = parse_length_dist(o.osl);
