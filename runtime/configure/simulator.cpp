@@ -11,6 +11,7 @@
 #include <deque>
 #include <limits>
 #include <queue>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace dynamo::configure {
@@ -36,11 +37,15 @@ struct worker {
   std::vector<seq> running;
   std::deque<seq> waiting;
   std::unordered_set<uint64_t> cache; ///< prefix ids of prompts computed here (never evicted)
+  /// The router's view of the decode load: prompt prefix ids of the requests
+  /// routed here and not yet done -> how many hold each (shared ones count
+  /// once, as route::active_sequences counts them), and their tokens.
+  std::unordered_map<uint64_t, uint32_t> active;
+  uint64_t active_tokens = 0;
   bool busy = false;
   double busy_until = never;
   double step_start = 0;
   uint64_t kv_used = 0;         ///< tokens held by running sequences
-  uint64_t queued_tokens = 0;   ///< prompt tokens of waiting sequences
   uint64_t pending_prefill = 0; ///< prompt tokens still to compute, waiting and running
 
   void reset(bool prefill) {
@@ -48,9 +53,11 @@ struct worker {
     running.clear();
     waiting.clear();
     cache.clear();
+    active.clear();
+    active_tokens = 0;
     busy = false;
     busy_until = never;
-    kv_used = queued_tokens = pending_prefill = 0;
+    kv_used = pending_prefill = 0;
   }
 };
 
@@ -113,6 +120,38 @@ struct simulator::state {
       w.cache.insert(rs->block_ids[q.first_block + b]);
   }
 
+  uint32_t block_len(const sim_request& q, uint32_t b) const {
+    return std::min(rs->block_tokens, q.isl - std::min(q.isl, b * rs->block_tokens));
+  }
+
+  // Prompt tokens of request i at the head of its prompt that requests active
+  // on w already hold (they add no decode load there).
+  uint32_t held(const worker& w, uint32_t i) const {
+    const sim_request& q = req(i);
+    uint32_t tokens = 0;
+    for (uint32_t b = 0; b < q.num_blocks && w.active.count(rs->block_ids[q.first_block + b]); ++b)
+      tokens += block_len(q, b);
+    return tokens;
+  }
+
+  void book(worker& w, uint32_t i) {
+    const sim_request& q = req(i);
+    for (uint32_t b = 0; b < q.num_blocks; ++b)
+      if (w.active[rs->block_ids[q.first_block + b]]++ == 0)
+        w.active_tokens += block_len(q, b);
+  }
+
+  void unbook(worker& w, uint32_t i) {
+    const sim_request& q = req(i);
+    for (uint32_t b = 0; b < q.num_blocks; ++b) {
+      auto it = w.active.find(rs->block_ids[q.first_block + b]);
+      if (it != w.active.end() && --it->second == 0) {
+        w.active_tokens -= block_len(q, b);
+        w.active.erase(it);
+      }
+    }
+  }
+
   // A worker of [first, first + n) for request i, as the router picks it;
   // overlap_weight 0 routes by load alone (the decode leg of prefill-first).
   size_t pick(size_t first, size_t n, uint32_t i, double overlap_weight, route::round_robin_selector& rr) {
@@ -130,7 +169,7 @@ struct simulator::state {
       route::candidate_cost c;
       c.overlap_blocks = hit / opt.block_size;
       c.prefill_tokens = static_cast<double>(w.pending_prefill + (q.isl - hit));
-      c.decode_blocks = std::ceil(static_cast<double>(w.kv_used + w.queued_tokens + q.isl - hit) / opt.block_size);
+      c.decode_blocks = std::ceil(static_cast<double>(w.active_tokens + q.isl - held(w, i)) / opt.block_size);
       c.tree_size = w.cache.size();
       c.logit = route::kv_logit(overlap_weight, c.prefill_tokens, opt.block_size, c.decode_blocks);
       costs.push_back(c);
@@ -140,7 +179,7 @@ struct simulator::state {
 
   void enqueue(size_t wi, seq s, double now) {
     worker& w = workers[wi];
-    w.queued_tokens += req(s.req).isl;
+    book(w, s.req);
     w.pending_prefill += s.prefill_left;
     w.waiting.push_back(s);
     if (!w.busy)
@@ -182,7 +221,6 @@ struct simulator::state {
   void admit(worker& w, seq s) { // by value: it leaves the queue here
     w.kv_used += s.context + (s.handed_off ? 0 : s.prefill_left);
     r.kv_overflow = r.kv_overflow || w.kv_used > kv_cap;
-    w.queued_tokens -= req(s.req).isl;
     w.waiting.pop_front();
     w.running.push_back(s);
   }
@@ -293,6 +331,7 @@ struct simulator::state {
           if (w.prefill_only && req(s.req).osl > 1) { // the decode worker takes it from here
             handoffs.push({now + opt.transfer_ms, s.req});
             w.kv_used -= s.context;
+            unbook(w, s.req);
             continue;
           }
           ttft.push_back(now - req(s.req).arrival_ms);
@@ -303,6 +342,7 @@ struct simulator::state {
       if (done) {
         finish(s, now);
         w.kv_used -= s.context;
+        unbook(w, s.req);
         continue;
       }
       w.running[keep++] = s;

@@ -121,6 +121,18 @@ BOOST_AUTO_TEST_CASE(kv_routing_follows_the_prefix) {
   BOOST_TEST(rr.hit_rate == 2 * 127 / 512.0, boost::test_tools::tolerance(1e-12));
 }
 
+// The router counts a prefix that active requests share once (as
+// route::active_sequences): three running requests with one 640-token prompt
+// weigh 40 blocks on their worker, under the 80 (40 to prefill, 40 to hold)
+// of an idle one, so the fourth joins them too; counted per request, the
+// third would already have gone to the idle worker.
+BOOST_AUTO_TEST_CASE(kv_routing_counts_shared_active_blocks_once) {
+  auto rs = requests({{0, 640, 500, 7}, {100, 640, 500, 7}, {200, 640, 500, 7}, {300, 640, 500, 7}});
+  simulator sim(constant_profile(10, 2), at(90));
+  auto kv = sim.run(agg(2, 8192, route::router_mode::kv), rs);
+  BOOST_TEST(kv.hit_rate == 3 * 639 / 2560.0, boost::test_tools::tolerance(1e-12));
+}
+
 // A prefix hit shortens the prefill when step time grows with tokens.
 BOOST_AUTO_TEST_CASE(prefix_hits_shorten_prefill) {
   plan::engine_profile p = constant_profile(10, 2);
