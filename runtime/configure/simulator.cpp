@@ -134,7 +134,10 @@ struct simulator::state {
     return tokens;
   }
 
+  // Only the KV router weighs load; the others need no booking.
   void book(worker& w, uint32_t i) {
+    if (d->router != route::router_mode::kv)
+      return;
     const sim_request& q = req(i);
     for (uint32_t b = 0; b < q.num_blocks; ++b)
       if (w.active[rs->block_ids[q.first_block + b]]++ == 0)
@@ -142,6 +145,8 @@ struct simulator::state {
   }
 
   void unbook(worker& w, uint32_t i) {
+    if (d->router != route::router_mode::kv)
+      return;
     const sim_request& q = req(i);
     for (uint32_t b = 0; b < q.num_blocks; ++b) {
       auto it = w.active.find(rs->block_ids[q.first_block + b]);
