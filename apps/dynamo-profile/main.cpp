@@ -10,33 +10,10 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include <charconv>
 #include <fstream>
 #include <iostream>
 
 using namespace dynamo;
-
-namespace {
-
-template <class T>
-expected<std::vector<T>> parse_list(std::string_view flag, std::string_view text) {
-  std::vector<T> out;
-  while (!text.empty()) {
-    auto comma = text.find(',');
-    auto item = text.substr(0, comma);
-    T v{};
-    auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
-    if (ec != std::errc{} || p != item.data() + item.size())
-      return make_error(errc::invalid_argument, fmt::format("--{}: '{}' is not a number", flag, item));
-    out.push_back(v);
-    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
-  }
-  if (out.empty())
-    return make_error(errc::invalid_argument, fmt::format("--{}: empty list", flag));
-  return out;
-}
-
-} // namespace
 
 int main(int argc, char** argv) {
   std::string config_path, pool_name, out_path, log_level;
@@ -72,10 +49,10 @@ int main(int argc, char** argv) {
     apps::die("dynamo-profile", make_error(errc::config_error, "pools: no pool named '" + pool_name + "'"));
 
   plan::profile_sweep sw;
-  auto i = parse_list<uint32_t>("isl", isl);
-  auto h = parse_list<double>("prefix-hit", hits);
-  auto b = parse_list<uint32_t>("batch", batches);
-  auto x = parse_list<uint32_t>("context", contexts);
+  auto i = parse_number_list<uint32_t>("isl", isl);
+  auto h = parse_number_list<double>("prefix-hit", hits);
+  auto b = parse_number_list<uint32_t>("batch", batches);
+  auto x = parse_number_list<uint32_t>("context", contexts);
   if (!i) apps::die("dynamo-profile", i.error());
   if (!h) apps::die("dynamo-profile", h.error());
   if (!b) apps::die("dynamo-profile", b.error());
@@ -97,6 +74,7 @@ int main(int argc, char** argv) {
     apps::die("dynamo-profile", p.error());
   p->engine = std::string{config::to_string(pool->engine)};
   p->model = pool->model;
+  p->threads = pool->engine_opts.threads;
   auto text = plan::to_json(*p).dump(2) + "\n";
   if (out_path.empty()) {
     std::cout << text;

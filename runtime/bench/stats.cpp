@@ -29,6 +29,22 @@ double sample_set::percentile(double p) const {
   return values_[rank == 0 ? 0 : rank - 1];
 }
 
+double weighted_percentile(std::vector<std::pair<double, uint64_t>>& samples, double p) {
+  uint64_t total = 0;
+  for (const auto& s : samples)
+    total += s.second;
+  if (total == 0)
+    return 0;
+  std::sort(samples.begin(), samples.end());
+  p = std::clamp(p, 0.0, 100.0);
+  const auto rank = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(p / 100.0 * static_cast<double>(total))));
+  uint64_t seen = 0;
+  for (const auto& [v, w] : samples)
+    if ((seen += w) >= rank)
+      return v;
+  return samples.back().first;
+}
+
 summary sample_set::summarize() const {
   summary s;
   s.count = values_.size();

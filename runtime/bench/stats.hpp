@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dynamo::bench {
@@ -27,6 +29,11 @@ private:
   mutable bool sorted_ = false;
   void sort() const;
 };
+
+/// The same nearest-rank percentile over (value, weight) samples, as if each
+/// value appeared weight times (a simulator's token gaps: one per step, weighted
+/// by the batch). Sorts `samples`; 0 when the weights sum to 0.
+[[nodiscard]] double weighted_percentile(std::vector<std::pair<double, uint64_t>>& samples, double p);
 
 /// `{"count":..,"mean":..,"p50":..,...}` with values scaled by `scale` (e.g. 1e3 for ms).
 [[nodiscard]] std::string to_json(const summary& s, double scale = 1.0);

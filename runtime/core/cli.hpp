@@ -6,6 +6,7 @@
 
 #include "runtime/core/error.hpp"
 
+#include <charconv>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -60,5 +61,26 @@ private:
 /// 2 after a bad command line, printed to stderr as "<program>: <message>".
 /// Usage: `if (auto code = cli_exit_code("prog", c.parse(argc, argv))) return *code;`
 [[nodiscard]] std::optional<int> cli_exit_code(std::string_view program, const expected<bool>& parsed);
+
+/// A comma-separated list of numbers given to `--flag` ("1,8,32"); errors
+/// (errc::invalid_argument) name the flag and the item that is not a number.
+template <class T>
+[[nodiscard]] expected<std::vector<T>> parse_number_list(std::string_view flag, std::string_view text) {
+  std::vector<T> out;
+  while (!text.empty()) {
+    const auto comma = text.find(',');
+    const auto item = text.substr(0, comma);
+    T v{};
+    auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (ec != std::errc{} || p != item.data() + item.size())
+      return make_error(errc::invalid_argument,
+                        "--" + std::string{flag} + ": '" + std::string{item} + "' is not a number");
+    out.push_back(v);
+    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+  }
+  if (out.empty())
+    return make_error(errc::invalid_argument, "--" + std::string{flag} + ": empty list");
+  return out;
+}
 
 } // namespace dynamo

@@ -39,36 +39,71 @@ double interpolate(const std::vector<std::pair<double, double>>& pts, double x, 
 
 } // namespace
 
-std::optional<double> prefill_ms_at(const engine_profile& p, double isl) {
+step_times::step_times(const engine_profile& p) {
   std::map<double, double> best; // isl -> ms, cold prompts only
   for (const auto& x : p.prefill)
     if (x.prefix_hit == 0.0)
       best[x.isl] = best.count(x.isl) ? std::min(best[x.isl], x.ms) : x.ms;
-  if (best.empty())
-    return std::nullopt;
-  std::vector<std::pair<double, double>> pts(best.begin(), best.end());
-  return std::max(0.0, interpolate(pts, isl, true, true));
-}
-
-std::optional<double> decode_step_ms_at(const engine_profile& p, double batch, double context) {
+  prefill_.assign(best.begin(), best.end());
   std::map<double, std::map<double, double>> by_ctx; // context -> batch -> ms
   for (const auto& x : p.decode)
     by_ctx[x.context][x.batch] = x.step_ms;
-  if (by_ctx.empty())
-    return std::nullopt;
-  std::vector<std::pair<double, double>> at_ctx; // context -> ms at this batch
-  for (const auto& [ctx, row] : by_ctx) {
-    std::vector<std::pair<double, double>> pts(row.begin(), row.end());
-    at_ctx.emplace_back(ctx, interpolate(pts, batch, false, true));
+  for (const auto& [ctx, row] : by_ctx)
+    decode_.emplace_back(ctx, polyline(row.begin(), row.end()));
+}
+
+double step_times::prefill_ms(double isl) const noexcept {
+  return std::max(0.0, interpolate(prefill_, isl, true, true));
+}
+
+double step_times::decode_step_ms(double batch, double context) const noexcept {
+  // Interpolate in batch within the two rows around `context`, then in context.
+  auto at = [&](size_t i) { return interpolate(decode_[i].second, batch, false, true); };
+  const size_t n = decode_.size();
+  double ms = 0;
+  if (n == 1 || context <= decode_.front().first) {
+    ms = at(0);
+  } else {
+    size_t hi = 1;
+    while (hi + 1 < n && context > decode_[hi].first)
+      ++hi;
+    const double x0 = decode_[hi - 1].first, x1 = decode_[hi].first;
+    const double y0 = at(hi - 1), y1 = at(hi);
+    ms = y0 + (y1 - y0) * (context - x0) / (x1 - x0); // inside, or extrapolated from the last pair
   }
-  return std::max(0.0, interpolate(at_ctx, context, false, true));
+  return std::max(0.0, ms);
+}
+
+double step_times::step_ms(double prefill_tokens, double decode_batch, double context) const noexcept {
+  if (prefill_tokens <= 0)
+    return decode_batch > 0 ? decode_step_ms(decode_batch, context) : 0.0;
+  const double prefill = prefill_ms(prefill_tokens);
+  if (decode_batch <= 0)
+    return prefill;
+  const double decode = decode_step_ms(decode_batch, context);
+  return std::max({prefill + decode - decode_step_ms(1, prefill_tokens), prefill, decode});
+}
+
+std::optional<double> prefill_ms_at(const engine_profile& p, double isl) {
+  step_times t(p);
+  if (!t.has_prefill())
+    return std::nullopt;
+  return t.prefill_ms(isl);
+}
+
+std::optional<double> decode_step_ms_at(const engine_profile& p, double batch, double context) {
+  step_times t(p);
+  if (!t.has_decode())
+    return std::nullopt;
+  return t.decode_step_ms(batch, context);
 }
 
 std::optional<sla_estimate> estimate_sla(const engine_profile& p, const sla_targets& sla, double isl,
                                          double osl) {
-  auto prefill = prefill_ms_at(p, std::max(1.0, isl));
-  if (!prefill || p.decode.empty())
+  const step_times times(p);
+  if (!times.has_prefill() || !times.has_decode())
     return std::nullopt;
+  const std::optional<double> prefill = times.prefill_ms(std::max(1.0, isl));
   sla_estimate e;
   e.prefill_ms = *prefill;
   e.prefill_tokens_per_s = *prefill > 0 ? std::max(1.0, isl) / (*prefill / 1000.0) : 0;
@@ -83,7 +118,7 @@ std::optional<sla_estimate> estimate_sla(const engine_profile& p, const sla_targ
   max_batch = std::min(max_batch, std::max<uint32_t>(1, largest_profiled)); // no extrapolation in batch
   double best_tps = 0;
   for (uint32_t b = 1; b <= max_batch; ++b) {
-    double ms = *decode_step_ms_at(p, b, ctx);
+    double ms = times.decode_step_ms(b, ctx);
     if (ms > sla.itl_ms || ms <= 0)
       continue;
     if (double tps = b / (ms / 1000.0); tps > best_tps) {
@@ -93,7 +128,7 @@ std::optional<sla_estimate> estimate_sla(const engine_profile& p, const sla_targ
   }
   e.meets_itl = e.decode_batch > 0;
   if (!e.meets_itl) { // the ITL target is out of reach: size by batch 1
-    double ms = *decode_step_ms_at(p, 1, ctx);
+    double ms = times.decode_step_ms(1, ctx);
     best_tps = ms > 0 ? 1000.0 / ms : 0;
   }
   e.decode_tokens_per_s = best_tps;
@@ -108,6 +143,8 @@ nlohmann::json to_json(const engine_profile& p) {
   j["max_num_seqs"] = p.max_num_seqs;
   j["max_num_batched_tokens"] = p.max_num_batched_tokens;
   j["max_model_len"] = p.max_model_len;
+  j["block_size"] = p.block_size;
+  j["threads"] = p.threads;
   j["simulated"] = p.simulated;
   j["prefill"] = nlohmann::json::array();
   for (const auto& x : p.prefill)
@@ -129,6 +166,8 @@ expected<engine_profile> profile_from_json(const nlohmann::json& j) {
     p.max_num_seqs = j.at("max_num_seqs").get<uint32_t>();
     p.max_num_batched_tokens = j.at("max_num_batched_tokens").get<uint32_t>();
     p.max_model_len = j.at("max_model_len").get<uint32_t>();
+    p.block_size = j.value("block_size", 16u);
+    p.threads = j.value("threads", 0u);
     p.simulated = j.value("simulated", false);
     for (const auto& x : j.at("prefill"))
       p.prefill.push_back({x.at("isl").get<uint32_t>(), x.at("prefix_hit").get<double>(),

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -36,10 +37,39 @@ struct engine_profile {
   uint32_t max_num_seqs = 0;
   uint32_t max_num_batched_tokens = 0;
   uint32_t max_model_len = 0;
+  uint32_t block_size = 16;   ///< KV block tokens
+  uint32_t threads = 0;       ///< cpu engine compute threads as configured (0: all cores)
   bool simulated = false;     ///< times are the mocker's simulated durations
   std::vector<prefill_point> prefill;
   std::vector<decode_point> decode;
   std::vector<std::string> skipped; ///< points that did not fit (context, KV), with why
+};
+
+/// The profile's interpolation compiled once for fast lookups (the SLA
+/// planner's sizing and dynamo-configure's simulator, which asks millions of
+/// times): no allocation per call. prefill_ms_at and decode_step_ms_at are
+/// this class on a fresh copy.
+class step_times {
+public:
+  explicit step_times(const engine_profile& p);
+  [[nodiscard]] bool has_prefill() const noexcept { return !prefill_.empty(); }
+  [[nodiscard]] bool has_decode() const noexcept { return !decode_.empty(); }
+  /// As prefill_ms_at (requires has_prefill()).
+  [[nodiscard]] double prefill_ms(double isl) const noexcept;
+  /// As decode_step_ms_at (requires has_decode()).
+  [[nodiscard]] double decode_step_ms(double batch, double context) const noexcept;
+  /// One engine step of `prefill_tokens` new prompt tokens plus `decode_batch`
+  /// sequences of mean `context` tokens (requires both). Additive, as the
+  /// mocker's timing (prefill term + decode term): a profiled prefill already
+  /// contains the decode term of its one sampled sequence, so
+  ///   prefill_ms(T) + decode_step_ms(b, ctx) - decode_step_ms(1, T),
+  /// at least the larger of the two parts; either part alone when the other is 0.
+  [[nodiscard]] double step_ms(double prefill_tokens, double decode_batch, double context) const noexcept;
+
+private:
+  using polyline = std::vector<std::pair<double, double>>;
+  polyline prefill_;                                   ///< isl -> ms, cold prompts
+  std::vector<std::pair<double, polyline>> decode_;    ///< context -> (batch -> ms)
 };
 
 /// Prefill time (ms) of a cold prompt of `isl` tokens: linear between the

@@ -127,12 +127,21 @@ expected<void> profile_prefill(engine::engine_core& e, const profile_sweep& sw, 
   return {};
 }
 
+// Tokens each request of a decode point generates: the measured steps, plus
+// the steps in which the batch's later prompts are still being prefilled (the
+// first requests decode meanwhile and must not finish before the batch is full).
+uint32_t decode_point_tokens(const profile_sweep& sw, uint32_t batch, uint32_t ctx, uint32_t step_tokens) {
+  const uint64_t prefill_steps = (uint64_t{batch} * ctx + step_tokens - 1) / std::max(1u, step_tokens);
+  return sw.decode_steps + 3 + static_cast<uint32_t>(prefill_steps);
+}
+
 expected<void> profile_decode_point(engine::engine_core& e, const profile_sweep& sw, prompt_source& src,
                                     uint32_t batch, uint32_t ctx, engine_profile& p) {
+  const uint32_t tokens = decode_point_tokens(sw, batch, ctx, p.max_num_batched_tokens);
   std::map<std::string, bool> started; // request id -> first token seen
   for (uint32_t i = 0; i < batch; ++i) {
     auto id = src.next_id();
-    if (auto ok = e.add_request(request(id, src.make(ctx), sw.decode_steps + 3)); !ok)
+    if (auto ok = e.add_request(request(id, src.make(ctx), tokens)); !ok)
       return ok.error();
     started[id] = false;
   }
@@ -185,6 +194,7 @@ expected<engine_profile> run_profile(const engine_maker& make, const profile_swe
     p.max_num_seqs = c.max_num_seqs;
     p.max_num_batched_tokens = c.max_num_batched_tokens;
     p.max_model_len = c.max_model_len;
+    p.block_size = c.block_size;
     if (auto ok = profile_prefill(**e, sw, src, p, progress); !ok)
       return ok.error();
   }
@@ -193,8 +203,9 @@ expected<engine_profile> run_profile(const engine_maker& make, const profile_swe
     return e.error();
   for (uint32_t ctx : sw.context)
     for (uint32_t batch : sw.batch) {
-      uint64_t need = uint64_t{batch} * (ctx + sw.decode_steps + 3);
-      if (batch > p.max_num_seqs || ctx + sw.decode_steps + 3 >= p.max_model_len || need > p.max_kv_tokens) {
+      const uint32_t tokens = decode_point_tokens(sw, batch, ctx, p.max_num_batched_tokens);
+      uint64_t need = uint64_t{batch} * (ctx + tokens);
+      if (batch > p.max_num_seqs || ctx + tokens >= p.max_model_len || need > p.max_kv_tokens) {
         p.skipped.push_back(fmt::format("decode batch {} context {}: does not fit (max_num_seqs {}, "
                                         "max_model_len {}, KV {} tokens)",
                                         batch, ctx, p.max_num_seqs, p.max_model_len, p.max_kv_tokens));

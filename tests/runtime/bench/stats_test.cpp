@@ -33,4 +33,17 @@ BOOST_AUTO_TEST_CASE(empty_and_merge) {
   BOOST_TEST(to_json(a.summarize(), 1000.0).find("\"p50\":2000.0000") != std::string::npos);
 }
 
+// Weighted samples rank as the same values repeated.
+BOOST_AUTO_TEST_CASE(weighted_percentile_matches_repeated_samples) {
+  std::vector<std::pair<double, uint64_t>> w{{10, 2}, {2, 6}};
+  sample_set flat;
+  for (double v : {2, 2, 2, 2, 2, 2, 10, 10})
+    flat.add(v);
+  for (double p : {0.0, 50.0, 75.0, 76.0, 90.0, 100.0})
+    BOOST_TEST(weighted_percentile(w, p) == flat.percentile(p), "p" << p);
+  BOOST_TEST(weighted_percentile(w, 90) == 10.0);
+  std::vector<std::pair<double, uint64_t>> none{{5, 0}};
+  BOOST_TEST(weighted_percentile(none, 50) == 0.0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -72,6 +72,27 @@ BOOST_AUTO_TEST_CASE(sweeps_prefill_and_decode_of_the_mocker) {
   BOOST_TEST(p->skipped.size() == 4u); // isl 4096, batch 16 at both contexts, batch 4 at 1024
 }
 
+// A batch whose prompts take more steps to prefill than the measured decode
+// steps: the first requests keep decoding until the batch is full (they used
+// to finish first: "no full step measured", e.g. the mocker's default pool at
+// batch 64, context 2048).
+BOOST_AUTO_TEST_CASE(a_batch_prefilled_over_many_steps_is_measured_full) {
+  auto mc = small_mocker();
+  mc.max_num_batched_tokens = 256;
+  profile_sweep sw;
+  sw.isl = {64};
+  sw.prefix_hit = {0.0};
+  sw.batch = {8};
+  sw.context = {256}; // 8 steps of prefill, 2 measured decode steps
+  sw.decode_steps = 2;
+  auto p = run_profile(maker(mc), sw);
+  if (!p)
+    BOOST_FAIL(describe(p.error()));
+  BOOST_TEST_REQUIRE(p->decode.size() == 1u);
+  BOOST_TEST(p->decode[0].batch == 8u);
+  BOOST_TEST(p->decode[0].step_ms > 0.0);
+}
+
 BOOST_AUTO_TEST_CASE(decode_points_that_do_not_fit_the_kv_cache_are_skipped) {
   auto mc = small_mocker();
   mc.num_blocks = 64; // 1024 tokens
@@ -98,9 +119,13 @@ BOOST_AUTO_TEST_CASE(the_profile_round_trips_through_json) {
   p.prefill = {{128, 0.5, 64, 12.5}};
   p.decode = {{4, 512, 3.25}};
   p.skipped = {"x"};
+  p.block_size = 32;
+  p.threads = 2;
   auto back = profile_from_json(nlohmann::json::parse(to_json(p).dump()));
   BOOST_REQUIRE(back);
   BOOST_TEST(back->engine == "cpu");
+  BOOST_TEST(back->block_size == 32u);
+  BOOST_TEST(back->threads == 2u);
   BOOST_TEST(back->prefill.at(0).cached_tokens == 64u);
   BOOST_TEST(back->prefill.at(0).ms == 12.5);
   BOOST_TEST(back->decode.at(0).step_ms == 3.25);
@@ -141,6 +166,18 @@ BOOST_AUTO_TEST_CASE(decode_step_time_is_bilinear) {
   BOOST_TEST(*decode_step_ms_at(p, 2, 100) == 12.0);
   BOOST_TEST(std::abs(*decode_step_ms_at(p, 2, 200) - (12.0 + 80.0 / 3) / 2) < 1e-9);
   BOOST_TEST(*decode_step_ms_at(p, 1, 50) == 10.0); // clamped below the first context
+}
+
+// A mixed step: prefill + decode, less the decode term of the one sequence a
+// profiled prefill already sampled; never below either part.
+BOOST_AUTO_TEST_CASE(mixed_step_adds_prefill_and_decode) {
+  step_times t(linear_profile());
+  BOOST_TEST(t.step_ms(0, 0, 0) == 0.0);
+  BOOST_TEST(t.step_ms(150, 0, 0) == 20.0);
+  BOOST_TEST(t.step_ms(0, 4, 100) == 16.0);
+  BOOST_TEST(t.step_ms(150, 4, 100) == 20.0 + 16.0 - 12.5); // decode(1, 150) = 12.5
+  BOOST_TEST(t.step_ms(10, 4, 100) == 16.0);                // 1 + 16 - 10 < 16
+  BOOST_TEST(!step_times(engine_profile{}).has_prefill());
 }
 
 BOOST_AUTO_TEST_CASE(the_largest_batch_that_meets_itl_sizes_decode) {

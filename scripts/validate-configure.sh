@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Issue 16 item 4: dynamo-configure's prediction against a measured run.
+# Profiles the mocker (dynamo-profile), searches (dynamo-configure), launches
+# the winner (dynamo-launch) and drives it with dynamo-bench at the same
+# Poisson rate, ISL and OSL; prints predicted vs measured as one JSON object.
+#   scripts/validate-configure.sh [BIN_DIR] -- [dynamo-configure options]
+# Defaults: ISL 1024, OSL 128, 20 req/s, 400 requests, TTFT 300 / ITL 30 ms p90,
+# 4 GPUs, the mocker. POOL_YAML=file profiles that file's first pool instead
+# (e.g. the CPU engine), PROFILE_ARGS adds dynamo-profile options. Needs
+# python3. Uses port 18571 and /tmp/dynamo-validate-configure.
+set -euo pipefail
+BIN=${1:-build/bin}
+shift || true
+[[ "${1:-}" == "--" ]] && shift
+ISL=${ISL:-1024} OSL=${OSL:-128} RATE=${RATE:-20} N=${N:-400} PORT=${PORT:-18571}
+WORK=/tmp/dynamo-validate-configure
+rm -rf "$WORK" && mkdir -p "$WORK"
+if [[ -n "${POOL_YAML:-}" ]]; then
+  cp "$POOL_YAML" "$WORK/profile-pool.yaml"
+else
+  cat > "$WORK/profile-pool.yaml" <<YAML
+pools:
+  - {name: backend, engine: mocker, model: mocker, mocker: {speedup_ratio: 1.0}}
+YAML
+fi
+# shellcheck disable=SC2086
+"$BIN/dynamo-profile" --config "$WORK/profile-pool.yaml" --out "$WORK/profile.json" --log-level warn ${PROFILE_ARGS:-}
+"$BIN/dynamo-configure" --profile "$WORK/profile.json" --ttft-ms "${TTFT:-300}" --itl-ms "${ITL:-30}" \
+  --isl "fixed:$ISL" --osl "fixed:$OSL" --rate "$RATE" --requests "$N" --gpu-budget "${GPUS:-4}" \
+  --frontend-port "$PORT" --discovery-root "$WORK/discovery" --out "$WORK/winner.yaml" \
+  --json "$WORK/configure.json" --front 10 "$@"
+"$BIN/dynamo-launch" --config "$WORK/winner.yaml" --log-level warn > "$WORK/launch.log" 2>&1 &
+LAUNCH=$!
+trap 'kill -TERM $LAUNCH 2>/dev/null; wait $LAUNCH 2>/dev/null || true' EXIT
+for _ in $(seq 1 300); do
+  curl -sf "http://127.0.0.1:$PORT/v1/models" | grep -q '"id"' && break
+  sleep 0.2
+done
+sleep 2 # every worker registered (the frontend serves as soon as one has)
+"$BIN/dynamo-bench" --url "http://127.0.0.1:$PORT" --request-rate "$RATE" --concurrency 2000 \
+  --num-requests "$N" --isl "$ISL" --osl "$OSL" --output "$WORK/bench.json" > /dev/null
+python3 - "$WORK/configure.json" "$WORK/bench.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))["winner"]
+b = json.load(open(sys.argv[2]))
+def err(p, m): return round((p - m) / m, 3) if m else None
+m_tps = b.get("output_tokens_per_s") or b.get("output_throughput")
+out = {
+  "deployment": c["deployment"],
+  "ttft_p90_ms": {"predicted": round(c["ttft_ms"], 1), "measured": b["ttft_ms"]["p90"], "rel_err": err(c["ttft_ms"], b["ttft_ms"]["p90"])},
+  "itl_p90_ms": {"predicted": round(c["itl_ms"], 2), "measured": b["itl_ms"]["p90"], "rel_err": err(c["itl_ms"], b["itl_ms"]["p90"])},
+  "ttft_mean_ms": {"predicted": round(c["mean_ttft_ms"], 1), "measured": b["ttft_ms"]["mean"], "rel_err": err(c["mean_ttft_ms"], b["ttft_ms"]["mean"])},
+  "itl_mean_ms": {"predicted": round(c["mean_itl_ms"], 2), "measured": b["itl_ms"]["mean"], "rel_err": err(c["mean_itl_ms"], b["itl_ms"]["mean"])},
+  "output_tokens_per_s": {"predicted": round(c["output_tokens_per_s"], 1), "measured": m_tps, "rel_err": err(c["output_tokens_per_s"], m_tps) if m_tps else None},
+  "failed": b.get("failed"),
+}
+print(json.dumps(out, indent=1))
+PY

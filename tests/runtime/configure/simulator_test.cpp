@@ -1,0 +1,163 @@
+#include "runtime/configure/simulator.hpp"
+#include "sim_fixtures.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+using namespace dynamo;
+using namespace dynamo::configure;
+using namespace dynamo::configure::test;
+
+namespace {
+
+deployment agg(uint32_t replicas, uint32_t step_tokens = 8192, route::router_mode router = route::router_mode::kv) {
+  return deployment{.mode = deployment_mode::aggregated, .decode_replicas = replicas,
+                    .max_num_batched_tokens = step_tokens, .router = router};
+}
+
+sim_options at(double percentile, double transfer_ms = 0) {
+  sim_options o;
+  o.percentile = percentile;
+  o.transfer_ms = transfer_ms;
+  return o;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(simulator_tests)
+
+// One worker, one request: a 10 ms prefill step gives the first token, then
+// four 2 ms decode steps.
+BOOST_AUTO_TEST_CASE(one_request_on_one_worker) {
+  simulator sim(constant_profile(10, 2), at(90));
+  auto r = sim.run(agg(1), requests({{0, 100, 5}}));
+  BOOST_TEST(r.completed == 1u);
+  BOOST_TEST(r.ttft_ms == 10.0);
+  BOOST_TEST(r.itl_ms == 2.0);
+  BOOST_TEST(r.steps == 5u);
+  BOOST_TEST(r.gpus == 1u);
+  BOOST_TEST(r.output_tokens_per_s == 5 / 0.018, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(!r.kv_overflow);
+}
+
+// Two prompts of 100 tokens at once with a 100-token step budget: A prefills
+// alone (t=10); then A decodes while B takes a 99-token chunk (t=20), then B's
+// last token (t=30, B's first token); both decode at 2 ms: A at 32, 34; B at
+// 32, 34, 36, 38. Gaps: A 10, 10, 2, 2; B 2, 2, 2, 2.
+BOOST_AUTO_TEST_CASE(chunked_prefill_queues_the_second_prompt) {
+  simulator sim(constant_profile(10, 2), at(100));
+  auto rs = requests({{0, 100, 5}, {0, 100, 5}});
+  auto r = sim.run(agg(1, 100), rs);
+  BOOST_TEST(r.completed == 2u);
+  BOOST_TEST(r.ttft_ms == 30.0);
+  BOOST_TEST(r.mean_ttft_ms == 20.0);
+  BOOST_TEST(r.itl_ms == 10.0);
+  BOOST_TEST(r.mean_itl_ms == 4.0);
+  BOOST_TEST(r.output_tokens_per_s == 10 / 0.038, boost::test_tools::tolerance(1e-9));
+
+  simulator median(constant_profile(10, 2), at(50));
+  auto m = median.run(agg(1, 100), rs);
+  BOOST_TEST(m.ttft_ms == 10.0); // nearest rank: the first of two
+  BOOST_TEST(m.itl_ms == 2.0);   // 6 of 8 gaps are 2 ms
+}
+
+// max_num_seqs 1: the second request waits for the first to finish (t=18),
+// then runs the same 18 ms.
+BOOST_AUTO_TEST_CASE(max_num_seqs_serializes) {
+  simulator sim(constant_profile(10, 2), at(100));
+  deployment d = agg(1);
+  d.max_num_seqs = 1;
+  auto r = sim.run(d, requests({{0, 100, 5}, {0, 100, 5}}));
+  BOOST_TEST(r.ttft_ms == 28.0);
+  BOOST_TEST(r.itl_ms == 2.0);
+  BOOST_TEST(r.output_tokens_per_s == 10 / 0.036, boost::test_tools::tolerance(1e-9));
+}
+
+// Prefill-first: the prefill worker's prompt is done at 10 ms, the hand-off
+// reaches the decode worker at 11, whose first step (11-13) hands out the
+// first and second tokens together (TTFT 13, a gap of 0), then the third at 15.
+BOOST_AUTO_TEST_CASE(disaggregated_hand_off) {
+  simulator sim(constant_profile(10, 2), at(100, 1.0));
+  deployment d{.mode = deployment_mode::disaggregated, .prefill_replicas = 1, .decode_replicas = 1,
+               .max_local_prefill_length = 0};
+  auto r = sim.run(d, requests({{0, 100, 3}}));
+  BOOST_TEST(r.completed == 1u);
+  BOOST_TEST(r.remote_prefills == 1u);
+  BOOST_TEST(r.ttft_ms == 13.0);
+  BOOST_TEST(r.itl_ms == 2.0);
+  BOOST_TEST(r.mean_itl_ms == 1.0);
+  BOOST_TEST(r.gpus == 2u);
+  // Above the threshold the decode worker prefills itself: no hand-off.
+  d.max_local_prefill_length = 101;
+  auto local = sim.run(d, requests({{0, 100, 3}}));
+  BOOST_TEST(local.remote_prefills == 0u);
+  BOOST_TEST(local.ttft_ms == 10.0);
+}
+
+// max_num_seqs 1 on both workers: B's prompt waits for A's (prefill 0-10,
+// 10-20); A's first step on the decode worker ends at 13 (TTFT 13) and its
+// last token at 29; B's hand-off (t=21) waits for that, and its first step
+// ends at 31 (TTFT 31), its last token at 47.
+BOOST_AUTO_TEST_CASE(a_full_decode_worker_delays_the_first_token) {
+  simulator sim(constant_profile(10, 2), at(100, 1.0));
+  deployment d{.mode = deployment_mode::disaggregated, .prefill_replicas = 1, .decode_replicas = 1,
+               .max_num_seqs = 1, .max_local_prefill_length = 0};
+  auto r = sim.run(d, requests({{0, 100, 10}, {0, 100, 10}}));
+  BOOST_TEST(r.completed == 2u);
+  BOOST_TEST(r.ttft_ms == 31.0);
+  BOOST_TEST(r.mean_ttft_ms == 22.0);
+  BOOST_TEST(r.itl_ms == 2.0);
+  BOOST_TEST(r.output_tokens_per_s == 20 / 0.047, boost::test_tools::tolerance(1e-9));
+}
+
+// Four requests with one shared 128-token prompt, far apart: KV routing sends
+// the last three to the worker that holds it (127 cached tokens each: the last
+// prompt token is always computed); round-robin alternates and hits twice.
+BOOST_AUTO_TEST_CASE(kv_routing_follows_the_prefix) {
+  auto rs = requests({{0, 128, 2, 7}, {1000, 128, 2, 7}, {2000, 128, 2, 7}, {3000, 128, 2, 7}});
+  simulator sim(constant_profile(10, 2), at(90));
+  auto kv = sim.run(agg(2, 8192, route::router_mode::kv), rs);
+  auto rr = sim.run(agg(2, 8192, route::router_mode::round_robin), rs);
+  BOOST_TEST(kv.hit_rate == 3 * 127 / 512.0, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(rr.hit_rate == 2 * 127 / 512.0, boost::test_tools::tolerance(1e-12));
+}
+
+// The router counts a prefix that active requests share once (as
+// route::active_sequences): three running requests with one 640-token prompt
+// weigh 40 blocks on their worker, under the 80 (40 to prefill, 40 to hold)
+// of an idle one, so the fourth joins them too; counted per request, the
+// third would already have gone to the idle worker.
+BOOST_AUTO_TEST_CASE(kv_routing_counts_shared_active_blocks_once) {
+  auto rs = requests({{0, 640, 500, 7}, {100, 640, 500, 7}, {200, 640, 500, 7}, {300, 640, 500, 7}});
+  simulator sim(constant_profile(10, 2), at(90));
+  auto kv = sim.run(agg(2, 8192, route::router_mode::kv), rs);
+  BOOST_TEST(kv.hit_rate == 3 * 639 / 2560.0, boost::test_tools::tolerance(1e-12));
+}
+
+// A prefix hit shortens the prefill when step time grows with tokens.
+BOOST_AUTO_TEST_CASE(prefix_hits_shorten_prefill) {
+  plan::engine_profile p = constant_profile(10, 2);
+  p.prefill = {{100, 0, 0, 10}, {1000, 0, 0, 100}}; // 0.1 ms per token
+  simulator sim(p, at(100));
+  auto r = sim.run(agg(1), requests({{0, 640, 2, 3}, {1000, 640, 2, 3}}));
+  BOOST_TEST(r.ttft_ms == 64.0);      // the cold prompt
+  BOOST_TEST(r.mean_ttft_ms == 32.05, boost::test_tools::tolerance(1e-9)); // (64 + 0.1) / 2: 639 cached
+}
+
+// More KV than the engine has is flagged (the real scheduler would preempt).
+BOOST_AUTO_TEST_CASE(kv_overflow_is_flagged) {
+  simulator sim(constant_profile(10, 2, 150), at(90));
+  auto r = sim.run(agg(1), requests({{0, 100, 60}}));
+  BOOST_TEST(r.completed == 1u);
+  BOOST_TEST(r.kv_overflow);
+  auto fits = sim.run(agg(1), requests({{0, 100, 40}}));
+  BOOST_TEST(!fits.kv_overflow);
+}
+
+BOOST_AUTO_TEST_CASE(unusable_profile_gives_nothing) {
+  plan::engine_profile p;
+  simulator sim(p, at(90));
+  BOOST_TEST(!sim.usable());
+  BOOST_TEST(sim.run(agg(1), requests({{0, 100, 5}})).completed == 0u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
