@@ -1,8 +1,11 @@
 #include "apps/dynamo-bench/load_generator.hpp"
 
 #include "apps/dynamo-bench/openai_stream.hpp"
+#include "apps/dynamo-bench/replica_sampler.hpp"
 #include "planes/http_client/http_client.hpp"
+#include "runtime/bench/rate_schedule.hpp"
 #include "runtime/bench/sse_parser.hpp"
+#include "runtime/core/http_url.hpp"
 #include "runtime/bench/stats.hpp"
 
 #include <fmt/format.h>
@@ -33,6 +36,12 @@ constexpr std::array<const char*, 2> class_names{"short", "long"};
 struct request_plan {
   size_t cls = short_class;
   uint32_t isl = 0, osl = 0;
+  double at = 0; ///< seconds from the measured run's start to its sending
+};
+
+/// One timeline window of a measured run, by sending time.
+struct window_stats {
+  uint64_t sent = 0, completed = 0, met = 0;
 };
 
 struct class_stats {
@@ -57,7 +66,21 @@ struct run_state {
   uint64_t completed = 0, failed = 0, output_tokens = 0, input_tokens = 0;
   std::array<class_stats, 2> classes;
   std::vector<std::string> first_errors;
+  uint64_t sla_met = 0;
+  std::vector<window_stats> windows;
 };
+
+/// Whether a finished request met both SLA targets (false when none are set).
+bool meets_sla(const load_config& cfg, const request_result& r) {
+  if (!r.ok || cfg.sla_ttft_ms <= 0 || r.ttft < 0 || r.ttft * 1e3 > cfg.sla_ttft_ms)
+    return false;
+  if (r.itls.empty())
+    return true;
+  double sum = 0;
+  for (double v : r.itls)
+    sum += v;
+  return sum / static_cast<double>(r.itls.size()) * 1e3 <= cfg.sla_itl_ms;
+}
 
 // Draws the class only when there is a mix, so that a run without long
 // requests sends the same prompts as before the mix existed.
@@ -67,8 +90,16 @@ request_plan pick_class(const load_config& cfg, std::mt19937_64& rng) {
   return {short_class, cfg.isl, cfg.osl};
 }
 
-// Adds a finished measured request to the totals and to its class. Caller holds st.mtx.
-void record(run_state& st, const request_result& r, const request_plan& plan) {
+// Adds a finished measured request to the totals, its class and its window. Caller holds st.mtx.
+void record(const load_config& cfg, run_state& st, const request_result& r, const request_plan& plan) {
+  const size_t w = static_cast<size_t>(plan.at / cfg.window_s);
+  if (st.windows.size() <= w)
+    st.windows.resize(w + 1);
+  ++st.windows[w].sent;
+  const bool met = meets_sla(cfg, r);
+  st.sla_met += met ? 1 : 0;
+  st.windows[w].met += met ? 1 : 0;
+  st.windows[w].completed += r.ok ? 1 : 0;
   if (!r.ok) {
     ++st.failed;
     if (st.first_errors.size() < 5)
@@ -129,7 +160,7 @@ void start_one(http::http_client& client, const load_config& cfg, run_state& st,
       c->events += n;
     }
   };
-  cb.on_done = [c, &st, measured, plan](expected<void> res) {
+  cb.on_done = [c, &cfg, &st, measured, plan](expected<void> res) {
     auto& r = c->r;
     r.e2e = seconds_between(c->sent, clock::now());
     if (!res)
@@ -144,7 +175,7 @@ void start_one(http::http_client& client, const load_config& cfg, run_state& st,
     {
       std::lock_guard lk{st.mtx};
       if (measured)
-        record(st, r, plan);
+        record(cfg, st, r, plan);
       ++st.finished;
       --st.in_flight;
     }
@@ -153,16 +184,28 @@ void start_one(http::http_client& client, const load_config& cfg, run_state& st,
   client.start(std::move(req), std::move(cb));
 }
 
-// Sends `count` requests, closed loop (concurrency cap) or open loop (rate).
+// Sends `count` requests, closed loop (concurrency cap) or open loop (rate),
+// or (`sched`) as many as the schedule's arrivals.
 void drive(http::http_client& client, const load_config& cfg, run_state& st, uint32_t count,
-           bool measured, std::mt19937_64& rng) {
+           bool measured, std::mt19937_64& rng, const rate_schedule* sched = nullptr) {
   std::exponential_distribution<double> gap(cfg.request_rate > 0 ? cfg.request_rate : 1.0);
-  auto next_arrival = clock::now();
-  for (uint32_t i = 0; i < count; ++i) {
+  const auto t0 = clock::now();
+  auto next_arrival = t0;
+  double at = 0;
+  for (uint32_t i = 0; sched != nullptr || i < count; ++i) {
+    if (sched != nullptr) {
+      const auto next = sched->next_arrival(at, rng);
+      if (!next)
+        break;
+      at = *next;
+      next_arrival = t0 + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(at));
+    }
     auto plan = pick_class(cfg, rng);
     std::string body = make_body(cfg, plan.isl, plan.osl, rng);
     std::unique_lock lk{st.mtx};
-    if (cfg.request_rate > 0) {
+    if (sched != nullptr) {
+      st.cv.wait_until(lk, next_arrival, [] { return false; });
+    } else if (cfg.request_rate > 0) {
       next_arrival += std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(gap(rng)));
       st.cv.wait_until(lk, next_arrival, [] { return false; });
     }
@@ -170,6 +213,7 @@ void drive(http::http_client& client, const load_config& cfg, run_state& st, uin
     ++st.in_flight;
     ++st.started;
     lk.unlock();
+    plan.at = seconds_between(t0, clock::now());
     start_one(client, cfg, st, std::move(body), plan, measured);
   }
   std::unique_lock lk{st.mtx};
@@ -189,6 +233,43 @@ json classes_json(const run_state& st) {
   return out;
 }
 
+/// What a schedule run adds to the report: SLA attainment (overall and per
+/// window, with the schedule's rate and the sampled replicas) and GPU-seconds.
+json sla_json(const load_config& cfg, const run_state& st, const replica_sampler* sampler, double wall,
+              const std::optional<rate_schedule>& sched) {
+  json out;
+  const uint64_t measured = st.completed + st.failed;
+  out["ttft_ms"] = cfg.sla_ttft_ms;
+  out["itl_ms"] = cfg.sla_itl_ms;
+  out["met"] = st.sla_met;
+  out["attainment"] = measured > 0 ? static_cast<double>(st.sla_met) / static_cast<double>(measured) : 0.0;
+  out["gpu_seconds"] = sampler != nullptr ? sampler->gpu_seconds() : cfg.static_gpus * wall;
+  out["gpu_source"] = sampler != nullptr ? "dynamo_planner_observed_replicas at " + cfg.replicas_url : "static";
+  if (sampler != nullptr)
+    out["failed_scrapes"] = sampler->failed_scrapes();
+  json timeline = json::array();
+  for (size_t w = 0; w < st.windows.size(); ++w) {
+    const double a = static_cast<double>(w) * cfg.window_s, b = a + cfg.window_s;
+    const window_stats& x = st.windows[w];
+    json row = {{"t_s", a}, {"sent", x.sent}, {"completed", x.completed},
+                {"attainment", x.sent > 0 ? static_cast<double>(x.met) / static_cast<double>(x.sent) : 0.0}};
+    if (sched)
+      row["rate"] = sched->rate_at((a + b) / 2);
+    if (sampler != nullptr) {
+      double sum = 0, n = 0;
+      for (const auto& smp : sampler->samples())
+        if (smp.t >= a && smp.t < b) {
+          sum += smp.replicas;
+          n += 1;
+        }
+      row["replicas"] = n > 0 ? sum / n : 0.0;
+    }
+    timeline.push_back(std::move(row));
+  }
+  out["timeline"] = std::move(timeline);
+  return out;
+}
+
 } // namespace
 
 expected<void> validate(const load_config& cfg) {
@@ -205,6 +286,16 @@ expected<void> validate(const load_config& cfg) {
     return bad("token_lo must be <= token_hi");
   if (cfg.endpoint != "completions" && cfg.endpoint != "chat")
     return bad("endpoint must be completions or chat");
+  if (!cfg.rate_schedule.empty())
+    if (auto s = rate_schedule::parse(cfg.rate_schedule); !s)
+      return bad(message_of(s.error()));
+  if ((cfg.sla_ttft_ms > 0) != (cfg.sla_itl_ms > 0) || cfg.sla_ttft_ms < 0 || cfg.sla_itl_ms < 0)
+    return bad("sla_ttft_ms and sla_itl_ms: both > 0, or neither");
+  if (!cfg.replicas_url.empty())
+    if (auto u = parse_http_url(cfg.replicas_url, "replicas_url"); !u)
+      return bad(message_of(u.error()));
+  if (!(cfg.window_s > 0) || cfg.static_gpus < 0 || !(cfg.gpus_per_replica > 0))
+    return bad("window_s and gpus_per_replica must be > 0, static_gpus >= 0");
   return {};
 }
 
@@ -223,10 +314,22 @@ expected<std::string> run_load(const load_config& in) {
   run_state warm;
   if (cfg.warmup_requests > 0)
     drive(client, cfg, warm, cfg.warmup_requests, false, rng);
+  std::optional<rate_schedule> sched;
+  if (!cfg.rate_schedule.empty())
+    sched = *rate_schedule::parse(cfg.rate_schedule); // validated
+  std::unique_ptr<replica_sampler> sampler;
+  if (!cfg.replicas_url.empty()) {
+    const http_url u = *parse_http_url(cfg.replicas_url, "replicas_url"); // validated
+    sampler = std::make_unique<replica_sampler>(u.host, u.port, u.target.empty() ? "/metrics" : u.target,
+                                                cfg.gpus_per_replica);
+    sampler->start();
+  }
   run_state st;
   auto t0 = clock::now();
-  drive(client, cfg, st, cfg.num_requests, true, rng);
+  drive(client, cfg, st, cfg.num_requests, true, rng, sched ? &*sched : nullptr);
   double wall = seconds_between(t0, clock::now());
+  if (sampler)
+    sampler->stop();
 
   json report;
   report["label"] = cfg.label;
@@ -249,6 +352,12 @@ expected<std::string> run_load(const load_config& in) {
   report["e2e_ms"] = summary_json(st.e2e);
   report["classes"] = classes_json(st);
   report["connections_opened"] = client.connections_opened();
+  if (sched) {
+    report["rate_schedule"] = cfg.rate_schedule;
+    report["expected_requests"] = sched->expected_requests();
+  }
+  if (cfg.sla_ttft_ms > 0)
+    report["sla"] = sla_json(cfg, st, sampler.get(), wall, sched);
   return report.dump(2);
 }
 

@@ -2,7 +2,8 @@
 // synthetic requests at a fixed concurrency (closed loop) or a Poisson request
 // rate (open loop), streaming every response, and summarises TTFT, ITL,
 // end-to-end latency and throughput, overall and per traffic class (short
-// chat requests vs long prompts). Used by dynamo-bench and dynamo-disagg-bench;
+// chat requests vs long prompts), and optionally (a rate schedule, SLA
+// targets, a replica count) SLA attainment over time and GPU-seconds. Used by dynamo-bench and dynamo-disagg-bench;
 // run_load() blocks the calling thread.
 #pragma once
 
@@ -33,6 +34,20 @@ struct load_config {
   uint64_t seed = 1;
   uint32_t io_threads = 1;
   std::string label;
+  /// Open loop whose rate follows "t:rate,..." (runtime/bench/rate_schedule):
+  /// the run lasts the schedule; num_requests and request_rate are unused.
+  /// concurrency still caps requests in flight: set it high.
+  std::string rate_schedule;
+  /// Both > 0: report the share of requests meeting both targets (TTFT, and
+  /// the request's mean ITL), overall and per timeline window.
+  double sla_ttft_ms = 0;
+  double sla_itl_ms = 0;
+  /// A /metrics URL (the planner's system server) whose
+  /// dynamo_planner_observed_replicas is summed once a second: GPU-seconds.
+  std::string replicas_url;
+  double static_gpus = 0;      ///< without replicas_url: GPU-seconds = this x duration
+  double gpus_per_replica = 1;
+  double window_s = 10;        ///< timeline window (schedule runs)
 };
 
 /// config_error naming the first bad field, if any.

@@ -32,6 +32,13 @@ int main(int argc, char** argv) {
     .option("token-hi", &cfg.token_hi, "largest random prompt token id")
     .option("seed", &seed, "RNG seed for prompts and arrivals")
     .option("io-threads", &cfg.io_threads, "client I/O threads")
+    .option("rate-schedule", &cfg.rate_schedule, "open loop whose rate follows t:rate,... (seconds:requests/s, linear between); the run lasts the schedule")
+    .option("sla-ttft-ms", &cfg.sla_ttft_ms, "with --sla-itl-ms: report the share of requests meeting both (TTFT, mean ITL)")
+    .option("sla-itl-ms", &cfg.sla_itl_ms, "see --sla-ttft-ms")
+    .option("replicas-url", &cfg.replicas_url, "planner /metrics URL: GPU-seconds from dynamo_planner_observed_replicas, sampled each second")
+    .option("static-gpus", &cfg.static_gpus, "without --replicas-url: GPU-seconds = this x duration")
+    .option("gpus-per-replica", &cfg.gpus_per_replica, "GPUs one replica counts for")
+    .option("window-s", &cfg.window_s, "SLA timeline window (seconds)")
     .option("label", &cfg.label, "free text copied into the report")
     .option("output", &output, "also write the JSON report to this file")
     .option("storm", &storm.storm, "cancel-storm: streams per storm")
@@ -41,7 +48,9 @@ int main(int argc, char** argv) {
     .option("busy-streams", &storm.busy_streams, "cancel-storm: streams already decoding when the storm arrives")
     .epilog("Examples:\n  dynamo-bench --url http://127.0.0.1:8000 --concurrency 64 --isl 512 --osl 128\n"
             "  dynamo-bench --long-fraction 0.1 --long-isl 4096 --long-osl 16   # chat + long prompts\n"
-            "  dynamo-bench --mode cancel-storm --endpoint chat --isl 512 --osl 8 --storm 50 --cancel-after-ms 500");
+            "  dynamo-bench --mode cancel-storm --endpoint chat --isl 512 --osl 8 --storm 50 --cancel-after-ms 500\n"
+            "  dynamo-bench --rate-schedule 0:2,60:16,120:2 --concurrency 4096 --sla-ttft-ms 500 --sla-itl-ms 20 \\\n"
+            "      --replicas-url http://127.0.0.1:9090/metrics   # bursty load against an SLA planner");
   if (auto code = dynamo::cli_exit_code("dynamo-bench", cli.parse(argc, argv)))
     return *code;
   cfg.seed = static_cast<uint64_t>(seed);

@@ -9,6 +9,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
+
 using namespace dynamo;
 
 int main(int argc, char** argv) {
@@ -45,6 +47,11 @@ int main(int argc, char** argv) {
   fo.tool_call_parser = tool_call_parser;
   fo.reasoning_parser = reasoning_parser;
   fo.anthropic_api = anthropic_api;
+  // Dynamo's DYN_METRICS_PREFIX and DYN_METRICS_{REQUEST_DURATION,TTFT,ITL}_{MIN,MAX,COUNT}.
+  auto metrics_cfg = metrics::frontend_metrics_config_from_env(std::getenv);
+  if (!metrics_cfg)
+    apps::die("dynamo-frontend", metrics_cfg.error());
+  fo.metrics = std::move(*metrics_cfg);
   auto fe = frontend::frontend_service::start(*rt.system, fo);
   if (!fe)
     apps::die("dynamo-frontend", fe.error());

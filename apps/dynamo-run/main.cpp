@@ -10,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 using namespace dynamo;
@@ -202,6 +203,11 @@ int main(int argc, char** argv) {
   fo.tool_call_parser = o.tool_call_parser;
   fo.reasoning_parser = o.reasoning_parser;
   fo.anthropic_api = o.anthropic_api;
+  // Dynamo's DYN_METRICS_PREFIX and DYN_METRICS_{REQUEST_DURATION,TTFT,ITL}_{MIN,MAX,COUNT}.
+  auto metrics_cfg = metrics::frontend_metrics_config_from_env(std::getenv);
+  if (!metrics_cfg)
+    apps::die("dynamo-run", metrics_cfg.error());
+  fo.metrics = std::move(*metrics_cfg);
   auto fe = frontend::frontend_service::start(*rt.system, fo);
   if (!fe)
     apps::die("dynamo-run", fe.error());

@@ -74,7 +74,9 @@ expected<std::string> etcd_client::call(std::string_view path, std::string body)
   auto deadline = std::chrono::steady_clock::now() + timeout_;
   caf::error last = make_error(errc::io_error, "etcd: no endpoint");
   size_t start = current_;
-  // Two tries per endpoint: the first may meet a pooled connection that etcd closed.
+  // Two tries per endpoint: a transient failure (etcd restarting, a timeout) gets a
+  // second chance before the next endpoint. (Stale pooled connections the http
+  // client handles itself.)
   for (size_t i = 0; i < 2 * endpoints_.size(); ++i) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left <= std::chrono::milliseconds{0})

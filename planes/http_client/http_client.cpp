@@ -12,6 +12,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <atomic>
@@ -40,6 +41,12 @@ struct connection {
   explicit operator bool() const noexcept { return plain || tls; }
   beast::tcp_stream& tcp() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
 };
+
+/// How a connection the server closed fails a request written to it.
+bool closed_by_peer(const beast::error_code& ec) {
+  return ec == asio::error::eof || ec == bhttp::error::end_of_stream || ec == asio::error::connection_reset ||
+         ec == asio::error::broken_pipe || ec == ssl::error::stream_truncated;
+}
 
 } // namespace
 
@@ -98,13 +105,18 @@ struct http_client::impl : std::enable_shared_from_this<impl> {
                   "': " + ec.message();
   }
 
+  /// A pooled connection the server has not closed meanwhile (one it closed
+  /// polls readable: end of stream, or a TLS close_notify), or none.
   connection take_idle() {
     std::lock_guard lk{mtx};
-    if (idle.empty())
-      return {};
-    auto c = std::move(idle.back());
-    idle.pop_back();
-    return c;
+    while (!idle.empty()) {
+      auto c = std::move(idle.back());
+      idle.pop_back();
+      pollfd p{c.tcp().socket().native_handle(), POLLIN, 0};
+      if (::poll(&p, 1, 0) == 0)
+        return c;
+    }
+    return {};
   }
 
   void give_back(connection c) {
@@ -151,9 +163,10 @@ struct http_client::impl : std::enable_shared_from_this<impl> {
   }
 
   // Sends the request on `s` and streams the response; false + ec on failure.
+  // `answered`: the response's headers arrived (the server took the request).
   template <class Stream>
-  asio::awaitable<bool> exchange(Stream& s, const client_request& req,
-                                 client_callbacks& cb, bool& keep_alive, beast::error_code& ec) {
+  asio::awaitable<bool> exchange(Stream& s, const client_request& req, client_callbacks& cb, bool& keep_alive,
+                                 bool& answered, beast::error_code& ec) {
     bhttp::request<bhttp::string_body> msg{bhttp::string_to_verb(req.method), req.target, 11};
     msg.set(bhttp::field::host, host);
     msg.set(bhttp::field::user_agent, "dynamo-http-client");
@@ -176,6 +189,7 @@ struct http_client::impl : std::enable_shared_from_this<impl> {
     co_await bhttp::async_read_header(s, buf, parser, asio::redirect_error(asio::use_awaitable, ec));
     if (ec)
       co_return false;
+    answered = true;
     if (cb.on_status)
       cb.on_status(parser.get().result_int());
     std::array<char, 16384> tmp;
@@ -198,13 +212,13 @@ struct http_client::impl : std::enable_shared_from_this<impl> {
 
   // One exchange on `c`, visible to the request's cancel token meanwhile.
   asio::awaitable<bool> attempt(connection& c, const client_request& req, client_callbacks& cb,
-                                bool& keep_alive, beast::error_code& ec) {
+                                bool& keep_alive, bool& answered, beast::error_code& ec) {
     if (!c)
       co_return false;
     if (req.cancel && !req.cancel->attach(c.tcp().socket().native_handle()))
       co_return false;
-    bool ok = c.tls ? co_await exchange(*c.tls, req, cb, keep_alive, ec)
-                    : co_await exchange(*c.plain, req, cb, keep_alive, ec);
+    bool ok = c.tls ? co_await exchange(*c.tls, req, cb, keep_alive, answered, ec)
+                    : co_await exchange(*c.plain, req, cb, keep_alive, answered, ec);
     if (req.cancel)
       req.cancel->detach();
     co_return ok;
@@ -228,12 +242,15 @@ struct http_client::impl : std::enable_shared_from_this<impl> {
       s = co_await connect(ec);
     }
     bool keep_alive = false;
-    bool ok = co_await attempt(s, req, cb, keep_alive, ec);
-    if (!ok && reused && !cb.on_status && !cancelled()) {
-      // A pooled connection may have been closed by the server: retry once fresh.
+    bool answered = false;
+    bool ok = co_await attempt(s, req, cb, keep_alive, answered, ec);
+    if (!ok && reused && !answered && !cancelled() && closed_by_peer(ec)) {
+      // The server closed the pooled connection as the request went out (a
+      // race take_idle()'s check cannot see): it never answered, so the
+      // request goes once more on a fresh connection.
       ec = {};
       s = co_await connect(ec);
-      ok = co_await attempt(s, req, cb, keep_alive, ec);
+      ok = co_await attempt(s, req, cb, keep_alive, answered, ec);
     }
     if (ok && keep_alive && !cancelled())
       give_back(std::move(s));

@@ -52,6 +52,30 @@ ssize_t read_full(int fd, void* data, size_t n) {
   return static_cast<ssize_t>(got);
 }
 
+/// Reads and verifies a block file from an open descriptor (from its start).
+read_status read_block_fd(int fd, uint64_t hash, std::span<std::byte> out) {
+  block_file_header h;
+  read_status status = read_status::ok;
+  const ssize_t n = read_full(fd, &h, sizeof h);
+  if (n < 0)
+    status = read_status::corrupt;
+  else if (static_cast<size_t>(n) < sizeof h)
+    status = read_status::truncated;
+  else if (h.magic != block_file_header::magic_value || h.version != block_file_header::version_value ||
+           h.sequence_hash != hash || h.length != out.size())
+    status = read_status::corrupt;
+  if (status == read_status::ok) {
+    const ssize_t m = read_full(fd, out.data(), out.size());
+    if (m < 0)
+      status = read_status::corrupt;
+    else if (static_cast<size_t>(m) < out.size())
+      status = read_status::truncated;
+    else if (block_checksum(out) != h.checksum)
+      status = read_status::corrupt;
+  }
+  return status;
+}
+
 } // namespace
 
 const char* to_string(read_status s) noexcept {
@@ -75,29 +99,6 @@ read_status read_block_file(const std::string& path, uint64_t hash, std::span<st
   const read_status s = read_block_fd(fd, hash, out);
   ::close(fd);
   return s;
-}
-
-read_status read_block_fd(int fd, uint64_t hash, std::span<std::byte> out) {
-  block_file_header h;
-  read_status status = read_status::ok;
-  const ssize_t n = read_full(fd, &h, sizeof h);
-  if (n < 0)
-    status = read_status::corrupt;
-  else if (static_cast<size_t>(n) < sizeof h)
-    status = read_status::truncated;
-  else if (h.magic != block_file_header::magic_value || h.version != block_file_header::version_value ||
-           h.sequence_hash != hash || h.length != out.size())
-    status = read_status::corrupt;
-  if (status == read_status::ok) {
-    const ssize_t m = read_full(fd, out.data(), out.size());
-    if (m < 0)
-      status = read_status::corrupt;
-    else if (static_cast<size_t>(m) < out.size())
-      status = read_status::truncated;
-    else if (block_checksum(out) != h.checksum)
-      status = read_status::corrupt;
-  }
-  return status;
 }
 
 expected<disk_store> disk_store::open(disk_store_config cfg) {

@@ -61,8 +61,6 @@ static_assert(sizeof(block_file_header) == 32);
 /// Reads the block file at `path` into `out` (whose size is the block's length)
 /// and verifies it is block `hash`. On a failure `out` may hold garbage.
 [[nodiscard]] read_status read_block_file(const std::string& path, uint64_t hash, std::span<std::byte> out);
-/// The same from an open file (read from its start); the caller closes it.
-[[nodiscard]] read_status read_block_fd(int fd, uint64_t hash, std::span<std::byte> out);
 
 class disk_store {
 public:

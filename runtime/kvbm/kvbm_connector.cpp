@@ -34,7 +34,7 @@ kvbm_connector::kvbm_connector(kv::kv_cache_manager& kv, kvbm_config cfg, std::o
                                uint64_t block_bytes, std::optional<disk_store> disk, clock_fn clock)
     : kv_(kv), cfg_(std::move(cfg)), g1_(g1), block_bytes_(block_bytes), clock_(std::move(clock)),
       host_(cfg_.host_bytes / block_bytes), disk_(std::move(disk)), filter_(cfg_.disk_filter),
-      onboard_(g1, cfg_.async_loads) {
+      onboard_(g1, cfg_.async_loads, disk_ && disk_->has_files() ? cfg_.disk_readers : 1) {
   kv_.track_registrations(true);
 }
 

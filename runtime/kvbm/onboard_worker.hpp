@@ -1,7 +1,8 @@
 // Moves onboarded KV blocks into the engine's KV memory (G1): host slabs by
-// copy, disk files by verified reads straight into the destination block. Runs
-// its jobs on one I/O thread of its own (or inline, for tests and policy-only
-// tiers), so other requests keep stepping while a prompt's blocks come in.
+// copy, disk files by verified reads straight into the destination block, many
+// files at once on a pool of readers. Runs its jobs on one I/O thread of its
+// own (or inline, for tests and policy-only tiers), so other requests keep
+// stepping while a prompt's blocks come in.
 // submit()/poll()/wait()/drain() are called from the engine's step thread;
 // only the I/O thread writes G1, and only into blocks the scheduler keeps out
 // of every batch (a request waiting for KV).
@@ -10,11 +11,14 @@
 #include "runtime/kvbm/block_lru.hpp"
 #include "runtime/kvbm/disk_store.hpp"
 
+#include "kernels/reference/thread_pool.hpp"
+
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -61,7 +65,8 @@ class onboard_worker {
 public:
   /// `g1`: where bytes go (nullopt: policy only, jobs finish at once with
   /// nothing moved). `threaded`: a thread of its own, else jobs run in submit().
-  onboard_worker(std::optional<g1_view> g1, bool threaded);
+  /// `disk_readers`: disk files read at once (the running thread included).
+  onboard_worker(std::optional<g1_view> g1, bool threaded, unsigned disk_readers = 1);
   ~onboard_worker(); ///< finishes what was submitted, then joins
   onboard_worker(const onboard_worker&) = delete;
   onboard_worker& operator=(const onboard_worker&) = delete;
@@ -82,6 +87,8 @@ private:
   void loop();
 
   std::optional<g1_view> g1_;
+  /// Reads a job's disk items in parallel; driven only by the thread running jobs.
+  std::unique_ptr<kernels::ref::thread_pool> readers_;
   mutable std::mutex mtx_;
   std::condition_variable work_cv_; ///< jobs queued, or stopping
   std::condition_variable done_cv_; ///< a job finished

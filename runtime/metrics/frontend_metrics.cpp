@@ -1,5 +1,10 @@
 #include "runtime/metrics/frontend_metrics.hpp"
 
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+
 namespace dynamo::metrics {
 
 std::string_view to_string(endpoint_label v) noexcept {
@@ -57,6 +62,59 @@ error_type error_type_of(errc code) noexcept {
     case errc::internal: return error_type::internal;
   }
   return error_type::internal;
+}
+
+namespace {
+
+/// Reads DYN_METRICS_<name>_{MIN,MAX,COUNT} over `spec`.
+caf::error read_buckets(const std::function<const char*(const char*)>& env, const std::string& name,
+                        bucket_spec& spec) {
+  auto number = [&](const std::string& var, double& out) -> caf::error {
+    const char* v = env(var.c_str());
+    if (v == nullptr || *v == '\0')
+      return {};
+    char* end = nullptr;
+    const double d = std::strtod(v, &end);
+    if (end == v || *end != '\0' || !std::isfinite(d))
+      return make_error(errc::config_error, var + "='" + v + "': not a number");
+    out = d;
+    return {};
+  };
+  const std::string base = "DYN_METRICS_" + name;
+  double count = static_cast<double>(spec.count);
+  if (auto e = number(base + "_MIN", spec.min))
+    return e;
+  if (auto e = number(base + "_MAX", spec.max))
+    return e;
+  if (auto e = number(base + "_COUNT", count))
+    return e;
+  if (!(spec.min > 0 && spec.min < spec.max))
+    return make_error(errc::config_error, fmt::format("{}_MIN/_MAX: need 0 < min < max (got {} and {})", base,
+                                                      spec.min, spec.max));
+  if (!(count >= 1 && count <= 64 && count == std::floor(count)))
+    return make_error(errc::config_error, fmt::format("{}_COUNT: a whole number in [1, 64] (got {})", base, count));
+  spec.count = static_cast<size_t>(count);
+  return {};
+}
+
+} // namespace
+
+expected<frontend_metrics_config>
+frontend_metrics_config_from_env(const std::function<const char*(const char*)>& env) {
+  frontend_metrics_config cfg;
+  if (const char* p = env("DYN_METRICS_PREFIX"); p != nullptr && *p != '\0') {
+    if (!is_metric_name(p))
+      return make_error(errc::config_error,
+                        std::string{"DYN_METRICS_PREFIX='"} + p + "': not a Prometheus metric name");
+    cfg.prefix = p;
+  }
+  if (auto e = read_buckets(env, "REQUEST_DURATION", cfg.request_duration))
+    return e;
+  if (auto e = read_buckets(env, "TTFT", cfg.time_to_first_token))
+    return e;
+  if (auto e = read_buckets(env, "ITL", cfg.inter_token_latency))
+    return e;
+  return cfg;
 }
 
 expected<std::unique_ptr<frontend_metrics>>

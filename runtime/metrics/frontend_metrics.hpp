@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +27,15 @@ struct frontend_metrics_config {
   bucket_spec time_to_first_token{0.001, 480.0, 18};    ///< seconds
   bucket_spec inter_token_latency{0.001, 2.0, 13};      ///< seconds
 };
+
+/// The defaults with Dynamo's environment overrides applied: DYN_METRICS_PREFIX,
+/// and DYN_METRICS_{REQUEST_DURATION,TTFT,ITL}_{MIN,MAX,COUNT}. `env` looks a
+/// variable up (std::getenv in the apps; null or "" when unset). config_error
+/// naming the variable for a value that is not a number, a bucket range that
+/// is not 0 < min < max, a count outside [1, 64], or a prefix that is not a
+/// Prometheus metric name.
+[[nodiscard]] expected<frontend_metrics_config>
+frontend_metrics_config_from_env(const std::function<const char*(const char*)>& env);
 
 /// Label values, spelled as Dynamo spells them.
 /// The `endpoint` label: Dynamo's names for its OpenAI routes, plus this

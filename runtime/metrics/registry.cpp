@@ -10,15 +10,15 @@
 
 namespace dynamo::metrics {
 
-namespace {
-
-bool is_metric_name(std::string_view s) {
+bool is_metric_name(std::string_view s) noexcept {
   if (s.empty())
     return false;
   auto first = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == ':'; };
   auto rest = [&](char c) { return first(c) || std::isdigit(static_cast<unsigned char>(c)); };
   return first(s[0]) && std::all_of(s.begin() + 1, s.end(), rest);
 }
+
+namespace {
 
 bool is_label_name(std::string_view s) {
   if (s.empty() || s.starts_with("__"))

@@ -18,6 +18,9 @@
 
 namespace dynamo::metrics {
 
+/// Whether `s` is a valid Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*).
+[[nodiscard]] bool is_metric_name(std::string_view s) noexcept;
+
 /// Values of a series' labels, in the order of the family's label names.
 using label_values = std::vector<std::string>;
 

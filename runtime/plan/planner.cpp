@@ -1,5 +1,6 @@
 #include "runtime/plan/planner.hpp"
 
+#include "runtime/plan/aggregated_sizing.hpp"
 #include "runtime/plan/budget.hpp"
 
 #include <fmt/format.h>
@@ -226,6 +227,20 @@ std::optional<uint32_t> planner::throughput_floor(size_t i, pool_status& st) con
   st.sla = estimate_sla(*spec.profile, {cfg_.ttft_ms, cfg_.itl_ms}, effective_isl, t.osl);
   if (!st.sla)
     return std::nullopt;
+  if (spec.role == config::worker_role::aggregated) {
+    // Prompts and decoding share the engines: size by the ITL and TTFT the
+    // interference leaves (aggregated_sizing.hpp), not by summed capacities,
+    // which let a pool run so busy with prompts that decoding misses ITL.
+    const uint32_t per = std::max(1u, spec.workers_per_replica);
+    const uint32_t max_engines = cfg_.max_replicas * per;
+    const sla_targets targets{cfg_.ttft_ms, cfg_.itl_ms};
+    if (auto n = aggregated_engines_for_sla(*spec.profile, targets, t.request_rate, effective_isl, t.osl, max_engines))
+      return (*n + per - 1) / per;
+    // More traffic than max_replicas can serve within the targets: all of them.
+    // (Targets no engine meets even unloaded fall through to the capacity model.)
+    if (aggregated_engines_for_sla(*spec.profile, targets, 0.0, effective_isl, t.osl, 1))
+      return cfg_.max_replicas;
+  }
   replica_capacity cap;
   cap.prefill_tokens_per_s = st.sla->prefill_tokens_per_s * spec.workers_per_replica;
   cap.decode_tokens_per_s = st.sla->decode_tokens_per_s * spec.workers_per_replica;

@@ -143,8 +143,13 @@ std::optional<traffic> traffic_between(const traffic_counters& a, const traffic_
       b.osl_sum < a.osl_sum || b.osl_count < a.osl_count || b.cached_sum < a.cached_sum)
     return std::nullopt;
   traffic t;
-  t.request_rate = (b.requests - a.requests) / seconds;
   double isl_n = b.isl_count - a.isl_count, osl_n = b.osl_count - a.osl_count;
+  // Arrivals: a prompt's length is observed when the request comes in, while
+  // requests_total counts it when it ends, up to a whole generation later and
+  // later still the more the pool is overloaded. Frontends without the
+  // histogram fall back to requests_total.
+  const bool has_isl = b.isl_count > 0;
+  t.request_rate = (has_isl ? isl_n : b.requests - a.requests) / seconds;
   double isl_tokens = b.isl_sum - a.isl_sum;
   t.isl = isl_n > 0 ? isl_tokens / isl_n : 0.0;
   t.osl = osl_n > 0 ? (b.osl_sum - a.osl_sum) / osl_n : 0.0;

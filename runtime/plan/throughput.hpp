@@ -35,7 +35,7 @@ parse_frontend_metrics(std::string_view text, std::string_view prefix = "dynamo_
 
 /// Traffic over an interval.
 struct traffic {
-  double request_rate = 0; ///< requests per second
+  double request_rate = 0; ///< arrivals per second (prompts seen; else requests ended)
   double isl = 0;          ///< mean input tokens per request
   double osl = 0;          ///< mean output tokens per request
   double kv_hit_rate = 0;  ///< cached / input tokens, in [0, 1]

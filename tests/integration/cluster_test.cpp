@@ -7,6 +7,7 @@
 #include "planes/discovery/file_discovery.hpp"
 #include "runtime/mocker/mock_executor.hpp"
 #include "runtime/mocker/token_stream.hpp"
+#include "tests/support/temp_dir.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -19,21 +20,9 @@ using namespace dynamo;
 using namespace dynamo::actors;
 using namespace std::chrono_literals;
 
-namespace {
+using dynamo::test::temp_dir;
 
-struct temp_dir {
-  std::filesystem::path path;
-  temp_dir() {
-    path = std::filesystem::temp_directory_path() /
-           ("dynamo-cluster-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
-    std::filesystem::create_directories(path);
-  }
-  ~temp_dir() { std::filesystem::remove_all(path); }
-  static int& counter() {
-    static int c = 0;
-    return c;
-  }
-};
+namespace {
 
 struct result {
   std::mutex mtx;
@@ -76,7 +65,7 @@ bool eventually(Pred p, std::chrono::milliseconds limit = 5s) {
 }
 
 struct cluster {
-  temp_dir dir;
+  temp_dir dir{"dynamo-cluster-test"};
   actor_runtime rt = make_actor_system(2);
   std::unique_ptr<planes::discovery_plane> discovery;
   std::unique_ptr<worker_service> workers;

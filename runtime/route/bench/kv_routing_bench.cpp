@@ -52,6 +52,8 @@ struct options {
   double lower_tier_weight = kv_router_config{}.router_lower_tier_weight; ///< --router-lower-tier-weight
   double overlap_weight = kv_router_config{}.overlap_score_weight; ///< --kv-overlap-score-weight
   bool cpu_engine = false; ///< --cpu-engine: also the KVBM variants on one real CPU engine
+  bool disk_onboard = false; ///< --disk-onboard: only the disk tier's read path
+  bench::disk_onboard_options disk;
   bench::cpu_bench_options cpu;
 };
 
@@ -395,6 +397,11 @@ constexpr const char* usage =
     "  [--cpu-engine] [--cpu-model PATH] [--cpu-sessions 8] [--cpu-turns 4] [--cpu-system-tokens 256]\n"
     "  [--cpu-min-user-tokens 64] [--cpu-max-user-tokens 192] [--cpu-output-tokens 8] [--cpu-g1-blocks 96]\n"
     "  [--cpu-host-blocks 64] [--cpu-disk-path /tmp/dynamo-kvbm-bench] [--cpu-threads 0]\n"
+    "  [--disk-onboard] [--disk-blocks 1024] [--disk-block-bytes 368640] [--disk-job-blocks 16]\n"
+    "  [--disk-readers 1,2,4,8,16] [--disk-rounds 3]\n"
+    "--disk-onboard measures only the KVBM disk tier's read path (onboarding block files\n"
+    "under --cpu-disk-path into memory, page cache dropped, per reader count) against the\n"
+    "device's sequential read speed in the same run, and prints that JSON alone.\n"
     "--cpu-engine adds \"cpu_engine\": the same KVBM variants (off, host, host+disk with a\n"
     "host tier of --cpu-host-blocks) on one CPU engine with --cpu-g1-blocks of KV, sessions\n"
     "taking turns one request at a time (wall-clock TTFT), with the disk's sequential read\n"
@@ -418,6 +425,10 @@ bool parse(int argc, char** argv, options& o) {
     }
     if (f == "--cpu-engine") {
       o.cpu_engine = true;
+      continue;
+    }
+    if (f == "--disk-onboard") {
+      o.disk_onboard = true;
       continue;
     }
     if (f == "--smoke") {
@@ -477,7 +488,16 @@ bool parse(int argc, char** argv, options& o) {
     else if (f == "--cpu-output-tokens") o.cpu.output_tokens = number<uint32_t>(f, v);
     else if (f == "--cpu-g1-blocks") o.cpu.g1_blocks = number<uint32_t>(f, v);
     else if (f == "--cpu-host-blocks") o.cpu.host_blocks_small = number<uint32_t>(f, v);
-    else if (f == "--cpu-disk-path") o.cpu.disk_path = std::string{v};
+    else if (f == "--cpu-disk-path") o.cpu.disk_path = o.disk.disk_path = std::string{v};
+    else if (f == "--disk-blocks") o.disk.blocks = number<uint32_t>(f, v);
+    else if (f == "--disk-block-bytes") o.disk.block_bytes = number<uint64_t>(f, v);
+    else if (f == "--disk-job-blocks") o.disk.job_blocks = number<uint32_t>(f, v);
+    else if (f == "--disk-rounds") o.disk.rounds = number<uint32_t>(f, v);
+    else if (f == "--disk-readers") {
+      o.disk.readers.clear();
+      for (double r : numbers(f, v))
+        o.disk.readers.push_back(static_cast<unsigned>(r));
+    }
     else if (f == "--cpu-threads") o.cpu.threads = number<unsigned>(f, v);
     else {
       std::fprintf(stderr, "unknown option %s (try --help)\n", argv[i - 1]);
@@ -561,6 +581,10 @@ int main(int argc, char** argv) {
   apply_preset(o, "agent");
   if (!parse(argc, argv, o))
     return 0;
+  if (o.disk_onboard) {
+    fmt::print(R"({{"bench": "dynamo-kv-routing-bench", "disk_onboard": {}}})" "\n", bench::disk_onboard_json(o.disk));
+    return 0;
+  }
   if (auto ok = mocker::validate(o.engine); !ok) {
     std::fprintf(stderr, "%s\n", describe(ok.error()).c_str());
     return 2;

@@ -1,6 +1,8 @@
 #include "runtime/route/bench/kvbm_cpu_bench.hpp"
 
 #include "runtime/engine/engine_core.hpp"
+#include "runtime/kvbm/disk_store.hpp"
+#include "runtime/kvbm/onboard_worker.hpp"
 #include "runtime/model/cpu_executor.hpp"
 #include "runtime/model/decoder_model.hpp"
 
@@ -294,6 +296,78 @@ std::string cpu_engine_json(const cpu_bench_options& o) {
   variants.clear(); // engines (and their I/O threads) go before their files
   fs::remove_all(host_disk.disk_path, ec);
   return out;
+}
+
+namespace {
+
+/// Onboards every block of `disk` into `g1` in jobs of `job_blocks`, with
+/// `readers` reading at once; returns payload GB/s over the jobs' read time.
+double onboard_pass(const kvbm::disk_store& disk, const std::vector<uint64_t>& hashes, kvbm::g1_view g1,
+                    uint32_t job_blocks, unsigned readers) {
+  drop_page_cache(disk.directory());
+  kvbm::onboard_worker w(g1, /*threaded=*/true, readers);
+  for (size_t first = 0; first < hashes.size(); first += job_blocks) {
+    kvbm::onboard_job job{fmt::format("j{}", first), {}};
+    for (size_t i = first; i < std::min(hashes.size(), first + job_blocks); ++i)
+      job.items.push_back({static_cast<uint32_t>(i - first), hashes[i], nullptr, disk.path_of(hashes[i])});
+    w.submit(std::move(job));
+    w.drain(); // one request's onboarding at a time, as a prompt waits for it
+  }
+  uint64_t bytes = 0;
+  double seconds = 0;
+  for (const kvbm::onboard_done& d : w.poll()) {
+    if (!d.ok)
+      fail("onboarding " + d.request_id + " failed");
+    bytes += d.disk_bytes;
+    seconds += d.disk_seconds;
+  }
+  return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0.0;
+}
+
+} // namespace
+
+std::string disk_onboard_json(const disk_onboard_options& o) {
+  if (o.blocks == 0 || o.job_blocks == 0 || o.block_bytes == 0 || o.readers.empty() || o.rounds == 0)
+    fail("bad --disk-onboard options");
+  const std::string dir = o.disk_path + "/onboard";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  auto disk = kvbm::disk_store::open({.path = dir, .capacity_blocks = o.blocks, .min_free_bytes = 0});
+  if (!disk)
+    fail(describe(disk.error()));
+  std::vector<uint64_t> hashes(o.blocks);
+  std::vector<std::byte> bytes(o.block_bytes);
+  std::mt19937_64 rng(11);
+  for (uint32_t b = 0; b < o.blocks; ++b) {
+    hashes[b] = rng();
+    for (auto& x : bytes)
+      x = std::byte(static_cast<uint8_t>(rng()));
+    if (disk->write(hashes[b], bytes).status != kvbm::write_status::stored)
+      fail("cannot write block files under " + dir);
+  }
+  std::vector<std::byte> g1_bytes(uint64_t{o.job_blocks} * o.block_bytes);
+  const kvbm::g1_view g1{g1_bytes.data(), o.block_bytes, o.block_bytes, o.job_blocks};
+  std::vector<std::vector<double>> gbps(o.readers.size());
+  std::vector<double> seq;
+  for (uint32_t r = 0; r < o.rounds; ++r) {
+    seq.push_back(sequential_read_gbps(o.disk_path, size_t{256} << 20));
+    for (size_t k = 0; k < o.readers.size(); ++k)
+      gbps[k].push_back(onboard_pass(*disk, hashes, g1, o.job_blocks, o.readers[k]));
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  const double seq_median = median(seq);
+  std::string rows;
+  for (size_t k = 0; k < o.readers.size(); ++k)
+    rows += fmt::format(R"({}{{"disk_readers": {}, "gbps": [{:.3f}], "median_gbps": {:.3f}, "of_sequential": {:.2f}}})",
+                        k ? ", " : "", o.readers[k], fmt::join(gbps[k], ", "), median(gbps[k]),
+                        seq_median > 0 ? median(gbps[k]) / seq_median : 0.0);
+  fs::remove_all(dir, ec);
+  return fmt::format(R"({{"block_bytes": {}, "blocks": {}, "job_blocks": {}, "rounds": {}, )"
+                     R"("sequential_read_gbps": [{:.3f}], "passes": [{}]}})",
+                     o.block_bytes, o.blocks, o.job_blocks, o.rounds, fmt::join(seq, ", "), rows);
 }
 
 } // namespace dynamo::route::bench

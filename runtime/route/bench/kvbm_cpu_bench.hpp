@@ -5,12 +5,14 @@
 // KVBM off, host tier, and host + disk (real bytes through block files, read
 // from the device: the bench drops their pages from the page cache before each
 // request), the three engines taking turns request by request. Also measures
-// the disk's own sequential read speed under the disk path, in the same run.
+// the disk's own sequential read speed under the disk path, in the same run;
+// and (--disk-onboard) the disk tier's read path alone against that speed.
 // Called from the bench's main thread.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace dynamo::route::bench {
 
@@ -32,5 +34,20 @@ struct cpu_bench_options {
 
 /// Runs the three variants and returns one JSON object (no trailing newline).
 [[nodiscard]] std::string cpu_engine_json(const cpu_bench_options& o);
+
+/// --disk-onboard: the G3 read path alone. Writes `blocks` block files of
+/// `block_bytes` through a disk_store, then onboards them all with
+/// onboard_worker, `job_blocks` per job, once per reader count, page cache
+/// dropped before each pass, rounds alternating the reader counts; and the
+/// device's sequential read speed in the same run (one JSON object).
+struct disk_onboard_options {
+  std::string disk_path = "/tmp/dynamo-kvbm-bench";
+  uint64_t block_bytes = 368640; ///< SmolLM2-135M, 16 tokens, fp16 KV
+  uint32_t blocks = 1024;
+  uint32_t job_blocks = 16;      ///< blocks onboarded per request
+  std::vector<unsigned> readers{1, 2, 4, 8, 16};
+  uint32_t rounds = 3;
+};
+[[nodiscard]] std::string disk_onboard_json(const disk_onboard_options& o);
 
 } // namespace dynamo::route::bench

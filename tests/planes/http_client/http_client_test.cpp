@@ -5,10 +5,17 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
 
 using namespace dynamo;
 
@@ -61,7 +68,105 @@ private:
   std::shared_ptr<http::http_responder> keep_;
 };
 
+/// A raw TCP server that plays a script per accepted connection: answer the
+/// first request "ok" with keep-alive, then either close at once (an idle
+/// connection the server times out) or read the next request and close
+/// without answering (the close racing the client's reuse); or answer nothing.
+class scripted_server {
+public:
+  enum class after_first { close_idle, close_on_next_request, never_answer };
+  explicit scripted_server(std::vector<after_first> script) : script_(std::move(script)) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    BOOST_REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    socklen_t len = sizeof a;
+    BOOST_REQUIRE(::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+    port_ = ntohs(a.sin_port);
+    BOOST_REQUIRE(::listen(fd_, 8) == 0);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~scripted_server() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+  }
+  [[nodiscard]] uint16_t port() const { return port_; }
+  [[nodiscard]] int accepted() const { return accepted_.load(); }
+
+private:
+  /// Reads one request's head (these requests have no body); false at EOF.
+  static bool read_request(int c) {
+    std::string got;
+    char buf[1024];
+    while (got.find("\r\n\r\n") == std::string::npos) {
+      const ssize_t n = ::read(c, buf, sizeof buf);
+      if (n <= 0)
+        return false;
+      got.append(buf, static_cast<size_t>(n));
+    }
+    return true;
+  }
+  void serve() {
+    for (size_t i = 0;; ++i) {
+      const int c = ::accept(fd_, nullptr, nullptr);
+      if (c < 0)
+        return;
+      ++accepted_;
+      const after_first what = i < script_.size() ? script_[i] : after_first::close_idle;
+      if (read_request(c) && what != after_first::never_answer) {
+        constexpr std::string_view ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok";
+        (void)!::write(c, ok.data(), ok.size());
+        if (what == after_first::close_on_next_request)
+          (void)read_request(c);
+      }
+      ::close(c);
+    }
+  }
+  std::vector<after_first> script_;
+  int fd_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<int> accepted_{0};
+  std::thread thread_;
+};
+
 } // namespace
+
+BOOST_AUTO_TEST_CASE(a_pooled_connection_the_server_closed_is_not_used) {
+  scripted_server srv({scripted_server::after_first::close_idle});
+  http::http_client client("127.0.0.1", srv.port());
+  BOOST_REQUIRE(client.request({"GET", "/a", "", ""}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100)); // the server's close arrives
+  auto r = client.request({"POST", "/b", "{}", "application/json"});
+  BOOST_REQUIRE_MESSAGE(r, (r ? "" : describe(r.error())));
+  BOOST_TEST(r->body == "ok");
+  BOOST_TEST(srv.accepted() == 2);
+}
+
+BOOST_AUTO_TEST_CASE(a_request_the_closing_server_never_answered_goes_once_more) {
+  using w = scripted_server::after_first;
+  scripted_server srv({w::close_on_next_request, w::close_idle});
+  http::http_client client("127.0.0.1", srv.port());
+  BOOST_REQUIRE(client.request({"GET", "/a", "", ""}));
+  // Written to the pooled connection, which the server closes unanswered:
+  // sent again on a fresh one, which answers.
+  auto r = client.request({"POST", "/b", "{}", "application/json"});
+  BOOST_REQUIRE_MESSAGE(r, (r ? "" : describe(r.error())));
+  BOOST_TEST(r->body == "ok");
+  BOOST_TEST(srv.accepted() == 2);
+}
+
+BOOST_AUTO_TEST_CASE(the_retry_is_one_fresh_connection_only) {
+  using w = scripted_server::after_first;
+  scripted_server srv({w::close_on_next_request, w::never_answer, w::close_idle});
+  http::http_client client("127.0.0.1", srv.port());
+  BOOST_REQUIRE(client.request({"GET", "/a", "", ""}));
+  auto r = client.request({"GET", "/b", "", ""});
+  BOOST_REQUIRE(!r);
+  BOOST_TEST(static_cast<int>(code_of(r.error())) == static_cast<int>(errc::io_error));
+  BOOST_TEST(srv.accepted() == 2);
+}
 
 BOOST_FIXTURE_TEST_SUITE(http_client_suite, fixture)
 

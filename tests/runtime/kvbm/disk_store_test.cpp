@@ -1,4 +1,5 @@
 #include "runtime/kvbm/disk_store.hpp"
+#include "tests/support/temp_dir.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -10,21 +11,9 @@ using namespace dynamo;
 using namespace dynamo::kvbm;
 namespace fs = std::filesystem;
 
-namespace {
+using dynamo::test::temp_dir;
 
-/// A fresh directory under the system temp dir, removed at the end.
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    std::string tmpl = (fs::temp_directory_path() / "kvbm-test-XXXXXX").string();
-    BOOST_REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+namespace {
 
 std::vector<std::byte> block(size_t n, uint8_t seed) {
   std::vector<std::byte> b(n);
@@ -44,7 +33,7 @@ disk_store open_store(const fs::path& dir, uint64_t capacity, uint64_t min_free 
 BOOST_AUTO_TEST_SUITE(disk_store_suite)
 
 BOOST_AUTO_TEST_CASE(a_written_block_reads_back_verified) {
-  temp_dir d;
+  temp_dir d("kvbm-test");
   disk_store s = open_store(d.path / "g3", 4);
   const auto b = block(100, 3);
   BOOST_TEST((s.write(42, b).status == write_status::stored));
@@ -62,7 +51,7 @@ BOOST_AUTO_TEST_CASE(a_written_block_reads_back_verified) {
 }
 
 BOOST_AUTO_TEST_CASE(corrupt_and_truncated_files_are_misses) {
-  temp_dir d;
+  temp_dir d("kvbm-test");
   disk_store s = open_store(d.path, 4);
   const auto b = block(64, 9);
   BOOST_REQUIRE((s.write(1, b).status == write_status::stored));
@@ -84,7 +73,7 @@ BOOST_AUTO_TEST_CASE(corrupt_and_truncated_files_are_misses) {
 }
 
 BOOST_AUTO_TEST_CASE(full_store_evicts_the_oldest_file) {
-  temp_dir d;
+  temp_dir d("kvbm-test");
   disk_store s = open_store(d.path, 2);
   const auto b = block(16, 1);
   (void)s.write(1, b);
@@ -99,7 +88,7 @@ BOOST_AUTO_TEST_CASE(full_store_evicts_the_oldest_file) {
 }
 
 BOOST_AUTO_TEST_CASE(a_disk_short_of_space_skips_the_write) {
-  temp_dir d;
+  temp_dir d("kvbm-test");
   disk_store s = open_store(d.path, 2, UINT64_MAX / 2); // no file system has that much free
   auto r = s.write(5, block(16, 1));
   BOOST_TEST((r.status == write_status::disk_full));
@@ -108,7 +97,7 @@ BOOST_AUTO_TEST_CASE(a_disk_short_of_space_skips_the_write) {
 }
 
 BOOST_AUTO_TEST_CASE(opening_removes_stale_block_files_only) {
-  temp_dir d;
+  temp_dir d("kvbm-test");
   {
     disk_store s = open_store(d.path, 2);
     (void)s.write(1, block(8, 1));

@@ -4,6 +4,7 @@
 // filter, integrity misses, quarantine, and the tier events.
 #include "runtime/kv/block_hash.hpp"
 #include "runtime/kvbm/kvbm_connector.hpp"
+#include "tests/support/temp_dir.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -16,23 +17,12 @@ using namespace dynamo::kvbm;
 namespace fs = std::filesystem;
 using ids = std::vector<uint32_t>;
 
+using dynamo::test::temp_dir;
+
 namespace {
 
 constexpr uint32_t bs = 4;         // tokens per block
 constexpr uint64_t block_size = 8; // bytes per block
-
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    std::string tmpl = (fs::temp_directory_path() / "kvbm-conn-XXXXXX").string();
-    BOOST_REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 /// An engine's cache of 6 blocks, its KV bytes, and a connector over both.
 struct fixture {
@@ -165,7 +155,7 @@ BOOST_AUTO_TEST_CASE(the_g1_prefix_is_not_loaded_again) {
 }
 
 BOOST_AUTO_TEST_CASE(blocks_reach_disk_the_second_time_and_come_back_verified) {
-  temp_dir d;
+  temp_dir d("kvbm-conn");
   fixture f({.host_bytes = 2 * block_size, .disk_bytes = 10 * block_size, .disk_path = d.path.string(),
              .disk_min_free_bytes = 0});
   const auto hashes = kv::sequence_hashes_of_tokens(prompt, bs);
@@ -204,7 +194,7 @@ BOOST_AUTO_TEST_CASE(blocks_reach_disk_the_second_time_and_come_back_verified) {
 }
 
 BOOST_AUTO_TEST_CASE(a_hit_in_g1_is_an_offer_to_disk) {
-  temp_dir d;
+  temp_dir d("kvbm-conn");
   fixture f({.host_bytes = 0, .disk_bytes = 10 * block_size, .disk_path = d.path.string(),
              .disk_min_free_bytes = 0});
   const auto hashes = kv::sequence_hashes_of_tokens(prompt, bs);
@@ -228,7 +218,7 @@ BOOST_AUTO_TEST_CASE(a_hit_in_g1_is_an_offer_to_disk) {
 }
 
 BOOST_AUTO_TEST_CASE(a_corrupt_disk_block_is_a_counted_miss_and_the_load_fails) {
-  temp_dir d;
+  temp_dir d("kvbm-conn");
   fixture f({.host_bytes = 0, .disk_bytes = 10 * block_size, .disk_path = d.path.string(),
              .disk_min_free_bytes = 0, .disk_filter = {.min_frequency = 1}});
   const auto hashes = kv::sequence_hashes_of_tokens(prompt, bs);
@@ -263,7 +253,7 @@ BOOST_AUTO_TEST_CASE(a_corrupt_disk_block_is_a_counted_miss_and_the_load_fails) 
 }
 
 BOOST_AUTO_TEST_CASE(a_full_disk_skips_offload_and_counts_it) {
-  temp_dir d;
+  temp_dir d("kvbm-conn");
   fixture f({.host_bytes = 10 * block_size, .disk_bytes = 10 * block_size, .disk_path = d.path.string(),
              .disk_min_free_bytes = UINT64_MAX / 2, .disk_filter = {.min_frequency = 1}});
   f.compute(prompt, 0x70);

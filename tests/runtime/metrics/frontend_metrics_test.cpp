@@ -2,6 +2,9 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <map>
+#include <string>
+
 using namespace dynamo;
 using namespace dynamo::metrics;
 using namespace std::chrono_literals;
@@ -147,6 +150,62 @@ BOOST_AUTO_TEST_CASE(a_served_model_has_its_success_series_at_zero_before_any_re
   m->count_request("m", endpoint_label::completions, request_type::unary, error_type::none);
   m->register_model("m");
   BOOST_TEST(requests("m", "completions", "unary", "success", "") == 1.0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(frontend_metrics_env)
+
+namespace {
+
+/// A lookup over fixed variables (what std::getenv would return).
+auto env_of(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](const char* name) -> const char* {
+    auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  };
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(unset_variables_keep_dynamos_defaults) {
+  auto cfg = frontend_metrics_config_from_env(env_of({{"DYN_METRICS_TTFT_MIN", ""}}));
+  BOOST_REQUIRE(cfg);
+  const frontend_metrics_config def;
+  BOOST_TEST(cfg->prefix == "dynamo_frontend");
+  BOOST_TEST(cfg->request_duration.bounds() == def.request_duration.bounds());
+  BOOST_TEST(cfg->time_to_first_token.bounds() == def.time_to_first_token.bounds());
+}
+
+BOOST_AUTO_TEST_CASE(variables_set_the_prefix_and_the_bucket_ranges) {
+  auto cfg = frontend_metrics_config_from_env(env_of({{"DYN_METRICS_PREFIX", "edge"},
+                                                      {"DYN_METRICS_REQUEST_DURATION_MIN", "0.01"},
+                                                      {"DYN_METRICS_REQUEST_DURATION_MAX", "100"},
+                                                      {"DYN_METRICS_REQUEST_DURATION_COUNT", "5"},
+                                                      {"DYN_METRICS_ITL_MAX", "4"}}));
+  BOOST_REQUIRE(cfg);
+  BOOST_TEST(cfg->prefix == "edge");
+  BOOST_TEST(cfg->request_duration.bounds() == (std::vector<double>{0, 0.1, 1, 10, 100}),
+             boost::test_tools::per_element());
+  BOOST_TEST(cfg->inter_token_latency.max == 4.0);
+  BOOST_TEST(cfg->inter_token_latency.min == 0.001);
+  registry reg;
+  auto m = frontend_metrics::create(reg, *cfg);
+  BOOST_REQUIRE(m);
+  BOOST_TEST(reg.render().find("# TYPE edge_request_duration_seconds histogram") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(bad_values_name_their_variable) {
+  auto why = [](std::map<std::string, std::string> vars) {
+    auto cfg = frontend_metrics_config_from_env(env_of(std::move(vars)));
+    return cfg ? std::string{"accepted"} : message_of(cfg.error());
+  };
+  BOOST_TEST(why({{"DYN_METRICS_TTFT_MIN", "fast"}}).find("DYN_METRICS_TTFT_MIN='fast'") != std::string::npos);
+  BOOST_TEST(why({{"DYN_METRICS_TTFT_MIN", "1000"}}).find("DYN_METRICS_TTFT_MIN/_MAX") != std::string::npos);
+  BOOST_TEST(why({{"DYN_METRICS_ITL_MIN", "0"}}).find("DYN_METRICS_ITL_MIN/_MAX") != std::string::npos);
+  BOOST_TEST(why({{"DYN_METRICS_ITL_COUNT", "2.5"}}).find("DYN_METRICS_ITL_COUNT") != std::string::npos);
+  BOOST_TEST(why({{"DYN_METRICS_ITL_COUNT", "100"}}).find("DYN_METRICS_ITL_COUNT") != std::string::npos);
+  BOOST_TEST(why({{"DYN_METRICS_PREFIX", "my-app"}}).find("DYN_METRICS_PREFIX") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -122,14 +122,14 @@ BOOST_AUTO_TEST_CASE(yarn_rope_scaling_is_refused_linear_scaling_is_read) {
 }
 
 BOOST_AUTO_TEST_CASE(every_architecture_reads_its_own_keys_and_tensors) {
-  random_model_options o = test::test_model_options();
+  random_model_options o = model::test::test_model_options();
   o.arch = architecture::qwen3moe;
   o.n_head = 4;
   o.head_dim = 32; // q width 128 != n_embd 64: attention.key_length
   o.n_expert = 6;
   o.n_expert_used = 2;
   o.n_ff_expert = 96;
-  auto m = test::tiny_model(o);
+  auto m = model::test::tiny_model(o);
   const decoder_config& c = m->config();
   BOOST_TEST((c.arch == architecture::qwen3moe));
   BOOST_TEST((c.rope == kernels::ref::rope_style::neox));
@@ -148,9 +148,9 @@ BOOST_AUTO_TEST_CASE(every_architecture_reads_its_own_keys_and_tensors) {
   BOOST_TEST(l.w_gate.data == nullptr);
   BOOST_TEST(m->active_weight_bytes() < m->weight_bytes());
 
-  o = test::test_model_options();
+  o = model::test::test_model_options();
   o.arch = architecture::qwen2;
-  auto q2 = test::tiny_model(o);
+  auto q2 = model::test::tiny_model(o);
   BOOST_TEST(q2->weights().layers.at(0).bk.size() == 32u); // 2 KV heads x 16
   BOOST_TEST(!q2->config().is_moe());
 
@@ -158,14 +158,14 @@ BOOST_AUTO_TEST_CASE(every_architecture_reads_its_own_keys_and_tensors) {
   o.n_expert = 4;
   o.n_expert_used = 2;
   o.n_ff_shared = 96;
-  auto q2m = test::tiny_model(o);
+  auto q2m = model::test::tiny_model(o);
   BOOST_TEST(q2m->weights().layers.at(0).moe.has_shared_expert());
   BOOST_TEST(q2m->weights().layers.at(0).moe.shared_down.k == 96u);
   BOOST_TEST(!q2m->config().moe.norm_topk);
 
-  o = test::test_model_options();
+  o = model::test::test_model_options();
   o.llama3_rope_freqs = true;
-  auto l3 = test::tiny_model(o);
+  auto l3 = model::test::tiny_model(o);
   BOOST_TEST(l3->weights().rope_freqs.size() == 8u); // head_dim 16 / 2
   BOOST_TEST(l3->weights().rope_freqs.front() == 1.0f);
 }

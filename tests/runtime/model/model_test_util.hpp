@@ -6,6 +6,7 @@
 #include "runtime/model/decoder_forward.hpp"
 #include "runtime/model/decoder_model.hpp"
 #include "runtime/model/random_model.hpp"
+#include "tests/support/temp_dir.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -22,6 +23,8 @@ inline std::ostream& boost_test_print_type(std::ostream& os, errc c) { return os
 } // namespace dynamo
 
 namespace dynamo::model::test {
+
+using dynamo::test::temp_dir;
 
 /// The tiny test model: 2 layers, width 64, 4/2 heads, vocabulary 300, Q4_1
 /// matrices and Q8_0 tied embeddings, "scaled" weights (far-from-uniform logits).
@@ -55,22 +58,6 @@ inline engine::batch_entry entry(uint64_t seq, std::vector<uint32_t> tokens, uin
   e.sampling.temperature = 0.0f;
   return e;
 }
-
-/// A fresh directory under the system temp dir ("<prefix>-XXXXXX"), removed with everything in it.
-struct temp_dir {
-  std::filesystem::path path;
-  explicit temp_dir(const std::string& prefix) {
-    std::string tmpl = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
-    BOOST_REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-};
 
 inline engine::batch make_batch(std::vector<engine::batch_entry> entries) {
   engine::batch b;

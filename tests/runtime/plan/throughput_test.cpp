@@ -81,13 +81,17 @@ BOOST_AUTO_TEST_CASE(malformed_lines_are_errors) {
 
 BOOST_AUTO_TEST_CASE(traffic_between_two_scrapes) {
   traffic_counters a{10, 1000, 10, 200, 10, 0};
-  traffic_counters b{30, 5000, 30, 1200, 30, 1000};
+  traffic_counters b{30, 5000, 40, 1200, 30, 1000}; // 30 prompts came in, 20 requests ended
   auto t = traffic_between(a, b, 10.0);
   BOOST_REQUIRE(t);
-  BOOST_TEST(t->request_rate == 2.0);
-  BOOST_TEST(t->isl == 200.0);
+  BOOST_TEST(t->request_rate == 3.0); // arrivals, not completions
+  BOOST_TEST(t->isl == 4000.0 / 30.0);
   BOOST_TEST(t->osl == 50.0);
   BOOST_TEST(t->kv_hit_rate == 0.25);
+  // A frontend without the prompt histogram: completions are all there is.
+  auto old = traffic_between({10, 0, 0, 0, 0, 0}, {30, 0, 0, 0, 0, 0}, 10.0);
+  BOOST_REQUIRE(old);
+  BOOST_TEST(old->request_rate == 2.0);
   BOOST_TEST(!traffic_between(b, a, 10.0)); // counters went back: frontend restarted
   BOOST_TEST(!traffic_between(a, b, 0.0));
   auto idle = traffic_between(a, a, 5.0);

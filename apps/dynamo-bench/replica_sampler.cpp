@@ -1,0 +1,73 @@
+#include "apps/dynamo-bench/replica_sampler.hpp"
+
+#include <charconv>
+#include <cmath>
+
+namespace dynamo::bench {
+
+std::optional<double> sum_samples(std::string_view page, std::string_view metric) {
+  std::optional<double> sum;
+  while (!page.empty()) {
+    const size_t nl = page.find('\n');
+    std::string_view line = page.substr(0, nl);
+    page = nl == std::string_view::npos ? std::string_view{} : page.substr(nl + 1);
+    if (!line.starts_with(metric) || line.size() == metric.size())
+      continue;
+    const char next = line[metric.size()];
+    if (next != '{' && next != ' ')
+      continue; // another metric whose name starts with this one
+    const size_t sp = line.rfind(' ');
+    double v = 0;
+    const std::string_view num = line.substr(sp + 1);
+    auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
+    if (ec != std::errc{} || !std::isfinite(v))
+      continue;
+    sum = sum.value_or(0) + v;
+  }
+  return sum;
+}
+
+replica_sampler::replica_sampler(std::string host, uint16_t port, std::string target, double gpus_per_replica)
+    : client_(std::move(host), port, 1), target_(std::move(target)), gpus_per_replica_(gpus_per_replica) {}
+
+replica_sampler::~replica_sampler() { stop(); }
+
+void replica_sampler::start() {
+  stop_ = false;
+  thread_ = std::thread([this] { loop(); });
+}
+
+void replica_sampler::stop() {
+  stop_ = true;
+  if (thread_.joinable())
+    thread_.join();
+}
+
+void replica_sampler::loop() {
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  double last = 0;
+  auto next = t0;
+  while (!stop_) {
+    auto r = client_.request({"GET", target_, "", ""}, std::chrono::seconds(2));
+    const std::optional<double> n =
+        r && r->status == 200 ? sum_samples(r->body, "dynamo_planner_observed_replicas") : std::nullopt;
+    if (n)
+      last = *n;
+    else
+      ++failed_;
+    const double t = std::chrono::duration<double>(clock::now() - t0).count();
+    if (!samples_.empty())
+      gpu_seconds_ += samples_.back().replicas * gpus_per_replica_ * (t - samples_.back().t);
+    samples_.push_back({t, last});
+    next += std::chrono::seconds(1);
+    while (!stop_ && clock::now() < next)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!samples_.empty()) { // the last stretch, to stop()
+    const double t = std::chrono::duration<double>(clock::now() - t0).count();
+    gpu_seconds_ += samples_.back().replicas * gpus_per_replica_ * (t - samples_.back().t);
+  }
+}
+
+} // namespace dynamo::bench
