@@ -1,7 +1,7 @@
 #include "runtime/plan/planner.hpp"
 
-#include "runtime/plan/aggregated_sizing.hpp"
 #include "runtime/plan/budget.hpp"
+#include "runtime/plan/sla_sizing.hpp"
 
 #include <fmt/format.h>
 
@@ -229,7 +229,7 @@ std::optional<uint32_t> planner::throughput_floor(size_t i, pool_status& st) con
     return std::nullopt;
   if (spec.role == config::worker_role::aggregated) {
     // Prompts and decoding share the engines: size by the ITL and TTFT the
-    // interference leaves (aggregated_sizing.hpp), not by summed capacities,
+    // interference leaves (sla_sizing.hpp), not by summed capacities,
     // which let a pool run so busy with prompts that decoding misses ITL.
     const uint32_t per = std::max(1u, spec.workers_per_replica);
     const uint32_t max_engines = cfg_.max_replicas * per;
@@ -240,6 +240,16 @@ std::optional<uint32_t> planner::throughput_floor(size_t i, pool_status& st) con
     // (Targets no engine meets even unloaded fall through to the capacity model.)
     if (aggregated_engines_for_sla(*spec.profile, targets, 0.0, effective_isl, t.osl, 1))
       return cfg_.max_replicas;
+  }
+  if (spec.role == config::worker_role::prefill) {
+    // Prompts queue behind each other: size against TTFT, not throughput alone.
+    const uint32_t per = std::max(1u, spec.workers_per_replica);
+    const uint32_t max_engines = cfg_.max_replicas * per;
+    const sla_targets targets{cfg_.ttft_ms, cfg_.itl_ms};
+    if (auto n = prefill_engines_for_sla(*spec.profile, targets, t.request_rate, effective_isl, max_engines))
+      return (*n + per - 1) / per;
+    if (prefill_engines_for_sla(*spec.profile, targets, 0.0, effective_isl, 1))
+      return cfg_.max_replicas; // more prompts than max_replicas serve in time
   }
   replica_capacity cap;
   cap.prefill_tokens_per_s = st.sla->prefill_tokens_per_s * spec.workers_per_replica;

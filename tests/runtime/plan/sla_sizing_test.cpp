@@ -1,4 +1,4 @@
-#include "runtime/plan/aggregated_sizing.hpp"
+#include "runtime/plan/sla_sizing.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -21,7 +21,7 @@ engine_profile linear_profile() {
 
 } // namespace
 
-BOOST_AUTO_TEST_SUITE(aggregated_sizing_suite)
+BOOST_AUTO_TEST_SUITE(sla_sizing_suite)
 
 BOOST_AUTO_TEST_CASE(prompts_stretch_the_decode_step_they_interrupt) {
   // 3 engines at 20 req/s: 6.67 req/s each, rho = 6.67 x 0.05 = 1/3;
@@ -55,6 +55,18 @@ BOOST_AUTO_TEST_CASE(a_batch_beyond_the_engine_is_no_estimate) {
   engine_profile p = linear_profile();
   p.max_num_seqs = 8; // 100/9 sequences in flight do not fit
   BOOST_TEST(!estimate_aggregated(p, 20.0, 100, 100, 3));
+}
+
+BOOST_AUTO_TEST_CASE(prefill_engines_queue_prompts_against_ttft) {
+  const engine_profile p = linear_profile(); // 50 ms per 100-token prompt
+  // 30 prompts/s: 1 engine is overloaded (rho 1.5); 2: rho 0.75, wait 0.75 x 50 / 0.5 = 75 ms;
+  // 3: rho 0.5, wait 25 ms; 4: rho 0.375, wait 15 ms.
+  BOOST_TEST(*prefill_engines_for_sla(p, {130, 1000}, 30.0, 100, 8) == 2u);
+  BOOST_TEST(*prefill_engines_for_sla(p, {120, 1000}, 30.0, 100, 8) == 3u);
+  BOOST_TEST(*prefill_engines_for_sla(p, {66, 1000}, 30.0, 100, 8) == 4u);
+  BOOST_TEST(!prefill_engines_for_sla(p, {66, 1000}, 30.0, 100, 3));
+  BOOST_TEST(*prefill_engines_for_sla(p, {50, 1000}, 0.0, 100, 8) == 1u);
+  BOOST_TEST(!prefill_engines_for_sla(p, {49, 1000}, 0.0, 100, 8)); // the prompt alone is too slow
 }
 
 BOOST_AUTO_TEST_SUITE_END()

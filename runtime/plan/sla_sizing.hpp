@@ -1,7 +1,8 @@
-// SLA sizing of an aggregated pool (prompts and decoding on the same engines),
-// where the two interfere: while an engine computes a prompt, its decoding
-// batch waits. Used by the planner's SLA mode for aggregated pools; pure
-// functions over a profile, any thread.
+// SLA sizing with queueing, for the pools where it decides the answer: an
+// aggregated pool (prompts and decoding on the same engines interfere: while
+// an engine computes a prompt, its decoding batch waits) and a prefill pool
+// (prompts queue behind each other against the TTFT target). Used by the
+// planner's SLA mode; pure functions over a profile, any thread.
 #pragma once
 
 #include "runtime/plan/profile.hpp"
@@ -34,5 +35,13 @@ struct aggregated_estimate {
 [[nodiscard]] std::optional<uint32_t> aggregated_engines_for_sla(const engine_profile& p, const sla_targets& sla,
                                                                  double rate, double isl, double osl,
                                                                  uint32_t max_engines);
+
+/// The fewest prefill engines (<= max_engines) whose prompts meet the TTFT
+/// target: each takes rate / engines prompts/s of `isl` computed tokens, busy
+/// rho = that x prefill(isl), and a prompt waits behind others as in M/D/1:
+/// TTFT = prefill + rho x prefill / (2 (1 - rho)). nullopt when even
+/// max_engines does not (or the profile has no prefill points).
+[[nodiscard]] std::optional<uint32_t> prefill_engines_for_sla(const engine_profile& p, const sla_targets& sla,
+                                                              double rate, double isl, uint32_t max_engines);
 
 } // namespace dynamo::plan

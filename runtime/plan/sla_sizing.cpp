@@ -1,4 +1,4 @@
-#include "runtime/plan/aggregated_sizing.hpp"
+#include "runtime/plan/sla_sizing.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -50,6 +50,19 @@ std::optional<uint32_t> aggregated_engines_for_sla(const engine_profile& p, cons
   for (uint32_t n = 1; n <= max_engines; ++n)
     if (auto e = estimate_aggregated(p, rate, isl, osl, n); e && e->itl_ms <= sla.itl_ms && e->ttft_ms <= sla.ttft_ms)
       return n;
+  return std::nullopt;
+}
+
+std::optional<uint32_t> prefill_engines_for_sla(const engine_profile& p, const sla_targets& sla, double rate,
+                                                double isl, uint32_t max_engines) {
+  const auto prefill = prefill_ms_at(p, std::max(1.0, isl));
+  if (!prefill)
+    return std::nullopt;
+  for (uint32_t n = 1; n <= max_engines; ++n) {
+    const double rho = std::max(0.0, rate) / n * *prefill / 1000.0;
+    if (rho < 1.0 && *prefill + rho * *prefill / (2.0 * (1.0 - rho)) <= sla.ttft_ms)
+      return n;
+  }
   return std::nullopt;
 }
 
