@@ -17,7 +17,8 @@
 #include <cstring>
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#include <sanitizer/allocator_interface.h>
+// The sanitizers' allocator statistics (g++ ships no allocator_interface.h).
+extern "C" size_t __sanitizer_get_current_allocated_bytes();
 #define DYNAMO_TEST_SANITIZER_HEAP 1
 #endif
 
