@@ -10,12 +10,16 @@
 #   fuzz    libFuzzer with clang (scripts/fuzz.sh; its own clang tree, not in CI)
 # DYNAMO_SANITIZE_SCOPE=ci (default; what scripts/test.sh runs, sized for CI's
 # budget) or full (every runtime/ and planes/ unit and integration test that
-# needs no GPU, etcd or model file; every fuzz target). Prints seconds per phase.
+# needs no GPU, etcd or model file; every fuzz target). Build trees:
+# DYNAMO_ASAN_BUILD_DIR (build-asan), DYNAMO_TSAN_BUILD_DIR (build-tsan).
+# Prints seconds per phase.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 jobs="${DYNAMO_JOBS:-$(nproc)}"
 scope="${DYNAMO_SANITIZE_SCOPE:-ci}"
 seconds="${DYNAMO_FUZZ_SECONDS:-10}"
+asan_dir="${DYNAMO_ASAN_BUILD_DIR:-build-asan}"
+tsan_dir="${DYNAMO_TSAN_BUILD_DIR:-build-tsan}"
 export CCACHE_BASEDIR="$PWD"
 phases=("$@")
 [ ${#phases[@]} -gt 0 ] || phases=(asan replay tsan)
@@ -25,7 +29,8 @@ ci)
   asan_tests=(runtime_core_tests runtime_protocol_tests runtime_kv_tests
     planes_codec_tests planes_event_tests planes_request_tests)
   fuzzers=(fuzz_protocol fuzz_vllm fuzz_etcd)
-  tsan_tests=(runtime_core_tests runtime_kv_tests planes_event_tests) ;;
+  tsan_tests=(runtime_core_tests runtime_protocol_tests runtime_kv_tests
+    planes_codec_tests planes_event_tests planes_request_tests) ;;
 full)
   asan_tests=(runtime_core_tests runtime_protocol_tests runtime_kv_tests runtime_route_tests
     runtime_gguf_tests runtime_tokenizer_tests runtime_openai_tests runtime_config_tests
@@ -67,26 +72,26 @@ for phase in "${phases[@]}"; do
   case "$phase" in
   asan)
     echo "== ASan+UBSan: ${asan_tests[*]}"
-    configure build-asan address,undefined
-    cmake --build build-asan --parallel "$jobs" --target "${asan_tests[@]}"
-    run_tests build-asan "${asan_tests[@]}" ;;
+    configure "$asan_dir" address,undefined
+    cmake --build "$asan_dir" --parallel "$jobs" --target "${asan_tests[@]}"
+    run_tests "$asan_dir" "${asan_tests[@]}" ;;
   replay)
     echo "== fuzz targets under ASan+UBSan (corpus replay + ${seconds} s of mutations): ${fuzzers[*]}"
-    configure build-asan address,undefined
-    cmake --build build-asan --parallel "$jobs" --target "${fuzzers[@]}" fuzz_make_seeds
-    corpus=build-asan/corpus
-    build-asan/bin/fuzz_make_seeds "$corpus" >/dev/null
+    configure "$asan_dir" address,undefined
+    cmake --build "$asan_dir" --parallel "$jobs" --target "${fuzzers[@]}" fuzz_make_seeds
+    corpus="$asan_dir/corpus"
+    "$asan_dir/bin/fuzz_make_seeds" "$corpus" >/dev/null
     python3 fuzz/make_corpus.py "$corpus" >/dev/null
-    mkdir -p build-asan/artifacts
+    mkdir -p "$asan_dir/artifacts"
     for t in "${fuzzers[@]}"; do
       mkdir -p "$corpus/$t"
-      build-asan/bin/"$t" -seconds="$seconds" -artifact="build-asan/artifacts/$t-crash.bin" "$corpus/$t"
+      "$asan_dir/bin/$t" -seconds="$seconds" -artifact="$asan_dir/artifacts/$t-crash.bin" "$corpus/$t"
     done ;;
   tsan)
     echo "== TSan: ${tsan_tests[*]}"
-    configure build-tsan thread
-    cmake --build build-tsan --parallel "$jobs" --target "${tsan_tests[@]}"
-    run_tests build-tsan "${tsan_tests[@]}" ;;
+    configure "$tsan_dir" thread
+    cmake --build "$tsan_dir" --parallel "$jobs" --target "${tsan_tests[@]}"
+    run_tests "$tsan_dir" "${tsan_tests[@]}" ;;
   fuzz)
     scripts/fuzz.sh ;;
   *)
