@@ -76,6 +76,40 @@ void send_garbage(uint16_t port, size_t n) {
   ::close(fd);
 }
 
+/// Connects to 127.0.0.1:`port` and speaks ZMTP 3.0 as a SUB (greeting, READY),
+/// then sends the header of one `frame_bytes` message. True if the publisher
+/// closes the connection before `deadline` (it never sends a SUB anything).
+bool publisher_drops_a_frame_of(uint16_t port, uint64_t frame_bytes, std::chrono::seconds deadline) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  BOOST_REQUIRE(fd >= 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(port);
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
+  timeval tv{static_cast<time_t>(deadline.count()), 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string out(64, '\0'); // greeting: signature, version 3.0, mechanism NULL, as-server 0
+  out[0] = '\xff';
+  out[9] = '\x7f';
+  out[10] = 3;
+  out.replace(12, 4, "NULL");
+  std::string ready = std::string{"\x05READY"} + '\x0b' + "Socket-Type" + std::string{"\0\0\0\x03", 4} + "SUB";
+  out += '\x04';
+  out += static_cast<char>(ready.size());
+  out += ready;
+  out += '\x02'; // a long message frame, its 8-byte big-endian size, no body
+  for (int shift = 56; shift >= 0; shift -= 8)
+    out += static_cast<char>((frame_bytes >> shift) & 0xff);
+  BOOST_REQUIRE(::send(fd, out.data(), out.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(out.size()));
+  char buf[256];
+  ssize_t got = 0;
+  while ((got = ::recv(fd, buf, sizeof buf, 0)) > 0) {
+  } // the publisher's greeting and READY, then its close (0) or our timeout (-1)
+  ::close(fd);
+  return got == 0;
+}
+
 /// Waits until the live heap is back within `slack` bytes of `baseline`.
 bool heap_returns_to(int64_t baseline, int64_t slack) {
   int64_t last = 0;
@@ -182,6 +216,14 @@ BOOST_AUTO_TEST_CASE(garbage_connections_leave_nothing_behind) {
   for (int i = 0; i < 1000; ++i)
     send_garbage(port, 64 + i % 512);
   BOOST_TEST(heap_returns_to(baseline, 1 << 20));
+}
+
+// A subscriber only sends subscriptions: a bigger frame is refused by its
+// header (ZMQ_MAXMSGSIZE), before libzmq allocates the size it declares.
+BOOST_AUTO_TEST_CASE(a_peer_announcing_a_huge_frame_is_disconnected) {
+  auto pub = make_zmq_event_publisher();
+  BOOST_REQUIRE(pub);
+  BOOST_TEST(publisher_drops_a_frame_of(port_of((*pub)->address()), uint64_t{1} << 30, 5s));
 }
 
 BOOST_AUTO_TEST_CASE(connecting_to_a_bad_address_is_invalid_argument) {
