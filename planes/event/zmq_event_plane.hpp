@@ -1,6 +1,7 @@
 // Factories of the ZeroMQ event plane: a PUB socket that binds (HWM 100000 as
-// Dynamo; a full queue drops, which subscribers see as gaps) and a SUB socket
-// that connects to any number of publishers. Multipart [topic, envelope].
+// Dynamo; a full queue drops, which subscribers see as gaps; a reaper thread
+// frees disconnected peers) and a SUB socket that connects to any number of
+// publishers. Multipart [topic, envelope].
 // Called by apps/actors that wire a process; this header does not include zmq.hpp.
 #pragma once
 
@@ -18,6 +19,9 @@ struct zmq_event_publisher_options {
   int send_hwm = 100000; ///< messages queued per subscriber; 0 (unbounded) risks memory
   size_t max_message_bytes = default_max_message_bytes;
   std::string advertise_host; ///< the host address() names ("": the bound one; see dynamo::with_host)
+  /// How often the socket is made to free the state of peers that went away
+  /// (libzmq does it only when the socket is used; an idle publisher never would).
+  std::chrono::milliseconds reap_interval{100};
 };
 
 struct zmq_event_subscriber_options {
@@ -27,7 +31,8 @@ struct zmq_event_subscriber_options {
   std::chrono::milliseconds tick{100};
 };
 
-/// errc::io_error when the bind fails; errc::invalid_argument for send_hwm < 0.
+/// errc::io_error when the bind fails; errc::invalid_argument for send_hwm < 0 or
+/// reap_interval <= 0.
 [[nodiscard]] expected<std::unique_ptr<event_publisher>>
 make_zmq_event_publisher(zmq_event_publisher_options options = {});
 

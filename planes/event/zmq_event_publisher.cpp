@@ -1,6 +1,9 @@
 // The ZeroMQ event publisher. PUB sends never block, so publish() sends from
-// the caller's thread under a mutex (which also orders the sequence numbers);
-// no I/O thread is needed.
+// the caller's thread under a mutex (which also orders the sequence numbers).
+// A reaper thread makes the socket process its commands every reap_interval:
+// libzmq frees a disconnected peer's session, buffers and subscriptions only
+// when the owning socket is used, so an idle publisher would keep every dead
+// peer (issue 18: ~9 KB per garbage connection, never returned).
 #include "planes/codec/zmq_io_loop.hpp"
 #include "planes/event/envelope.hpp"
 #include "planes/event/zmq_event_plane.hpp"
@@ -9,7 +12,10 @@
 
 #include <fmt/format.h>
 
+#include <condition_variable>
 #include <mutex>
+#include <stop_token>
+#include <thread>
 #include <unordered_map>
 
 namespace dynamo::planes {
@@ -21,6 +27,10 @@ public:
       : opts_(std::move(opts)), ctx_(shared_zmq_context()),
         id_(opts_.publisher_id != 0 ? opts_.publisher_id : new_instance_id()) {}
   ~zmq_publisher() override {
+    if (reaper_.joinable()) {
+      reaper_.request_stop();
+      reaper_.join();
+    }
     std::lock_guard lock{mutex_};
     pub_.close();
   }
@@ -28,16 +38,21 @@ public:
   [[nodiscard]] expected<void> start() {
     if (opts_.send_hwm < 0)
       return make_error(errc::invalid_argument, "send_hwm must be >= 0");
+    if (opts_.reap_interval <= std::chrono::milliseconds{0})
+      return make_error(errc::invalid_argument, "reap_interval must be > 0");
     try {
       pub_ = zmq::socket_t{*ctx_, zmq::socket_type::pub};
       pub_.set(zmq::sockopt::linger, 0);
       pub_.set(zmq::sockopt::sndhwm, opts_.send_hwm);
+      // Peers only send subscriptions (a topic prefix): a bigger frame is hostile.
+      pub_.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(max_subscription_frame));
       pub_.bind(opts_.bind_address);
       address_ = with_host(pub_.get(zmq::sockopt::last_endpoint), opts_.advertise_host);
     } catch (const zmq::error_t& e) {
       return make_error(errc::io_error,
                         fmt::format("event publisher bind {}: {}", opts_.bind_address, e.what()));
     }
+    reaper_ = std::jthread([this](std::stop_token stop) { reap(stop); });
     return {};
   }
 
@@ -67,6 +82,26 @@ public:
   }
 
 private:
+  // A subscription frame: one command byte (or ZMTP 3.1's "\x09SUBSCRIBE") and the prefix.
+  static constexpr size_t max_subscription_frame = max_topic_bytes + 16;
+
+  void reap(std::stop_token stop) {
+    std::mutex wait_mutex;
+    std::condition_variable_any wake;
+    std::unique_lock wait_lock{wait_mutex};
+    for (;;) {
+      (void)wake.wait_for(wait_lock, stop, opts_.reap_interval, [] { return false; });
+      if (stop.stop_requested())
+        return;
+      std::lock_guard lock{mutex_};
+      try {
+        (void)pub_.get(zmq::sockopt::events); // runs the socket's pending commands
+      } catch (const zmq::error_t&) {
+        return; // closed or the context is terminating
+      }
+    }
+  }
+
   zmq_event_publisher_options opts_;
   std::shared_ptr<zmq::context_t> ctx_;
   uint64_t id_;
@@ -74,6 +109,7 @@ private:
   std::mutex mutex_; // guards pub_ and sequences_
   zmq::socket_t pub_;
   std::unordered_map<std::string, uint64_t> sequences_;
+  std::jthread reaper_; // last: stopped first
 };
 
 } // namespace

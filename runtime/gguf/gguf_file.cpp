@@ -91,6 +91,7 @@ private:
   file& f_;
   std::span<const std::byte> bytes_;
   uint64_t pos_ = 0;
+  uint64_t array_elements_ = 0; ///< metadata array elements read so far (max_metadata_array_elements)
   bool failed_ = false;
   errc code_ = errc::corrupt_file;
   std::string msg_;
@@ -193,6 +194,11 @@ bool file_parser::read_array(value& out, std::string_view key, uint32_t depth) {
     return fail(errc::corrupt_file, "metadata " + quoted(key) + ": array of " + std::to_string(count) + " " +
                                         value_type_name(et) + " exceeds the " +
                                         std::to_string(bytes_.size() - pos_) + " bytes left in the file");
+  if (count > max_metadata_array_elements - array_elements_)
+    return fail(errc::corrupt_file, "metadata " + quoted(key) + ": array of " + std::to_string(count) +
+                                        " elements exceeds the file's budget of " +
+                                        std::to_string(max_metadata_array_elements) + " array elements");
+  array_elements_ += count;
   value::array arr;
   arr.elem_type = et;
   arr.items.resize(count);

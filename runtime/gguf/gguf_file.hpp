@@ -26,6 +26,10 @@ using kernels::ref::tensor_type;
 
 inline constexpr uint32_t default_alignment = 32; ///< when general.alignment is absent
 inline constexpr uint32_t max_dims = 4;           ///< GGML_MAX_DIMS
+/// Metadata array elements in one file, all arrays together: each costs ~40 bytes
+/// in memory for 1 on disk, so the file size alone would let a u8 array of a
+/// 500 MB file take 20 GB. Real files: ~1.5 M (a 262k vocab, scores, types, merges).
+inline constexpr uint64_t max_metadata_array_elements = uint64_t{8} << 20;
 
 struct tensor_info {
   std::string name;

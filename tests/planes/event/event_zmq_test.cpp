@@ -7,6 +7,21 @@
 
 #include <zmq.hpp>
 
+#include <malloc.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+// The sanitizers' allocator statistics (g++ ships no allocator_interface.h).
+extern "C" size_t __sanitizer_get_current_allocated_bytes();
+#define DYNAMO_TEST_SANITIZER_HEAP 1
+#endif
+
 using namespace dynamo;
 using namespace dynamo::planes;
 using namespace dynamo::planes::testing;
@@ -30,6 +45,77 @@ struct raw_pub {
 
 bytes envelope(const std::string& topic, uint64_t seq) {
   return encode_envelope(event_envelope{7, seq, topic, 1, bytes{}});
+}
+
+/// Bytes the process's allocator has handed out and not taken back (exact,
+/// unlike RSS, which keeps freed pages).
+int64_t live_heap_bytes() {
+#ifdef DYNAMO_TEST_SANITIZER_HEAP
+  return static_cast<int64_t>(__sanitizer_get_current_allocated_bytes());
+#else
+  auto m = mallinfo2();
+  return static_cast<int64_t>(m.uordblks + m.hblkhd);
+#endif
+}
+
+uint16_t port_of(const std::string& address) {
+  return static_cast<uint16_t>(std::stoi(address.substr(address.rfind(':') + 1)));
+}
+
+/// Connects to 127.0.0.1:`port`, sends `n` bytes that are no ZMTP greeting, closes.
+void send_garbage(uint16_t port, size_t n) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  BOOST_REQUIRE(fd >= 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(port);
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
+  std::vector<char> junk(n, '\x5a');
+  (void)::send(fd, junk.data(), junk.size(), MSG_NOSIGNAL);
+  ::close(fd);
+}
+
+/// Connects to 127.0.0.1:`port` and speaks ZMTP 3.0 as a SUB (greeting, READY),
+/// then sends the header of one `frame_bytes` message. True if the publisher
+/// closes the connection before `deadline` (it never sends a SUB anything).
+bool publisher_drops_a_frame_of(uint16_t port, uint64_t frame_bytes, std::chrono::seconds deadline) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  BOOST_REQUIRE(fd >= 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(port);
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
+  timeval tv{static_cast<time_t>(deadline.count()), 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string out(64, '\0'); // greeting: signature, version 3.0, mechanism NULL, as-server 0
+  out[0] = '\xff';
+  out[9] = '\x7f';
+  out[10] = 3;
+  out.replace(12, 4, "NULL");
+  std::string ready = std::string{"\x05READY"} + '\x0b' + "Socket-Type" + std::string{"\0\0\0\x03", 4} + "SUB";
+  out += '\x04';
+  out += static_cast<char>(ready.size());
+  out += ready;
+  out += '\x02'; // a long message frame, its 8-byte big-endian size, no body
+  for (int shift = 56; shift >= 0; shift -= 8)
+    out += static_cast<char>((frame_bytes >> shift) & 0xff);
+  BOOST_REQUIRE(::send(fd, out.data(), out.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(out.size()));
+  char buf[256];
+  ssize_t got = 0;
+  while ((got = ::recv(fd, buf, sizeof buf, 0)) > 0) {
+  } // the publisher's greeting and READY, then its close (0) or our timeout (-1)
+  ::close(fd);
+  return got == 0;
+}
+
+/// Waits until the live heap is back within `slack` bytes of `baseline`.
+bool heap_returns_to(int64_t baseline, int64_t slack) {
+  int64_t last = 0;
+  bool ok = wait_until([&] { return (last = live_heap_bytes()) - baseline < slack; }, 20s);
+  BOOST_TEST_MESSAGE("live heap " << (last - baseline) << " bytes above the baseline");
+  return ok;
 }
 
 } // namespace
@@ -81,6 +167,63 @@ BOOST_AUTO_TEST_CASE(binding_an_address_in_use_is_an_io_error) {
   BOOST_TEST(code_of(second.error()) == errc::io_error);
   o.send_hwm = -1;
   BOOST_TEST(code_of(make_zmq_event_publisher(o).error()) == errc::invalid_argument);
+  o.send_hwm = 1;
+  o.reap_interval = std::chrono::milliseconds{0};
+  BOOST_TEST(code_of(make_zmq_event_publisher(o).error()) == errc::invalid_argument);
+}
+
+// Issue 18: libzmq frees a disconnected peer only when its socket is used, so
+// an idle publisher kept every closed subscriber's pipe and subscriptions
+// (~100 KB for 2,000 topics). Nothing is published after the subscribers
+// close: only the reaper can give the memory back.
+BOOST_AUTO_TEST_CASE(an_idle_publisher_frees_the_subscribers_that_left) {
+  auto pub = make_zmq_event_publisher();
+  BOOST_REQUIRE(pub);
+  constexpr int peers = 20;
+  constexpr int topics = 2000;
+  auto baseline = live_heap_bytes();
+  {
+    zmq::context_t ctx{1};
+    std::vector<zmq::socket_t> subs;
+    for (int i = 0; i < peers; ++i) {
+      auto& s = subs.emplace_back(ctx, zmq::socket_type::sub);
+      s.set(zmq::sockopt::linger, 0);
+      s.set(zmq::sockopt::rcvtimeo, 5);
+      s.connect((*pub)->address());
+      for (int t = 0; t < topics; ++t)
+        s.set(zmq::sockopt::subscribe, "kv-events/" + std::to_string(t));
+    }
+    // Subscriptions arrive in order: the last topic reaching a peer means all did.
+    for (auto& s : subs)
+      BOOST_REQUIRE(wait_until([&] {
+        BOOST_REQUIRE((*pub)->publish("kv-events/" + std::to_string(topics - 1), bytes{1}));
+        zmq::message_t m;
+        return s.recv(m).has_value();
+      }));
+    BOOST_TEST(live_heap_bytes() - baseline > int64_t{peers} * topics * 16); // they cost memory
+  } // the subscribers close and their context terminates
+  BOOST_TEST(heap_returns_to(baseline, 512 << 10));
+}
+
+// Connections that send bytes which are no ZMTP greeting and close.
+BOOST_AUTO_TEST_CASE(garbage_connections_leave_nothing_behind) {
+  auto pub = make_zmq_event_publisher();
+  BOOST_REQUIRE(pub);
+  auto port = port_of((*pub)->address());
+  for (int i = 0; i < 50; ++i) // warm up the I/O thread's allocations
+    send_garbage(port, 64);
+  auto baseline = live_heap_bytes();
+  for (int i = 0; i < 1000; ++i)
+    send_garbage(port, 64 + i % 512);
+  BOOST_TEST(heap_returns_to(baseline, 1 << 20));
+}
+
+// A subscriber only sends subscriptions: a bigger frame is refused by its
+// header (ZMQ_MAXMSGSIZE), before libzmq allocates the size it declares.
+BOOST_AUTO_TEST_CASE(a_peer_announcing_a_huge_frame_is_disconnected) {
+  auto pub = make_zmq_event_publisher();
+  BOOST_REQUIRE(pub);
+  BOOST_TEST(publisher_drops_a_frame_of(port_of((*pub)->address()), uint64_t{1} << 30, 5s));
 }
 
 BOOST_AUTO_TEST_CASE(connecting_to_a_bad_address_is_invalid_argument) {

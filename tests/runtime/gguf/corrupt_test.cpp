@@ -103,6 +103,20 @@ BOOST_AUTO_TEST_CASE(huge_counts_are_rejected_before_allocating) {
                "truncated: key of metadata #0");
 }
 
+// Arrays that fit the file but not memory: 1 byte per u8 element on disk, ~40
+// in memory. The budget counts all arrays together, so splitting does not help.
+BOOST_AUTO_TEST_CASE(metadata_arrays_past_the_element_budget_are_rejected) {
+  const uint64_t half = max_metadata_array_elements / 2;
+  image ok;
+  ok.header(0, 2).str("a").put<uint32_t>(9).put<uint32_t>(0).put<uint64_t>(half).zeros(half);
+  ok.str("b").put<uint32_t>(9).put<uint32_t>(0).put<uint64_t>(half).zeros(half);
+  BOOST_TEST(static_cast<bool>(file::from_bytes(ok.b))); // exactly the budget
+  image over;
+  over.header(0, 2).str("a").put<uint32_t>(9).put<uint32_t>(0).put<uint64_t>(half).zeros(half);
+  over.str("b").put<uint32_t>(9).put<uint32_t>(0).put<uint64_t>(half + 1).zeros(half + 1);
+  expect_error(over, errc::corrupt_file, "metadata 'b': array of 4194305 elements exceeds the file's budget");
+}
+
 BOOST_AUTO_TEST_CASE(bad_value_types_nesting_and_bools_are_rejected) {
   expect_error(image{}.header(0, 1).str("k").put<uint32_t>(13).put<uint32_t>(0), errc::corrupt_file,
                "metadata 'k': unknown value type 13");
