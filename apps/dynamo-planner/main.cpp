@@ -63,19 +63,24 @@ expected<bool> parse(int argc, char** argv, planner_options& o) {
   return c.parse(argc, argv);
 }
 
-// The frontend's /metrics, for the throughput lower bound.
+// The frontend's /metrics, for the throughput lower bound; or, with
+// planner.prometheus_url, every frontend's counters summed by Prometheus,
+// rewritten as the same exposition text.
 expected<std::function<expected<std::string>()>> metrics_fetcher(const config::cluster_config& cfg) {
-  std::string url = cfg.planner.metrics_url;
+  const bool prometheus = !cfg.planner.prometheus_url.empty();
+  std::string url = prometheus ? cfg.planner.prometheus_url : cfg.planner.metrics_url;
   if (url.empty()) {
     std::string host = cfg.frontend.host == "0.0.0.0" ? "127.0.0.1" : cfg.frontend.host;
     url = "http://" + host + ":" + std::to_string(cfg.frontend.port) + "/metrics";
   }
-  auto u = plan::parse_metrics_url(url);
+  auto u = prometheus ? parse_http_url(url, "planner.prometheus_url", 9090) : plan::parse_metrics_url(url);
   if (!u)
     return u.error();
+  const std::string target =
+      prometheus ? plan::prometheus_query_target(u->target, plan::prometheus_traffic_query()) : u->target;
   auto client = std::make_shared<http::http_client>(u->host, u->port);
-  spdlog::info("throughput scaling reads {}", url);
-  return std::function<expected<std::string>()>{[client, target = u->target]() -> expected<std::string> {
+  spdlog::info("throughput scaling reads {}{}", url, prometheus ? " (Prometheus query API)" : "");
+  return std::function<expected<std::string>()>{[client, target, prometheus]() -> expected<std::string> {
     http::client_request req;
     req.method = "GET";
     req.target = target;
@@ -84,6 +89,8 @@ expected<std::function<expected<std::string>()>> metrics_fetcher(const config::c
       return res.error();
     if (res->status != 200)
       return make_error(errc::io_error, "GET " + target + ": HTTP " + std::to_string(res->status));
+    if (prometheus)
+      return plan::prometheus_vector_to_text(res->body);
     return std::move(res->body);
   }};
 }

@@ -283,6 +283,7 @@ caf::error parse_planner_extras(section& p, planner_config& c) {
   DYN_TRY(p.read("gpus_per_worker", c.gpus_per_worker));
   DYN_TRY(p.read("throughput_scaling", c.throughput_scaling));
   DYN_TRY(p.read("metrics_url", c.metrics_url));
+  DYN_TRY(p.read("prometheus_url", c.prometheus_url));
   DYN_TRY(p.read("prefill_tokens_per_s", c.prefill_tokens_per_s));
   DYN_TRY(p.read("decode_tokens_per_s", c.decode_tokens_per_s));
   DYN_TRY(p.read("mode", c.mode));

@@ -142,6 +142,9 @@ struct planner_config {
   // Throughput (SLA) lower bound from the frontend's traffic (dynamo_frontend_* metrics).
   bool throughput_scaling = false;
   std::string metrics_url;              ///< "": http://<frontend host>:<port>/metrics
+  /// Set: traffic from this Prometheus server's query API (every frontend's
+  /// counters summed) instead of one frontend's /metrics.
+  std::string prometheus_url;
   double prefill_tokens_per_s = 0.0;    ///< per worker; 0: unknown
   double decode_tokens_per_s = 0.0;     ///< per worker; 0: unknown
   // SLA mode (mode: sla): replicas sized from a dynamo-profile profile so the

@@ -1,8 +1,10 @@
 #include "runtime/plan/throughput.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -183,6 +185,59 @@ std::optional<uint32_t> replicas_needed(config::worker_role role, const traffic&
     return 0u;
   double n = std::ceil(busy - 1e-9);
   return n >= 4294967295.0 ? UINT32_MAX : static_cast<uint32_t>(n);
+}
+
+std::string prometheus_traffic_query(std::string_view prefix) {
+  return fmt::format("sum by (__name__, model) ({{__name__=~\"{0}_(requests_total|input_sequence_tokens_sum|"
+                     "input_sequence_tokens_count|output_sequence_tokens_sum|output_sequence_tokens_count|"
+                     "cached_tokens_sum)\"}})",
+                     prefix);
+}
+
+std::string prometheus_query_target(std::string_view base_path, std::string_view query) {
+  std::string out{base_path};
+  while (!out.empty() && out.back() == '/')
+    out.pop_back();
+  out += "/api/v1/query?query=";
+  constexpr char hex[] = "0123456789ABCDEF";
+  for (unsigned char c : query) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+expected<std::string> prometheus_vector_to_text(std::string_view text) {
+  auto bad = [](const std::string& why) { return make_error(errc::malformed_message, "prometheus answer: " + why); };
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return bad("not JSON");
+  if (j.value("status", "") != "success")
+    return bad("status " + j.value("status", std::string{"missing"}) + ": " + j.value("error", std::string{}));
+  const auto data = j.find("data");
+  if (data == j.end() || !data->is_object() || data->value("resultType", "") != "vector" ||
+      !data->contains("result") || !(*data)["result"].is_array())
+    return bad("not a vector");
+  std::string out;
+  for (const auto& r : (*data)["result"]) {
+    const auto m = r.find("metric");
+    const auto v = r.find("value");
+    if (m == r.end() || !m->is_object() || v == r.end() || !v->is_array() || v->size() != 2 || !(*v)[1].is_string())
+      return bad("a sample without metric or value");
+    const std::string name = m->value("__name__", "");
+    if (name.empty())
+      return bad("a sample without __name__");
+    const std::string model = m->value("model", "");
+    if (model.find_first_of("\"\\\n") != std::string::npos)
+      return bad("a model label that needs escaping");
+    out += fmt::format("{}{{model=\"{}\"}} {}\n", name, model, (*v)[1].get<std::string>());
+  }
+  return out;
 }
 
 expected<http_url> parse_metrics_url(std::string_view url) {

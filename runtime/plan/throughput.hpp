@@ -62,6 +62,18 @@ struct replica_capacity {
 [[nodiscard]] std::optional<uint32_t> replicas_needed(config::worker_role role, const traffic& t,
                                                       const replica_capacity& cap);
 
+/// planner.prometheus_url: the PromQL instant query that returns every
+/// counter parse_frontend_metrics reads, summed over all frontends, per model
+/// and name; and its request target (/api/v1/query?query=..., URL-encoded).
+[[nodiscard]] std::string prometheus_traffic_query(std::string_view prefix = "dynamo_frontend");
+[[nodiscard]] std::string prometheus_query_target(std::string_view base_path, std::string_view query);
+
+/// A Prometheus query API answer (a vector of {metric: {__name__, model}, value:
+/// [time, "v"]}) rewritten as exposition text, so that parse_frontend_metrics
+/// reads Prometheus' sums as it reads one frontend. errc::malformed_message
+/// for an answer that is not a successful vector.
+[[nodiscard]] expected<std::string> prometheus_vector_to_text(std::string_view json);
+
 /// The metrics URL split for the HTTP client (runtime/core/http_url.hpp); port
 /// defaults to 80, path to "/metrics". errc::invalid_argument for anything else.
 using dynamo::http_url;

@@ -114,6 +114,44 @@ BOOST_AUTO_TEST_CASE(replicas_needed_by_role) {
   BOOST_TEST(*replicas_needed(worker_role::decode, traffic{0.1 + 0.2, 0, 10, 0}, {0, 1}) == 3u);
 }
 
+BOOST_AUTO_TEST_CASE(prometheus_sums_read_as_one_frontend) {
+  // What Prometheus answers to prometheus_traffic_query() for two models.
+  const std::string answer = R"({"status":"success","data":{"resultType":"vector","result":[
+    {"metric":{"__name__":"dynamo_frontend_requests_total","model":"m"},"value":[1795840000.1,"30"]},
+    {"metric":{"__name__":"dynamo_frontend_input_sequence_tokens_count","model":"m"},"value":[1795840000.1,"40"]},
+    {"metric":{"__name__":"dynamo_frontend_input_sequence_tokens_sum","model":"m"},"value":[1795840000.1,"5000"]},
+    {"metric":{"__name__":"dynamo_frontend_cached_tokens_sum","model":"m"},"value":[1795840000.1,"1e3"]},
+    {"metric":{"__name__":"dynamo_frontend_requests_total","model":"other"},"value":[1795840000.1,"7"]}]}})";
+  auto text = prometheus_vector_to_text(answer);
+  BOOST_REQUIRE_MESSAGE(text, (text ? "" : message_of(text.error())));
+  auto counters = parse_frontend_metrics(*text);
+  BOOST_REQUIRE(counters);
+  BOOST_REQUIRE_EQUAL(counters->size(), 2u);
+  const traffic_counters& m = counters->at("m");
+  BOOST_TEST(m.requests == 30.0);
+  BOOST_TEST(m.isl_count == 40.0);
+  BOOST_TEST(m.isl_sum == 5000.0);
+  BOOST_TEST(m.cached_sum == 1000.0);
+  BOOST_TEST(counters->at("other").requests == 7.0);
+  // Not a successful vector: an error naming why, never zeros.
+  BOOST_TEST(!prometheus_vector_to_text(R"({"status":"error","error":"parse error"})"));
+  BOOST_TEST(!prometheus_vector_to_text(R"({"status":"success","data":{"resultType":"matrix","result":[]}})"));
+  BOOST_TEST(!prometheus_vector_to_text("<html>"));
+  BOOST_TEST(!prometheus_vector_to_text(R"({"status":"success","data":{"resultType":"vector","result":[{"metric":{}, "value":[1,"2"]}]}})"));
+  // An empty vector (no traffic yet) is no samples.
+  auto none = prometheus_vector_to_text(R"({"status":"success","data":{"resultType":"vector","result":[]}})");
+  BOOST_REQUIRE(none);
+  BOOST_TEST(none->empty());
+}
+
+BOOST_AUTO_TEST_CASE(the_prometheus_query_is_url_encoded) {
+  const std::string q = prometheus_traffic_query();
+  BOOST_TEST(q.starts_with("sum by (__name__, model) ({__name__=~\"dynamo_frontend_(requests_total|"));
+  const std::string t = prometheus_query_target("/prom/", "a b{c=\"d\"}");
+  BOOST_TEST(t == "/prom/api/v1/query?query=a%20b%7Bc%3D%22d%22%7D");
+  BOOST_TEST(prometheus_query_target("", "x").starts_with("/api/v1/query?query=x"));
+}
+
 BOOST_AUTO_TEST_CASE(http_urls) {
   auto u = parse_metrics_url("http://127.0.0.1:9000/metrics");
   BOOST_REQUIRE(u);
