@@ -224,32 +224,26 @@ std::optional<uint32_t> planner::throughput_floor(size_t i, pool_status& st) con
     return replicas_needed(spec.role, t, spec.capacity);
   // Prefix hits shorten the prompt that is computed, not the decode context.
   double effective_isl = t.isl * (1.0 - std::clamp(t.kv_hit_rate, 0.0, 1.0));
-  st.sla = estimate_sla(*spec.profile, {cfg_.ttft_ms, cfg_.itl_ms}, effective_isl, t.osl);
+  const sla_targets targets{cfg_.ttft_ms, cfg_.itl_ms};
+  st.sla = estimate_sla(*spec.profile, targets, effective_isl, t.osl);
   if (!st.sla)
     return std::nullopt;
-  if (spec.role == config::worker_role::aggregated) {
-    // Prompts and decoding share the engines: size by the ITL and TTFT the
-    // interference leaves (sla_sizing.hpp), not by summed capacities,
-    // which let a pool run so busy with prompts that decoding misses ITL.
+  if (spec.role != config::worker_role::decode) {
+    // Sized with queueing (sla_sizing.hpp), not by summed capacities: in an
+    // aggregated pool prompts stall the decoding batch (ITL), in a prefill pool
+    // they wait behind each other (TTFT).
+    auto engines_for = [&](double rate, uint32_t max_engines) {
+      return spec.role == config::worker_role::aggregated
+                 ? aggregated_engines_for_sla(*spec.profile, targets, rate, effective_isl, t.osl, max_engines)
+                 : prefill_engines_for_sla(*spec.profile, targets, rate, effective_isl, max_engines);
+    };
     const uint32_t per = std::max(1u, spec.workers_per_replica);
-    const uint32_t max_engines = cfg_.max_replicas * per;
-    const sla_targets targets{cfg_.ttft_ms, cfg_.itl_ms};
-    if (auto n = aggregated_engines_for_sla(*spec.profile, targets, t.request_rate, effective_isl, t.osl, max_engines))
+    if (auto n = engines_for(t.request_rate, cfg_.max_replicas * per))
       return (*n + per - 1) / per;
-    // More traffic than max_replicas can serve within the targets: all of them.
+    // More traffic than max_replicas serve within the targets: all of them.
     // (Targets no engine meets even unloaded fall through to the capacity model.)
-    if (aggregated_engines_for_sla(*spec.profile, targets, 0.0, effective_isl, t.osl, 1))
+    if (engines_for(0.0, 1))
       return cfg_.max_replicas;
-  }
-  if (spec.role == config::worker_role::prefill) {
-    // Prompts queue behind each other: size against TTFT, not throughput alone.
-    const uint32_t per = std::max(1u, spec.workers_per_replica);
-    const uint32_t max_engines = cfg_.max_replicas * per;
-    const sla_targets targets{cfg_.ttft_ms, cfg_.itl_ms};
-    if (auto n = prefill_engines_for_sla(*spec.profile, targets, t.request_rate, effective_isl, max_engines))
-      return (*n + per - 1) / per;
-    if (prefill_engines_for_sla(*spec.profile, targets, 0.0, effective_isl, 1))
-      return cfg_.max_replicas; // more prompts than max_replicas serve in time
   }
   replica_capacity cap;
   cap.prefill_tokens_per_s = st.sla->prefill_tokens_per_s * spec.workers_per_replica;
