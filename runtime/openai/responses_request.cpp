@@ -3,8 +3,12 @@
 #include "runtime/openai/responses_output.hpp"
 
 #include "runtime/openai/json_fields.hpp"
+#include "runtime/protocol/llm.hpp"
 
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
 
 namespace dynamo::openai {
 
@@ -228,6 +232,67 @@ caf::error read_text_format(const json& obj, ojson& chat) {
   return {};
 }
 
+/// include ("message.output_text.logprobs" turns chat's logprobs on) and
+/// top_logprobs (0..20, sent with them).
+caf::error read_logprobs(const json& obj, ojson& chat) {
+  bool logprobs = false;
+  if (const json* include = detail::field(obj, "include")) {
+    if (!include->is_array())
+      return detail::type_error("include", "an array of strings", *include);
+    for (size_t i = 0; i < include->size(); ++i) {
+      const json& v = (*include)[i];
+      auto param = fmt::format("include[{}]", i);
+      if (!v.is_string())
+        return detail::type_error(param, "a string", v);
+      if (v.get_ref<const std::string&>() != "message.output_text.logprobs")
+        return detail::unsupported_error(
+          param, fmt::format("'{}' is not supported; only message.output_text.logprobs is.", v.get<std::string>()));
+      logprobs = true;
+    }
+  }
+  std::optional<int64_t> top;
+  if (auto err = detail::read_integer(obj, "top_logprobs", 0, protocol::max_top_logprobs, top))
+    return err;
+  if (logprobs) {
+    chat["logprobs"] = true;
+    if (top)
+      chat["top_logprobs"] = *top;
+  }
+  return {};
+}
+
+/// reasoning.effort "none" asks the chat template not to think
+/// (chat_template_kwargs.enable_thinking = false, as Qwen3's templates read
+/// it); other efforts and summary are echoed only. An explicit
+/// chat_template_kwargs (the vLLM extension) is passed on and wins.
+caf::error read_reasoning(const json& obj, ojson& chat) {
+  ojson kwargs = ojson::object();
+  if (const json* r = detail::field(obj, "reasoning")) {
+    if (!r->is_object())
+      return detail::type_error("reasoning", "an object", *r);
+    if (const json* effort = detail::field(*r, "effort")) {
+      if (!effort->is_string())
+        return detail::type_error("reasoning.effort", "a string", *effort);
+      static constexpr std::string_view efforts[] = {"none", "minimal", "low", "medium", "high", "xhigh"};
+      const auto& e = effort->get_ref<const std::string&>();
+      if (std::find(std::begin(efforts), std::end(efforts), e) == std::end(efforts))
+        return detail::value_error("reasoning.effort",
+                                   fmt::format("'{}' is not one of none, minimal, low, medium, high, xhigh.", e));
+      if (e == "none")
+        kwargs["enable_thinking"] = false;
+    }
+  }
+  if (const json* kw = detail::field(obj, "chat_template_kwargs")) {
+    if (!kw->is_object())
+      return detail::type_error("chat_template_kwargs", "an object", *kw);
+    for (auto& [k, v] : kw->items())
+      kwargs[k] = ojson::parse(v.dump());
+  }
+  if (!kwargs.empty())
+    chat["chat_template_kwargs"] = std::move(kwargs);
+  return {};
+}
+
 /// Fields this stateless server cannot honour.
 caf::error check_refused(const json& obj) {
   if (detail::field(obj, "previous_response_id"))
@@ -279,6 +344,10 @@ expected<dialect_request> translate_responses_request(std::string_view body) {
   if (auto err = read_tool_choice(*obj, chat))
     return err;
   if (auto err = read_text_format(*obj, chat))
+    return err;
+  if (auto err = read_logprobs(*obj, chat))
+    return err;
+  if (auto err = read_reasoning(*obj, chat))
     return err;
   std::optional<bool> stream;
   if (auto err = detail::read_bool(*obj, "stream", stream))

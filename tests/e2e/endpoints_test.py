@@ -209,6 +209,36 @@ class Responses(Base):
             self.assertIn(want, names)
         self.assertNotIn("[DONE]", [d for _, d in events])
 
+    def test_logprobs_whole_and_streamed(self):
+        kw = dict(input="Hi", max_output_tokens=5, include=["message.output_text.logprobs"], top_logprobs=2)
+        body = self.create_raw(**kw)
+        check(self, RESP["Response"], body)
+        part = body["output"][0]["content"][0]
+        lps = part["logprobs"]
+        self.assertEqual(len(lps), body["usage"]["output_tokens"])
+        self.assertEqual(b"".join(bytes(lp["bytes"]) for lp in lps).decode("utf-8", "replace"), part["text"])
+        for lp in lps:
+            self.assertLessEqual(lp["logprob"], 1e-6)
+            self.assertIn(len(lp["top_logprobs"]), (1, 2))  # the mocker's distribution is a point mass
+        self.assertEqual(body["top_logprobs"], 2)
+        events = self.create_raw(stream=True, **kw)
+        streamed, done = [], None
+        for name, data in events:
+            ev = json.loads(data)
+            check(self, RESP["ResponseStreamEvent"], ev)
+            if name == "response.output_text.delta":
+                streamed += [lp["token"] for lp in ev["logprobs"]]
+            if name == "response.output_text.done":
+                done = ev["logprobs"]
+        self.assertEqual(streamed, [lp["token"] for lp in lps])
+        self.assertEqual(done, lps)
+        # The SDK parses it (strict validation) and sees the same tokens.
+        whole = self.client.responses.create(model=self.model, temperature=0, **kw)
+        self.assertEqual([lp.token for lp in whole.output[0].content[0].logprobs], [lp["token"] for lp in lps])
+        # Without include: no logprobs, as OpenAI's.
+        plain = self.create_raw(input="Hi", max_output_tokens=5, top_logprobs=2)
+        self.assertEqual(plain["output"][0]["content"][0]["logprobs"], [])
+
     def test_function_call_history_is_accepted_or_refused_by_chat(self):
         # Translation of function_call / function_call_output items: served once chat
         # completions accepts tool calls in history; until then chat refuses them (400).
@@ -251,6 +281,9 @@ class Responses(Base):
         status, err = request("/v1/responses", {"model": self.model, "input": "x",
                                                 "tools": [{"type": "web_search"}]})
         self.assertEqual((status, err["error"]["code"]), (400, "unsupported_value"))
+        status, err = request("/v1/responses", {"model": self.model, "input": "x",
+                                                "include": ["reasoning.encrypted_content"]})
+        self.assertEqual((status, err["error"]["param"]), (400, "include[0]"))
 
 
 class Messages(Base):

@@ -211,6 +211,43 @@ class ToolsTest(unittest.TestCase):
         self.assertEqual(sdk.choices[0].message.content, "It is sunny.")
         self.assertEqual(sdk.choices[0].message.reasoning_content, "The user wants weather.")
 
+    def test_responses_api_has_a_reasoning_item(self):
+        from endpoints_test import RESP, check  # the Responses API's schemas
+        script = "<think>The user wants weather.</think>\n\nIt is sunny."
+        body = {"model": self.model, "input": ask(script)[0]["content"], "max_output_tokens": 400}
+        status, whole = sampling_test.post("/responses", body)
+        self.assertEqual(status, 200, whole)
+        check(self, RESP["Response"], whole)
+        self.assertEqual([o["type"] for o in whole["output"]], ["reasoning", "message"])
+        self.assertEqual(whole["output"][0]["content"], [{"type": "reasoning_text", "text": "The user wants weather."}])
+        self.assertEqual(whole["output"][1]["content"][0]["text"], "It is sunny.")
+        body["input"] = ask(script)[0]["content"]
+        status, events = sampling_test.post("/responses", {**body, "stream": True}, stream=True)
+        self.assertEqual(status, 200, events)
+        reasoning, text = "", ""
+        for ev in events:
+            check(self, RESP["ResponseStreamEvent"], ev)
+            if ev["type"] == "response.reasoning_text.delta":
+                self.assertEqual(ev["output_index"], 0)
+                reasoning += ev["delta"]
+            elif ev["type"] == "response.output_text.delta":
+                self.assertEqual(ev["output_index"], 1)
+                text += ev["delta"]
+        self.assertEqual((reasoning, text), ("The user wants weather.", "It is sunny."))
+        final = events[-1]["response"]["output"]
+        self.assertEqual([(o["type"], o["content"][0].get("text")) for o in final],
+                         [(o["type"], o["content"][0].get("text")) for o in whole["output"]])
+        # The SDK (strict) parses the reasoning item and its stream helper the events.
+        r = self.client.responses.create(model=self.model, input=ask(script)[0]["content"], max_output_tokens=400)
+        self.assertEqual(r.output[0].type, "reasoning")
+        self.assertEqual(r.output[0].content[0].text, "The user wants weather.")
+        self.assertEqual(r.output_text, "It is sunny.")
+        with self.client.responses.stream(model=self.model, input=ask(script)[0]["content"],
+                                          max_output_tokens=400) as stream:
+            final = stream.get_final_response()
+        self.assertEqual([o.type for o in final.output], ["reasoning", "message"])
+        self.assertEqual(final.output_text, "It is sunny.")
+
     def test_tool_history_is_accepted(self):
         messages = [
             {"role": "user", "content": f"{nonce()} Weather in Paris?"},

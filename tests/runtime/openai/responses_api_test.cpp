@@ -31,6 +31,22 @@ std::string chunk(json delta, json finish = nullptr) {
     .dump();
 }
 
+/// A chunk whose choice carries chat logprobs for `tokens` (logprob -0.5 each,
+/// one alternative).
+std::string chunk_lp(json delta, const std::vector<std::string>& tokens) {
+  json content = json::array();
+  for (const auto& t : tokens) {
+    json bytes = json::array();
+    for (unsigned char c : t)
+      bytes.push_back(c);
+    content.push_back({{"token", t}, {"logprob", -0.5}, {"bytes", bytes},
+                       {"top_logprobs", json::array({{{"token", t}, {"logprob", -0.5}, {"bytes", bytes}}})}});
+  }
+  auto j = json::parse(chunk(std::move(delta)));
+  j["choices"][0]["logprobs"] = {{"content", content}};
+  return j.dump();
+}
+
 std::string usage_chunk(int in, int out) {
   return json{{"id", "chatcmpl-abc"}, {"object", "chat.completion.chunk"}, {"created", 7}, {"model", "m"},
               {"choices", json::array()},
@@ -251,6 +267,93 @@ BOOST_AUTO_TEST_CASE(stream_cut_by_length_is_incomplete) {
   auto err = d.stream_error(api_error{500, "server_error", "boom", "", ""});
   BOOST_TEST(err.event == "error");
   BOOST_TEST(json::parse(err.data)["message"] == "boom");
+}
+
+BOOST_AUTO_TEST_CASE(include_logprobs_and_reasoning_effort_reach_chat) {
+  auto chat = chat_of(R"({"model":"m","input":"x","include":["message.output_text.logprobs"],"top_logprobs":3})");
+  BOOST_TEST(chat["logprobs"] == true);
+  BOOST_TEST(chat["top_logprobs"] == 3);
+  auto plain = chat_of(R"({"model":"m","input":"x","top_logprobs":3})");
+  BOOST_TEST(!plain.contains("logprobs")); // logprobs come back only when included, as OpenAI's
+  BOOST_TEST(!plain.contains("top_logprobs"));
+  auto off = chat_of(R"({"model":"m","input":"x","reasoning":{"effort":"none","summary":"auto"}})");
+  BOOST_TEST(off["chat_template_kwargs"] == json::parse(R"({"enable_thinking":false})"));
+  BOOST_TEST(!chat_of(R"({"model":"m","input":"x","reasoning":{"effort":"high"}})").contains("chat_template_kwargs"));
+  auto kw = chat_of(R"({"model":"m","input":"x","reasoning":{"effort":"none"},
+                        "chat_template_kwargs":{"enable_thinking":true,"k":1}})");
+  BOOST_TEST(kw["chat_template_kwargs"] == json::parse(R"({"enable_thinking":true,"k":1})"));
+  check_error(translate_responses_request(R"({"model":"m","input":"x","include":["reasoning.encrypted_content"]})"),
+              400, "include[0]", "unsupported_value");
+  check_error(translate_responses_request(R"({"model":"m","input":"x","include":"x"})"), 400, "include",
+              "invalid_type");
+  check_error(translate_responses_request(R"({"model":"m","input":"x","top_logprobs":21})"), 400, "top_logprobs",
+              "invalid_value");
+  check_error(translate_responses_request(R"({"model":"m","input":"x","reasoning":{"effort":"max"}})"), 400,
+              "reasoning.effort", "invalid_value");
+}
+
+BOOST_AUTO_TEST_CASE(body_with_reasoning_and_logprobs) {
+  auto r = translate(R"({"model":"m","input":"x","include":["message.output_text.logprobs"],"top_logprobs":1,
+                         "reasoning":{"effort":"low"}})");
+  auto body = r.dialect->body(R"({"id":"chatcmpl-abc","created":7,"model":"m",
+      "choices":[{"index":0,"message":{"role":"assistant","content":"Hi","reasoning_content":"hm"},
+                  "logprobs":{"content":[{"token":"Hi","logprob":-0.25,"bytes":[72,105],
+                                          "top_logprobs":[{"token":"Hi","logprob":-0.25,"bytes":[72,105]}]}]},
+                  "finish_reason":"stop"}],
+      "usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7,"completion_tokens_details":{"reasoning_tokens":2}}})");
+  BOOST_REQUIRE(test::ok(body));
+  auto j = json::parse(*body);
+  BOOST_TEST(j["output"] == json::parse(R"([
+      {"id":"rs_abc","type":"reasoning","summary":[],"content":[{"type":"reasoning_text","text":"hm"}],
+       "encrypted_content":null,"status":"completed"},
+      {"id":"msg_abc","type":"message","status":"completed","role":"assistant",
+       "content":[{"type":"output_text","text":"Hi","annotations":[],"logprobs":[
+         {"token":"Hi","logprob":-0.25,"bytes":[72,105],"top_logprobs":[{"token":"Hi","logprob":-0.25,"bytes":[72,105]}]}]}]}])"));
+  BOOST_TEST(j["usage"]["output_tokens_details"]["reasoning_tokens"] == 2);
+  BOOST_TEST(j["reasoning"] == json::parse(R"({"effort":"low","summary":null})"));
+  BOOST_TEST(j["top_logprobs"] == 1);
+}
+
+BOOST_AUTO_TEST_CASE(stream_of_reasoning_then_text_with_logprobs) {
+  auto r = translate(R"({"model":"m","input":"x","stream":true,"include":["message.output_text.logprobs"]})");
+  auto& d = *r.dialect;
+  int64_t seq = 0;
+  using v = std::vector<std::string>;
+  (void)types(d.push(chunk({{"role", "assistant"}, {"content", ""}})), seq);
+  auto think = d.push(chunk_lp({{"reasoning_content", "hm"}}, {"<think>", "hm"}));
+  BOOST_TEST(types(think, seq) == (v{"response.output_item.added", "response.content_part.added",
+                                     "response.reasoning_text.delta"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(json::parse(think[0].data)["item"]["type"] == "reasoning");
+  BOOST_TEST(json::parse(think[0].data)["output_index"] == 0);
+  BOOST_TEST(json::parse(think[1].data)["part"] == json::parse(R"({"type":"reasoning_text","text":""})"));
+  BOOST_TEST(json::parse(think[2].data)["delta"] == "hm");
+  BOOST_TEST(json::parse(think[2].data)["item_id"] == "rs_abc");
+  auto text = d.push(chunk_lp({{"content", "Hi"}}, {"</think>", "Hi"}));
+  BOOST_TEST(types(text, seq) == (v{"response.reasoning_text.done", "response.content_part.done",
+                                    "response.output_item.done", "response.output_item.added",
+                                    "response.content_part.added", "response.output_text.delta"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(json::parse(text[0].data)["text"] == "hm");
+  BOOST_TEST(json::parse(text[3].data)["output_index"] == 1);
+  auto delta = json::parse(text[5].data);
+  BOOST_TEST(delta["output_index"] == 1);
+  // Every token so far, the reasoning's included, without bytes (ResponseLogProb).
+  BOOST_TEST(delta["logprobs"].size() == 4u);
+  BOOST_TEST(delta["logprobs"][3] == json::parse(R"({"token":"Hi","logprob":-0.5,"top_logprobs":[{"token":"Hi","logprob":-0.5}]})"));
+  (void)d.push(chunk_lp(json::object(), {"<end>"}));
+  (void)d.push(chunk(json::object(), "stop"));
+  auto end = d.finish();
+  BOOST_TEST(types(end, seq) == (v{"response.output_text.done", "response.content_part.done",
+                                   "response.output_item.done", "response.completed"}),
+             boost::test_tools::per_element());
+  auto done_lps = json::parse(end[0].data)["logprobs"];
+  BOOST_TEST(done_lps.size() == 5u); // with bytes, the end token included
+  BOOST_TEST(done_lps[4]["bytes"] == json::parse("[60,101,110,100,62]"));
+  auto out = json::parse(end[3].data)["response"]["output"];
+  BOOST_TEST(out.size() == 2u);
+  BOOST_TEST(out[0]["content"][0]["text"] == "hm");
+  BOOST_TEST(out[1]["content"][0]["logprobs"] == done_lps);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

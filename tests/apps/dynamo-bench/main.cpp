@@ -1,2 +1,0 @@
-#define BOOST_TEST_MODULE apps_bench_tests
-#include <boost/test/unit_test.hpp>
