@@ -1,31 +1,8 @@
 #include "apps/dynamo-bench/replica_sampler.hpp"
 
-#include <charconv>
-#include <cmath>
+#include "runtime/metrics/exposition.hpp"
 
 namespace dynamo::bench {
-
-std::optional<double> sum_samples(std::string_view page, std::string_view metric) {
-  std::optional<double> sum;
-  while (!page.empty()) {
-    const size_t nl = page.find('\n');
-    std::string_view line = page.substr(0, nl);
-    page = nl == std::string_view::npos ? std::string_view{} : page.substr(nl + 1);
-    if (!line.starts_with(metric) || line.size() == metric.size())
-      continue;
-    const char next = line[metric.size()];
-    if (next != '{' && next != ' ')
-      continue; // another metric whose name starts with this one
-    const size_t sp = line.rfind(' ');
-    double v = 0;
-    const std::string_view num = line.substr(sp + 1);
-    auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
-    if (ec != std::errc{} || !std::isfinite(v))
-      continue;
-    sum = sum.value_or(0) + v;
-  }
-  return sum;
-}
 
 replica_sampler::replica_sampler(std::string host, uint16_t port, std::string target, double gpus_per_replica)
     : client_(std::move(host), port, 1), target_(std::move(target)), gpus_per_replica_(gpus_per_replica) {}
@@ -50,8 +27,10 @@ void replica_sampler::loop() {
   auto next = t0;
   while (!stop_) {
     auto r = client_.request({"GET", target_, "", ""}, std::chrono::seconds(2));
-    const std::optional<double> n =
-        r && r->status == 200 ? sum_samples(r->body, "dynamo_planner_observed_replicas") : std::nullopt;
+    std::optional<double> n;
+    if (r && r->status == 200)
+      if (auto page = metrics::parse_exposition(r->body))
+        n = metrics::sum_samples(*page, "dynamo_planner_observed_replicas");
     if (n)
       last = *n;
     else

@@ -17,10 +17,6 @@
 
 namespace dynamo::bench {
 
-/// The sum of every sample of `metric` (all label sets) in a Prometheus text
-/// page; nullopt when none is there.
-[[nodiscard]] std::optional<double> sum_samples(std::string_view page, std::string_view metric);
-
 class replica_sampler {
 public:
   struct sample {

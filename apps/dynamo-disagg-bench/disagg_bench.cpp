@@ -2,6 +2,7 @@
 
 #include "apps/dynamo-launch/process_set.hpp"
 #include "planes/http_client/http_client.hpp"
+#include "runtime/metrics/exposition.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -96,16 +97,13 @@ expected<void> wait_ready(apps::process_set& ps, const std::string& name, http::
 // Sums dynamo_frontend_disagg_requests_total{...,prefill="remote"|"local_fallback"}.
 disagg_counts parse_disagg_counts(const std::string& text) {
   disagg_counts c;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("dynamo_frontend_disagg_requests_total{", 0) != 0)
-      continue;
-    auto value = static_cast<uint64_t>(std::stod(line.substr(line.rfind(' ') + 1)));
-    if (line.find(R"(prefill="remote")") != std::string::npos)
-      c.remote += value;
-    else if (line.find(R"(prefill="local_fallback")") != std::string::npos)
-      c.local_fallback += value;
-  }
+  auto page = metrics::parse_exposition(text);
+  if (!page)
+    return c;
+  constexpr std::string_view name = "dynamo_frontend_disagg_requests_total";
+  c.remote = static_cast<uint64_t>(metrics::sum_samples(*page, name, {{"prefill", "remote"}}).value_or(0));
+  c.local_fallback =
+      static_cast<uint64_t>(metrics::sum_samples(*page, name, {{"prefill", "local_fallback"}}).value_or(0));
   return c;
 }
 

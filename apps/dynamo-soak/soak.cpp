@@ -4,6 +4,7 @@
 #include "planes/http_client/http_client.hpp"
 #include "runtime/bench/sse_parser.hpp"
 #include "runtime/bench/stats.hpp"
+#include "runtime/metrics/exposition.hpp"
 #include "runtime/mocker/token_stream.hpp"
 
 #include <fmt/format.h>
@@ -257,17 +258,16 @@ expected<std::string> run(const soak_config& cfg, bool& ok) {
   double wall = std::chrono::duration<double>(clock::now() - t0).count();
   stop_chaos = true;
   chaos.join();
-  auto metrics = client.request({"GET", "/metrics", "", ""}, std::chrono::seconds(5));
+  auto scrape = client.request({"GET", "/metrics", "", ""}, std::chrono::seconds(5));
   uint64_t mig_new = 0, mig_ongoing = 0;
-  if (metrics) {
-    std::istringstream in(metrics->body);
-    for (std::string line; std::getline(in, line);) {
-      if (line.rfind("dynamo_frontend_model_migration_total{", 0) != 0)
-        continue;
-      auto value = std::stoull(line.substr(line.rfind(' ') + 1));
-      (line.find("ongoing_request") != std::string::npos ? mig_ongoing : mig_new) += value;
+  if (scrape)
+    if (auto page = metrics::parse_exposition(scrape->body)) {
+      constexpr std::string_view name = "dynamo_frontend_model_migration_total";
+      const double all = metrics::sum_samples(*page, name).value_or(0);
+      mig_ongoing = static_cast<uint64_t>(
+          metrics::sum_samples(*page, name, {{"migration_type", "ongoing_request"}}).value_or(0));
+      mig_new = static_cast<uint64_t>(all) - mig_ongoing;
     }
-  }
   cleanup();
 
   uint64_t lost = st.started - st.ok;

@@ -1,5 +1,7 @@
 #include "runtime/plan/throughput.hpp"
 
+#include "runtime/metrics/exposition.hpp"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -11,89 +13,6 @@
 
 namespace dynamo::plan {
 
-namespace {
-
-bool is_name_char(char c, bool first) {
-  bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':';
-  return first ? alpha : alpha || (c >= '0' && c <= '9');
-}
-
-caf::error malformed(size_t line_no, std::string_view why) {
-  return make_error(errc::malformed_message, fmt::format("metrics line {}: {}", line_no, why));
-}
-
-struct sample {
-  std::string_view name;
-  std::string model;
-  double value = 0;
-};
-
-// Reads `{name="value",...}` at `line[i]`, keeping the model label.
-caf::error parse_labels(std::string_view line, size_t& i, size_t line_no, std::string& model) {
-  ++i; // '{'
-  while (true) {
-    while (i < line.size() && line[i] == ' ')
-      ++i;
-    if (i < line.size() && line[i] == '}') {
-      ++i;
-      return {};
-    }
-    size_t start = i;
-    while (i < line.size() && is_name_char(line[i], i == start))
-      ++i;
-    if (i == start || i + 1 >= line.size() || line[i] != '=' || line[i + 1] != '"')
-      return malformed(line_no, "bad label");
-    std::string_view label = line.substr(start, i - start);
-    i += 2;
-    std::string value;
-    while (i < line.size() && line[i] != '"') {
-      char c = line[i++];
-      if (c == '\\') {
-        if (i >= line.size())
-          return malformed(line_no, "bad escape");
-        char e = line[i++];
-        c = e == 'n' ? '\n' : e;
-      }
-      value.push_back(c);
-    }
-    if (i >= line.size())
-      return malformed(line_no, "unterminated label value");
-    ++i; // closing quote
-    if (label == "model")
-      model = std::move(value);
-    if (i < line.size() && line[i] == ',')
-      ++i;
-    else if (i >= line.size() || line[i] != '}')
-      return malformed(line_no, "expected ',' or '}' after a label");
-  }
-}
-
-expected<sample> parse_sample(std::string_view line, size_t line_no) {
-  sample s;
-  size_t i = 0;
-  while (i < line.size() && is_name_char(line[i], i == 0))
-    ++i;
-  if (i == 0)
-    return malformed(line_no, "expected a metric name");
-  s.name = line.substr(0, i);
-  if (i < line.size() && line[i] == '{')
-    if (auto err = parse_labels(line, i, line_no, s.model))
-      return err;
-  if (i >= line.size() || (line[i] != ' ' && line[i] != '\t'))
-    return malformed(line_no, "expected a value after the name");
-  while (i < line.size() && (line[i] == ' ' || line[i] == '\t'))
-    ++i;
-  size_t end = line.find_first_of(" \t", i);
-  std::string value{line.substr(i, end == std::string_view::npos ? std::string_view::npos : end - i)};
-  char* stop = nullptr;
-  s.value = std::strtod(value.c_str(), &stop);
-  if (value.empty() || stop != value.c_str() + value.size())
-    return malformed(line_no, "bad value '" + value + "'");
-  return s;
-}
-
-} // namespace
-
 expected<std::map<std::string, traffic_counters>> parse_frontend_metrics(std::string_view text,
                                                                          std::string_view prefix) {
   std::map<std::string, traffic_counters> out;
@@ -103,36 +22,27 @@ expected<std::map<std::string, traffic_counters>> parse_frontend_metrics(std::st
                     osl_sum = p + "_output_sequence_tokens_sum",
                     osl_count = p + "_output_sequence_tokens_count",
                     cached_sum = p + "_cached_tokens_sum";
-  size_t line_no = 0;
-  while (!text.empty()) {
-    size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
-    ++line_no;
-    if (!line.empty() && line.back() == '\r')
-      line.remove_suffix(1);
-    if (line.empty() || line.front() == '#')
-      continue;
-    auto s = parse_sample(line, line_no);
-    if (!s)
-      return s.error();
-    if (!std::isfinite(s->value))
+  auto samples = metrics::parse_exposition(text);
+  if (!samples)
+    return samples.error();
+  for (const metrics::exposition_sample& s : *samples) {
+    if (!std::isfinite(s.value))
       continue;
     double traffic_counters::*field = nullptr;
-    if (s->name == requests)
+    if (s.name == requests)
       field = &traffic_counters::requests;
-    else if (s->name == isl_sum)
+    else if (s.name == isl_sum)
       field = &traffic_counters::isl_sum;
-    else if (s->name == isl_count)
+    else if (s.name == isl_count)
       field = &traffic_counters::isl_count;
-    else if (s->name == osl_sum)
+    else if (s.name == osl_sum)
       field = &traffic_counters::osl_sum;
-    else if (s->name == osl_count)
+    else if (s.name == osl_count)
       field = &traffic_counters::osl_count;
-    else if (s->name == cached_sum)
+    else if (s.name == cached_sum)
       field = &traffic_counters::cached_sum;
     if (field)
-      out[s->model].*field += s->value;
+      out[std::string{s.label("model")}].*field += s.value;
   }
   return out;
 }
