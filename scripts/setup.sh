@@ -17,6 +17,7 @@ APT_PACKAGES=(
   python3 python3-pip curl
   clang libclang-rt-14-dev  # the libFuzzer targets (scripts/fuzz.sh, docs/FUZZING.md)
   etcd-server  # discovery backend etcd; tests start their own etcd (its service need not run)
+  prometheus  # planner.prometheus_url: tests/e2e/planner_prometheus_test.py starts its own (the service need not run)
   file  # cpack -G DEB (its dpkg-shlibdeps step): the deploy_deb test, docs/DEPLOY.md
 )
 PY_PACKAGES=(openai anthropic gguf numpy jsonschema pyzmq msgpack pyyaml)  # pyyaml: tests/deploy/k8s_manifest_test.py (deploy/k8s); anthropic: tests/e2e/endpoints_test.py (/v1/messages); jsonschema: independent validator in tests/runtime/grammar and tests/e2e/sampling_test.py; pyzmq, msgpack: tests/actors/router/vllm_kv_publisher.py (a vLLM KV-event publisher)
