@@ -61,6 +61,18 @@ void deliver(worker_ptr self, engine::step_result& r) {
   publish_load(self, false);
 }
 
+} // namespace
+
+void internal::deliver_now(worker_ptr self, std::vector<engine::request_output> outputs) {
+  if (outputs.empty())
+    return;
+  engine::step_result r;
+  r.outputs = std::move(outputs);
+  deliver(self, r);
+}
+
+namespace {
+
 void after_step(worker_ptr self) {
   auto& st = self->state;
   st.step_scheduled = false;

@@ -78,6 +78,9 @@ void handle_pull_done(worker_ptr self, const std::string& request_id, bool ok, c
     return; // already completed (a late timeout or a late success)
   if (!ok)
     spdlog::warn("{}: KV pull for {} failed ({}); prefilling locally", st.cfg.name, request_id, why);
+  // The prefill worker's first token goes to the client now, not with the
+  // results of the next forward pass (a whole decode step of TTFT).
+  deliver_now(self, st.engine->take_pending());
   schedule_step(self);
 }
 

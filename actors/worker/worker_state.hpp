@@ -37,6 +37,8 @@ struct worker_state {
 using worker_ptr = caf::stateful_actor<worker_state>*;
 
 void schedule_step(worker_ptr self);
+/// Sends chunks to their sinks now (outside a step: a transfer's first token).
+void deliver_now(worker_ptr self, std::vector<engine::request_output> outputs);
 
 // worker_disagg.cpp
 /// Completes a prefill result in a final chunk with this worker's address.

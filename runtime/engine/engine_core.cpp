@@ -290,6 +290,12 @@ void engine_core::attach_prefill_results(std::vector<request_output>& outs) {
   }
 }
 
+std::vector<request_output> engine_core::take_pending() {
+  std::vector<request_output> out = std::exchange(pending_, {});
+  flag_local_prefills(out);
+  return out;
+}
+
 bool engine_core::complete_transfer(std::string_view request_id, bool ok) {
   if (!connector_.finish_load(request_id, ok))
     return false;

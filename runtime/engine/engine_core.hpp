@@ -108,6 +108,11 @@ public:
   /// returned; the worker should then report itself unhealthy.
   [[nodiscard]] expected<step_result> step();
 
+  /// Chunks produced outside step() (a finished transfer's first token, an
+  /// abort's final chunk), taken now so that the worker can send them without
+  /// waiting for the next forward pass; step() returns whatever is not taken.
+  [[nodiscard]] std::vector<request_output> take_pending();
+
   /// True while step() has something to do: requests queued or running,
   /// chunks waiting to be delivered, or KVBM onboards under way (a step with
   /// nothing else waits a little for them). Requests waiting for a transfer and

@@ -166,6 +166,26 @@ BOOST_AUTO_TEST_CASE(a_successful_transfer_continues_from_the_first_token) {
   BOOST_TEST(out["d"].flagged_chunks == 0u); // the prefill worker's KV was used
 }
 
+// The worker sends the prefill's first token as soon as the transfer ends
+// (take_pending), not with the outputs of the next forward pass.
+BOOST_AUTO_TEST_CASE(a_transfers_first_token_is_ready_before_the_next_step) {
+  auto core = make_core(tiny_layout);
+  BOOST_REQUIRE(core->add_request(with_role(request("d", iota_tokens(6, 1), 3), protocol::disagg_role::decode,
+                                            remote(6, {7, 8}))));
+  BOOST_REQUIRE_EQUAL(core->pending_transfers().size(), 1u);
+  BOOST_TEST(core->take_pending().empty()); // nothing before the transfer ends
+  BOOST_TEST(core->complete_transfer("d", true));
+  auto first = core->take_pending();
+  BOOST_REQUIRE_EQUAL(first.size(), 1u);
+  BOOST_TEST(first[0].request_id == "d");
+  BOOST_TEST(first[0].output.token_ids == (ids{5}), boost::test_tools::per_element());
+  BOOST_TEST(!first[0].output.prefilled_locally);
+  BOOST_TEST(core->take_pending().empty());
+  auto out = test::run(*core); // the rest, as before
+  BOOST_TEST(out["d"].tokens == (ids{1007, 1008}), boost::test_tools::per_element());
+  BOOST_TEST(out["d"].finish == finish_reason::length);
+}
+
 // The router counts a prefill-first request as remote or local_fallback by the
 // decode worker's first chunk: a failed transfer or a refused result says so.
 BOOST_AUTO_TEST_CASE(a_failed_transfer_flags_the_first_chunk_prefilled_locally) {
