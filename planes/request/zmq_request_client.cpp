@@ -193,7 +193,8 @@ expected<connection*> zmq_client::connection_for(const std::string& address) {
         return std::move(ok.error());
     auto mon = start_monitor(loop_->context(), conn->dealer,
                              ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED |
-                                 ZMQ_EVENT_CONNECT_RETRIED | handshake_failed_events);
+                                 ZMQ_EVENT_CONNECT_RETRIED |
+                                 (opts_.curve ? handshake_failed_events : 0)); // off: as before
     if (!mon)
       return std::move(mon.error());
     conn->monitor = std::move(*mon);
