@@ -2,6 +2,7 @@
 
 #include "actors/admin/admin_wire.hpp"
 #include "planes/http/server.hpp"
+#include "runtime/core/secret.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -197,7 +198,7 @@ expected<std::unique_ptr<admin_service>> admin_service::start(admin_options opts
                                                               std::shared_ptr<admin_backend> backend) {
   if (!backend)
     return make_error(errc::invalid_argument, "admin_service: no backend");
-  auto token = resolve_token(opts.token, token_field);
+  auto token = resolve_secret(opts.token, token_field);
   if (!token)
     return std::move(token.error());
   if (token->empty() && !is_loopback_host(opts.host))

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <cstdlib>
 #include <cstring>
 
 namespace dynamo::admin {
@@ -43,23 +42,6 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
 }
 
 } // namespace
-
-expected<std::string> resolve_token(std::string_view spec, std::string_view field) {
-  std::string token{spec};
-  if (spec.substr(0, 4) == "env:") {
-    std::string name{spec.substr(4)};
-    const char* value = name.empty() ? nullptr : std::getenv(name.c_str());
-    if (value == nullptr || *value == '\0')
-      return make_error(errc::config_error, std::string{field} + ": environment variable '" + name +
-                                              "' is unset or empty");
-    token = value;
-  }
-  for (char c : token)
-    if (c < 0x21 || c > 0x7e)
-      return make_error(errc::config_error,
-                        std::string{field} + ": the token must be visible ASCII (no spaces)");
-  return token;
-}
 
 bool is_loopback_host(std::string_view host) {
   if (equal_ignore_case(host, "localhost"))

@@ -1,6 +1,6 @@
-// The pure pieces of the admin REST API (actors/admin/admin_service): token
-// resolution and the constant-time bearer check, loopback detection, instance
-// id parsing, and the JSON bodies. Used by admin_service and its tests.
+// The pure pieces of the admin REST API (actors/admin/admin_service): the
+// constant-time bearer check (the token is resolved by runtime/core/secret),
+// loopback detection, instance id parsing, and the JSON bodies. Used by admin_service and its tests.
 // Pure functions; safe from any thread.
 #pragma once
 
@@ -14,11 +14,6 @@
 #include <vector>
 
 namespace dynamo::admin {
-
-/// The token as configured: "" (none), a literal, or "env:NAME" read from the
-/// environment now. errc::config_error (naming `field`) when NAME is unset or
-/// empty, or when the token has characters outside visible ASCII.
-[[nodiscard]] expected<std::string> resolve_token(std::string_view spec, std::string_view field);
 
 /// True for loopback literals (127.0.0.0/8, ::1, ::ffff:127.x) and "localhost".
 [[nodiscard]] bool is_loopback_host(std::string_view host);

@@ -314,7 +314,7 @@ struct model_watcher::impl {
 
   std::shared_ptr<planes::request_client> shared_client() {
     if (!client)
-      client = planes::make_zmq_request_client();
+      client = planes::make_zmq_request_client({{}, cfg.curve});
     return client;
   }
   std::shared_ptr<planes::request_client> client;
@@ -335,6 +335,7 @@ model_watcher::start(caf::actor_system& sys, planes::discovery_plane& discovery,
     return self ? self->relay_answer(req) : std::nullopt;
   };
   planes::zmq_event_subscriber_options so;
+  so.curve = p->cfg.curve;
   so.callbacks.on_event = [p](const planes::event_envelope& env) { p->on_kv_event(env); };
   so.callbacks.on_gap = [](const planes::event_gap& gap) {
     // A late join or a dropped message: the router's event sequencer sees the

@@ -10,6 +10,7 @@
 #include "actors/router/routed_client.hpp"
 #include "actors/router/router_actor.hpp"
 #include "planes/discovery/discovery_plane.hpp"
+#include "runtime/core/secret.hpp"
 #include "runtime/protocol/model_card.hpp"
 #include "runtime/route/vllm_relay.hpp"
 #include "runtime/tokenizer/chat_template.hpp"
@@ -67,6 +68,9 @@ struct model_watcher_config {
   routed_client_config client;
   std::function<void(const served_model&)> on_model_added;
   std::function<void(const std::string& model)> on_model_removed;
+  /// The cluster's CURVE keys (security.curve) for its request client and
+  /// event subscriber. Unset: plain. (vLLM-format relays stay plain.)
+  std::optional<curve_keypair> curve;
 };
 
 class model_watcher {

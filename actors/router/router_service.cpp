@@ -80,6 +80,7 @@ router_service::start(caf::actor_system& sys, planes::discovery_plane& discovery
   planes::zmq_request_server_options so;
   so.bind_address = "tcp://" + p->cfg.plane_host + ":0";
   so.advertise_host = p->cfg.advertise_host;
+  so.curve = p->cfg.watcher.curve;
   auto server = planes::make_zmq_request_server(so);
   if (!server)
     return server.error();

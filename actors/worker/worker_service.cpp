@@ -57,6 +57,7 @@ start_slot(caf::actor_system& sys, planes::discovery_plane& discovery,
   planes::zmq_request_server_options ro;
   ro.bind_address = "tcp://" + cfg.plane_host + ":0";
   ro.advertise_host = cfg.advertise_host;
+  ro.curve = cfg.curve;
   auto server = planes::make_zmq_request_server(ro);
   if (!server)
     return server.error();
@@ -65,6 +66,7 @@ start_slot(caf::actor_system& sys, planes::discovery_plane& discovery,
   po.bind_address = "tcp://" + cfg.plane_host + ":0";
   po.advertise_host = cfg.advertise_host;
   po.publisher_id = s->id;
+  po.curve = cfg.curve;
   auto pub = planes::make_zmq_event_publisher(po);
   if (!pub)
     return pub.error();
@@ -142,7 +144,7 @@ worker_service::start(caf::actor_system& sys, planes::discovery_plane& discovery
   svc->sys_ = &sys;
   std::shared_ptr<planes::request_client> client;
   if (cfg.role != protocol::disagg_role::aggregated)
-    client = planes::make_zmq_request_client();
+    client = planes::make_zmq_request_client({{}, cfg.curve});
   for (uint32_t i = 0; i < cfg.num_workers; ++i) {
     auto s = start_slot(sys, discovery, cfg, i, make_factory(i), client);
     if (!s)

@@ -10,6 +10,7 @@
 #include "actors/worker/kv_event_log.hpp"
 #include "actors/worker/worker_actor.hpp"
 #include "planes/discovery/discovery_plane.hpp"
+#include "runtime/core/secret.hpp"
 #include "runtime/metrics/component_metrics.hpp"
 #include "runtime/protocol/disagg.hpp"
 #include "runtime/protocol/kv_event.hpp"
@@ -47,6 +48,9 @@ struct worker_service_config {
   /// The process's system server ("http://host:port"), published in each
   /// record's metadata as "system"; "": none.
   std::string system_url;
+  /// The cluster's CURVE keys (security.curve): its request and event sockets
+  /// admit only peers holding them. Unset: open.
+  std::optional<curve_keypair> curve;
 };
 
 /// Makes the engine factory of worker `index` (0-based).

@@ -5,6 +5,7 @@
 #include "actors/admin/admin_service.hpp"
 #include "actors/frontend/frontend_service.hpp"
 #include "actors/worker/worker_service.hpp"
+#include "planes/codec/zmq_curve.hpp"
 #include "planes/discovery/etcd_discovery.hpp"
 #include "planes/discovery/file_discovery.hpp"
 #include "planes/discovery/inproc_discovery.hpp"
@@ -64,6 +65,16 @@ expected<config::cluster_config> load_config(const std::string& path, const plan
   if (auto ok = config::apply_plane_hosts(*cfg, hosts.plane_host, hosts.advertise_host); !ok)
     return make_error(errc::config_error, path + ": " + message_of(ok.error()));
   return cfg;
+}
+
+expected<std::optional<curve_keypair>> plane_keys(const config::cluster_config& cfg) {
+  auto keys = config::resolve_curve_keys(cfg.security.curve);
+  if (!keys || !*keys)
+    return keys;
+  if (auto ok = planes::check_curve_keypair(**keys); !ok)
+    return std::move(ok.error());
+  spdlog::info("planes: CURVE on (cluster public key {})", (*keys)->public_key);
+  return keys;
 }
 
 void kvbm_flags::apply(config::kvbm_options& k) const {
@@ -130,6 +141,10 @@ expected<std::unique_ptr<planes::discovery_plane>> make_discovery(const config::
     planes::etcd_discovery_options eo;
     eo.endpoints = cfg.endpoints.empty() ? planes::default_etcd_endpoints() : cfg.endpoints;
     eo.key_prefix = cfg.key_prefix;
+    auto password = config::resolve_discovery_password(cfg);
+    if (!password)
+      return std::move(password.error());
+    eo.security = {cfg.tls_ca_file, cfg.tls_cert_file, cfg.tls_key_file, cfg.username, std::move(*password)};
     eo.base = o;
     eo.base.keep_alive_interval = std::chrono::milliseconds(std::max<uint32_t>(50, cfg.lease_ttl_ms / 3));
     spdlog::info("discovery: etcd at {} under {}", fmt::join(eo.endpoints, ","), eo.key_prefix);

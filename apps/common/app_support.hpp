@@ -58,6 +58,10 @@ void add_plane_host_flags(cli& c, plane_host_flags& f);
 /// the error names the file or the host that cannot be advertised.
 [[nodiscard]] expected<config::cluster_config> load_config(const std::string& path, const plane_host_flags& hosts);
 
+/// The cluster's CURVE keys (security.curve) resolved now and checked as a
+/// pair; nullopt when CURVE is off. The error names the key at fault.
+[[nodiscard]] expected<std::optional<curve_keypair>> plane_keys(const config::cluster_config& cfg);
+
 /// The KV block manager flags (--kvbm-host-gb, --kvbm-disk-gb,
 /// --kvbm-disk-path); each one given replaces the pool's setting.
 struct kvbm_flags {

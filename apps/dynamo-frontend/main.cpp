@@ -35,6 +35,9 @@ int main(int argc, char** argv) {
   auto cfg = config::load_cluster_config(config_path);
   if (!cfg)
     apps::die("dynamo-frontend", cfg.error());
+  auto curve = apps::plane_keys(*cfg);
+  if (!curve)
+    apps::die("dynamo-frontend", curve.error());
 
   auto rt = actors::make_actor_system();
   auto discovery = apps::make_discovery(cfg->discovery);
@@ -57,6 +60,7 @@ int main(int argc, char** argv) {
     apps::die("dynamo-frontend", fe.error());
   actors::model_watcher_config mw;
   mw.namespace_name = cfg->namespace_name;
+  mw.curve = *curve;
   mw.router.mode = cfg->router.mode;
   mw.router.kv = cfg->router.kv;
   mw.client.migration_limit = cfg->router.migration_limit;

@@ -3,14 +3,17 @@
 // processes), restarts any that dies, applies the planner's replica decisions
 // (published on the discovery plane, Dynamo's VirtualConnector pattern), and
 // on SIGTERM stops the frontend first, then the rest, each draining. Wiring only.
+// --gen-curve-keys prints a fresh cluster keypair for security.curve and exits.
 #include "apps/common/app_support.hpp"
 #include "apps/dynamo-launch/process_set.hpp"
+#include "planes/codec/zmq_curve.hpp"
 #include "runtime/plan/decisions.hpp"
 #include "runtime/core/log.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <csignal>
+#include <cstdio>
 #include <filesystem>
 
 using namespace dynamo;
@@ -68,23 +71,48 @@ void apply_planner(apps::process_set& ps, planes::discovery_plane& d, const conf
   }
 }
 
+/// Prints a fresh keypair: the config lines and the variable for the secret.
+int print_curve_keys() {
+  auto keys = planes::generate_curve_keypair();
+  if (!keys)
+    apps::die("dynamo-launch", keys.error());
+  std::printf("# ZeroMQ CURVE keys for the cluster config (docs/CLUSTER.md, \"Security\").\n"
+              "# Give every process of the cluster the secret, e.g. in its environment:\n"
+              "DYNAMO_CURVE_SECRET_KEY='%s'\n"
+              "# and in the cluster config:\n"
+              "security:\n"
+              "  curve:\n"
+              "    public_key: '%s'\n"
+              "    secret_key: env:DYNAMO_CURVE_SECRET_KEY\n",
+              keys->secret_key.c_str(), keys->public_key.c_str());
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
   apps::block_shutdown_signals();
   std::string config_path, bin_dir = self_dir(), log_level;
+  bool gen_curve_keys = false;
   cli c("dynamo-launch", "start a whole cluster of dynamo processes on this machine from a cluster config");
   c.option("config", &config_path, "cluster config file (YAML)")
     .option("bin-dir", &bin_dir, "directory holding dynamo-frontend, dynamo-worker, ... (default: this binary's)")
-    .option("log-level", &log_level, "passed to every process");
+    .option("log-level", &log_level, "passed to every process")
+    .option("gen-curve-keys", &gen_curve_keys,
+            "print a new ZeroMQ CURVE keypair for security.curve (docs/CLUSTER.md) and exit");
   if (auto code = cli_exit_code("dynamo-launch", c.parse(argc, argv)))
     return *code;
+  if (gen_curve_keys)
+    return print_curve_keys();
   if (config_path.empty())
     apps::die("dynamo-launch", make_error(errc::invalid_argument, "--config is required"));
   init_logging("dynamo-launch", log_level);
   auto cfg = config::load_cluster_config(config_path);
   if (!cfg)
     apps::die("dynamo-launch", cfg.error());
+  // The children read the same keys: a bad one fails here, once, not in a restart loop.
+  if (auto curve = apps::plane_keys(*cfg); !curve)
+    apps::die("dynamo-launch", curve.error());
   if (cfg->discovery.backend == "memory")
     apps::die("dynamo-launch", make_error(errc::config_error,
                                           "discovery.backend: 'memory' cannot span processes; use file or etcd"));

@@ -128,6 +128,9 @@ int main(int argc, char** argv) {
   auto cfg = config::load_cluster_config(o.config_path);
   if (!cfg)
     apps::die("dynamo-planner", cfg.error());
+  auto curve = apps::plane_keys(*cfg);
+  if (!curve)
+    apps::die("dynamo-planner", curve.error());
   if (cfg->discovery.backend == "memory")
     apps::die("dynamo-planner", make_error(errc::config_error,
                                            "discovery.backend: 'memory' is visible to one process only; "
@@ -173,9 +176,10 @@ int main(int argc, char** argv) {
       apps::die("dynamo-planner", fetch.error());
     sc.fetch_metrics = std::move(*fetch);
   }
-  apps::subscriber_factory make_subscriber = [](planes::event_subscriber_callbacks cb) {
+  apps::subscriber_factory make_subscriber = [keys = *curve](planes::event_subscriber_callbacks cb) {
     planes::zmq_event_subscriber_options so;
     so.callbacks = std::move(cb);
+    so.curve = keys;
     return planes::make_zmq_event_subscriber(std::move(so));
   };
   // dynamo_planner_* on the planner's own system server (config system:).

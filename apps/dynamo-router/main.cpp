@@ -27,6 +27,9 @@ int main(int argc, char** argv) {
   auto cfg = apps::load_config(config_path, hosts);
   if (!cfg)
     apps::die("dynamo-router", cfg.error());
+  auto curve = apps::plane_keys(*cfg);
+  if (!curve)
+    apps::die("dynamo-router", curve.error());
   auto rt = actors::make_actor_system();
   auto discovery = apps::make_discovery(cfg->discovery);
   if (!discovery)
@@ -36,6 +39,7 @@ int main(int argc, char** argv) {
   rc.plane_host = cfg->plane_host;
   rc.advertise_host = config::advertised_host(*cfg);
   rc.watcher.router.mode = cfg->router.mode;
+  rc.watcher.curve = *curve;
   rc.watcher.router.kv = cfg->router.kv;
   rc.watcher.client.migration_limit = cfg->router.migration_limit;
   rc.watcher.client.max_local_prefill_length = cfg->disagg.max_local_prefill_length;

@@ -37,6 +37,9 @@ int main(int argc, char** argv) {
   auto cfg = apps::load_config(config_path, hosts);
   if (!cfg)
     apps::die("dynamo-worker", cfg.error());
+  auto curve = apps::plane_keys(*cfg);
+  if (!curve)
+    apps::die("dynamo-worker", curve.error());
   const auto* found = cfg->find_pool(pool_name);
   if (!found)
     apps::die("dynamo-worker", make_error(errc::config_error, "pools: no pool named '" + pool_name + "'"));
@@ -80,6 +83,7 @@ int main(int argc, char** argv) {
   wc.detached = setup->plan.detached;
   wc.metrics = component;
   wc.system_url = system->url;
+  wc.curve = *curve;
   auto svc = actors::worker_service::start(*rt.system, **discovery, wc, setup->make_factory);
   if (!svc)
     apps::die("dynamo-worker", svc.error());

@@ -205,6 +205,10 @@ std::string grant_body(int64_t ttl_s) { return json{{"TTL", std::to_string(ttl_s
 
 std::string lease_body(int64_t lease) { return json{{"ID", std::to_string(lease)}}.dump(); }
 
+std::string authenticate_body(std::string_view name, std::string_view password) {
+  return json{{"name", name}, {"password", password}}.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 std::string watch_body(const key_range& r, int64_t start_revision) {
   auto req = range_json(r);
   req["start_revision"] = std::to_string(start_revision);
@@ -262,6 +266,20 @@ expected<lease_grant> parse_grant(std::string_view body) {
   if (*id == 0 || *ttl <= 0)
     return malformed("lease grant without an ID or TTL");
   return lease_grant{*id, *ttl};
+}
+
+expected<std::string> parse_token(std::string_view body) {
+  auto j = parse_reply(body);
+  if (!j)
+    return std::move(j.error());
+  auto it = j->find("token");
+  if (it == j->end() || !it->is_string() || it->get<std::string>().empty())
+    return malformed("authenticate response has no token");
+  auto token = it->get<std::string>();
+  for (char c : token)
+    if (c < 0x21 || c > 0x7e) // it goes into a header line
+      return malformed("authenticate response: the token is not visible ASCII");
+  return token;
 }
 
 expected<int64_t> parse_keepalive(std::string_view body) {

@@ -48,6 +48,8 @@ struct key_range {
 [[nodiscard]] std::string grant_body(int64_t ttl_s);
 /// keepalive and revoke.
 [[nodiscard]] std::string lease_body(int64_t lease);
+/// POST /v3/auth/authenticate.
+[[nodiscard]] std::string authenticate_body(std::string_view name, std::string_view password);
 /// A watch from `start_revision` (inclusive).
 [[nodiscard]] std::string watch_body(const key_range& r, int64_t start_revision);
 
@@ -80,6 +82,9 @@ struct lease_grant {
   int64_t ttl_s = 0; ///< what etcd granted: at least its minimum TTL
 };
 [[nodiscard]] expected<lease_grant> parse_grant(std::string_view body);
+
+/// An authenticate response: the token to send as the Authorization header.
+[[nodiscard]] expected<std::string> parse_token(std::string_view body);
 
 /// A keepalive response: the lease's remaining TTL in seconds; 0 when etcd no
 /// longer knows the lease (it expired or was revoked).

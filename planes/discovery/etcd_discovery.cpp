@@ -15,7 +15,7 @@ namespace etcd_detail {
 namespace ec = etcd_codec;
 
 core::core(std::vector<etcd_endpoint> endpoints, etcd_discovery_options opts)
-    : client_(std::move(endpoints), opts.request_timeout), opts_(std::move(opts)) {}
+    : client_(std::move(endpoints), opts.request_timeout, opts.security), opts_(std::move(opts)) {}
 
 int64_t core::now() const { return opts_.base.clock ? opts_.base.clock() : wall_clock_ms(); }
 

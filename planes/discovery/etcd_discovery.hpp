@@ -5,6 +5,7 @@
 #pragma once
 
 #include "planes/discovery/discovery_plane.hpp"
+#include "planes/discovery/etcd_client.hpp"
 
 #include <chrono>
 #include <memory>
@@ -14,7 +15,8 @@
 namespace dynamo::planes {
 
 struct etcd_discovery_options {
-  std::vector<std::string> endpoints{"http://127.0.0.1:2379"}; ///< tried in order on failure
+  std::vector<std::string> endpoints{"http://127.0.0.1:2379"}; ///< http(s)://; tried in order on failure
+  etcd_security security; ///< TLS files and credentials (https endpoints, etcd auth)
   std::string key_prefix = "/dynamo"; ///< '/'-led, no trailing '/'
   /// lease_ttl: rounded up to whole seconds (etcd raises it to its minimum TTL,
   /// 1.5 x election timeout: 2 s at etcd's defaults); keep_alive_interval: how
@@ -29,7 +31,9 @@ struct etcd_discovery_options {
 [[nodiscard]] std::vector<std::string> default_etcd_endpoints();
 
 /// errc::config_error for no or malformed endpoints, a bad key prefix or bad
-/// intervals. Connects lazily: etcd need not be up yet.
+/// intervals. Connects lazily: etcd need not be up yet. A wrong password or
+/// an unreadable CA or client certificate fails each etcd call (errc::config_error
+/// or errc::io_error), so register_instance reports it.
 ///
 /// While etcd is unreachable the plane keeps its last view (watches report
 /// nothing), register_instance fails with errc::io_error or errc::timeout, and

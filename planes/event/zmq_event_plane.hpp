@@ -6,9 +6,11 @@
 #pragma once
 
 #include "planes/event/event_plane.hpp"
+#include "runtime/core/secret.hpp"
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace dynamo::planes {
@@ -22,6 +24,9 @@ struct zmq_event_publisher_options {
   /// How often the socket is made to free the state of peers that went away
   /// (libzmq does it only when the socket is used; an idle publisher never would).
   std::chrono::milliseconds reap_interval{100};
+  /// Set: a CURVE server admitting only subscribers that hold these keys
+  /// (planes/codec/zmq_curve.hpp); unset: open (ZeroMQ's NULL mechanism).
+  std::optional<curve_keypair> curve;
 };
 
 struct zmq_event_subscriber_options {
@@ -29,13 +34,17 @@ struct zmq_event_subscriber_options {
   int receive_hwm = 100000;
   size_t max_message_bytes = default_max_message_bytes;
   std::chrono::milliseconds tick{100};
+  /// Set: every connection is a CURVE client with these keys; a publisher
+  /// without them (or without CURVE) is never heard.
+  std::optional<curve_keypair> curve;
 };
 
 /// errc::io_error when the bind fails; errc::invalid_argument for send_hwm < 0 or
-/// reap_interval <= 0.
+/// reap_interval <= 0; errc::config_error for CURVE keys that do not match.
 [[nodiscard]] expected<std::unique_ptr<event_publisher>>
 make_zmq_event_publisher(zmq_event_publisher_options options = {});
 
+/// A subscriber whose CURVE keys do not match fails every connect() with errc::config_error.
 [[nodiscard]] std::unique_ptr<event_subscriber>
 make_zmq_event_subscriber(zmq_event_subscriber_options options);
 

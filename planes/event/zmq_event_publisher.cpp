@@ -4,6 +4,7 @@
 // libzmq frees a disconnected peer's session, buffers and subscriptions only
 // when the owning socket is used, so an idle publisher would keep every dead
 // peer (issue 18: ~9 KB per garbage connection, never returned).
+#include "planes/codec/zmq_curve.hpp"
 #include "planes/codec/zmq_io_loop.hpp"
 #include "planes/event/envelope.hpp"
 #include "planes/event/zmq_event_plane.hpp"
@@ -44,8 +45,16 @@ public:
       pub_ = zmq::socket_t{*ctx_, zmq::socket_type::pub};
       pub_.set(zmq::sockopt::linger, 0);
       pub_.set(zmq::sockopt::sndhwm, opts_.send_hwm);
-      // Peers only send subscriptions (a topic prefix): a bigger frame is hostile.
-      pub_.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(max_subscription_frame));
+      // Peers only send subscriptions (a topic prefix): a bigger frame is
+      // hostile. CURVE's handshake commands (INITIATE: ~300 bytes) pass the same check.
+      pub_.set(zmq::sockopt::maxmsgsize,
+               static_cast<int64_t>(opts_.curve ? max_curve_frame : max_subscription_frame));
+      if (opts_.curve) {
+        auto zap = curve_server(*ctx_, pub_, *opts_.curve);
+        if (!zap)
+          return std::move(zap.error());
+        zap_ = std::move(*zap);
+      }
       pub_.bind(opts_.bind_address);
       address_ = with_host(pub_.get(zmq::sockopt::last_endpoint), opts_.advertise_host);
     } catch (const zmq::error_t& e) {
@@ -84,6 +93,7 @@ public:
 private:
   // A subscription frame: one command byte (or ZMTP 3.1's "\x09SUBSCRIBE") and the prefix.
   static constexpr size_t max_subscription_frame = max_topic_bytes + 16;
+  static constexpr size_t max_curve_frame = 1024;
 
   void reap(std::stop_token stop) {
     std::mutex wait_mutex;
@@ -104,6 +114,7 @@ private:
 
   zmq_event_publisher_options opts_;
   std::shared_ptr<zmq::context_t> ctx_;
+  zap_handle zap_; // CURVE: admits the subscribers; closed before ctx_ is released
   uint64_t id_;
   std::string address_;
   std::mutex mutex_; // guards pub_ and sequences_

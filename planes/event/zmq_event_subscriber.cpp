@@ -1,5 +1,6 @@
 // The ZeroMQ event subscriber: one SUB socket owned by an I/O loop. connect,
 // subscribe and friends run on the loop through zmq_io_loop::call.
+#include "planes/codec/zmq_curve.hpp"
 #include "planes/codec/zmq_io_loop.hpp"
 #include "planes/event/envelope.hpp"
 #include "planes/event/zmq_event_plane.hpp"
@@ -23,6 +24,8 @@ public:
     sub_.set(zmq::sockopt::rcvhwm, opts_.receive_hwm);
     sub_.set(zmq::sockopt::maxmsgsize,
              static_cast<int64_t>(opts_.max_message_bytes + max_topic_bytes + 64));
+    if (opts_.curve)
+      curve_ = curve_client(sub_, *opts_.curve);
     loop_->watch(sub_, [this] { on_readable(); });
     loop_->set_on_stop([this] { sub_.close(); });
     loop_->start();
@@ -31,6 +34,8 @@ public:
 
   [[nodiscard]] expected<void> connect(const std::string& address) override {
     return loop_->call<void>([this, address]() -> expected<void> {
+      if (!curve_)
+        return curve_;
       if (connected_.contains(address))
         return {};
       try {
@@ -122,6 +127,7 @@ private:
   zmq_event_subscriber_options opts_;
   std::shared_ptr<zmq_io_loop> loop_;
   zmq::socket_t sub_;
+  expected<void> curve_{}; // an error: the CURVE keys were refused, connect() fails
   std::set<std::string> connected_; // loop thread only
   std::set<std::string> prefixes_;  // loop thread only
   sequence_tracker tracker_;        // loop thread only

@@ -100,9 +100,18 @@ struct http_client::impl : std::enable_shared_from_this<impl> {
     tls->set_verify_mode(ssl::verify_peer, ec);
     if (!ec)
       t.ca_file.empty() ? (void)tls->set_default_verify_paths(ec) : (void)tls->load_verify_file(t.ca_file, ec);
-    if (ec)
+    if (ec) {
       tls_error = "TLS trust store '" + (t.ca_file.empty() ? std::string{"default"} : t.ca_file) +
                   "': " + ec.message();
+      return;
+    }
+    if (t.cert_file.empty() && t.key_file.empty())
+      return;
+    (void)tls->use_certificate_chain_file(t.cert_file, ec);
+    if (!ec)
+      (void)tls->use_private_key_file(t.key_file, ssl::context::pem, ec);
+    if (ec)
+      tls_error = "TLS client certificate '" + t.cert_file + "' / key '" + t.key_file + "': " + ec.message();
   }
 
   /// A pooled connection the server has not closed meanwhile (one it closed

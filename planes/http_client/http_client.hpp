@@ -51,9 +51,12 @@ struct client_request {
 };
 
 /// HTTPS: the server's certificate must chain to `ca_file` (PEM) and name the
-/// host the client connects to (DNS name or IP address SAN).
+/// host the client connects to (DNS name or IP address SAN). With cert_file
+/// and key_file (PEM), the client presents that certificate (mutual TLS).
 struct client_tls {
-  std::string ca_file; ///< "": the system's default trust store
+  std::string ca_file;   ///< "": the system's default trust store
+  std::string cert_file; ///< "": no client certificate
+  std::string key_file;
 };
 
 struct client_callbacks {

@@ -2,6 +2,7 @@
 // remote address, all owned by one I/O loop; calls are multiplexed by stream id.
 // A server is declared gone on ZMQ_EVENT_DISCONNECTED, on a refused connect, or
 // when it answers no ping for timing.peer_timeout.
+#include "planes/codec/zmq_curve.hpp"
 #include "planes/codec/zmq_io_loop.hpp"
 #include "planes/request/request_wire.hpp"
 #include "planes/request/zmq_request_plane.hpp"
@@ -29,6 +30,10 @@ struct call_state {
   bool ended = false; // I/O thread only (or the caller's, once the loop is gone)
 };
 using call_ptr = std::shared_ptr<call_state>;
+
+constexpr int handshake_failed_events = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                                        ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                                        ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
 
 struct connection {
   std::string address;
@@ -183,9 +188,13 @@ expected<connection*> zmq_client::connection_for(const std::string& address) {
     conn->dealer.set(zmq::sockopt::rcvhwm, 100000);
     conn->dealer.set(zmq::sockopt::maxmsgsize,
                      static_cast<int64_t>(opts_.timing.max_message_bytes + rw::max_path_bytes));
+    if (opts_.curve)
+      if (auto ok = curve_client(conn->dealer, *opts_.curve); !ok)
+        return std::move(ok.error());
     auto mon = start_monitor(loop_->context(), conn->dealer,
                              ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED |
-                                 ZMQ_EVENT_CONNECT_RETRIED);
+                                 ZMQ_EVENT_CONNECT_RETRIED |
+                                 (opts_.curve ? handshake_failed_events : 0)); // off: as before
     if (!mon)
       return std::move(mon.error());
     conn->monitor = std::move(*mon);
@@ -303,6 +312,12 @@ void zmq_client::on_monitor(connection* conn) {
       fail_connection(conn->address,
                       make_error(errc::disconnected, "connection to " + conn->address + " lost"));
       return; // conn is gone
+    } else if ((ev->event & handshake_failed_events) != 0) {
+      // Another mechanism or other CURVE keys: retrying will not help.
+      fail_connection(conn->address, make_error(errc::disconnected,
+                                                "handshake with " + conn->address +
+                                                  " failed (security.curve keys differ?)"));
+      return;
     } else if (ev->event == ZMQ_EVENT_CONNECT_RETRIED && !conn->connected) {
       fail_connection(conn->address, make_error(errc::disconnected,
                                                 "cannot connect to " + conn->address));

@@ -1,6 +1,7 @@
 // The ZeroMQ request-plane server: one ROUTER socket owned by an I/O loop.
 // Streams are keyed by (client routing id, stream id); a client silent for
 // longer than timing.peer_timeout has its streams cancelled.
+#include "planes/codec/zmq_curve.hpp"
 #include "planes/codec/zmq_io_loop.hpp"
 #include "planes/request/request_wire.hpp"
 #include "planes/request/stream_state.hpp"
@@ -63,6 +64,7 @@ private:
 
   zmq_request_server_options opts_;
   std::shared_ptr<zmq_io_loop> loop_;
+  zap_handle zap_; // CURVE: admits the clients
   zmq::socket_t router_;
   std::string address_;
   mutable std::mutex handlers_mutex_;
@@ -112,6 +114,12 @@ expected<void> zmq_server::start() {
     router_.set(zmq::sockopt::rcvhwm, 100000);
     router_.set(zmq::sockopt::maxmsgsize,
                 static_cast<int64_t>(opts_.timing.max_message_bytes + rw::max_path_bytes));
+    if (opts_.curve) {
+      auto zap = curve_server(loop_->context(), router_, *opts_.curve);
+      if (!zap)
+        return std::move(zap.error());
+      zap_ = std::move(*zap);
+    }
     router_.bind(opts_.bind_address);
     address_ = with_host(router_.get(zmq::sockopt::last_endpoint), opts_.advertise_host);
   } catch (const zmq::error_t& e) {

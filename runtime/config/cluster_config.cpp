@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <set>
+#include <tuple>
 #include <sstream>
 #include <thread>
 #include <utility>
@@ -322,6 +323,26 @@ caf::error parse_planner_extras(section& p, planner_config& c) {
   return {};
 }
 
+caf::error parse_etcd_security(section& d, discovery_config& c) {
+  auto n = d.child("tls");
+  DYN_TRY(require_map(n, "discovery.tls"));
+  section t(n, "discovery.tls");
+  DYN_TRY(t.read("ca_file", c.tls_ca_file));
+  DYN_TRY(t.read("cert_file", c.tls_cert_file));
+  DYN_TRY(t.read("key_file", c.tls_key_file));
+  DYN_TRY(t.check_unknown());
+  DYN_TRY(d.read("username", c.username));
+  DYN_TRY(d.read("password", c.password));
+  bool tls = !c.tls_ca_file.empty() || !c.tls_cert_file.empty() || !c.tls_key_file.empty();
+  if ((tls || !c.username.empty() || !c.password.empty()) && c.backend != "etcd")
+    return d.fail(tls ? "tls" : "username", "only for backend etcd");
+  if (c.tls_cert_file.empty() != c.tls_key_file.empty())
+    return t.fail(c.tls_cert_file.empty() ? "cert_file" : "key_file", "cert_file and key_file go together");
+  if (c.username.empty() != c.password.empty())
+    return d.fail(c.username.empty() ? "username" : "password", "username and password go together");
+  return {};
+}
+
 caf::error parse_discovery(section& d, discovery_config& c) {
   DYN_TRY(d.read("backend", c.backend));
   DYN_TRY(d.read("root", c.root));
@@ -337,7 +358,7 @@ caf::error parse_discovery(section& d, discovery_config& c) {
       if (!n[i].IsScalar())
         return d.fail(field, "expected http://host:port");
       auto& url = c.endpoints.emplace_back(n[i].Scalar());
-      if (auto u = parse_http_url(url, "etcd endpoint", 2379); !u)
+      if (auto u = parse_http_or_https_url(url, "etcd endpoint", 2379); !u)
         return d.fail(field, message_of(u.error()));
       else if (!u->target.empty() && u->target != "/")
         return d.fail(field, fmt::format("'{}' must not have a path", url));
@@ -345,6 +366,7 @@ caf::error parse_discovery(section& d, discovery_config& c) {
   }
   if (!c.endpoints.empty() && c.backend != "etcd")
     return d.fail("endpoints", "only for backend etcd");
+  DYN_TRY(parse_etcd_security(d, c));
   if (!c.root.empty() && c.backend != "file")
     return d.fail("root", "only for backend file");
   auto& kp = c.key_prefix;
@@ -353,6 +375,34 @@ caf::error parse_discovery(section& d, discovery_config& c) {
   if (c.lease_ttl_ms < 100)
     return d.fail("lease_ttl_ms", "must be >= 100");
   return d.check_unknown();
+}
+
+/// A key as configured ("env:NAME" is checked when resolved) or as resolved.
+caf::error check_curve_key(const std::string& value, const std::string& field, bool resolved) {
+  if (!resolved && is_env_secret(value))
+    return {};
+  if (!is_z85_key(value))
+    return make_error(errc::config_error,
+                      fmt::format("{}: expected 40 Z85 characters (dynamo-launch --gen-curve-keys) or env:NAME", field));
+  return {};
+}
+
+caf::error parse_security(section& s, security_config& c) {
+  auto n = s.child("curve");
+  DYN_TRY(require_map(n, "security.curve"));
+  section k(n, "security.curve");
+  DYN_TRY(k.read("public_key", c.curve.public_key));
+  DYN_TRY(k.read("secret_key", c.curve.secret_key));
+  DYN_TRY(k.check_unknown());
+  if (!c.curve.enabled())
+    return s.check_unknown();
+  for (const auto* key : {"public_key", "secret_key"}) {
+    const auto& v = std::string_view{key} == "public_key" ? c.curve.public_key : c.curve.secret_key;
+    if (v.empty())
+      return k.fail(key, "is required when security.curve is set");
+    DYN_TRY(check_curve_key(v, k.field(key), false));
+  }
+  return s.check_unknown();
 }
 
 caf::error parse_sections(YAML::Node root, cluster_config& c) {
@@ -404,6 +454,12 @@ caf::error parse_sections(YAML::Node root, cluster_config& c) {
     DYN_TRY(y.read("host", c.system.host));
     DYN_TRY(y.read("port", c.system.port));
     DYN_TRY(y.check_unknown());
+  }
+  {
+    auto n = s.child("security");
+    DYN_TRY(require_map(n, "security"));
+    section y(n, "security");
+    DYN_TRY(parse_security(y, c.security));
   }
   DYN_TRY(parse_router(s.child("router"), c.router));
   {
@@ -485,6 +541,28 @@ expected<cluster_config> load_cluster_config(const std::string& path) {
   if (!c)
     return make_error(errc::config_error, path + ": " + message_of(c.error()));
   return c;
+}
+
+expected<std::string> resolve_discovery_password(const discovery_config& c) {
+  if (c.username.empty())
+    return std::string{};
+  return resolve_secret(c.password, "discovery.password");
+}
+
+expected<std::optional<curve_keypair>> resolve_curve_keys(const curve_config& c) {
+  if (!c.enabled())
+    return std::optional<curve_keypair>{};
+  curve_keypair keys;
+  for (auto [spec, out, field] : {std::tuple{&c.public_key, &keys.public_key, "security.curve.public_key"},
+                                  std::tuple{&c.secret_key, &keys.secret_key, "security.curve.secret_key"}}) {
+    auto value = resolve_secret(*spec, field);
+    if (!value)
+      return std::move(value.error());
+    if (auto err = check_curve_key(*value, field, true))
+      return err;
+    *out = std::move(*value);
+  }
+  return std::optional<curve_keypair>{std::move(keys)};
 }
 
 const std::string& advertised_host(const cluster_config& c) noexcept {

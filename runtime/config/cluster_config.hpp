@@ -6,10 +6,12 @@
 #pragma once
 
 #include "runtime/core/error.hpp"
+#include "runtime/core/secret.hpp"
 #include "runtime/protocol/disagg.hpp"
 #include "runtime/route/config.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,11 +70,37 @@ struct pool_config {
 struct discovery_config {
   std::string backend = "file";         ///< file | etcd | memory (memory: single process only)
   std::string root;                     ///< file backend directory; "" = $DYNAMO_DISCOVERY_DIR or /tmp/dynamo_discovery
-  /// etcd: http://host[:port] each, tried in order; empty = $ETCD_ENDPOINTS
+  /// etcd: http(s)://host[:port] each, tried in order; empty = $ETCD_ENDPOINTS
   /// (comma-separated) or http://127.0.0.1:2379.
   std::vector<std::string> endpoints;
   std::string key_prefix = "/dynamo";   ///< etcd: records live under <key_prefix>/instances/
   uint32_t lease_ttl_ms = 1000;         ///< etcd: whole seconds, at least etcd's minimum TTL
+  /// etcd over https:// (docs/CLUSTER.md "Security"): the CA of etcd's
+  /// certificate ("": the system's) and an optional client certificate.
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  /// etcd authentication (etcd's `auth enable`); password may be "env:NAME".
+  std::string username;
+  std::string password;
+};
+
+/// The discovery password with "env:NAME" read now ("" without a username).
+/// errc::config_error naming discovery.password when the variable is unset.
+[[nodiscard]] expected<std::string> resolve_discovery_password(const discovery_config& c);
+
+/// ZeroMQ CURVE on the request and event planes (docs/CLUSTER.md "Security"):
+/// one cluster keypair; every plane server socket uses it and admits only
+/// clients that prove they hold it. Each key is 40 Z85 characters or
+/// "env:NAME". Both empty: CURVE off (the default).
+struct curve_config {
+  std::string public_key;
+  std::string secret_key;
+  [[nodiscard]] bool enabled() const noexcept { return !public_key.empty() || !secret_key.empty(); }
+};
+
+struct security_config {
+  curve_config curve;
 };
 
 struct frontend_config {
@@ -171,6 +199,7 @@ struct cluster_config {
   router_config router;
   disagg_config disagg;
   planner_config planner;
+  security_config security;
   std::vector<pool_config> pools;
 
   /// The pool named `name`, or nullptr.
@@ -195,6 +224,12 @@ inline constexpr uint32_t cpu_step_tokens_per_thread = 128;
 
 /// Reads and parses a file (errc::io_error when it cannot be read).
 [[nodiscard]] expected<cluster_config> load_cluster_config(const std::string& path);
+
+/// The CURVE keypair of `c` with "env:NAME" values read now; nullopt when
+/// CURVE is off. errc::config_error naming security.curve.<key> when a
+/// variable is unset or a value is not a Z85 key. (That the two keys belong
+/// together is checked where ZeroMQ is: planes/codec/zmq_curve.)
+[[nodiscard]] expected<std::optional<curve_keypair>> resolve_curve_keys(const curve_config& c);
 
 /// The host a process advertises: advertise_host, else plane_host.
 [[nodiscard]] const std::string& advertised_host(const cluster_config& c) noexcept;

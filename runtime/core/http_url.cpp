@@ -50,11 +50,12 @@ expected<http_url> parse_http_url(std::string_view url, std::string_view what, u
   return parse_after_scheme(url, url.substr(scheme.size()), what, default_port);
 }
 
-expected<http_url> parse_http_or_https_url(std::string_view url, std::string_view what) {
+expected<http_url> parse_http_or_https_url(std::string_view url, std::string_view what,
+                                           uint16_t default_port) {
   constexpr std::string_view https = "https://";
   if (url.substr(0, https.size()) != https)
-    return parse_http_url(url, what, 80);
-  auto out = parse_after_scheme(url, url.substr(https.size()), what, 443);
+    return parse_http_url(url, what, default_port != 0 ? default_port : uint16_t{80});
+  auto out = parse_after_scheme(url, url.substr(https.size()), what, default_port != 0 ? default_port : uint16_t{443});
   if (out)
     out->tls = true;
   return out;

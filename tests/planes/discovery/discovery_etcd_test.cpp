@@ -92,7 +92,7 @@ BOOST_FIXTURE_TEST_CASE(bad_names_and_options_are_refused, etcd_fixture) {
   o = options();
   o.endpoints = {};
   BOOST_TEST(code_of(make_etcd_discovery(o).error()) == errc::config_error);
-  o.endpoints = {"https://127.0.0.1:2379"};
+  o.endpoints = {"ftp://127.0.0.1:2379"};
   BOOST_TEST(code_of(make_etcd_discovery(o).error()) == errc::config_error);
   o = options();
   o.key_prefix = "dynamo/";

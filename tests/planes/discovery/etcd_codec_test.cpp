@@ -114,6 +114,15 @@ BOOST_AUTO_TEST_CASE(responses_recorded_from_etcd_parse) {
   BOOST_TEST(message_of(err.error()) == "etcd: etcdserver: requested lease not found");
 }
 
+BOOST_AUTO_TEST_CASE(auth_bodies_and_tokens) {
+  BOOST_TEST(ec::authenticate_body("dynamo", "p\"w") == R"({"name":"dynamo","password":"p\"w"})");
+  BOOST_TEST(*ec::parse_token(R"({"header":{"revision":"9"},"token":"oAfMeXTDqonUyxPx.13"})") == "oAfMeXTDqonUyxPx.13");
+  BOOST_TEST(!ec::parse_token(R"({"header":{"revision":"9"}})"));
+  BOOST_TEST(!ec::parse_token(R"({"token":""})"));
+  BOOST_TEST(!ec::parse_token(R"({"token":"a\r\nX-Evil: 1"})")); // it goes into a header line
+  BOOST_TEST(!ec::parse_token(R"({"error":"etcdserver: authentication failed","code":3})"));
+}
+
 BOOST_AUTO_TEST_CASE(watch_messages_parse_puts_deletes_and_cancellation) {
   auto created = ec::parse_watch_message(R"({"result":{"header":{"revision":"5"},"created":true}})");
   BOOST_REQUIRE(created);
@@ -197,7 +206,13 @@ BOOST_AUTO_TEST_CASE(endpoints_parse_and_bad_ones_are_config_errors) {
   BOOST_TEST(parse_etcd_endpoint("http://etcd-0.local:2379/")->host == "etcd-0.local");
   BOOST_TEST(parse_etcd_endpoint("http://[::1]:2379")->host == "::1");
   BOOST_TEST(parse_etcd_endpoint("http://h")->port == 2379);
-  for (auto bad : {"https://h:2379", "http://h:0", "http://h:99999", "http://h:23x", ":2379",
+  auto s = parse_etcd_endpoint("https://etcd-0.local");
+  BOOST_REQUIRE(s);
+  BOOST_TEST(s->tls);
+  BOOST_TEST(s->port == 2379);
+  BOOST_TEST(s->url() == "https://etcd-0.local:2379");
+  BOOST_TEST(!e->tls);
+  for (auto bad : {"ftp://h:2379", "http://h:0", "http://h:99999", "http://h:23x", ":2379",
                    "http://h:2379/v3", "http://user@h:2379", "h:2379"})
     BOOST_TEST((code_of(parse_etcd_endpoint(bad).error()) == errc::config_error), bad);
 }

@@ -2,6 +2,7 @@
 
 #include "planes/discovery/etcd_client.hpp"
 #include "planes/discovery/etcd_codec.hpp"
+#include "runtime/core/base64.hpp"
 
 #include <netinet/in.h>
 #include <signal.h>
@@ -66,8 +67,16 @@ boost::test_tools::assertion_result etcd_installed(boost::unit_test::test_unit_i
   return r;
 }
 
-std::optional<etcd_server> etcd_server::start() {
+std::string etcd_tls_dir() {
+  const char* src = std::getenv("DYNAMO_SOURCE_DIR");
+  BOOST_REQUIRE_MESSAGE(src, "DYNAMO_SOURCE_DIR is set by CTest");
+  return (fs::path{src} / "tests" / "planes" / "discovery" / "tls").string();
+}
+
+std::optional<etcd_server> etcd_server::start(bool tls) {
   etcd_server s;
+  s.tls_ = tls;
+  s.admin_ = s.security();
   s.dir_ = (fs::temp_directory_path() / ("dynamo-etcd-" + std::to_string(::getpid()) + "-" +
                                          std::to_string(std::rand()))).string();
   s.client_port_ = free_port();
@@ -78,7 +87,8 @@ std::optional<etcd_server> etcd_server::start() {
 }
 
 etcd_server::etcd_server(etcd_server&& o) noexcept
-    : dir_(std::exchange(o.dir_, "")), client_port_(o.client_port_), peer_port_(o.peer_port_),
+    : dir_(std::exchange(o.dir_, "")), tls_(o.tls_), admin_(o.admin_), client_port_(o.client_port_),
+      peer_port_(o.peer_port_),
       pid_(std::exchange(o.pid_, -1)) {}
 
 etcd_server::~etcd_server() {
@@ -89,17 +99,73 @@ etcd_server::~etcd_server() {
   }
 }
 
-std::string etcd_server::url() const { return "http://127.0.0.1:" + std::to_string(client_port_); }
+std::string etcd_server::url() const {
+  return (tls_ ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(client_port_);
+}
+
+etcd_security etcd_server::security(const std::string& user, const std::string& password) const {
+  etcd_security s;
+  if (tls_) {
+    auto dir = etcd_tls_dir();
+    s = {dir + "/ca.crt", dir + "/client.crt", dir + "/client.key", "", ""};
+  }
+  s.username = user;
+  s.password = password;
+  return s;
+}
+
+bool etcd_server::enable_auth(const std::string& user, const std::string& password,
+                              const std::string& prefix) {
+  etcd_client c{{*parse_etcd_endpoint(url())}, std::chrono::milliseconds{5000}, security()};
+  std::string range_end = prefix;
+  range_end.back() = static_cast<char>(range_end.back() + 1);
+  auto key = [](const std::string& s) { return base64_encode({reinterpret_cast<const uint8_t*>(s.data()), s.size()}); };
+  std::vector<std::pair<std::string, std::string>> steps{
+    {"/v3/auth/user/add", R"({"name":"root","password":")" + password + R"("})"},
+    {"/v3/auth/role/add", R"({"name":"root"})"},
+    {"/v3/auth/user/grant", R"({"user":"root","role":"root"})"},
+    {"/v3/auth/user/add", R"({"name":")" + user + R"(","password":")" + password + R"("})"},
+    {"/v3/auth/role/add", R"({"name":")" + user + R"("})"},
+    {"/v3/auth/role/grant", R"({"name":")" + user + R"(","perm":{"permType":"READWRITE","key":")" +
+                              key(prefix) + R"(","range_end":")" + key(range_end) + R"("}})"},
+    {"/v3/auth/user/grant", R"({"user":")" + user + R"(","role":")" + user + R"("})"},
+    {"/v3/auth/enable", "{}"}};
+  for (auto& [path, body] : steps)
+    if (auto r = c.call(path, body); !r) {
+      std::cerr << "etcd " << path << ": " << describe(r.error()) << "\n";
+      return false;
+    }
+  admin_ = security("root", password);
+  return true;
+}
+
+bool etcd_server::invalidate_tokens() {
+  etcd_client root{{*parse_etcd_endpoint(url())}, std::chrono::milliseconds{5000}, admin_};
+  etcd_client anyone{{*parse_etcd_endpoint(url())}, std::chrono::milliseconds{5000}, security()};
+  for (auto [c, path] : {std::pair{&root, "/v3/auth/disable"}, std::pair{&anyone, "/v3/auth/enable"}})
+    if (auto r = c->call(path, "{}"); !r) {
+      std::cerr << "etcd " << path << ": " << describe(r.error()) << "\n";
+      return false;
+    }
+  return true;
+}
 
 bool etcd_server::launch() {
   fs::create_directories(dir_);
   auto client = url();
   auto peer = "http://127.0.0.1:" + std::to_string(peer_port_);
+  std::vector<std::string> tls_args;
+  if (tls_) {
+    auto d = etcd_tls_dir();
+    tls_args = {"--cert-file", d + "/server.crt", "--key-file", d + "/server.key",
+                "--trusted-ca-file", d + "/ca.crt", "--client-cert-auth"};
+  }
   std::vector<std::string> args{binary(), "--name", "test", "--data-dir", dir_ + "/data",
                                 "--listen-client-urls", client, "--advertise-client-urls", client,
                                 "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
                                 "--initial-cluster", "test=" + peer, "--heartbeat-interval", "50",
                                 "--election-timeout", "500", "--log-level", "warn"};
+  args.insert(args.end(), tls_args.begin(), tls_args.end());
   std::vector<char*> argv;
   for (auto& a : args)
     argv.push_back(a.data());
@@ -126,7 +192,7 @@ bool etcd_server::launch() {
 }
 
 bool etcd_server::wait_ready() const {
-  etcd_client c{{etcd_endpoint{"127.0.0.1", client_port_}}, std::chrono::milliseconds{500}};
+  etcd_client c{{*parse_etcd_endpoint(url())}, std::chrono::milliseconds{500}, admin_};
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds{10};
   while (std::chrono::steady_clock::now() < until) {
     if (auto r = c.call("/v3/kv/range", etcd_codec::range_body({"ready", ""})); r)

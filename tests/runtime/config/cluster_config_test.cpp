@@ -128,8 +128,8 @@ BOOST_AUTO_TEST_CASE(etcd_discovery_errors_name_the_field) {
              "discovery.endpoints: expected a non-empty list of http://host:port");
   BOOST_TEST(with("{backend: etcd, endpoints: []}") ==
              "discovery.endpoints: expected a non-empty list of http://host:port");
-  BOOST_TEST(with("{backend: etcd, endpoints: [http://a:2379, https://b:2379]}") ==
-             "discovery.endpoints[1]: etcd endpoint 'https://b:2379': expected http://host[:port][/path]");
+  BOOST_TEST(with("{backend: etcd, endpoints: [http://a:2379, ftp://b:2379]}") ==
+             "discovery.endpoints[1]: etcd endpoint 'ftp://b:2379': expected http://host[:port][/path]");
   BOOST_TEST(with("{backend: etcd, endpoints: ['http://a:99999']}") ==
              "discovery.endpoints[0]: etcd endpoint 'http://a:99999': bad port");
   BOOST_TEST(with("{backend: etcd, endpoints: ['http://a:2379/v3']}") ==
