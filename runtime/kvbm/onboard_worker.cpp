@@ -1,10 +1,13 @@
 #include "runtime/kvbm/onboard_worker.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace dynamo::kvbm {
 
-onboard_worker::onboard_worker(std::optional<g1_view> g1, bool threaded, unsigned disk_readers) : g1_(g1) {
+onboard_worker::onboard_worker(std::optional<g1_view> g1, bool threaded, unsigned disk_readers,
+                               uint64_t disk_read_bytes)
+    : g1_(g1), disk_read_bytes_(disk_read_bytes) {
   if (g1_ && disk_readers > 1)
     readers_ = std::make_unique<kernels::ref::thread_pool>(disk_readers);
   if (threaded && g1_)
@@ -22,12 +25,12 @@ onboard_worker::~onboard_worker() {
 }
 
 onboard_done onboard_worker::run(const onboard_job& job) const {
-  onboard_done d{job.request_id, true, {}, 0, 0};
+  onboard_done d{job.request_id, true, {}, 0, 0, 0};
   if (!g1_)
     return d;
-  // Host slabs are copied here; disk items are only collected, then read
-  // several files at a time: one small file after another keeps a single
-  // request in flight at the device, far below its sequential speed.
+  // Host slabs are copied here; disk items are collected, then read as runs
+  // of adjacent records: one small read after another would leave the device
+  // far below its sequential speed.
   std::vector<uint32_t> disk_items;
   for (uint32_t i = 0; i < job.items.size(); ++i) {
     const onboard_item& it = job.items[i];
@@ -44,30 +47,58 @@ onboard_done onboard_worker::run(const onboard_job& job) const {
       std::memcpy(dst.data(), it.slab->data(), dst.size());
     }
   }
-  if (disk_items.empty())
-    return d;
+  if (!disk_items.empty())
+    read_disk(job, std::move(disk_items), d);
+  return d;
+}
+
+void onboard_worker::read_disk(const onboard_job& job, std::vector<uint32_t> disk_items, onboard_done& d) const {
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<read_status> status(disk_items.size(), read_status::ok);
-  auto read_one = [&](uint32_t k) {
-    const onboard_item& it = job.items[disk_items[k]];
-    status[k] = read_block_file(it.path, it.sequence_hash, g1_->block(it.destination));
+  std::vector<read_status> status(job.items.size(), read_status::ok);
+  std::vector<record_span> spans(job.items.size());
+  std::vector<uint32_t> readable;
+  for (const uint32_t i : disk_items) {
+    const onboard_item& it = job.items[i];
+    if (!it.disk.file)
+      status[i] = read_status::missing;
+    else if (it.disk.length != g1_->block_bytes)
+      status[i] = read_status::corrupt; // a block of another size: never these bytes
+    else
+      readable.push_back(i);
+    spans[i] = record_span{reinterpret_cast<uintptr_t>(it.disk.file.get()), it.disk.offset, it.disk.length};
+  }
+  const std::vector<read_run> runs = plan_reads(spans, readable, disk_read_bytes_, max_run_records);
+  auto read_one = [&](uint32_t r) {
+    const read_run& run = runs[r];
+    std::vector<uint64_t> hashes;
+    std::vector<std::span<std::byte>> payloads;
+    std::vector<read_status> got(run.count);
+    for (uint32_t k = run.first; k < run.first + run.count; ++k) {
+      const onboard_item& it = job.items[readable[k]];
+      hashes.push_back(it.sequence_hash);
+      payloads.push_back(g1_->block(it.destination));
+    }
+    const onboard_item& first = job.items[readable[run.first]];
+    first.disk.file->read_run(first.disk.offset, hashes, payloads, got);
+    for (uint32_t k = 0; k < run.count; ++k)
+      status[readable[run.first + k]] = got[k];
   };
-  if (readers_ && disk_items.size() > 1)
-    readers_->parallel_for(static_cast<uint32_t>(disk_items.size()), read_one);
+  if (readers_ && runs.size() > 1)
+    readers_->parallel_for(static_cast<uint32_t>(runs.size()), read_one);
   else
-    for (uint32_t k = 0; k < disk_items.size(); ++k)
-      read_one(k);
+    for (uint32_t r = 0; r < runs.size(); ++r)
+      read_one(r);
   d.disk_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  for (size_t k = 0; k < disk_items.size(); ++k) {
-    const onboard_item& it = job.items[disk_items[k]];
-    if (status[k] != read_status::ok) {
+  d.disk_reads = static_cast<uint32_t>(runs.size());
+  std::sort(disk_items.begin(), disk_items.end());
+  for (const uint32_t i : disk_items) {
+    if (status[i] != read_status::ok) {
       d.ok = false;
-      d.disk_failures.emplace_back(it.sequence_hash, status[k]);
+      d.disk_failures.emplace_back(job.items[i].sequence_hash, status[i]);
     } else {
-      d.disk_bytes += g1_->block(it.destination).size();
+      d.disk_bytes += g1_->block_bytes;
     }
   }
-  return d;
 }
 
 void onboard_worker::loop() {

@@ -5,6 +5,7 @@
 // exactly those of recomputing the prompt. A corrupt disk tier costs a
 // recomputation, never different tokens.
 #include "runtime/engine/engine_core.hpp"
+#include "runtime/kvbm/segment_file.hpp"
 #include "runtime/model/cpu_executor.hpp"
 #include "tests/runtime/model/model_test_util.hpp"
 
@@ -138,16 +139,23 @@ BOOST_AUTO_TEST_CASE(a_corrupt_disk_tier_costs_a_recomputation_not_the_tokens) {
   got["first"] = generate(*core, "first", prompt_of(1));
   got["other1"] = generate(*core, "other1", prompt_of(2));
   got["other2"] = generate(*core, "other2", prompt_of(3));
-  size_t files = 0;
+  size_t records = 0;
   for (const auto& e : fs::directory_iterator(d.path)) { // one flipped byte at the end of every block
+    if (e.path().extension() != ".kvs")
+      continue;
+    auto seg = kvbm::segment_file::open(e.path().string());
+    BOOST_REQUIRE(seg);
     std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(-1, std::ios::end);
-    const char last = static_cast<char>(f.get());
-    f.seekp(-1, std::ios::end);
-    f.put(static_cast<char>(last ^ 0x01));
-    ++files;
+    for (const auto& r : (*seg)->scan()) {
+      const auto last = static_cast<std::streamoff>(r.offset + sizeof(kvbm::record_header) + r.header.length - 1);
+      f.seekg(last);
+      const char c = static_cast<char>(f.get());
+      f.seekp(last);
+      f.put(static_cast<char>(c ^ 0x01));
+      ++records;
+    }
   }
-  BOOST_REQUIRE(files > 0u);
+  BOOST_REQUIRE(records > 0u);
   got["again"] = generate(*core, "again", prompt_of(1));
   for (const auto& [id, r] : want)
     BOOST_TEST(got.at(id).tokens == r.tokens, boost::test_tools::per_element());
