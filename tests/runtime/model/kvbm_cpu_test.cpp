@@ -128,6 +128,32 @@ BOOST_AUTO_TEST_CASE(onboarded_from_disk_the_greedy_tokens_are_the_recomputed_on
   BOOST_TEST(core->kvbm()->counters().offload_blocks_h2d > 0u);
 }
 
+BOOST_AUTO_TEST_CASE(disk_blocks_of_an_earlier_engine_are_announced_and_onboarded) {
+  auto m = tiny_model();
+  auto plain = engine_with(m, {});
+  const result want = generate(*plain, "first", prompt_of(1));
+  temp_dir d("kvbm-cpu");
+  const kvbm::kvbm_config cfg{.disk_bytes = 1 << 20, .disk_path = d.path.string(), .disk_min_free_bytes = 0,
+                              .disk_filter = {.min_frequency = 1}, .disk_tag = "tiny"};
+  {
+    auto core = engine_with(m, cfg);
+    (void)generate(*core, "first", prompt_of(1));
+    BOOST_REQUIRE(core->kvbm()->disk()->size() >= 5u);
+  }
+  auto core = engine_with(m, cfg); // a restart: G1 empty, the disk as it was
+  size_t announced = 0;
+  for (const auto& e : core->take_kv_events()) {
+    BOOST_TEST((e.medium == protocol::storage_tier::disk));
+    BOOST_TEST((e.kind == protocol::kv_event_kind::stored));
+    announced += e.blocks.size();
+  }
+  BOOST_TEST(announced == core->kvbm()->disk()->size());
+  const result again = generate(*core, "again", prompt_of(1));
+  BOOST_TEST(again.tokens == want.tokens, boost::test_tools::per_element());
+  BOOST_TEST(again.cached_tokens == 20u);
+  BOOST_TEST(core->kvbm()->counters().onboard_blocks_d2d == 5u);
+}
+
 BOOST_AUTO_TEST_CASE(a_corrupt_disk_tier_costs_a_recomputation_not_the_tokens) {
   auto m = tiny_model();
   auto plain = engine_with(m, {});
