@@ -23,9 +23,9 @@ struct kvbm_config {
   /// Onboarding copies run on the connector's own I/O thread (other requests
   /// keep stepping); false: inline, when the loads start (tests).
   bool async_loads = true;
-  /// Reads in flight for one onboarding (the I/O thread counts as one): its
-  /// disk records, coalesced into runs of adjacent records, are read in
-  /// pieces of at most disk_read_bytes, this many at once (docs/KV.md).
+  /// Readers of one onboarding (the I/O thread counts as one): its disk
+  /// records form runs of adjacent records, this many runs are read at once,
+  /// each by one reader in reads of at most disk_read_bytes (docs/KV.md).
   unsigned disk_readers = 8;
   uint64_t disk_read_bytes = uint64_t{4} << 20;
   /// G3 segment files are sealed at this size; compaction moves one at a time.

@@ -1,6 +1,7 @@
 #include "runtime/kvbm/onboard_worker.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 namespace dynamo::kvbm {
@@ -67,21 +68,35 @@ void onboard_worker::read_disk(const onboard_job& job, std::vector<uint32_t> dis
       readable.push_back(i);
     spans[i] = record_span{reinterpret_cast<uintptr_t>(it.disk.file.get()), it.disk.offset, it.disk.length};
   }
-  const std::vector<read_run> runs = plan_reads(spans, readable, disk_read_bytes_, max_run_records);
+  // Runs of adjacent records go to the readers in parallel; each run is read
+  // by one reader, piece after piece (each at most disk_read_bytes): reads
+  // that go on sequentially keep the kernel's readahead, which parallel reads
+  // of one run through one descriptor would defeat.
+  const std::vector<read_run> runs = plan_reads(spans, readable, UINT64_MAX, UINT32_MAX);
+  std::vector<uint32_t> pieces(runs.size(), 0);
   auto read_one = [&](uint32_t r) {
-    const read_run& run = runs[r];
     std::vector<uint64_t> hashes;
     std::vector<std::span<std::byte>> payloads;
-    std::vector<read_status> got(run.count);
-    for (uint32_t k = run.first; k < run.first + run.count; ++k) {
-      const onboard_item& it = job.items[readable[k]];
-      hashes.push_back(it.sequence_hash);
-      payloads.push_back(g1_->block(it.destination));
+    std::vector<read_status> got;
+    for (uint32_t k = runs[r].first, end = runs[r].first + runs[r].count; k < end;) {
+      hashes.clear();
+      payloads.clear();
+      const onboard_item& first = job.items[readable[k]];
+      uint64_t bytes = 0;
+      for (; k < end && hashes.size() < max_run_records; ++k) {
+        const onboard_item& it = job.items[readable[k]];
+        if (!hashes.empty() && bytes + sizeof(record_header) + it.disk.length > disk_read_bytes_)
+          break;
+        bytes += sizeof(record_header) + it.disk.length;
+        hashes.push_back(it.sequence_hash);
+        payloads.push_back(g1_->block(it.destination));
+      }
+      got.assign(hashes.size(), read_status::ok);
+      first.disk.file->read_run(first.disk.offset, hashes, payloads, got);
+      for (size_t i = 0; i < got.size(); ++i)
+        status[readable[k - got.size() + i]] = got[i];
+      ++pieces[r];
     }
-    const onboard_item& first = job.items[readable[run.first]];
-    first.disk.file->read_run(first.disk.offset, hashes, payloads, got);
-    for (uint32_t k = 0; k < run.count; ++k)
-      status[readable[run.first + k]] = got[k];
   };
   if (readers_ && runs.size() > 1)
     readers_->parallel_for(static_cast<uint32_t>(runs.size()), read_one);
@@ -89,7 +104,8 @@ void onboard_worker::read_disk(const onboard_job& job, std::vector<uint32_t> dis
     for (uint32_t r = 0; r < runs.size(); ++r)
       read_one(r);
   d.disk_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  d.disk_reads = static_cast<uint32_t>(runs.size());
+  for (const uint32_t p : pieces)
+    d.disk_reads += p;
   std::sort(disk_items.begin(), disk_items.end());
   for (const uint32_t i : disk_items) {
     if (status[i] != read_status::ok) {

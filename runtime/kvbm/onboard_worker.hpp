@@ -1,7 +1,8 @@
 // Moves onboarded KV blocks into the engine's KV memory (G1): host slabs by
-// copy, disk records by verified reads straight into the destination blocks,
-// adjacent records of a segment coalesced into one preadv (up to
-// disk_read_bytes each), those reads several at once on a pool of readers.
+// copy, disk records by verified reads straight into the destination blocks:
+// adjacent records of a segment form a run, read by one reader in preadv's of
+// up to disk_read_bytes one after another, several runs at once on a pool of
+// readers.
 // Runs its jobs on one I/O thread of its own (or inline, for tests and
 // policy-only tiers), so other requests keep stepping while a prompt's blocks
 // come in.
@@ -62,15 +63,15 @@ struct onboard_done {
   std::vector<std::pair<uint64_t, read_status>> disk_failures;
   uint64_t disk_bytes = 0;    ///< payload bytes read from disk
   double disk_seconds = 0;    ///< wall time from the first disk read to the last
-  uint32_t disk_reads = 0;    ///< preadv calls (runs of adjacent records) it took
+  uint32_t disk_reads = 0;    ///< preadv calls it took (pieces of runs of adjacent records)
 };
 
 class onboard_worker {
 public:
   /// `g1`: where bytes go (nullopt: policy only, jobs finish at once with
   /// nothing moved). `threaded`: a thread of its own, else jobs run in submit().
-  /// `disk_readers`: disk reads at once (the running thread included), each of
-  /// at most `disk_read_bytes` (but at least one record).
+  /// `disk_readers`: runs read at once (the running thread included), each
+  /// in reads of at most `disk_read_bytes` (but at least one record).
   onboard_worker(std::optional<g1_view> g1, bool threaded, unsigned disk_readers = 1,
                  uint64_t disk_read_bytes = uint64_t{4} << 20);
   ~onboard_worker(); ///< finishes what was submitted, then joins
