@@ -9,11 +9,14 @@
 #include "runtime/model/cuda/cuda_executor.hpp"
 #endif
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <system_error>
 
 namespace dynamo::actors {
 
@@ -29,8 +32,11 @@ engine::engine_config engine_limits(config::engine_kind kind, const config::engi
   return ec;
 }
 
-/// The KVBM tiers of engine `index` of `pool` (its disk files in a directory
-/// of its own: engines of one process, and processes, never share one).
+/// The KVBM tiers of engine `index` of `pool`. Its disk segments go in
+/// "<disk_path>/<pool>-<index>", the same directory after a restart, so they
+/// are found again; a directory a live engine holds is never shared (the store
+/// then takes "<pool>-<index>.1", ...: kvbm::disk_store). The tag names the
+/// model file, so blocks of another model there are dropped, not served.
 engine::engine_config with_kvbm(engine::engine_config ec, const config::pool_config& pool, uint32_t index) {
   const config::kvbm_options& k = pool.kvbm;
   if (!k.enabled())
@@ -38,7 +44,11 @@ engine::engine_config with_kvbm(engine::engine_config ec, const config::pool_con
   ec.kvbm.host_bytes = static_cast<uint64_t>(k.host_gb * 1073741824.0);
   ec.kvbm.disk_bytes = static_cast<uint64_t>(k.disk_gb * 1073741824.0);
   if (!k.disk_path.empty())
-    ec.kvbm.disk_path = k.disk_path + "/" + pool.name + "-" + std::to_string(::getpid()) + "-" + std::to_string(index);
+    ec.kvbm.disk_path = k.disk_path + "/" + pool.name + "-" + std::to_string(index);
+  std::error_code ec_size;
+  const auto model_bytes = std::filesystem::file_size(pool.model_path, ec_size);
+  ec.kvbm.disk_tag = fmt::format("{}:{}:{}", config::to_string(pool.engine), pool.model_path,
+                                 ec_size ? 0 : model_bytes);
   return ec;
 }
 

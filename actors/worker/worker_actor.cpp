@@ -143,6 +143,10 @@ caf::actor spawn_worker(caf::actor_system& sys, worker_config cfg, engine_factor
       return {};
     }
     st.engine = std::move(*engine);
+    // Blocks it starts with (KVBM disk blocks of an earlier run), right after
+    // this incarnation's "cleared": routers know them before any request.
+    if (auto evs = st.engine->take_kv_events(); !evs.empty() && st.hooks.on_kv_events)
+      st.hooks.on_kv_events(std::move(evs));
     publish_load(self, true);
     self->delayed_send(self, housekeeping_interval(cfg), housekeep_atom::value);
     return {

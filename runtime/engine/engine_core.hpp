@@ -166,6 +166,11 @@ public:
   /// Load report; worker_id is left 0 for the caller to fill in.
   [[nodiscard]] protocol::load_metrics load_metrics() const noexcept;
 
+  /// KV events not yet returned by a step: those of blocks found at start
+  /// (KVBM's disk tier, from an earlier run), for the worker to announce
+  /// before any request comes. step() returns the rest.
+  [[nodiscard]] std::vector<protocol::kv_event> take_kv_events() { return sched_.kv().drain_events(); }
+
   /// The KV block manager, when on (its counters and tiers, for metrics).
   [[nodiscard]] const kvbm::kvbm_connector* kvbm() const noexcept { return kvbm_.get(); }
 

@@ -1,128 +1,195 @@
 #include "runtime/kvbm/disk_store.hpp"
 
-#include <xxhash.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
+#include <tuple>
+#include <unordered_set>
+#include <utility>
 
 namespace dynamo::kvbm {
 
 namespace {
 
-constexpr std::string_view file_suffix = ".kvb";
+namespace fs = std::filesystem;
 
-/// Writes all of `data` to `fd`; false with errno set on failure.
-bool write_all(int fd, const void* data, size_t n) {
-  const auto* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR)
-        continue;
-      return false;
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
+constexpr std::string_view segment_prefix = "seg-";
+constexpr std::string_view segment_suffix = ".kvs";
+constexpr std::string_view lock_name = "LOCK";
+constexpr unsigned max_siblings = 16;
+
+std::string segment_path(const std::string& dir, uint64_t id) {
+  return fmt::format("{}/{}{:016x}{}", dir, segment_prefix, id, segment_suffix);
 }
 
-/// Reads up to `n` bytes; returns how many (short only at end of file), -1 on error.
-ssize_t read_full(int fd, void* data, size_t n) {
-  auto* p = static_cast<char*>(data);
-  size_t got = 0;
-  while (got < n) {
-    const ssize_t r = ::read(fd, p + got, n - got);
-    if (r < 0) {
-      if (errno == EINTR)
-        continue;
-      return -1;
-    }
-    if (r == 0)
-      break;
-    got += static_cast<size_t>(r);
+/// Locks `dir`/LOCK; the descriptor, -1 when another process (or store) holds
+/// it, -2 on another error.
+int lock_directory(const std::string& dir) {
+  const std::string path = dir + "/" + std::string{lock_name};
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return -2;
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const bool held = errno == EWOULDBLOCK;
+    ::close(fd);
+    return held ? -1 : -2;
   }
-  return static_cast<ssize_t>(got);
-}
-
-/// Reads and verifies a block file from an open descriptor (from its start).
-read_status read_block_fd(int fd, uint64_t hash, std::span<std::byte> out) {
-  block_file_header h;
-  read_status status = read_status::ok;
-  const ssize_t n = read_full(fd, &h, sizeof h);
-  if (n < 0)
-    status = read_status::corrupt;
-  else if (static_cast<size_t>(n) < sizeof h)
-    status = read_status::truncated;
-  else if (h.magic != block_file_header::magic_value || h.version != block_file_header::version_value ||
-           h.sequence_hash != hash || h.length != out.size())
-    status = read_status::corrupt;
-  if (status == read_status::ok) {
-    const ssize_t m = read_full(fd, out.data(), out.size());
-    if (m < 0)
-      status = read_status::corrupt;
-    else if (static_cast<size_t>(m) < out.size())
-      status = read_status::truncated;
-    else if (block_checksum(out) != h.checksum)
-      status = read_status::corrupt;
-  }
-  return status;
+  return fd;
 }
 
 } // namespace
 
-const char* to_string(read_status s) noexcept {
-  switch (s) {
-    case read_status::ok: return "ok";
-    case read_status::missing: return "missing";
-    case read_status::truncated: return "truncated";
-    case read_status::corrupt: return "corrupt";
+disk_store::disk_store(disk_store_config cfg) : cfg_(std::move(cfg)), index_(cfg_.capacity_blocks) {}
+
+disk_store::disk_store(disk_store&& o) noexcept
+    : cfg_(std::move(o.cfg_)), lock_fd_(std::exchange(o.lock_fd_, -1)), index_(std::move(o.index_)),
+      places_(std::move(o.places_)), segments_(std::move(o.segments_)), active_(o.active_), next_id_(o.next_id_),
+      dead_bytes_(o.dead_bytes_), restored_(std::move(o.restored_)) {}
+
+disk_store& disk_store::operator=(disk_store&& o) noexcept {
+  if (this != &o) {
+    if (lock_fd_ >= 0)
+      ::close(lock_fd_);
+    cfg_ = std::move(o.cfg_);
+    lock_fd_ = std::exchange(o.lock_fd_, -1);
+    index_ = std::move(o.index_);
+    places_ = std::move(o.places_);
+    segments_ = std::move(o.segments_);
+    active_ = o.active_;
+    next_id_ = o.next_id_;
+    dead_bytes_ = o.dead_bytes_;
+    restored_ = std::move(o.restored_);
   }
-  return "unknown";
+  return *this;
 }
 
-uint64_t block_checksum(std::span<const std::byte> bytes) noexcept {
-  return XXH3_64bits(bytes.data(), bytes.size());
-}
-
-read_status read_block_file(const std::string& path, uint64_t hash, std::span<std::byte> out) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return errno == ENOENT ? read_status::missing : read_status::corrupt;
-  const read_status s = read_block_fd(fd, hash, out);
-  ::close(fd);
-  return s;
+disk_store::~disk_store() {
+  if (lock_fd_ >= 0)
+    ::close(lock_fd_); // releases the directory; the segments stay for the next store
 }
 
 expected<disk_store> disk_store::open(disk_store_config cfg) {
-  if (!cfg.path.empty()) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    fs::create_directories(cfg.path, ec);
-    if (ec || !fs::is_directory(cfg.path, ec))
-      return make_error(errc::io_error, "KVBM disk path " + cfg.path + " is not a usable directory" +
-                                            (ec ? ": " + ec.message() : std::string{}));
-    // Blocks of an earlier process may be of another model: start empty.
-    for (const auto& e : fs::directory_iterator(cfg.path, ec)) {
-      const std::string name = e.path().filename().string();
-      if (name.ends_with(file_suffix) || name.ends_with(std::string{file_suffix} + ".tmp"))
-        fs::remove(e.path(), ec);
-    }
+  if (cfg.segment_bytes == 0)
+    return make_error(errc::config_error, "kvbm disk segment size must be > 0");
+  disk_store s{std::move(cfg)};
+  if (s.has_files()) {
+    if (auto ok = s.claim(); !ok)
+      return ok.error();
+    s.rebuild();
   }
-  return disk_store{std::move(cfg)};
+  return s;
 }
 
-std::string disk_store::path_of(uint64_t hash) const {
-  char name[32];
-  std::snprintf(name, sizeof name, "%016llx", static_cast<unsigned long long>(hash));
-  return cfg_.path + "/" + name + std::string{file_suffix};
+expected<void> disk_store::claim() {
+  const std::string base = cfg_.path;
+  for (unsigned k = 0; k < max_siblings; ++k) {
+    const std::string dir = k == 0 ? base : base + "." + std::to_string(k);
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec || !fs::is_directory(dir, ec))
+      return make_error(errc::io_error, "KVBM disk path " + dir + " is not a usable directory" +
+                                            (ec ? ": " + ec.message() : std::string{}));
+    const int fd = lock_directory(dir);
+    if (fd == -2)
+      return make_error(errc::io_error, "KVBM disk path " + dir + ": cannot lock it: " + std::strerror(errno));
+    if (fd >= 0) {
+      lock_fd_ = fd;
+      cfg_.path = dir;
+      return {};
+    }
+  }
+  return make_error(errc::io_error, "KVBM disk path " + base + " and its siblings are all in use");
+}
+
+void disk_store::rebuild() {
+  std::error_code ec;
+  std::map<uint64_t, std::shared_ptr<segment_file>> found;
+  for (const auto& e : fs::directory_iterator(cfg_.path, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.ends_with(".kvb") || name.ends_with(".kvb.tmp")) { // the one-file-per-block format
+      fs::remove(e.path(), ec);
+      continue;
+    }
+    if (!name.starts_with(segment_prefix) || !name.ends_with(segment_suffix))
+      continue;
+    auto f = segment_file::open(e.path().string());
+    if (!f || (*f)->tag() != cfg_.tag || found.contains((*f)->id())) { // not ours: KV of another model
+      fs::remove(e.path(), ec);
+      continue;
+    }
+    found.emplace((*f)->id(), std::move(*f));
+  }
+  std::unordered_map<uint64_t, restored_block> meta;
+  for (auto& [id, file] : found) {
+    segments_.emplace(id, segment{file, 0, 0});
+    next_id_ = std::max(next_id_, id + 1);
+    active_ = id; // drop_place() keeps the segment being scanned
+    for (const segment_file::scanned& r : file->scan()) { // oldest first
+      const uint64_t h = r.header.sequence_hash;
+      drop_place(h); // an older copy (a compaction cut short): this one is newer
+      const place p{id, r.offset, r.header.length};
+      places_[h] = p;
+      add_live(p);
+      meta[h] = restored_block{h, r.header.tokens_hash, r.header.parent()};
+    }
+  }
+  // The policy's order: parents first, else the write order (the last written
+  // the most recent); past the capacity the oldest leaves go.
+  for (const restored_block& b : parents_first(meta))
+    for (block_lru::evicted& gone : index_.insert(b.sequence_hash, nullptr, 0, b.parent))
+      drop_place(gone.sequence_hash);
+  for (const restored_block& b : parents_first(meta))
+    if (index_.contains(b.sequence_hash))
+      restored_.push_back(b);
+  active_ = 0; // appends go to a new segment
+  dead_bytes_ = 0;
+  for (auto it = segments_.begin(); it != segments_.end();) {
+    dead_bytes_ += it->second.file->end() - sizeof(segment_header) - it->second.live_bytes;
+    if (it->second.live_records == 0) {
+      dead_bytes_ -= it->second.file->end() - sizeof(segment_header);
+      it->second.file->remove();
+      it = segments_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+std::vector<restored_block>
+disk_store::parents_first(const std::unordered_map<uint64_t, restored_block>& meta) const {
+  std::vector<std::tuple<uint64_t, uint64_t, uint64_t>> order; // (segment, offset, hash): write order
+  order.reserve(places_.size());
+  for (const auto& [h, p] : places_)
+    order.emplace_back(p.segment, p.offset, h);
+  std::sort(order.begin(), order.end());
+  std::vector<restored_block> out;
+  std::unordered_set<uint64_t> listed;
+  std::vector<uint64_t> chain;
+  for (const auto& [seg, off, hash] : order) {
+    // Up the parents held and not listed yet, then listed root first.
+    chain.clear();
+    for (std::optional<uint64_t> h = hash; h && places_.contains(*h) && !listed.contains(*h);) {
+      if (std::find(chain.begin(), chain.end(), *h) != chain.end())
+        break; // a cycle: never from real hashes
+      chain.push_back(*h);
+      h = meta.at(*h).parent;
+    }
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      listed.insert(*it);
+      out.push_back(meta.at(*it));
+    }
+  }
+  return out;
 }
 
 bool disk_store::room_for(uint64_t bytes) const {
@@ -133,54 +200,142 @@ bool disk_store::room_for(uint64_t bytes) const {
   return free_bytes >= bytes && free_bytes - bytes >= cfg_.min_free_bytes;
 }
 
+std::optional<disk_store::place> disk_store::append(const record_header* header, std::span<const std::byte> bytes,
+                                                    write_status& why) {
+  const uint64_t record = (header != nullptr ? sizeof *header : 0) + bytes.size();
+  auto active = segments_.find(active_);
+  if (active == segments_.end() || (active->second.file->end() + record > cfg_.segment_bytes &&
+                                    active->second.file->end() > sizeof(segment_header))) {
+    bool no_space = false;
+    auto f = segment_file::create(segment_path(cfg_.path, next_id_), cfg_.tag, next_id_, &no_space);
+    if (!f) {
+      why = no_space ? write_status::disk_full : write_status::io_error;
+      return std::nullopt;
+    }
+    if (active != segments_.end() && active->second.live_records == 0) { // sealed with nothing live
+      dead_bytes_ -= active->second.file->end() - sizeof(segment_header);
+      active->second.file->remove();
+      segments_.erase(active);
+    }
+    active_ = next_id_++;
+    active = segments_.emplace(active_, segment{std::move(*f), 0, 0}).first;
+  }
+  const segment_file::appended a = active->second.file->append(header, bytes);
+  if (a.error != 0) {
+    why = a.error == ENOSPC || a.error == EDQUOT ? write_status::disk_full : write_status::io_error;
+    return std::nullopt;
+  }
+  return place{active_, a.offset, record - sizeof(record_header)};
+}
+
+void disk_store::add_live(const place& p) {
+  segment& s = segments_.at(p.segment);
+  ++s.live_records;
+  s.live_bytes += sizeof(record_header) + p.length;
+}
+
+void disk_store::drop_place(uint64_t hash) {
+  auto it = places_.find(hash);
+  if (it == places_.end())
+    return;
+  const place p = it->second;
+  places_.erase(it);
+  auto s = segments_.find(p.segment);
+  if (s == segments_.end())
+    return;
+  s->second.live_records -= 1;
+  s->second.live_bytes -= sizeof(record_header) + p.length;
+  dead_bytes_ += sizeof(record_header) + p.length;
+  if (s->second.live_records == 0 && p.segment != active_) {
+    dead_bytes_ -= s->second.file->end() - sizeof(segment_header);
+    s->second.file->remove();
+    segments_.erase(s);
+  }
+}
+
 disk_store::write_result disk_store::write(uint64_t hash, std::span<const std::byte> bytes, uint32_t priority,
-                                           std::optional<uint64_t> parent) {
+                                           std::optional<uint64_t> parent, uint64_t tokens_hash) {
   write_result r;
   if (index_.contains(hash)) {
     (void)index_.insert(hash, nullptr, priority); // most recent, new priority
     r.status = write_status::present;
     return r;
   }
+  std::optional<place> p;
   if (has_files()) {
-    if (!room_for(sizeof(block_file_header) + bytes.size())) {
+    if (!room_for(sizeof(record_header) + bytes.size())) {
       r.status = write_status::disk_full;
       return r;
     }
-    const std::string path = path_of(hash);
-    const std::string tmp = path + ".tmp";
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      r.status = errno == ENOSPC || errno == EDQUOT ? write_status::disk_full : write_status::io_error;
+    const record_header h = make_record_header(hash, parent, tokens_hash, bytes);
+    p = append(&h, bytes, r.status);
+    if (!p)
       return r;
-    }
-    block_file_header h;
-    h.sequence_hash = hash;
-    h.length = bytes.size();
-    h.checksum = block_checksum(bytes);
-    const bool ok = write_all(fd, &h, sizeof h) && write_all(fd, bytes.data(), bytes.size());
-    const int err = errno;
-    ::close(fd);
-    if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-      const int why = ok ? errno : err;
-      ::unlink(tmp.c_str());
-      r.status = why == ENOSPC || why == EDQUOT ? write_status::disk_full : write_status::io_error;
-      return r;
-    }
+    places_[hash] = *p;
+    add_live(*p);
   }
   for (block_lru::evicted& e : index_.insert(hash, nullptr, priority, parent)) {
-    if (has_files())
-      ::unlink(path_of(e.sequence_hash).c_str());
+    drop_place(e.sequence_hash);
     r.evicted.push_back(e.sequence_hash);
   }
+  if (has_files())
+    maybe_compact(r.evicted);
   return r;
+}
+
+void disk_store::maybe_compact(std::vector<uint64_t>& dropped) {
+  if (dead_bytes_ <= 2 * cfg_.segment_bytes)
+    return;
+  auto victim = segments_.end();
+  for (auto it = segments_.begin(); it != segments_.end(); ++it)
+    if (it->first != active_ && (victim == segments_.end() || it->second.live_bytes < victim->second.live_bytes))
+      victim = it;
+  if (victim == segments_.end())
+    return;
+  const uint64_t id = victim->first;
+  const std::shared_ptr<segment_file> file = victim->second.file; // alive while its records move
+  std::vector<std::pair<uint64_t, uint64_t>> live;                 // (offset, hash)
+  for (const auto& [h, p] : places_)
+    if (p.segment == id)
+      live.emplace_back(p.offset, h);
+  std::sort(live.begin(), live.end());
+  for (const auto& [offset, h] : live) {
+    const std::vector<std::byte> raw = file->read_raw(offset, places_.at(h).length);
+    if (raw.empty()) { // unreadable (the file was cut short): the block is gone
+      (void)index_.erase(h);
+      drop_place(h);
+      dropped.push_back(h);
+      continue;
+    }
+    write_status why = write_status::stored;
+    const std::optional<place> np = append(nullptr, raw, why);
+    if (!np)
+      return; // short of space: tried again after the next write
+    drop_place(h); // the last one deletes the victim
+    places_[h] = *np;
+    add_live(*np);
+  }
 }
 
 bool disk_store::erase(uint64_t hash) {
   if (!index_.erase(hash))
     return false;
-  if (has_files())
-    ::unlink(path_of(hash).c_str());
+  drop_place(hash);
   return true;
+}
+
+std::optional<disk_location> disk_store::locate(uint64_t hash) const {
+  auto it = places_.find(hash);
+  if (it == places_.end())
+    return std::nullopt;
+  return disk_location{segments_.at(it->second.segment).file, it->second.offset, it->second.length};
+}
+
+uint64_t disk_store::file_bytes() const noexcept {
+  uint64_t n = 0;
+  for (const auto& [id, s] : segments_)
+    n += s.file->end();
+  return n;
 }
 
 } // namespace dynamo::kvbm

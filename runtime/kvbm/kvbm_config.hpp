@@ -23,10 +23,16 @@ struct kvbm_config {
   /// Onboarding copies run on the connector's own I/O thread (other requests
   /// keep stepping); false: inline, when the loads start (tests).
   bool async_loads = true;
-  /// Threads reading one onboarding's disk files at once (the I/O thread
-  /// counts as one). One file per block at a time leaves a device at ~40% of
-  /// its sequential speed; eight reads in flight reach ~80% (docs/KV.md).
+  /// Readers of one onboarding (the I/O thread counts as one): its disk
+  /// records form runs of adjacent records, this many runs are read at once,
+  /// each by one reader in reads of at most disk_read_bytes (docs/KV.md).
   unsigned disk_readers = 8;
+  uint64_t disk_read_bytes = uint64_t{4} << 20;
+  /// G3 segment files are sealed at this size; compaction moves one at a time.
+  uint64_t disk_segment_bytes = uint64_t{64} << 20;
+  /// What the KV is of (the model file, its engine): disk blocks written under
+  /// another tag (or block size) are removed at start, the rest are kept.
+  std::string disk_tag;
 
   [[nodiscard]] bool enabled() const noexcept { return host_bytes > 0 || disk_bytes > 0; }
 };

@@ -19,9 +19,12 @@ expected<std::unique_ptr<kvbm_connector>> kvbm_connector::create(kv::kv_cache_ma
     return make_error(errc::config_error, "kvbm: the engine's KV memory view does not match its block size");
   std::optional<disk_store> disk;
   if (cfg.disk_bytes > 0) {
+    const std::string identity = cfg.disk_tag + "/" + std::to_string(kv.block_size());
     auto d = disk_store::open({.path = g1 ? cfg.disk_path : std::string{},
                                .capacity_blocks = cfg.disk_bytes / block_bytes,
-                               .min_free_bytes = cfg.disk_min_free_bytes});
+                               .min_free_bytes = cfg.disk_min_free_bytes,
+                               .segment_bytes = cfg.disk_segment_bytes,
+                               .tag = segment_tag(identity, block_bytes)});
     if (!d)
       return d.error();
     disk.emplace(std::move(*d));
@@ -34,8 +37,15 @@ kvbm_connector::kvbm_connector(kv::kv_cache_manager& kv, kvbm_config cfg, std::o
                                uint64_t block_bytes, std::optional<disk_store> disk, clock_fn clock)
     : kv_(kv), cfg_(std::move(cfg)), g1_(g1), block_bytes_(block_bytes), clock_(std::move(clock)),
       host_(cfg_.host_bytes / block_bytes), disk_(std::move(disk)), filter_(cfg_.disk_filter),
-      onboard_(g1, cfg_.async_loads, disk_ && disk_->has_files() ? cfg_.disk_readers : 1) {
+      onboard_(g1, cfg_.async_loads, disk_ && disk_->has_files() ? cfg_.disk_readers : 1, cfg_.disk_read_bytes) {
   kv_.track_registrations(true);
+  if (disk_ && !disk_->restored().empty()) { // blocks of an earlier run: announced as they are now
+    for (const restored_block& b : disk_->restored())
+      emit_stored(protocol::storage_tier::disk, registered_block{0, b.sequence_hash, b.tokens_hash, b.parent});
+    flush_events();
+    spdlog::info("KVBM: {} disk blocks of an earlier run found under {}", disk_->restored().size(),
+                 disk_->directory());
+  }
 }
 
 kvbm_connector::~kvbm_connector() { onboard_.drain(); }
@@ -132,7 +142,7 @@ void kvbm_connector::update_state_after_alloc(std::string_view request_id, std::
       ++host_hits;
     } else if (i < r.hashes.size() && disk_ && disk_->contains(h)) {
       (void)disk_->touch(h);
-      job.items.push_back(onboard_item{block_table[i], h, nullptr, disk_->path_of(h)});
+      job.items.push_back(onboard_item{block_table[i], h, nullptr, disk_->locate(h).value_or(disk_location{})});
       ++disk_hits;
     } else { // unreachable: find() said every block is there
       missing = true;
@@ -273,7 +283,7 @@ void kvbm_connector::offer_to_disk(const registered_block& b, const block_bytes&
   std::span<const std::byte> bytes;
   if (slab)
     bytes = *slab;
-  disk_store::write_result r = disk_->write(h, bytes, 0, b.parent_hash);
+  disk_store::write_result r = disk_->write(h, bytes, 0, b.parent_hash, b.tokens_hash);
   switch (r.status) {
     case write_status::stored:
       ++counters_.offload_blocks_h2d;

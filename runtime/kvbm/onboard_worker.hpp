@@ -1,8 +1,11 @@
 // Moves onboarded KV blocks into the engine's KV memory (G1): host slabs by
-// copy, disk files by verified reads straight into the destination block, many
-// files at once on a pool of readers. Runs its jobs on one I/O thread of its
-// own (or inline, for tests and policy-only tiers), so other requests keep
-// stepping while a prompt's blocks come in.
+// copy, disk records by verified reads straight into the destination blocks:
+// adjacent records of a segment form a run, read by one reader in preadv's of
+// up to disk_read_bytes one after another, several runs at once on a pool of
+// readers.
+// Runs its jobs on one I/O thread of its own (or inline, for tests and
+// policy-only tiers), so other requests keep stepping while a prompt's blocks
+// come in.
 // submit()/poll()/wait()/drain() are called from the engine's step thread;
 // only the I/O thread writes G1, and only into blocks the scheduler keeps out
 // of every batch (a request waiting for KV).
@@ -39,12 +42,12 @@ struct g1_view {
   }
 };
 
-/// One block to bring in: from a host slab, or else from a disk file.
+/// One block to bring in: from a host slab, or else from a disk record.
 struct onboard_item {
   uint32_t destination = 0; ///< G1 block id
   uint64_t sequence_hash = 0;
   block_bytes slab;         ///< G2: the bytes (kept alive by this job)
-  std::string path;         ///< G3: the file, when no slab
+  disk_location disk;       ///< G3, when no slab (no file: a missing block)
 };
 
 struct onboard_job {
@@ -55,18 +58,22 @@ struct onboard_job {
 struct onboard_done {
   std::string request_id;
   bool ok = true; ///< every item landed
-  /// Disk items that did not read (the connector forgets them and counts them).
+  /// Disk items that did not read (the connector forgets them and counts
+  /// them), in the job's order.
   std::vector<std::pair<uint64_t, read_status>> disk_failures;
-  uint64_t disk_bytes = 0;    ///< payload bytes read from disk files
-  double disk_seconds = 0;    ///< wall time from the first open to the last disk read
+  uint64_t disk_bytes = 0;    ///< payload bytes read from disk
+  double disk_seconds = 0;    ///< wall time from the first disk read to the last
+  uint32_t disk_reads = 0;    ///< preadv calls it took (pieces of runs of adjacent records)
 };
 
 class onboard_worker {
 public:
   /// `g1`: where bytes go (nullopt: policy only, jobs finish at once with
   /// nothing moved). `threaded`: a thread of its own, else jobs run in submit().
-  /// `disk_readers`: disk files read at once (the running thread included).
-  onboard_worker(std::optional<g1_view> g1, bool threaded, unsigned disk_readers = 1);
+  /// `disk_readers`: runs read at once (the running thread included), each
+  /// in reads of at most `disk_read_bytes` (but at least one record).
+  onboard_worker(std::optional<g1_view> g1, bool threaded, unsigned disk_readers = 1,
+                 uint64_t disk_read_bytes = uint64_t{4} << 20);
   ~onboard_worker(); ///< finishes what was submitted, then joins
   onboard_worker(const onboard_worker&) = delete;
   onboard_worker& operator=(const onboard_worker&) = delete;
@@ -84,9 +91,12 @@ public:
 
 private:
   [[nodiscard]] onboard_done run(const onboard_job& job) const;
+  /// Reads the job's disk items `disk_items` (coalesced), filling `d`.
+  void read_disk(const onboard_job& job, std::vector<uint32_t> disk_items, onboard_done& d) const;
   void loop();
 
   std::optional<g1_view> g1_;
+  uint64_t disk_read_bytes_;
   /// Reads a job's disk items in parallel; driven only by the thread running jobs.
   std::unique_ptr<kernels::ref::thread_pool> readers_;
   mutable std::mutex mtx_;

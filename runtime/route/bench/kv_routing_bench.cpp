@@ -398,10 +398,12 @@ constexpr const char* usage =
     "  [--cpu-min-user-tokens 64] [--cpu-max-user-tokens 192] [--cpu-output-tokens 8] [--cpu-g1-blocks 96]\n"
     "  [--cpu-host-blocks 64] [--cpu-disk-path /tmp/dynamo-kvbm-bench] [--cpu-threads 0]\n"
     "  [--disk-onboard] [--disk-blocks 1024] [--disk-block-bytes 368640] [--disk-job-blocks 16]\n"
-    "  [--disk-readers 1,2,4,8,16] [--disk-rounds 3]\n"
-    "--disk-onboard measures only the KVBM disk tier's read path (onboarding block files\n"
-    "under --cpu-disk-path into memory, page cache dropped, per reader count) against the\n"
-    "device's sequential read speed in the same run, and prints that JSON alone.\n"
+    "  [--disk-readers 1,2,4,8,16] [--disk-read-kib 4096] [--disk-rounds 3] [--disk-scatter]\n"
+    "--disk-onboard measures only the KVBM disk tier's read path (onboarding blocks from its\n"
+    "segment files under --cpu-disk-path into memory, page cache dropped, per reader count\n"
+    "and largest read) against the device's sequential read speed in the same run, and prints\n"
+    "that JSON alone. --disk-scatter appends the blocks in a shuffled order, so a job's blocks\n"
+    "are never adjacent on disk (the worst case: one read per block).\n"
     "--cpu-engine adds \"cpu_engine\": the same KVBM variants (off, host, host+disk with a\n"
     "host tier of --cpu-host-blocks) on one CPU engine with --cpu-g1-blocks of KV, sessions\n"
     "taking turns one request at a time (wall-clock TTFT), with the disk's sequential read\n"
@@ -429,6 +431,10 @@ bool parse(int argc, char** argv, options& o) {
     }
     if (f == "--disk-onboard") {
       o.disk_onboard = true;
+      continue;
+    }
+    if (f == "--disk-scatter") {
+      o.disk.scatter = true;
       continue;
     }
     if (f == "--smoke") {
@@ -497,6 +503,11 @@ bool parse(int argc, char** argv, options& o) {
       o.disk.readers.clear();
       for (double r : numbers(f, v))
         o.disk.readers.push_back(static_cast<unsigned>(r));
+    }
+    else if (f == "--disk-read-kib") {
+      o.disk.read_bytes.clear();
+      for (double k : numbers(f, v))
+        o.disk.read_bytes.push_back(static_cast<uint64_t>(k) * 1024);
     }
     else if (f == "--cpu-threads") o.cpu.threads = number<unsigned>(f, v);
     else {

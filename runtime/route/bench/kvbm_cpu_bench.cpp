@@ -13,10 +13,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -261,6 +263,7 @@ std::string cpu_engine_json(const cpu_bench_options& o) {
   host_disk.host_bytes = uint64_t{o.host_blocks_small} * block_bytes;
   host_disk.disk_bytes = uint64_t{4} << 30;
   host_disk.disk_path = o.disk_path + "/tier";
+  fs::remove_all(host_disk.disk_path, ec); // blocks of an earlier run would be restored
   host_disk.disk_min_free_bytes = uint64_t{256} << 20;
 
   std::vector<variant> variants;
@@ -301,15 +304,17 @@ std::string cpu_engine_json(const cpu_bench_options& o) {
 namespace {
 
 /// Onboards every block of `disk` into `g1` in jobs of `job_blocks`, with
-/// `readers` reading at once; returns payload GB/s over the jobs' read time.
+/// `readers` reads of at most `read_bytes` at once; returns payload GB/s over
+/// the jobs' read time and adds the reads it took to `reads`.
 double onboard_pass(const kvbm::disk_store& disk, const std::vector<uint64_t>& hashes, kvbm::g1_view g1,
-                    uint32_t job_blocks, unsigned readers) {
+                    uint32_t job_blocks, unsigned readers, uint64_t read_bytes, uint64_t& reads) {
   drop_page_cache(disk.directory());
-  kvbm::onboard_worker w(g1, /*threaded=*/true, readers);
+  kvbm::onboard_worker w(g1, /*threaded=*/true, readers, read_bytes);
   for (size_t first = 0; first < hashes.size(); first += job_blocks) {
     kvbm::onboard_job job{fmt::format("j{}", first), {}};
     for (size_t i = first; i < std::min(hashes.size(), first + job_blocks); ++i)
-      job.items.push_back({static_cast<uint32_t>(i - first), hashes[i], nullptr, disk.path_of(hashes[i])});
+      job.items.push_back({static_cast<uint32_t>(i - first), hashes[i], nullptr,
+                           disk.locate(hashes[i]).value_or(kvbm::disk_location{})});
     w.submit(std::move(job));
     w.drain(); // one request's onboarding at a time, as a prompt waits for it
   }
@@ -320,6 +325,7 @@ double onboard_pass(const kvbm::disk_store& disk, const std::vector<uint64_t>& h
       fail("onboarding " + d.request_id + " failed");
     bytes += d.disk_bytes;
     seconds += d.disk_seconds;
+    reads += d.disk_reads;
   }
   return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0.0;
 }
@@ -327,47 +333,71 @@ double onboard_pass(const kvbm::disk_store& disk, const std::vector<uint64_t>& h
 } // namespace
 
 std::string disk_onboard_json(const disk_onboard_options& o) {
-  if (o.blocks == 0 || o.job_blocks == 0 || o.block_bytes == 0 || o.readers.empty() || o.rounds == 0)
+  if (o.blocks == 0 || o.job_blocks == 0 || o.block_bytes == 0 || o.readers.empty() || o.read_bytes.empty() ||
+      o.rounds == 0)
     fail("bad --disk-onboard options");
   const std::string dir = o.disk_path + "/onboard";
   std::error_code ec;
+  fs::remove_all(dir, ec); // blocks of an earlier run would be restored
   fs::create_directories(dir, ec);
-  auto disk = kvbm::disk_store::open({.path = dir, .capacity_blocks = o.blocks, .min_free_bytes = 0});
-  if (!disk)
-    fail(describe(disk.error()));
+  auto opened = kvbm::disk_store::open({.path = dir, .capacity_blocks = o.blocks, .min_free_bytes = 0});
+  if (!opened)
+    fail(describe(opened.error()));
+  std::optional<kvbm::disk_store> disk{std::move(*opened)};
   std::vector<uint64_t> hashes(o.blocks);
   std::vector<std::byte> bytes(o.block_bytes);
   std::mt19937_64 rng(11);
-  for (uint32_t b = 0; b < o.blocks; ++b) {
-    hashes[b] = rng();
+  for (uint64_t& h : hashes)
+    h = rng();
+  std::vector<uint32_t> order(o.blocks);
+  std::iota(order.begin(), order.end(), 0u);
+  if (o.scatter)
+    std::shuffle(order.begin(), order.end(), rng);
+  for (const uint32_t b : order) {
     for (auto& x : bytes)
       x = std::byte(static_cast<uint8_t>(rng()));
-    if (disk->write(hashes[b], bytes).status != kvbm::write_status::stored)
-      fail("cannot write block files under " + dir);
+    const std::optional<uint64_t> parent = b == 0 ? std::nullopt : std::optional{hashes[b - 1]};
+    if (disk->write(hashes[b], bytes, 0, parent).status != kvbm::write_status::stored)
+      fail("cannot write blocks under " + dir);
   }
   std::vector<std::byte> g1_bytes(uint64_t{o.job_blocks} * o.block_bytes);
   const kvbm::g1_view g1{g1_bytes.data(), o.block_bytes, o.block_bytes, o.job_blocks};
-  std::vector<std::vector<double>> gbps(o.readers.size());
+  struct setting {
+    unsigned readers;
+    uint64_t read_bytes;
+    std::vector<double> gbps;
+    uint64_t reads = 0;
+  };
+  std::vector<setting> settings;
+  for (const uint64_t rb : o.read_bytes)
+    for (const unsigned r : o.readers)
+      settings.push_back(setting{r, rb, {}, 0});
   std::vector<double> seq;
   for (uint32_t r = 0; r < o.rounds; ++r) {
     seq.push_back(sequential_read_gbps(o.disk_path, size_t{256} << 20));
-    for (size_t k = 0; k < o.readers.size(); ++k)
-      gbps[k].push_back(onboard_pass(*disk, hashes, g1, o.job_blocks, o.readers[k]));
+    for (setting& s : settings)
+      s.gbps.push_back(onboard_pass(*disk, hashes, g1, o.job_blocks, s.readers, s.read_bytes, s.reads));
   }
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   };
   const double seq_median = median(seq);
+  const double jobs = std::ceil(static_cast<double>(o.blocks) / o.job_blocks) * o.rounds;
   std::string rows;
-  for (size_t k = 0; k < o.readers.size(); ++k)
-    rows += fmt::format(R"({}{{"disk_readers": {}, "gbps": [{:.3f}], "median_gbps": {:.3f}, "of_sequential": {:.2f}}})",
-                        k ? ", " : "", o.readers[k], fmt::join(gbps[k], ", "), median(gbps[k]),
-                        seq_median > 0 ? median(gbps[k]) / seq_median : 0.0);
+  for (const setting& s : settings)
+    rows += fmt::format(R"({}{{"disk_readers": {}, "read_kib": {}, "reads_per_job": {:.1f}, "gbps": [{:.3f}], )"
+                        R"("median_gbps": {:.3f}, "of_sequential": {:.2f}}})",
+                        rows.empty() ? "" : ", ", s.readers, s.read_bytes / 1024,
+                        static_cast<double>(s.reads) / jobs, fmt::join(s.gbps, ", "), median(s.gbps),
+                        seq_median > 0 ? median(s.gbps) / seq_median : 0.0);
+  const size_t segments = disk->segment_count();
+  disk.reset(); // closes the segments before they go
   fs::remove_all(dir, ec);
-  return fmt::format(R"({{"block_bytes": {}, "blocks": {}, "job_blocks": {}, "rounds": {}, )"
-                     R"("sequential_read_gbps": [{:.3f}], "passes": [{}]}})",
-                     o.block_bytes, o.blocks, o.job_blocks, o.rounds, fmt::join(seq, ", "), rows);
+  return fmt::format(R"({{"block_bytes": {}, "blocks": {}, "job_blocks": {}, "rounds": {}, "scatter": {}, )"
+                     R"("segments": {}, "sequential_read_gbps": [{:.3f}], "passes": [{}]}})",
+                     o.block_bytes, o.blocks, o.job_blocks, o.rounds, o.scatter, segments, fmt::join(seq, ", "),
+                     rows);
 }
 
 } // namespace dynamo::route::bench

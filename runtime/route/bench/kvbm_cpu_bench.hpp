@@ -35,18 +35,22 @@ struct cpu_bench_options {
 /// Runs the three variants and returns one JSON object (no trailing newline).
 [[nodiscard]] std::string cpu_engine_json(const cpu_bench_options& o);
 
-/// --disk-onboard: the G3 read path alone. Writes `blocks` block files of
-/// `block_bytes` through a disk_store, then onboards them all with
-/// onboard_worker, `job_blocks` per job, once per reader count, page cache
-/// dropped before each pass, rounds alternating the reader counts; and the
-/// device's sequential read speed in the same run (one JSON object).
+/// --disk-onboard: the G3 read path alone. Writes `blocks` blocks of
+/// `block_bytes` through a disk_store (appended to its segment files: a job's
+/// blocks adjacent, as a prompt's are, unless `scatter`), then onboards them
+/// all with onboard_worker, `job_blocks` per job, once per (reader count,
+/// largest read), page cache dropped before each pass, rounds alternating the
+/// settings; and the device's sequential read speed in the same run (one JSON
+/// object).
 struct disk_onboard_options {
   std::string disk_path = "/tmp/dynamo-kvbm-bench";
   uint64_t block_bytes = 368640; ///< SmolLM2-135M, 16 tokens, fp16 KV
   uint32_t blocks = 1024;
   uint32_t job_blocks = 16;      ///< blocks onboarded per request
   std::vector<unsigned> readers{1, 2, 4, 8, 16};
+  std::vector<uint64_t> read_bytes{uint64_t{4} << 20}; ///< kvbm_config::disk_read_bytes
   uint32_t rounds = 3;
+  bool scatter = false;          ///< append the blocks in a shuffled order
 };
 [[nodiscard]] std::string disk_onboard_json(const disk_onboard_options& o);
 

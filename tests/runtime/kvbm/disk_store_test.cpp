@@ -1,3 +1,7 @@
+// The G3 segment store: records round-trip verified, a restart rebuilds the
+// index (and what it announces), torn tails, corrupt records and missing
+// segments are misses, capacity eviction frees segments, compaction bounds
+// the files, a full disk skips the write, a held directory is not shared.
 #include "runtime/kvbm/disk_store.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -15,6 +19,8 @@ using dynamo::test::temp_dir;
 
 namespace {
 
+constexpr uint64_t rec = sizeof(record_header);
+
 std::vector<std::byte> block(size_t n, uint8_t seed) {
   std::vector<std::byte> b(n);
   for (size_t i = 0; i < n; ++i)
@@ -22,10 +28,33 @@ std::vector<std::byte> block(size_t n, uint8_t seed) {
   return b;
 }
 
-disk_store open_store(const fs::path& dir, uint64_t capacity, uint64_t min_free = 0) {
-  auto s = disk_store::open({.path = dir.string(), .capacity_blocks = capacity, .min_free_bytes = min_free});
+disk_store open_store(const fs::path& dir, uint64_t capacity, uint64_t segment_bytes = uint64_t{64} << 20,
+                      uint64_t min_free = 0, uint64_t tag = 5) {
+  auto s = disk_store::open({.path = dir.string(), .capacity_blocks = capacity, .min_free_bytes = min_free,
+                             .segment_bytes = segment_bytes, .tag = tag});
   BOOST_REQUIRE_MESSAGE(s, (s ? "" : describe(s.error())));
   return std::move(*s);
+}
+
+/// Reads block `hash` from `s` into a buffer of `n` bytes.
+read_status read_back(const disk_store& s, uint64_t hash, size_t n, std::vector<std::byte>* out = nullptr) {
+  const auto at = s.locate(hash);
+  if (!at)
+    return read_status::missing;
+  std::vector<std::byte> buf(n);
+  const read_status st = at->file->read(at->offset, hash, buf);
+  if (out != nullptr)
+    *out = std::move(buf);
+  return st;
+}
+
+std::vector<fs::path> segments_in(const fs::path& dir) {
+  std::vector<fs::path> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".kvs")
+      out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 } // namespace
@@ -38,43 +67,173 @@ BOOST_AUTO_TEST_CASE(a_written_block_reads_back_verified) {
   const auto b = block(100, 3);
   BOOST_TEST((s.write(42, b).status == write_status::stored));
   BOOST_TEST((s.write(42, b).status == write_status::present));
+  BOOST_TEST((s.write(43, block(100, 4)).status == write_status::stored));
   BOOST_TEST(s.contains(42));
-  BOOST_TEST(fs::file_size(s.path_of(42)) == sizeof(block_file_header) + 100);
-  std::vector<std::byte> out(100);
-  BOOST_TEST((read_block_file(s.path_of(42), 42, out) == read_status::ok));
+  const auto at = s.locate(42);
+  BOOST_REQUIRE(at);
+  BOOST_TEST(at->offset == sizeof(segment_header));
+  BOOST_TEST(at->length == 100u);
+  BOOST_TEST(s.locate(43)->offset == sizeof(segment_header) + rec + 100); // appended right after
+  BOOST_TEST(s.segment_count() == 1u);
+  BOOST_TEST(s.file_bytes() == sizeof(segment_header) + 2 * (rec + 100));
+  std::vector<std::byte> out;
+  BOOST_TEST((read_back(s, 42, 100, &out) == read_status::ok));
   BOOST_TEST(out == b);
   // Asked as another block, or with another length: never these bytes.
-  BOOST_TEST((read_block_file(s.path_of(42), 43, out) == read_status::corrupt));
+  std::vector<std::byte> buf(100);
+  BOOST_TEST((at->file->read(at->offset, 43, buf) == read_status::corrupt));
   std::vector<std::byte> longer(101);
-  BOOST_TEST((read_block_file(s.path_of(42), 42, longer) == read_status::corrupt));
-  BOOST_TEST((read_block_file(s.path_of(7), 7, out) == read_status::missing));
+  BOOST_TEST((at->file->read(at->offset, 42, longer) == read_status::corrupt));
+  BOOST_TEST((read_back(s, 7, 100) == read_status::missing));
 }
 
-BOOST_AUTO_TEST_CASE(corrupt_and_truncated_files_are_misses) {
+BOOST_AUTO_TEST_CASE(a_run_of_adjacent_records_reads_in_one_go) {
   temp_dir d("kvbm-test");
-  disk_store s = open_store(d.path, 4);
-  const auto b = block(64, 9);
-  BOOST_REQUIRE((s.write(1, b).status == write_status::stored));
-  BOOST_REQUIRE((s.write(2, b).status == write_status::stored));
-  { // flip one payload byte of block 1
-    std::fstream f(s.path_of(1), std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(sizeof(block_file_header) + 10);
-    f.put('\x55' ^ static_cast<char>(b[10]));
+  disk_store s = open_store(d.path, 8);
+  for (uint64_t h = 1; h <= 4; ++h)
+    BOOST_REQUIRE((s.write(h, block(50, static_cast<uint8_t>(h))).status == write_status::stored));
+  std::vector<std::vector<std::byte>> out(3, std::vector<std::byte>(50));
+  const std::vector<std::span<std::byte>> payloads{out[0], out[1], out[2]};
+  const std::vector<uint64_t> hashes{2, 3, 4};
+  std::vector<read_status> status(3, read_status::missing);
+  const auto at = s.locate(2);
+  at->file->read_run(at->offset, hashes, payloads, status);
+  for (size_t i = 0; i < 3; ++i) {
+    BOOST_TEST((status[i] == read_status::ok));
+    BOOST_TEST((out[i] == block(50, static_cast<uint8_t>(2 + i))));
   }
-  fs::resize_file(s.path_of(2), sizeof(block_file_header) + 63);
-  std::vector<std::byte> out(64);
-  BOOST_TEST((read_block_file(s.path_of(1), 1, out) == read_status::corrupt));
-  BOOST_TEST((read_block_file(s.path_of(2), 2, out) == read_status::truncated));
-  fs::resize_file(s.path_of(2), 5); // not even a header
-  BOOST_TEST((read_block_file(s.path_of(2), 2, out) == read_status::truncated));
-  BOOST_TEST(s.erase(1));
-  BOOST_TEST(!fs::exists(s.path_of(1)));
-  BOOST_TEST(!s.contains(1));
+  // Past the end: the records that are there verify, the rest are truncated.
+  fs::resize_file(at->file->path(), at->offset + 2 * (rec + 50) + 10);
+  at->file->read_run(at->offset, hashes, payloads, status);
+  BOOST_TEST((status[0] == read_status::ok));
+  BOOST_TEST((status[1] == read_status::ok));
+  BOOST_TEST((status[2] == read_status::truncated));
 }
 
-BOOST_AUTO_TEST_CASE(full_store_evicts_the_oldest_file) {
+BOOST_AUTO_TEST_CASE(a_restart_rebuilds_the_index_and_lists_parents_first) {
   temp_dir d("kvbm-test");
-  disk_store s = open_store(d.path, 2);
+  {
+    disk_store s = open_store(d.path, 8, 2 * (rec + 40) + sizeof(segment_header)); // 2 records a segment
+    BOOST_REQUIRE((s.write(12, block(40, 12), 0, 11, 112).status == write_status::stored)); // child first
+    BOOST_REQUIRE((s.write(11, block(40, 11), 0, std::nullopt, 111).status == write_status::stored));
+    BOOST_REQUIRE((s.write(13, block(40, 13), 0, 12, 113).status == write_status::stored));
+    BOOST_REQUIRE((s.write(20, block(40, 20), 0, 99, 120).status == write_status::stored)); // parent never on disk
+    BOOST_TEST(s.segment_count() == 2u);
+    BOOST_TEST(s.restored().empty());
+  }
+  disk_store s = open_store(d.path, 8, 2 * (rec + 40) + sizeof(segment_header));
+  BOOST_TEST(s.size() == 4u);
+  for (const uint64_t h : {11, 12, 13, 20}) {
+    std::vector<std::byte> out;
+    BOOST_TEST((read_back(s, h, 40, &out) == read_status::ok), "block " << h);
+    BOOST_TEST((out == block(40, static_cast<uint8_t>(h))));
+  }
+  const auto& r = s.restored();
+  BOOST_REQUIRE_EQUAL(r.size(), 4u);
+  BOOST_TEST(r[0].sequence_hash == 11u);
+  BOOST_TEST(!r[0].parent.has_value());
+  BOOST_TEST(r[0].tokens_hash == 111u);
+  BOOST_TEST(r[1].sequence_hash == 12u);
+  BOOST_TEST(*r[1].parent == 11u);
+  BOOST_TEST(r[1].tokens_hash == 112u);
+  BOOST_TEST(r[2].sequence_hash == 13u);
+  BOOST_TEST(r[3].sequence_hash == 20u);
+  BOOST_TEST(*r[3].parent == 99u);
+  // The policy's order is the write order: the oldest leaf goes first.
+  BOOST_TEST(s.eviction_order() == std::vector<uint64_t>({13, 20}), boost::test_tools::per_element());
+  // New records go to a new segment; the old ones stay readable.
+  BOOST_TEST((s.write(30, block(40, 30)).status == write_status::stored));
+  BOOST_TEST(s.segment_count() == 3u);
+  BOOST_TEST(s.locate(30)->offset == sizeof(segment_header));
+}
+
+BOOST_AUTO_TEST_CASE(another_tag_and_the_old_block_files_are_removed_at_open) {
+  temp_dir d("kvbm-test");
+  {
+    disk_store s = open_store(d.path, 4, uint64_t{64} << 20, 0, /*tag=*/5);
+    (void)s.write(1, block(8, 1));
+  }
+  std::ofstream(d.path / "notes.txt") << "keep me";
+  std::ofstream(d.path / "00000000000000aa.kvb") << "old format";
+  disk_store s = open_store(d.path, 4, uint64_t{64} << 20, 0, /*tag=*/6); // another model
+  BOOST_TEST(!s.contains(1));
+  BOOST_TEST(segments_in(d.path).empty());
+  BOOST_TEST(!fs::exists(d.path / "00000000000000aa.kvb"));
+  BOOST_TEST(fs::exists(d.path / "notes.txt"));
+  std::ofstream(d.path / "file") << "x";
+  BOOST_TEST(!disk_store::open({.path = (d.path / "file").string(), .capacity_blocks = 1}));
+}
+
+BOOST_AUTO_TEST_CASE(a_torn_tail_is_ignored_and_a_corrupt_header_ends_the_scan) {
+  temp_dir d("kvbm-test");
+  {
+    disk_store s = open_store(d.path, 8);
+    for (uint64_t h = 1; h <= 4; ++h)
+      (void)s.write(h, block(30, static_cast<uint8_t>(h)));
+  }
+  const fs::path seg = segments_in(d.path).at(0);
+  const uint64_t end = sizeof(segment_header) + 4 * (rec + 30);
+  BOOST_REQUIRE_EQUAL(fs::file_size(seg), end);
+  fs::resize_file(seg, end - 5); // a crash mid-record: record 4 is torn
+  {
+    disk_store s = open_store(d.path, 8);
+    BOOST_TEST(s.size() == 3u);
+    BOOST_TEST(!s.contains(4));
+    BOOST_TEST((read_back(s, 3, 30) == read_status::ok));
+  }
+  // Garbage after it fills record 4's payload and is no header itself: the
+  // scan keeps record 4, whose payload fails its checksum when read.
+  std::ofstream(seg, std::ios::binary | std::ios::app) << "garbage that is no header at all, long enough";
+  {
+    disk_store s = open_store(d.path, 8);
+    BOOST_TEST(s.size() == 4u);
+    BOOST_TEST((read_back(s, 4, 30) == read_status::corrupt));
+    BOOST_TEST((read_back(s, 3, 30) == read_status::ok));
+  }
+  { // one flipped byte in record 2's header: the scan trusts nothing from there on
+    std::fstream f(seg, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(sizeof(segment_header) + rec + 30 + 8));
+    f.put('\x5a');
+  }
+  disk_store s = open_store(d.path, 8);
+  BOOST_TEST(s.size() == 1u);
+  BOOST_TEST(s.contains(1));
+}
+
+BOOST_AUTO_TEST_CASE(corrupt_truncated_and_missing_records_are_misses) {
+  temp_dir d("kvbm-test");
+  const uint64_t seg_bytes = sizeof(segment_header) + 2 * (rec + 64);
+  {
+    disk_store s = open_store(d.path, 8, seg_bytes);
+    for (uint64_t h = 1; h <= 6; ++h) // three segments of two
+      (void)s.write(h, block(64, static_cast<uint8_t>(h)));
+    BOOST_REQUIRE_EQUAL(s.segment_count(), 3u);
+  }
+  fs::remove(segments_in(d.path).at(1)); // blocks 3 and 4
+  disk_store s = open_store(d.path, 8, seg_bytes);
+  BOOST_TEST(s.size() == 4u);
+  BOOST_TEST(!s.contains(3));
+  BOOST_TEST(!s.contains(4));
+  BOOST_TEST((read_back(s, 5, 64) == read_status::ok));
+  const auto one = s.locate(1);
+  { // one flipped payload byte of block 1
+    std::fstream f(one->file->path(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(one->offset + rec + 10));
+    f.put(static_cast<char>(0x55 ^ std::to_integer<int>(block(64, 1)[10])));
+  }
+  BOOST_TEST((read_back(s, 1, 64) == read_status::corrupt));
+  BOOST_TEST((read_back(s, 2, 64) == read_status::ok));
+  const auto six = s.locate(6);
+  fs::resize_file(six->file->path(), six->offset + rec + 63); // cut short under a running store
+  BOOST_TEST((read_back(s, 6, 64) == read_status::truncated));
+  BOOST_TEST(s.erase(1));
+  BOOST_TEST(!s.contains(1));
+  BOOST_TEST(!s.locate(1));
+}
+
+BOOST_AUTO_TEST_CASE(a_full_store_evicts_lru_and_frees_dead_segments) {
+  temp_dir d("kvbm-test");
+  disk_store s = open_store(d.path, 2, sizeof(segment_header) + rec + 16); // one record a segment
   const auto b = block(16, 1);
   (void)s.write(1, b);
   (void)s.write(2, b);
@@ -82,33 +241,58 @@ BOOST_AUTO_TEST_CASE(full_store_evicts_the_oldest_file) {
   auto r = s.write(3, b);
   BOOST_TEST((r.status == write_status::stored));
   BOOST_TEST(r.evicted == std::vector<uint64_t>{2}, boost::test_tools::per_element());
-  BOOST_TEST(!fs::exists(s.path_of(2)));
-  BOOST_TEST(fs::exists(s.path_of(1)));
-  BOOST_TEST(fs::exists(s.path_of(3)));
+  BOOST_TEST(!s.locate(2));
+  BOOST_TEST(s.segment_count() == 2u); // block 2's segment is gone
+  BOOST_TEST(segments_in(d.path).size() == 2u);
+  BOOST_TEST((read_back(s, 1, 16) == read_status::ok));
+  BOOST_TEST((read_back(s, 3, 16) == read_status::ok));
+}
+
+BOOST_AUTO_TEST_CASE(compaction_bounds_the_files_and_keeps_hot_blocks) {
+  temp_dir d("kvbm-test");
+  const uint64_t r = rec + 100;
+  const uint64_t seg_bytes = sizeof(segment_header) + 4 * r; // four records a segment
+  disk_store s = open_store(d.path, 5, seg_bytes);
+  // A hot block opens each of the first four segments; the cold blocks after
+  // it are evicted (LRU), which leaves every segment with one live record.
+  const std::vector<uint64_t> hot{1000, 1001, 1002, 1003};
+  size_t hot_written = 0;
+  for (uint64_t step = 0; step < 60; ++step) {
+    for (size_t k = 0; k < hot_written; ++k)
+      BOOST_REQUIRE(s.touch(hot[k]));
+    const bool is_hot = step % 4 == 0 && hot_written < hot.size();
+    const uint64_t h = is_hot ? hot[hot_written++] : step;
+    BOOST_REQUIRE((s.write(h, block(100, static_cast<uint8_t>(h))).status == write_status::stored));
+    // Live records, the holes of at most two segments, the active segment, one being emptied.
+    BOOST_TEST(s.file_bytes() <= 5 * r + 4 * seg_bytes, "after step " << step);
+  }
+  BOOST_TEST(s.size() == 5u);
+  for (const uint64_t h : hot) {
+    std::vector<std::byte> out;
+    BOOST_TEST((read_back(s, h, 100, &out) == read_status::ok), "block " << h);
+    BOOST_TEST((out == block(100, static_cast<uint8_t>(h))));
+  }
+  BOOST_TEST(s.locate(1000)->file->id() > 1u); // moved forward: its first segment is gone
+  BOOST_TEST(s.segment_count() <= 4u);
 }
 
 BOOST_AUTO_TEST_CASE(a_disk_short_of_space_skips_the_write) {
   temp_dir d("kvbm-test");
-  disk_store s = open_store(d.path, 2, UINT64_MAX / 2); // no file system has that much free
+  disk_store s = open_store(d.path, 2, uint64_t{64} << 20, UINT64_MAX / 2); // no file system has that much free
   auto r = s.write(5, block(16, 1));
   BOOST_TEST((r.status == write_status::disk_full));
   BOOST_TEST(!s.contains(5));
-  BOOST_TEST(!fs::exists(s.path_of(5)));
+  BOOST_TEST(s.segment_count() == 0u);
 }
 
-BOOST_AUTO_TEST_CASE(opening_removes_stale_block_files_only) {
+BOOST_AUTO_TEST_CASE(a_directory_held_by_a_live_store_is_not_shared) {
   temp_dir d("kvbm-test");
-  {
-    disk_store s = open_store(d.path, 2);
-    (void)s.write(1, block(8, 1));
-  }
-  std::ofstream(d.path / "notes.txt") << "keep me";
-  disk_store s = open_store(d.path, 2);
-  BOOST_TEST(!s.contains(1));
-  BOOST_TEST(!fs::exists(s.path_of(1)));
-  BOOST_TEST(fs::exists(d.path / "notes.txt"));
-  std::ofstream(d.path / "file") << "x";
-  BOOST_TEST(!disk_store::open({.path = (d.path / "file").string(), .capacity_blocks = 1}));
+  disk_store a = open_store(d.path / "g3", 2);
+  disk_store b = open_store(d.path / "g3", 2);
+  BOOST_TEST(a.directory() == (d.path / "g3").string());
+  BOOST_TEST(b.directory() == (d.path / "g3").string() + ".1");
+  (void)b.write(1, block(8, 1));
+  BOOST_TEST(!a.contains(1));
 }
 
 BOOST_AUTO_TEST_CASE(policy_only_store_keeps_an_index) {
@@ -118,6 +302,7 @@ BOOST_AUTO_TEST_CASE(policy_only_store_keeps_an_index) {
   auto r = s.write(2, {});
   BOOST_TEST(r.evicted == std::vector<uint64_t>{1}, boost::test_tools::per_element());
   BOOST_TEST(s.contains(2));
+  BOOST_TEST(!s.locate(2));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -224,9 +224,11 @@ BOOST_AUTO_TEST_CASE(a_corrupt_disk_block_is_a_counted_miss_and_the_load_fails) 
   const auto hashes = kv::sequence_hashes_of_tokens(prompt, bs);
   f.compute(prompt, 0x60);
   BOOST_REQUIRE(f.c->disk()->size() == 3u);
-  { // one flipped payload byte in block 1's file
-    std::fstream file(f.c->disk()->path_of(hashes[1]), std::ios::in | std::ios::out | std::ios::binary);
-    file.seekp(sizeof(block_file_header) + 3);
+  { // one flipped payload byte in block 1's record
+    const auto at = f.c->disk()->locate(hashes[1]);
+    BOOST_REQUIRE(at);
+    std::fstream file(at->file->path(), std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(static_cast<std::streamoff>(at->offset + sizeof(record_header) + 3));
     file.put('\x7f');
   }
   f.evict_g1();
@@ -242,14 +244,58 @@ BOOST_AUTO_TEST_CASE(a_corrupt_disk_block_is_a_counted_miss_and_the_load_fails) 
   BOOST_TEST(!done[0].ok);
   BOOST_TEST(f.c->counters().disk_read_corrupt == 1u);
   BOOST_TEST(f.c->counters().loads_failed == 1u);
-  BOOST_TEST(!f.c->disk()->contains(hashes[1])); // forgotten, file gone
-  BOOST_TEST(!fs::exists(f.c->disk()->path_of(hashes[1])));
+  BOOST_TEST(!f.c->disk()->contains(hashes[1])); // forgotten
+  BOOST_TEST(!f.c->disk()->locate(hashes[1]));
   auto removed = tier_events(f.kv, protocol::storage_tier::disk);
   BOOST_REQUIRE_EQUAL(removed.size(), 1u);
   BOOST_TEST(removed[0].removed_hashes == std::vector<uint64_t>{hashes[1]}, boost::test_tools::per_element());
   // Asked again, only block 0 matches now.
   f.request("r2", prompt);
   BOOST_TEST(f.c->get_num_new_matched_tokens("r2", 13, 0) == 4u);
+}
+
+BOOST_AUTO_TEST_CASE(disk_blocks_survive_a_restart_and_are_announced) {
+  temp_dir d("kvbm-conn");
+  const kvbm_config cfg{.host_bytes = 0, .disk_bytes = 10 * block_size, .disk_path = d.path.string(),
+                        .disk_min_free_bytes = 0, .disk_filter = {.min_frequency = 1}, .disk_tag = "model-a"};
+  const auto local = kv::local_block_hashes(prompt, bs);
+  const auto hashes = kv::sequence_hashes(local);
+  {
+    fixture f(cfg);
+    f.compute(prompt, 0x70);
+    BOOST_REQUIRE(f.c->disk()->size() == 3u);
+  }
+  fixture f(cfg); // a new process: empty G1, the same disk
+  BOOST_TEST(f.c->disk()->size() == 3u);
+  auto stored = tier_events(f.kv, protocol::storage_tier::disk);
+  BOOST_REQUIRE_EQUAL(stored.size(), 1u); // one chain, root first, as when they were written
+  BOOST_TEST((stored[0].kind == protocol::kv_event_kind::stored));
+  BOOST_TEST(!stored[0].parent_hash.has_value());
+  BOOST_REQUIRE_EQUAL(stored[0].blocks.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    BOOST_TEST(stored[0].blocks[i].block_hash == hashes[i]);
+    BOOST_TEST(stored[0].blocks[i].tokens_hash == local[i]);
+  }
+  f.request("r", prompt);
+  BOOST_REQUIRE(f.c->get_num_new_matched_tokens("r", 13, 0) == 12u);
+  auto table = f.kv.allocate_slots(50, 12);
+  BOOST_REQUIRE(table);
+  const ids blocks(table->begin(), table->end());
+  f.c->update_state_after_alloc("r", blocks, 0);
+  f.c->start_loads();
+  auto done = f.c->get_finished();
+  BOOST_REQUIRE_EQUAL(done.size(), 1u);
+  BOOST_TEST(done[0].ok);
+  for (size_t i = 0; i < 3; ++i)
+    BOOST_TEST(f.byte_of(blocks[i]) == 0x70 + i); // the bytes of the earlier run
+  BOOST_TEST(f.c->counters().onboard_blocks_d2d == 3u);
+
+  kvbm_config other = cfg;
+  other.disk_tag = "model-b"; // KV of another model is never restored
+  f.c.reset();
+  fixture g(other);
+  BOOST_TEST(g.c->disk()->size() == 0u);
+  BOOST_TEST(tier_events(g.kv, protocol::storage_tier::disk).empty());
 }
 
 BOOST_AUTO_TEST_CASE(a_full_disk_skips_offload_and_counts_it) {

@@ -40,33 +40,46 @@ struct fixture {
   std::span<const std::byte> g1_block(uint32_t id) const { return {g1.data() + id * block_size, block_size}; }
 };
 
-/// Every block from disk except block 3 (a host slab); block 100+5's file is
-/// gone and block 100+9's is corrupt. Destinations are reversed.
+/// Every block from disk except block 3 (a host slab); block 100+5 has no
+/// record and block 100+9's is corrupt. Destinations are reversed.
 onboard_job mixed_job(const fixture& f) {
   onboard_job job{"r1", {}};
   for (uint32_t i = 0; i < blocks; ++i) {
     const uint64_t h = 100 + i;
-    onboard_item it{blocks - 1 - i, h, nullptr, f.disk.path_of(h)};
+    onboard_item it{blocks - 1 - i, h, nullptr, f.disk.locate(h).value_or(disk_location{})};
     if (i == 3) {
       it.slab = std::make_shared<const std::vector<std::byte>>(pattern(h));
-      it.path.clear();
+      it.disk = {};
     }
+    if (i == 5)
+      it.disk = {};
     job.items.push_back(std::move(it));
   }
   return job;
+}
+
+/// Flips one payload byte of block `hash`'s record.
+void corrupt(const fixture& f, uint64_t hash) {
+  const auto at = f.disk.locate(hash);
+  BOOST_REQUIRE(at);
+  std::fstream file(at->file->path(), std::ios::binary | std::ios::in | std::ios::out);
+  file.seekp(static_cast<std::streamoff>(at->offset + sizeof(record_header) + 100));
+  file.put('!');
 }
 
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(onboard_worker_suite)
 
-BOOST_AUTO_TEST_CASE(parallel_disk_reads_land_every_block_and_report_each_failure) {
+BOOST_AUTO_TEST_CASE(coalesced_parallel_reads_land_every_block_and_report_each_failure) {
+  const uint64_t record = sizeof(record_header) + block_size;
+  // Largest read: everything (runs 100-102, 104, 106-123), or two records (12 reads).
+  for (const auto& [read_bytes, reads] : {std::pair{uint64_t{1} << 30, 3u}, std::pair{2 * record, 12u}})
   for (const unsigned readers : {1u, 4u, 8u}) {
-    BOOST_TEST_CONTEXT("disk_readers " << readers) {
+    BOOST_TEST_CONTEXT("disk_readers " << readers << ", read bytes " << read_bytes) {
       fixture f;
-      std::filesystem::remove(f.disk.path_of(105));
-      std::ofstream(f.disk.path_of(109), std::ios::binary | std::ios::in | std::ios::out).seekp(100).put('!');
-      onboard_worker w(f.view(), /*threaded=*/true, readers);
+      corrupt(f, 109);
+      onboard_worker w(f.view(), /*threaded=*/true, readers, read_bytes);
       w.submit(mixed_job(f));
       w.drain();
       const std::vector<onboard_done> done = w.poll();
@@ -81,6 +94,7 @@ BOOST_AUTO_TEST_CASE(parallel_disk_reads_land_every_block_and_report_each_failur
       BOOST_TEST((d.disk_failures[1].second == read_status::corrupt));
       BOOST_TEST(d.disk_bytes == (blocks - 3) * block_size); // neither failure nor the slab
       BOOST_TEST(d.disk_seconds > 0);
+      BOOST_TEST(d.disk_reads == reads);
       for (uint32_t i = 0; i < blocks; ++i) {
         if (i == 5 || i == 9)
           continue;
@@ -95,7 +109,7 @@ BOOST_AUTO_TEST_CASE(parallel_disk_reads_land_every_block_and_report_each_failur
 BOOST_AUTO_TEST_CASE(a_destination_out_of_range_is_refused_not_written) {
   fixture f;
   onboard_worker w(f.view(), /*threaded=*/false, 4);
-  onboard_job job{"r2", {{blocks, 100, nullptr, f.disk.path_of(100)}, {0, 101, nullptr, f.disk.path_of(101)}}};
+  onboard_job job{"r2", {{blocks, 100, nullptr, *f.disk.locate(100)}, {0, 101, nullptr, *f.disk.locate(101)}}};
   w.submit(std::move(job));
   const auto done = w.poll();
   BOOST_REQUIRE_EQUAL(done.size(), 1u);

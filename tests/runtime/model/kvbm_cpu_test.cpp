@@ -5,6 +5,7 @@
 // exactly those of recomputing the prompt. A corrupt disk tier costs a
 // recomputation, never different tokens.
 #include "runtime/engine/engine_core.hpp"
+#include "runtime/kvbm/segment_file.hpp"
 #include "runtime/model/cpu_executor.hpp"
 #include "tests/runtime/model/model_test_util.hpp"
 
@@ -127,6 +128,32 @@ BOOST_AUTO_TEST_CASE(onboarded_from_disk_the_greedy_tokens_are_the_recomputed_on
   BOOST_TEST(core->kvbm()->counters().offload_blocks_h2d > 0u);
 }
 
+BOOST_AUTO_TEST_CASE(disk_blocks_of_an_earlier_engine_are_announced_and_onboarded) {
+  auto m = tiny_model();
+  auto plain = engine_with(m, {});
+  const result want = generate(*plain, "first", prompt_of(1));
+  temp_dir d("kvbm-cpu");
+  const kvbm::kvbm_config cfg{.disk_bytes = 1 << 20, .disk_path = d.path.string(), .disk_min_free_bytes = 0,
+                              .disk_filter = {.min_frequency = 1}, .disk_tag = "tiny"};
+  {
+    auto core = engine_with(m, cfg);
+    (void)generate(*core, "first", prompt_of(1));
+    BOOST_REQUIRE(core->kvbm()->disk()->size() >= 5u);
+  }
+  auto core = engine_with(m, cfg); // a restart: G1 empty, the disk as it was
+  size_t announced = 0;
+  for (const auto& e : core->take_kv_events()) {
+    BOOST_TEST((e.medium == protocol::storage_tier::disk));
+    BOOST_TEST((e.kind == protocol::kv_event_kind::stored));
+    announced += e.blocks.size();
+  }
+  BOOST_TEST(announced == core->kvbm()->disk()->size());
+  const result again = generate(*core, "again", prompt_of(1));
+  BOOST_TEST(again.tokens == want.tokens, boost::test_tools::per_element());
+  BOOST_TEST(again.cached_tokens == 20u);
+  BOOST_TEST(core->kvbm()->counters().onboard_blocks_d2d == 5u);
+}
+
 BOOST_AUTO_TEST_CASE(a_corrupt_disk_tier_costs_a_recomputation_not_the_tokens) {
   auto m = tiny_model();
   auto plain = engine_with(m, {});
@@ -138,16 +165,23 @@ BOOST_AUTO_TEST_CASE(a_corrupt_disk_tier_costs_a_recomputation_not_the_tokens) {
   got["first"] = generate(*core, "first", prompt_of(1));
   got["other1"] = generate(*core, "other1", prompt_of(2));
   got["other2"] = generate(*core, "other2", prompt_of(3));
-  size_t files = 0;
+  size_t records = 0;
   for (const auto& e : fs::directory_iterator(d.path)) { // one flipped byte at the end of every block
+    if (e.path().extension() != ".kvs")
+      continue;
+    auto seg = kvbm::segment_file::open(e.path().string());
+    BOOST_REQUIRE(seg);
     std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(-1, std::ios::end);
-    const char last = static_cast<char>(f.get());
-    f.seekp(-1, std::ios::end);
-    f.put(static_cast<char>(last ^ 0x01));
-    ++files;
+    for (const auto& r : (*seg)->scan()) {
+      const auto last = static_cast<std::streamoff>(r.offset + sizeof(kvbm::record_header) + r.header.length - 1);
+      f.seekg(last);
+      const char c = static_cast<char>(f.get());
+      f.seekp(last);
+      f.put(static_cast<char>(c ^ 0x01));
+      ++records;
+    }
   }
-  BOOST_REQUIRE(files > 0u);
+  BOOST_REQUIRE(records > 0u);
   got["again"] = generate(*core, "again", prompt_of(1));
   for (const auto& [id, r] : want)
     BOOST_TEST(got.at(id).tokens == r.tokens, boost::test_tools::per_element());

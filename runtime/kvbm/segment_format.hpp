@@ -1,0 +1,97 @@
+// The on-disk format of the KVBM disk tier (G3) and the pure logic over it:
+// segment and record headers, their checksums and checks, and the plan that
+// coalesces a job's records into runs of adjacent bytes. No I/O (segment_file
+// does it). Plain values and functions: any thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace dynamo::kvbm {
+
+enum class read_status : uint8_t {
+  ok,
+  missing,   ///< no such record (its segment is gone)
+  truncated, ///< the segment ends inside the record
+  corrupt,   ///< wrong magic, hash, length or checksum
+};
+
+[[nodiscard]] const char* to_string(read_status s) noexcept;
+
+/// XXH3-64 (seed 0) of `bytes`: the checksum of a record's payload.
+[[nodiscard]] uint64_t block_checksum(std::span<const std::byte> bytes) noexcept;
+
+/// A segment file opens with this (little-endian, as every header here).
+/// `tag` names what its blocks are KV of (model, layout, block size): a store
+/// opening with another tag removes the segment.
+struct segment_header {
+  static constexpr uint32_t magic_value = 0x53564b44; ///< "DKVS"
+  static constexpr uint32_t version_value = 1;
+  uint32_t magic = magic_value;
+  uint32_t version = version_value;
+  uint64_t tag = 0;
+  uint64_t segment_id = 0;
+  uint64_t header_checksum = 0; ///< XXH3-64 of the 24 bytes before it
+};
+static_assert(sizeof(segment_header) == 32);
+
+/// One block in a segment: this header, then `length` payload bytes. The
+/// header's own checksum lets a scan trust it without reading the payload; the
+/// payload's is checked when it is read.
+struct record_header {
+  static constexpr uint32_t magic_value = 0x52564b44; ///< "DKVR"
+  static constexpr uint32_t flag_parent = 1;          ///< parent_hash is set
+  uint32_t magic = magic_value;
+  uint32_t flags = 0;
+  uint64_t sequence_hash = 0;
+  uint64_t parent_hash = 0; ///< the block before it in its prompt (flag_parent)
+  uint64_t tokens_hash = 0; ///< the block's local hash (what the router indexes)
+  uint64_t length = 0;      ///< payload bytes
+  uint64_t checksum = 0;    ///< XXH3-64 of the payload
+  uint64_t reserved = 0;
+  uint64_t header_checksum = 0; ///< XXH3-64 of the 56 bytes before it
+  [[nodiscard]] std::optional<uint64_t> parent() const noexcept {
+    return (flags & flag_parent) != 0 ? std::optional{parent_hash} : std::nullopt;
+  }
+};
+static_assert(sizeof(record_header) == 64);
+
+[[nodiscard]] segment_header make_segment_header(uint64_t tag, uint64_t segment_id) noexcept;
+/// Whether `h` is a well-formed segment header (any tag).
+[[nodiscard]] bool valid(const segment_header& h) noexcept;
+
+[[nodiscard]] record_header make_record_header(uint64_t hash, std::optional<uint64_t> parent, uint64_t tokens_hash,
+                                               std::span<const std::byte> payload) noexcept;
+/// Whether `h` is a well-formed record header (magic, header checksum).
+[[nodiscard]] bool valid(const record_header& h) noexcept;
+/// Whether a record read back is block `hash` of `payload.size()` bytes, intact.
+[[nodiscard]] read_status verify(const record_header& h, uint64_t hash, std::span<const std::byte> payload) noexcept;
+
+/// The store's tag for blocks of `block_bytes` bytes described by `identity`
+/// (kvbm_config::disk_tag).
+[[nodiscard]] uint64_t segment_tag(std::span<const char> identity, uint64_t block_bytes) noexcept;
+
+/// Where one record lies: `offset` of its header in its segment.
+struct record_span {
+  uint64_t segment = 0; ///< any key naming the segment
+  uint64_t offset = 0;
+  uint64_t length = 0;  ///< payload bytes
+  [[nodiscard]] uint64_t end() const noexcept { return offset + sizeof(record_header) + length; }
+};
+
+/// A read of adjacent records: items[first, first + count) of the sorted order.
+struct read_run {
+  uint32_t first = 0;
+  uint32_t count = 0;
+};
+
+/// Sorts `items` (indices into `records`) by (segment, offset) and cuts them
+/// into runs of records that follow each other byte for byte in one segment,
+/// each at most `max_bytes` (but at least one record) and `max_records` long.
+[[nodiscard]] std::vector<read_run> plan_reads(std::span<const record_span> records, std::vector<uint32_t>& items,
+                                               uint64_t max_bytes, uint32_t max_records);
+
+} // namespace dynamo::kvbm
