@@ -1,7 +1,7 @@
 // A loaded decoder model: the GGUF file (kept mapped), its config, and views
-// of every weight in its stored type (no copies of quantized data; only 1-D
-// norm, bias and RoPE-factor vectors are widened to fp32). Built once by
-// load(); immutable afterwards and safe to share between threads and executors.
+// of every weight in its stored type (1-D norm, bias and RoPE-factor vectors
+// widened to fp32; Q4_K/Q6_K matrices also repacked for the CPU matmul, still
+// quantized). Built once by load(); immutable afterwards, shared by threads.
 #pragma once
 
 #include "runtime/core/error.hpp"
@@ -121,7 +121,7 @@ private:
   std::shared_ptr<const gguf::file> file_;
   decoder_config config_;
   decoder_weights weights_;
-  /// What weights_' lanes point into: 2 MB-aligned blocks from std::aligned_alloc.
+  /// What weights_' lanes point into: 2 MB-aligned arenas from std::aligned_alloc.
   std::vector<std::unique_ptr<std::byte, void (*)(void*)>> repacked_;
   size_t repacked_bytes_ = 0;
 };
