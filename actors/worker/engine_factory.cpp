@@ -146,7 +146,7 @@ expected<engine_setup> prepare_cuda(const config::pool_config& pool) {
   if (!model::cuda_available())
     return make_error(errc::device_error, "engine cuda: no usable CUDA device");
   spdlog::info("loading model {} from {} for the GPU ...", pool.model, pool.model_path);
-  auto model = model::decoder_model::load(pool.model_path);
+  auto model = model::decoder_model::load(pool.model_path, {.cpu_repack = false});
   if (!model)
     return model.error();
   auto ec = engine_limits(pool.engine, pool.engine_opts);

@@ -31,6 +31,7 @@ struct plan {
   uint32_t nb;                    ///< 32-value blocks per activation row
   const block_q16_act* xq;         ///< [n_tokens, nb] or null
   const detail::act_split* xs;     ///< [n_tokens] or null
+  const detail::act_lanes* xl;     ///< [n_tokens] or null
   std::array<uint32_t, 9> first;  ///< first global row of each weight (+ end)
   uint32_t rows;                  ///< total rows over all weights
   uint32_t chunk;                 ///< rows per task
@@ -74,6 +75,23 @@ void rows_split(const plan& p, const weight_matrix& w, detail::dot_s_fn dot, uin
   });
 }
 
+/// Repacked Q4_K/Q6_K: the lane kernels against the lane activations.
+void rows_lanes(const plan& p, const weight_matrix& w, detail::dot_l_fn dot, uint32_t r0, uint32_t r1,
+                uint32_t col0) {
+  const matmul_args& a = *p.a;
+  const size_t rb = w.lanes_stride;
+  const auto* base = static_cast<const std::byte*>(w.lanes);
+  tile_rows(a.n_tokens, r0, r1, [&](uint32_t r, uint32_t nr, uint32_t t, uint32_t nt) {
+    dot(base + r * rb, rb, nr, p.xl + t, nt, p.nb, a.y + t * a.y_stride + col0 + r, a.y_stride);
+  });
+}
+
+/// The lane kernel for w, when it has a repacked copy and the call is not in reference mode.
+detail::dot_l_fn lanes_for(const kernel_table& kt, const weight_matrix& w, bool fp32_activations) {
+  if (fp32_activations || w.lanes == nullptr || w.k % 256 != 0) return nullptr;
+  return detail::lanes_dot(kt, w.type);
+}
+
 /// F32/F16/BF16: the weights widened in registers, dotted with fp32 activations.
 void rows_float(const plan& p, const weight_matrix& w, detail::dot_f_fn dot, uint32_t r0, uint32_t r1,
                 uint32_t col0) {
@@ -113,6 +131,8 @@ void run_task(const plan& p, uint32_t task) {
       rows_float(p, w, fdot, r0, r1, p.first[j]);
     } else if (p.a->fp32_activations) {
       rows_dequantized(p, w, r0, r1, p.first[j]);
+    } else if (const auto ldot = lanes_for(*p.kt, w, false)) {
+      rows_lanes(p, w, ldot, r0, r1, p.first[j]);
     } else if (const auto idot = detail::integer_dot(*p.kt, w.type); idot.split != nullptr) {
       rows_split(p, w, idot.split, r0, r1, p.first[j]);
     } else {
@@ -128,25 +148,55 @@ size_t split_bytes(uint32_t nb) {
   return nb * sizeof(detail::block_q16_split) + 2 * nb8 * sizeof(float);
 }
 
-/// Quantizes every token (and splits it when `xs` is set: token t's blocks
-/// at split + t * split_bytes(nb), aligned to the blocks' 32 bytes).
+/// Bytes of one token's lane activations: nb / 8 super-blocks, then d and s.
+size_t lanes_bytes(uint32_t nb) {
+  return nb / 8 * sizeof(detail::block_q16_lanes) + 2 * static_cast<size_t>(nb) * sizeof(float);
+}
+
+/// Where the per-token forms of the activations go: the split form when
+/// `xs` is set (token t's blocks at split + t * split_bytes(nb)), the lane
+/// form when `xl` is set (at lanes + t * lanes_bytes(nb)); both 32-aligned.
+struct act_forms {
+  std::byte* split = nullptr;
+  detail::act_split* xs = nullptr;
+  std::byte* lanes = nullptr;
+  detail::act_lanes* xl = nullptr;
+};
+
+/// Quantizes every token, then builds the forms `f` asks for.
 void quantize_activations(const matmul_args& a, const kernel_table& kt, uint32_t nb, block_q16_act* xq,
-                          std::byte* split, detail::act_split* xs) {
+                          const act_forms& f) {
   auto one = [&](uint32_t t) {
     block_q16_act* q = xq + static_cast<size_t>(t) * nb;
     kt.quantize_act(a.x + t * a.x_stride, q, nb);
-    if (xs == nullptr) return;
-    auto* b = reinterpret_cast<detail::block_q16_split*>(split + t * split_bytes(nb));
-    auto* d = reinterpret_cast<float*>(b + nb);
-    float* s = d + (nb + 7) / 8 * 8;
-    detail::split_act(q, nb, b, d, s);
-    xs[t] = {b, d, s};
+    if (f.xs != nullptr) {
+      auto* b = reinterpret_cast<detail::block_q16_split*>(f.split + t * split_bytes(nb));
+      auto* d = reinterpret_cast<float*>(b + nb);
+      float* s = d + (nb + 7) / 8 * 8;
+      detail::split_act(q, nb, b, d, s);
+      f.xs[t] = {b, d, s};
+    }
+    if (f.xl != nullptr) {
+      auto* b = reinterpret_cast<detail::block_q16_lanes*>(f.lanes + t * lanes_bytes(nb));
+      auto* d = reinterpret_cast<float*>(b + nb / 8);
+      detail::lanes_act(q, nb, b, d, d + nb);
+      f.xl[t] = {b, d, d + nb};
+    }
   };
   if (a.pool != nullptr && a.n_tokens >= 8) {
     a.pool->parallel_for(a.n_tokens, one);
   } else {
     for (uint32_t t = 0; t < a.n_tokens; ++t) one(t);
   }
+}
+
+/// n_tokens * per_token bytes of `buf`, 32-aligned, followed by n_tokens
+/// descriptors of `desc` bytes (32 bytes of slack cover the alignment).
+std::byte* aligned_scratch(std::vector<std::byte>& buf, uint32_t n_tokens, size_t per_token, size_t desc) {
+  const size_t need = 32 + n_tokens * (per_token + desc);
+  if (buf.size() < need) buf.resize(need);
+  const auto addr = reinterpret_cast<uintptr_t>(buf.data());
+  return buf.data() + ((32 - addr % 32) % 32);
 }
 
 } // namespace
@@ -160,13 +210,15 @@ void matmul(const matmul_args& a) {
   p.nb = p.k / 32;
   // More weights than this in one call is a caller bug; the model passes <= 3.
   const size_t n_weights = std::min<size_t>(a.weights.size(), p.first.size() - 1);
-  bool any_integer = false, any_split = false;
+  bool any_integer = false, any_split = false, any_lanes = false;
   p.first[0] = 0;
   for (size_t j = 0; j < n_weights; ++j) {
     p.first[j + 1] = p.first[j] + a.weights[j].n;
     const auto idot = detail::integer_dot(*p.kt, a.weights[j].type);
+    const bool lanes = lanes_for(*p.kt, a.weights[j], a.fp32_activations) != nullptr;
     any_integer = any_integer || (idot && !a.fp32_activations);
-    any_split = any_split || (idot.split != nullptr && !a.fp32_activations);
+    any_split = any_split || (idot.split != nullptr && !a.fp32_activations && !lanes);
+    any_lanes = any_lanes || lanes;
   }
   p.rows = p.first[n_weights];
 
@@ -176,20 +228,19 @@ void matmul(const matmul_args& a) {
     const size_t bytes = static_cast<size_t>(a.n_tokens) * p.nb * sizeof(block_q16_act);
     if (ws.act.size() < bytes) ws.act.resize(bytes);
     auto* xq = reinterpret_cast<block_q16_act*>(ws.act.data());
-    std::byte* split = nullptr;
-    detail::act_split* xs = nullptr;
+    act_forms f;
     if (any_split) {
-      // 32 bytes of slack to align the blocks; the act_split array after them.
-      const size_t n = static_cast<size_t>(a.n_tokens) * split_bytes(p.nb);
-      const size_t need = 32 + n + static_cast<size_t>(a.n_tokens) * sizeof(detail::act_split);
-      if (ws.split.size() < need) ws.split.resize(need);
-      const auto addr = reinterpret_cast<uintptr_t>(ws.split.data());
-      split = ws.split.data() + ((32 - addr % 32) % 32);
-      xs = reinterpret_cast<detail::act_split*>(split + n);
+      f.split = aligned_scratch(ws.split, a.n_tokens, split_bytes(p.nb), sizeof(detail::act_split));
+      f.xs = reinterpret_cast<detail::act_split*>(f.split + a.n_tokens * split_bytes(p.nb));
     }
-    quantize_activations(a, *p.kt, p.nb, xq, split, xs);
+    if (any_lanes) {
+      f.lanes = aligned_scratch(ws.lanes, a.n_tokens, lanes_bytes(p.nb), sizeof(detail::act_lanes));
+      f.xl = reinterpret_cast<detail::act_lanes*>(f.lanes + a.n_tokens * lanes_bytes(p.nb));
+    }
+    quantize_activations(a, *p.kt, p.nb, xq, f);
     p.xq = xq;
-    p.xs = xs;
+    p.xs = f.xs;
+    p.xl = f.xl;
   }
 
   const uint32_t threads = a.pool != nullptr ? a.pool->size() : 1;

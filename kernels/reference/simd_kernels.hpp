@@ -55,6 +55,30 @@ struct act_split {
 /// Splits nb int16 activation blocks (exact integer work, the same on every path).
 void split_act(const block_q16_act* x, uint32_t nb, block_q16_split* b, float* d, float* s) noexcept;
 
+/// One 256-value super-block of int16 activations for the lane kernels
+/// (kernels/reference/repack.hpp): "vector" v, lane j (bytes 4j..4j+3) holds
+/// elements 4v..4v+3 of 32-value block j, split into bytes as in
+/// block_q16_split. m32[h][j] = -32 * (sum of block j's elements
+/// 16h..16h+15), Q6_K's offset term.
+struct alignas(32) block_q16_lanes {
+  uint8_t lo[8][32];
+  int8_t hi[8][32];
+  int32_t m32[2][8];
+};
+static_assert(sizeof(block_q16_lanes) == 576);
+
+/// One token's lane activations: nb / 8 super-blocks, and the nb blocks'
+/// scales d and offset terms s (as in block_q16_act).
+struct act_lanes {
+  const block_q16_lanes* b;
+  const float* d;
+  const float* s;
+};
+
+/// Rearranges nb (a multiple of 8) int16 activation blocks into lanes
+/// (exact integer work, the same on every path).
+void lanes_act(const block_q16_act* x, uint32_t nb, block_q16_lanes* b, float* d, float* s) noexcept;
+
 /// Most tokens one weight row is dotted with per call (the weight block is
 /// unpacked once and reused).
 inline constexpr uint32_t max_dot_tokens = 4;
@@ -96,9 +120,22 @@ using dot_s_fn = void (*)(const void* w, size_t row_bytes, uint32_t n_rows, cons
 using dot_f_fn = void (*)(const void* w, size_t row_bytes, uint32_t n_rows, const float* const* x, uint32_t nt,
                           uint32_t k, float* y, size_t y_stride);
 
+/// The lane-layout types (Q4_K, Q6_K in kernels/reference/repack.hpp), same
+/// contract against lane activations; nb is a multiple of 8. Per super-block g
+/// and sub-block j: the exact int32 dot S_j of its 32 integer weights with
+/// block 8g+j of x (Q4_K: q; Q6_K: two sums, elements 0..15 and 16..31, of
+/// q - 32), converted to float; with c_j = dw_j * d_x (Q4_K: dw_j = d * sc_j;
+/// Q6_K: d * sc of each half), acc[j] = fma(c_j, S_j, acc[j]) per sum, and for
+/// Q4_K then acc[j] = fma(dmin * -m_j, s_x, acc[j]). Result: the tree sum of
+/// acc (as hsum); batch-invariant, the same bits on every path. The bits
+/// differ from dot_s_fn's (other summation order), not the accuracy.
+using dot_l_fn = void (*)(const void* w, size_t row_bytes, uint32_t n_rows, const act_lanes* x, uint32_t nt,
+                          uint32_t nb, float* y, size_t y_stride);
+
 struct kernel_table {
   dot_q_fn dot_q4_1, dot_q5_0, dot_q5_1, dot_q8_0, dot_q5_k, dot_iq4_nl;
   dot_s_fn dot_q4_0, dot_q4_k, dot_q6_k, dot_iq4_xs;
+  dot_l_fn dot_q4_k_lanes, dot_q6_k_lanes;
   dot_f_fn dot_f32, dot_f16, dot_bf16;
   /// Quantizes nb*32 floats into nb activation blocks.
   void (*quantize_act)(const float* x, block_q16_act* y, uint32_t nb);
@@ -137,6 +174,15 @@ struct integer_dots {
     case tensor_type::bf16: return {};
   }
   return {};
+}
+
+/// The lane-layout dot of a type; null for types without one.
+[[nodiscard]] inline dot_l_fn lanes_dot(const kernel_table& kt, tensor_type t) noexcept {
+  switch (t) {
+    case tensor_type::q4_k: return kt.dot_q4_k_lanes;
+    case tensor_type::q6_k: return kt.dot_q6_k_lanes;
+    default: return nullptr;
+  }
 }
 
 /// The float dot of F32/F16/BF16; null for the quant types.

@@ -3,6 +3,7 @@
 #include "kernels/reference/simd_kernels.hpp"
 
 #include "kernels/reference/cpu_features.hpp"
+#include "kernels/reference/repack.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -239,6 +240,58 @@ void dot_s_rows(const void* w, size_t row_bytes, uint32_t n_rows, const act_spli
   }
 }
 
+/// Sub-block j's exact int32 dot over the lane vectors v0..v1-1: weight(v, b)
+/// is the integer weight at byte b = 4j + e of vector v.
+template <class Weight>
+int32_t lanes_sum(const block_q16_lanes& x, uint32_t j, uint32_t v0, uint32_t v1, Weight weight) {
+  int32_t p = 0;
+  for (uint32_t v = v0; v < v1; ++v) {
+    for (uint32_t b = 4 * j; b < 4 * j + 4; ++b) p += weight(v, b) * (256 * x.hi[v][b] + x.lo[v][b]);
+  }
+  return p;
+}
+
+/// One super-block g of a lane-layout row into acc (the dot_l_fn contract).
+void lanes_q4_k(const block_q4_k_lanes& w, const act_lanes& x, uint32_t g, float* acc) {
+  const float d = fp16_to_fp32(w.d), dmin = fp16_to_fp32(w.dmin);
+  for (uint32_t j = 0; j < 8; ++j) {
+    const int32_t s = lanes_sum(x.b[g], j, 0, 8, [&](uint32_t v, uint32_t b) {
+      return (w.qs[32 * (v / 2) + b] >> (4 * (v % 2))) & 0x0f;
+    });
+    const float c = d * static_cast<float>(w.sc[j]) * x.d[8 * g + j];
+    acc[j] = std::fma(c, static_cast<float>(s), acc[j]);
+    acc[j] = std::fma(dmin * -static_cast<float>(w.m[j]), x.s[8 * g + j], acc[j]);
+  }
+}
+
+void lanes_q6_k(const block_q6_k_lanes& w, const act_lanes& x, uint32_t g, float* acc) {
+  const float d = fp16_to_fp32(w.d);
+  for (uint32_t j = 0; j < 8; ++j) {
+    for (uint32_t h = 0; h < 2; ++h) {
+      const int32_t s = lanes_sum(x.b[g], j, 4 * h, 4 * h + 4, [&](uint32_t v, uint32_t b) {
+        const int lo = (w.ql[32 * (v / 2) + b] >> (4 * (v % 2))) & 0x0f;
+        const int hi = (w.qh[32 * (v / 4) + b] >> (2 * (v % 4))) & 3;
+        return (lo | (hi << 4)) - 32;
+      });
+      const float c = d * static_cast<float>(w.sc[8 * h + j]) * x.d[8 * g + j];
+      acc[j] = std::fma(c, static_cast<float>(s), acc[j]);
+    }
+  }
+}
+
+template <class Block, void (*Super)(const Block&, const act_lanes&, uint32_t, float*)>
+void dot_l_rows(const void* w, size_t row_bytes, uint32_t n_rows, const act_lanes* x, uint32_t nt, uint32_t nb,
+                float* y, size_t y_stride) {
+  for (uint32_t r = 0; r < n_rows; ++r) {
+    const auto* row = reinterpret_cast<const Block*>(static_cast<const std::byte*>(w) + r * row_bytes);
+    for (uint32_t t = 0; t < nt; ++t) {
+      float acc[8] = {};
+      for (uint32_t g = 0; g < nb / 8; ++g) Super(row[g], x[t], g, acc);
+      y[t * y_stride + r] = tree8(acc);
+    }
+  }
+}
+
 /// The row loop around a one-row kernel.
 template <class F>
 void dot_q_rows(const void* w, size_t row_bytes, uint32_t n_rows, const block_q16_act* const* x, uint32_t nt,
@@ -324,6 +377,8 @@ constexpr kernel_table table{dot_q_rows<q4_1_fmt>,
                              dot_s_rows<k4_fmt<block_q4_k>>,
                              dot_s_rows<q6_k_fmt>,
                              dot_s_rows<iq4_xs_fmt>,
+                             dot_l_rows<block_q4_k_lanes, lanes_q4_k>,
+                             dot_l_rows<block_q6_k_lanes, lanes_q6_k>,
                              dot_f_rows<widen_f32>,
                              dot_f_rows<widen_f16>,
                              dot_f_rows<widen_bf16>,
@@ -360,6 +415,27 @@ void split_act(const block_q16_act* x, uint32_t nb, block_q16_split* b, float* d
     s[i] = x[i].s;
   }
   for (uint32_t i = nb; i % 8 != 0; ++i) d[i] = s[i] = 0.0f;
+}
+
+void lanes_act(const block_q16_act* x, uint32_t nb, block_q16_lanes* b, float* d, float* s) noexcept {
+  for (uint32_t g = 0; g < nb / 8; ++g) {
+    for (uint32_t j = 0; j < 8; ++j) {
+      const int16_t* q = x[8 * g + j].qs;
+      for (uint32_t e = 0; e < 32; ++e) {
+        b[g].lo[e / 4][4 * j + e % 4] = static_cast<uint8_t>(q[e] & 0xff);
+        b[g].hi[e / 4][4 * j + e % 4] = static_cast<int8_t>(q[e] >> 8); // arithmetic: q = 256 * hi + lo
+      }
+      for (uint32_t h = 0; h < 2; ++h) {
+        int32_t sum = 0;
+        for (uint32_t e = 16 * h; e < 16 * h + 16; ++e) sum += q[e];
+        b[g].m32[h][j] = -32 * sum;
+      }
+    }
+  }
+  for (uint32_t i = 0; i < nb; ++i) {
+    d[i] = x[i].d;
+    s[i] = x[i].s;
+  }
 }
 
 const kernel_table& scalar_kernels() noexcept { return table; }

@@ -173,6 +173,11 @@ struct weight_matrix {
   uint32_t k = 0;             ///< elements per row (ne0); a whole number of blocks
   uint32_t n = 0;             ///< rows (ne1): output features of a matmul
   const void* data = nullptr; ///< n * row_bytes(type, k) bytes
+  /// Optional: the same rows repacked for the CPU matmul (kernels/reference/
+  /// repack.hpp), lanes_stride bytes per row; null when there is none. Only
+  /// the matmul reads it; everything else reads `data`.
+  const void* lanes = nullptr;
+  size_t lanes_stride = 0;
 
   /// Bytes per row. REQUIRES: is_computed(type) and k a whole number of blocks.
   [[nodiscard]] size_t stride() const noexcept { return static_cast<size_t>(row_bytes(type, k).value_or(0)); }

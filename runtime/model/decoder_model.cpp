@@ -2,7 +2,14 @@
 
 #include "runtime/gguf/gguf_file.hpp"
 
+#include "kernels/reference/repack.hpp"
+#include "kernels/reference/thread_pool.hpp"
+
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <array>
+#include <cstdlib>
 
 namespace dynamo::model {
 namespace {
@@ -244,19 +251,91 @@ expected<decoder_weights> load_weights(const gguf::file& f, const decoder_config
   return w;
 }
 
+/// Every matrix the matmul reads (token_embd only as the tied LM head).
+template <class Fn>
+void for_each_matmul_weight(decoder_weights& w, Fn fn) {
+  fn(w.output);
+  for (auto& l : w.layers) {
+    for (weight_matrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.moe.router,
+                             &l.moe.gate.stacked, &l.moe.up.stacked, &l.moe.down.stacked, &l.moe.shared_gate_inp,
+                             &l.moe.shared_gate, &l.moe.shared_up, &l.moe.shared_down}) {
+      fn(*m);
+    }
+  }
+}
+
+/// The types whose lane kernels were measured faster than their row kernels
+/// (docs/BENCHMARKS.md, "Lane layout for Q4_K and Q6_K").
+bool repack_pays(kernels::ref::tensor_type t) { return kernels::ref::has_lanes(t); }
+
+using owned_bytes = std::unique_ptr<std::byte, void (*)(void*)>;
+
+/// `bytes` of memory in 2 MB-aligned huge pages where the kernel grants them
+/// (transparent huge pages on madvise): the matmul streams these copies, and
+/// from 4 KB pages it ran ~10% slower than from the mapped file, whose page
+/// cache this kernel maps in large folios.
+owned_bytes huge_page_bytes(size_t bytes) {
+  constexpr size_t huge = size_t{2} << 20;
+  const size_t size = (bytes + huge - 1) / huge * huge;
+  owned_bytes p(static_cast<std::byte*>(std::aligned_alloc(huge, size)), std::free);
+#if defined(MADV_HUGEPAGE)
+  if (p != nullptr) (void)::madvise(p.get(), size, MADV_HUGEPAGE);
+#endif
+  return p;
+}
+
+/// Attaches a lane copy to every matrix of a type where it pays, all in one
+/// huge-page arena (64-byte aligned each); returns the arena (null when
+/// nothing pays) and its used bytes. Runs on all cores (a 0.6B model's
+/// Q4_K/Q6_K matrices take ~1 s on one).
+expected<owned_bytes> repack(decoder_weights& w, size_t& total) {
+  std::vector<weight_matrix*> ms;
+  total = 0;
+  for_each_matmul_weight(w, [&](weight_matrix& m) {
+    if (m.data == nullptr || !repack_pays(m.type) || m.k % kernels::ref::qk_k != 0) return;
+    m.lanes_stride = kernels::ref::lanes_row_bytes(m.type, m.k);
+    total += (m.lanes_stride * m.n + 63) / 64 * 64;
+    ms.push_back(&m);
+  });
+  if (ms.empty()) return owned_bytes(nullptr, std::free);
+  owned_bytes arena = huge_page_bytes(total);
+  if (arena == nullptr) return make_error(errc::io_error, "out of memory for the repacked weight matrices");
+  struct task {
+    const weight_matrix* m;
+    uint32_t r0, r1;
+    std::byte* dst; ///< the matrix's copy
+  };
+  std::vector<task> tasks;
+  constexpr uint32_t rows_per_task = 512;
+  size_t at = 0;
+  for (weight_matrix* m : ms) {
+    std::byte* dst = arena.get() + at;
+    m->lanes = dst;
+    at += (m->lanes_stride * m->n + 63) / 64 * 64;
+    for (uint32_t r = 0; r < m->n; r += rows_per_task) tasks.push_back({m, r, std::min(m->n, r + rows_per_task), dst});
+  }
+  kernels::ref::thread_pool pool;
+  pool.parallel_for(static_cast<uint32_t>(tasks.size()), [&](uint32_t i) {
+    kernels::ref::repack_lanes_rows(*tasks[i].m, tasks[i].r0, tasks[i].r1, tasks[i].dst);
+  });
+  return arena;
+}
+
 size_t bytes(const weight_matrix& w) noexcept {
   return w.data == nullptr ? 0 : w.stride() * w.n;
 }
 
 } // namespace
 
-expected<std::shared_ptr<const decoder_model>> decoder_model::load(const std::string& path) {
+expected<std::shared_ptr<const decoder_model>> decoder_model::load(const std::string& path,
+                                                                   const load_options& options) {
   auto f = gguf::file::open(path);
   if (!f) return f.error();
-  return from_file(std::move(*f));
+  return from_file(std::move(*f), options);
 }
 
-expected<std::shared_ptr<const decoder_model>> decoder_model::from_file(std::shared_ptr<const gguf::file> f) {
+expected<std::shared_ptr<const decoder_model>> decoder_model::from_file(std::shared_ptr<const gguf::file> f,
+                                                                        const load_options& options) {
   if (f == nullptr) return make_error(errc::invalid_argument, "decoder_model::from_file: null file");
   auto config = read_decoder_config(*f);
   if (!config) return config.error();
@@ -266,6 +345,11 @@ expected<std::shared_ptr<const decoder_model>> decoder_model::from_file(std::sha
   m->file_ = std::move(f);
   m->config_ = std::move(*config);
   m->weights_ = std::move(*weights);
+  if (options.cpu_repack) {
+    auto r = repack(m->weights_, m->repacked_bytes_);
+    if (!r) return r.error();
+    if (*r != nullptr) m->repacked_.push_back(std::move(*r));
+  }
   return std::shared_ptr<const decoder_model>(std::move(m));
 }
 
@@ -293,5 +377,7 @@ size_t decoder_model::active_weight_bytes() const noexcept {
   }
   return total;
 }
+
+size_t decoder_model::repacked_bytes() const noexcept { return repacked_bytes_; }
 
 } // namespace dynamo::model

@@ -1,7 +1,7 @@
 // A loaded decoder model: the GGUF file (kept mapped), its config, and views
-// of every weight in its stored type (no copies of quantized data; only 1-D
-// norm, bias and RoPE-factor vectors are widened to fp32). Built once by
-// load(); immutable afterwards and safe to share between threads and executors.
+// of every weight in its stored type (1-D norm, bias and RoPE-factor vectors
+// widened to fp32; Q4_K/Q6_K matrices also repacked for the CPU matmul, still
+// quantized). Built once by load(); immutable afterwards, shared by threads.
 #pragma once
 
 #include "runtime/core/error.hpp"
@@ -9,6 +9,7 @@
 
 #include "kernels/reference/tensor_type.hpp"
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,7 +29,10 @@ struct expert_stack {
   uint32_t rows = 0;     ///< rows per expert
 
   [[nodiscard]] weight_matrix expert(uint32_t e) const noexcept {
-    return {stacked.type, stacked.k, rows, stacked.row(e * rows)};
+    const void* lanes = stacked.lanes == nullptr ? nullptr
+                                                 : static_cast<const std::byte*>(stacked.lanes) +
+                                                       static_cast<size_t>(e) * rows * stacked.lanes_stride;
+    return {stacked.type, stacked.k, rows, stacked.row(e * rows), lanes, stacked.lanes_stride};
   }
 };
 
@@ -75,16 +79,27 @@ struct decoder_weights {
   std::vector<float> rope_freqs;
 };
 
+/// How load() prepares the weights.
+struct load_options {
+  /// Give the matrices whose CPU matmul is faster in the lane layout (Q4_K, Q6_K;
+  /// kernels/reference/repack.hpp) a repacked copy: quantized, the same size,
+  /// in anonymous memory; the mapped file is still what everything else reads.
+  /// The CUDA engine, which never runs the CPU matmul, turns it off.
+  bool cpu_repack = true;
+};
+
 class decoder_model {
 public:
   /// Maps and loads a GGUF file. Errors: the GGUF reader's (not_found,
   /// io_error, corrupt_file, unsupported), then config and weight checks:
   /// corrupt_file naming a missing or mis-shaped tensor, unsupported for a
   /// storage type the kernels lack or a tensor the architecture does not use.
-  [[nodiscard]] static expected<std::shared_ptr<const decoder_model>> load(const std::string& path);
+  [[nodiscard]] static expected<std::shared_ptr<const decoder_model>> load(const std::string& path,
+                                                                           const load_options& options = {});
 
   /// Same, from an already parsed file (tests build files in memory).
-  [[nodiscard]] static expected<std::shared_ptr<const decoder_model>> from_file(std::shared_ptr<const gguf::file> f);
+  [[nodiscard]] static expected<std::shared_ptr<const decoder_model>> from_file(std::shared_ptr<const gguf::file> f,
+                                                                                const load_options& options = {});
 
   [[nodiscard]] const decoder_config& config() const noexcept { return config_; }
   [[nodiscard]] const decoder_weights& weights() const noexcept { return weights_; }
@@ -97,12 +112,18 @@ public:
   /// layers their router, expert_used_count experts and the shared expert.
   [[nodiscard]] size_t active_weight_bytes() const noexcept;
 
+  /// Bytes of the repacked copies (load_options::cpu_repack).
+  [[nodiscard]] size_t repacked_bytes() const noexcept;
+
 private:
   decoder_model() = default;
 
   std::shared_ptr<const gguf::file> file_;
   decoder_config config_;
   decoder_weights weights_;
+  /// What weights_' lanes point into: 2 MB-aligned arenas from std::aligned_alloc.
+  std::vector<std::unique_ptr<std::byte, void (*)(void*)>> repacked_;
+  size_t repacked_bytes_ = 0;
 };
 
 } // namespace dynamo::model

@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const auto sizes = parse_list(batches);
-  auto m = model::decoder_model::load(model_path);
+  auto m = model::decoder_model::load(model_path, {.cpu_repack = false});
   if (!m) {
     std::fprintf(stderr, "cuda_executor_bench: %s\n", describe(m.error()).c_str());
     return 1;

@@ -1,0 +1,136 @@
+#include "kernels/reference/repack.hpp"
+
+
+namespace dynamo::kernels::ref {
+namespace {
+
+/// Byte and nibble of element e of sub-block j in a lane layout's nibble
+/// array (qs of Q4_K, ql of Q6_K): see block_q4_k_lanes.
+struct nibble_at {
+  uint32_t byte, shift;
+};
+nibble_at lanes_nibble(uint32_t j, uint32_t e) {
+  const uint32_t v = e / 4;
+  return {32 * (v / 2) + 4 * j + e % 4, 4 * (v % 2)};
+}
+
+/// The same for Q6_K's two high bits in qh.
+nibble_at lanes_high2(uint32_t j, uint32_t e) {
+  const uint32_t v = e / 4;
+  return {32 * (v / 4) + 4 * j + e % 4, 2 * (v % 4)};
+}
+
+/// The 256 quants of a Q6_K super-block (0..63), element order.
+void q6_k_values(const block_q6_k& b, uint8_t* q) {
+  for (int half = 0; half < 2; ++half) {
+    const uint8_t* ql = b.ql + 64 * half;
+    const uint8_t* qh = b.qh + 32 * half;
+    for (int g = 0; g < 4; ++g) {
+      for (int l = 0; l < 32; ++l) {
+        const uint8_t lo = ql[l + 32 * (g % 2)];
+        q[128 * half + 32 * g + l] =
+            static_cast<uint8_t>((g < 2 ? lo & 0x0f : lo >> 4) | (((qh[l] >> (2 * g)) & 3) << 4));
+      }
+    }
+  }
+}
+
+void repack_q4_k(const block_q4_k& in, block_q4_k_lanes& out) {
+  out.d = in.d;
+  out.dmin = in.dmin;
+  for (uint32_t j = 0; j < 8; ++j) {
+    scale_min_k4(j, in.scales, out.sc[j], out.m[j]);
+    // Element i of sub-block j: nibble j % 2 of in.qs[32 * (j / 2) + i].
+    const uint8_t* q = in.qs + 32 * (j / 2);
+    const uint32_t shift = 4 * (j % 2);
+    for (uint32_t p = 0; p < 4; ++p) {
+      for (uint32_t e = 0; e < 4; ++e) { // vectors 2p (low nibble) and 2p + 1 (high)
+        const uint32_t lo = (q[8 * p + e] >> shift) & 0x0f, hi = (q[8 * p + 4 + e] >> shift) & 0x0f;
+        out.qs[32 * p + 4 * j + e] = static_cast<uint8_t>(lo | (hi << 4));
+      }
+    }
+  }
+}
+
+void repack_q6_k(const block_q6_k& in, block_q6_k_lanes& out) {
+  uint8_t q[qk_k];
+  q6_k_values(in, q);
+  for (uint32_t j = 0; j < 8; ++j) {
+    out.sc[j] = in.scales[2 * j];
+    out.sc[8 + j] = in.scales[2 * j + 1];
+    const uint8_t* v = q + 32 * j; // vector u holds elements 4u..4u+3
+    for (uint32_t e = 0; e < 4; ++e) {
+      for (uint32_t p = 0; p < 4; ++p) {
+        out.ql[32 * p + 4 * j + e] = static_cast<uint8_t>((v[8 * p + e] & 0x0f) | ((v[8 * p + 4 + e] & 0x0f) << 4));
+      }
+      for (uint32_t h = 0; h < 2; ++h) {
+        uint32_t bits = 0;
+        for (uint32_t u = 0; u < 4; ++u) bits |= static_cast<uint32_t>(v[4 * (4 * h + u) + e] >> 4) << (2 * u);
+        out.qh[32 * h + 4 * j + e] = static_cast<uint8_t>(bits);
+      }
+    }
+  }
+  out.d = in.d;
+}
+
+} // namespace
+
+bool has_lanes(tensor_type t) noexcept { return t == tensor_type::q4_k || t == tensor_type::q6_k; }
+
+size_t lanes_row_bytes(tensor_type t, uint32_t k) noexcept {
+  const size_t nb = k / qk_k;
+  switch (t) {
+    case tensor_type::q4_k: return nb * sizeof(block_q4_k_lanes);
+    case tensor_type::q6_k: return nb * sizeof(block_q6_k_lanes);
+    default: return 0;
+  }
+}
+
+std::vector<std::byte> repack_lanes(const weight_matrix& w) {
+  const size_t out_row = lanes_row_bytes(w.type, w.k);
+  if (out_row == 0 || w.k % qk_k != 0) return {};
+  std::vector<std::byte> out(out_row * w.n);
+  repack_lanes_rows(w, 0, w.n, out.data());
+  return out;
+}
+
+void repack_lanes_rows(const weight_matrix& w, uint32_t r0, uint32_t r1, std::byte* out) noexcept {
+  const size_t out_row = lanes_row_bytes(w.type, w.k);
+  const size_t nb = w.k / qk_k;
+  for (uint32_t r = r0; r < r1; ++r) {
+    std::byte* dst = out + out_row * r;
+    if (w.type == tensor_type::q4_k) {
+      const auto* in = static_cast<const block_q4_k*>(w.row(r));
+      auto* o = reinterpret_cast<block_q4_k_lanes*>(dst);
+      for (size_t g = 0; g < nb; ++g) repack_q4_k(in[g], o[g]);
+    } else {
+      const auto* in = static_cast<const block_q6_k*>(w.row(r));
+      auto* o = reinterpret_cast<block_q6_k_lanes*>(dst);
+      for (size_t g = 0; g < nb; ++g) repack_q6_k(in[g], o[g]);
+    }
+  }
+}
+
+void dequantize_lanes_row(tensor_type t, const void* row, float* y, uint32_t k) noexcept {
+  for (uint32_t g = 0; g < k / qk_k; ++g) {
+    for (uint32_t j = 0; j < 8; ++j) {
+      for (uint32_t e = 0; e < 32; ++e) {
+        const nibble_at at = lanes_nibble(j, e);
+        float& out = y[qk_k * g + 32 * j + e];
+        if (t == tensor_type::q4_k) {
+          const auto& b = static_cast<const block_q4_k_lanes*>(row)[g];
+          const float dj = fp16_to_fp32(b.d) * static_cast<float>(b.sc[j]);
+          const float mj = fp16_to_fp32(b.dmin) * static_cast<float>(b.m[j]);
+          out = dj * static_cast<float>((b.qs[at.byte] >> at.shift) & 0x0f) - mj;
+        } else {
+          const auto& b = static_cast<const block_q6_k_lanes*>(row)[g];
+          const nibble_at hi = lanes_high2(j, e);
+          const int q = (((b.ql[at.byte] >> at.shift) & 0x0f) | (((b.qh[hi.byte] >> hi.shift) & 3) << 4)) - 32;
+          out = fp16_to_fp32(b.d) * static_cast<float>(b.sc[8 * (e / 16) + j] * q);
+        }
+      }
+    }
+  }
+}
+
+} // namespace dynamo::kernels::ref

@@ -1,0 +1,58 @@
+// The lane layouts: Q4_K and Q6_K super-blocks repacked at model load so that
+// the matmul kernels hold one super-block's eight 32-value sub-blocks in the
+// eight 32-bit lanes of a vector. Called by the model loader (one copy per
+// matrix, quantized, never wider) and by the matmul. Pure functions; any thread.
+#pragma once
+
+#include "kernels/reference/tensor_type.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace dynamo::kernels::ref {
+
+/// Q4_K in lanes. Element e of sub-block j (32 values each) is the nibble
+/// for "vector" v = e / 4 at byte 32 * (v / 2) + 4 * j + e % 4 of qs: the
+/// low nibble for even v, the high one for odd v. So a 32-byte load of qs
+/// gives two vectors whose lane j holds 4 elements of sub-block j. The
+/// 6-bit scales and mins are unpacked to bytes.
+struct block_q4_k_lanes {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t sc[8];
+  uint8_t m[8];
+  uint8_t qs[qk_k / 2];
+};
+static_assert(sizeof(block_q4_k_lanes) == 148);
+
+/// Q6_K in lanes, with the same element order: the low 4 bits of vector v
+/// are nibbles of ql as in Q4_K; its high 2 bits are bits 2 * (v % 4) and up
+/// of byte 32 * (v / 4) + 4 * j + e % 4 of qh. sc[8 * h + j] is the scale of
+/// elements 16h..16h+15 of sub-block j (vectors 4h..4h+3).
+struct block_q6_k_lanes {
+  uint8_t ql[qk_k / 2];
+  uint8_t qh[qk_k / 4];
+  int8_t sc[qk_k / 16];
+  uint16_t d;
+};
+static_assert(sizeof(block_q6_k_lanes) == sizeof(block_q6_k));
+
+/// True for the types that have a lane layout (Q4_K, Q6_K).
+[[nodiscard]] bool has_lanes(tensor_type t) noexcept;
+
+/// Bytes per row of k elements in the lane layout; 0 without one.
+[[nodiscard]] size_t lanes_row_bytes(tensor_type t, uint32_t k) noexcept;
+
+/// The rows of `w` (w.type has lanes, w.k a multiple of 256) repacked:
+/// w.n * lanes_row_bytes bytes; empty for other types.
+[[nodiscard]] std::vector<std::byte> repack_lanes(const weight_matrix& w);
+
+/// Rows [r0, r1) of the same, written at out + r * lanes_row_bytes (callers
+/// that split a matrix among threads).
+void repack_lanes_rows(const weight_matrix& w, uint32_t r0, uint32_t r1, std::byte* out) noexcept;
+
+/// Row r of a lane-layout copy back to floats (the layout's definition; tests).
+void dequantize_lanes_row(tensor_type t, const void* row, float* y, uint32_t k) noexcept;
+
+} // namespace dynamo::kernels::ref

@@ -1,0 +1,182 @@
+#include "kernels/reference/matmul.hpp"
+#include "kernels/reference/repack.hpp"
+#include "kernels/reference/simd_kernels.hpp"
+#include "tests/kernels/test_util.hpp"
+
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+using namespace dynamo::kernels::ref;
+namespace test = dynamo::kernels::ref::test;
+
+namespace {
+
+const tensor_type lane_types[] = {tensor_type::q4_k, tensor_type::q6_k};
+
+/// A random weight with its lane-layout copy attached.
+struct lane_weight {
+  test::owned_weight w;
+  std::vector<std::byte> lanes;
+  weight_matrix view;
+
+  lane_weight(tensor_type t, uint32_t k, uint32_t n, uint32_t seed) : w(t, k, n, seed), lanes(repack_lanes(w.view)) {
+    view = w.view;
+    view.lanes = lanes.data();
+    view.lanes_stride = lanes_row_bytes(t, k);
+  }
+};
+
+std::vector<float> run(const weight_matrix& w, const std::vector<float>& x, uint32_t n_tokens, thread_pool* pool) {
+  std::vector<float> y(static_cast<size_t>(n_tokens) * w.n, NAN);
+  matmul({x.data(), w.k, n_tokens, {&w, 1}, y.data(), w.n, pool, nullptr});
+  return y;
+}
+
+/// |y - exact| <= what int16 activation blocks and fp32 sums may cost.
+void check_near_exact(const test::owned_weight& w, const std::vector<float>& x, uint32_t n_tokens,
+                      const std::vector<float>& y) {
+  const uint32_t k = w.view.k, n = w.view.n;
+  for (uint32_t t = 0; t < n_tokens; ++t) {
+    for (uint32_t r = 0; r < n; ++r) {
+      double acc = 0.0, mag = 0.0, err = 0.0;
+      for (uint32_t b = 0; b < k; b += 32) {
+        double amax = 0.0, wsum = 0.0;
+        for (uint32_t i = b; i < b + 32; ++i) {
+          const double wi = w.dequantized[static_cast<size_t>(r) * k + i], xi = x[static_cast<size_t>(t) * k + i];
+          acc += wi * xi;
+          mag += std::fabs(wi * xi);
+          amax = std::max(amax, std::fabs(xi));
+          wsum += std::fabs(wi);
+        }
+        err += wsum * amax / 32767.0 * 0.5;
+      }
+      BOOST_TEST_REQUIRE(std::fabs(y[t * n + r] - acc) <= err + 1e-5 * mag + 1e-6);
+    }
+  }
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(repack_op)
+
+BOOST_AUTO_TEST_CASE(the_lane_layout_holds_the_same_values) {
+  for (const tensor_type t : lane_types) {
+    const lane_weight lw(t, 512, 3, 5);
+    BOOST_TEST(lw.lanes.size() == 3 * lanes_row_bytes(t, 512));
+    std::vector<float> got(512);
+    for (uint32_t r = 0; r < 3; ++r) {
+      dequantize_lanes_row(t, lw.lanes.data() + r * lw.view.lanes_stride, got.data(), 512);
+      BOOST_TEST(std::memcmp(got.data(), lw.w.dequantized.data() + r * 512, 512 * sizeof(float)) == 0, type_name(t));
+    }
+  }
+  BOOST_TEST(!has_lanes(tensor_type::q4_0));
+  BOOST_TEST(lanes_row_bytes(tensor_type::q8_0, 512) == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(lane_activations_hold_the_int16_values_and_half_sums) {
+  const uint32_t nb = 16;
+  std::vector<detail::block_q16_act> q(nb);
+  const auto x = test::random_floats(nb * 32, 3, -2.0f, 2.0f);
+  detail::scalar_kernels().quantize_act(x.data(), q.data(), nb);
+  std::vector<detail::block_q16_lanes> b(nb / 8);
+  std::vector<float> d(nb), s(nb);
+  detail::lanes_act(q.data(), nb, b.data(), d.data(), s.data());
+  for (uint32_t i = 0; i < nb; ++i) {
+    const uint32_t g = i / 8, j = i % 8;
+    int32_t half[2] = {0, 0};
+    for (uint32_t e = 0; e < 32; ++e) {
+      const uint32_t v = e / 4, at = 4 * j + e % 4;
+      BOOST_TEST_REQUIRE(256 * b[g].hi[v][at] + b[g].lo[v][at] == q[i].qs[e]);
+      half[e / 16] += q[i].qs[e];
+    }
+    BOOST_TEST(b[g].m32[0][j] == -32 * half[0]);
+    BOOST_TEST(b[g].m32[1][j] == -32 * half[1]);
+    BOOST_TEST((d[i] == q[i].d && s[i] == q[i].s));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(every_path_gives_the_scalar_lane_kernels_bits_near_the_exact_product) {
+  struct shape {
+    uint32_t n_tokens, k, n;
+  };
+  // Token counts that use every kernel width (1..4) and several token tiles.
+  const shape shapes[] = {{1, 256, 3}, {3, 512, 17}, {9, 768, 10}, {21, 1536, 9}, {6, 256, 4}};
+  thread_pool pool(2);
+  for (const tensor_type t : lane_types) {
+    for (const shape& s : shapes) {
+      const lane_weight lw(t, s.k, s.n, s.k + s.n);
+      auto x = test::random_floats(static_cast<size_t>(s.n_tokens) * s.k, s.n, -3.0f, 3.0f);
+      for (size_t i = 0; i < x.size(); i += 97) x[i] *= 300.0f;
+      std::vector<float> want;
+      {
+        test::isa_guard g(cpu_isa::scalar);
+        want = run(lw.view, x, s.n_tokens, nullptr);
+      }
+      BOOST_TEST_CONTEXT("type " << type_name(t) << " shape " << s.n_tokens << "x" << s.k << "x" << s.n) {
+        check_near_exact(lw.w, x, s.n_tokens, want);
+        for (const cpu_isa isa : test::runnable_isas()) {
+          test::isa_guard g(isa);
+          const auto got = run(lw.view, x, s.n_tokens, &pool);
+          BOOST_TEST(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0, to_string(isa));
+        }
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_token_result_does_not_depend_on_the_rest_of_the_batch) {
+  const uint32_t k = 512, n = 13, n_tokens = 7;
+  for (const tensor_type t : lane_types) {
+    const lane_weight lw(t, k, n, 9);
+    const auto x = test::random_floats(n_tokens * k, 10);
+    const auto all = run(lw.view, x, n_tokens, nullptr);
+    for (uint32_t tok = 0; tok < n_tokens; ++tok) {
+      const std::vector<float> one_x(x.begin() + tok * k, x.begin() + (tok + 1) * k);
+      const auto one = run(lw.view, one_x, 1, nullptr);
+      BOOST_TEST(std::memcmp(one.data(), all.data() + tok * n, n * sizeof(float)) == 0, type_name(t));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_matmul_reads_the_lane_copy_when_there_is_one) {
+  for (const tensor_type t : lane_types) {
+    lane_weight lw(t, 256, 4, 7);
+    const auto x = test::random_floats(2 * 256, 8);
+    std::fill(lw.lanes.begin(), lw.lanes.end(), std::byte{0}); // every scale 0
+    for (const cpu_isa isa : test::runnable_isas()) {
+      test::isa_guard g(isa);
+      for (const float v : run(lw.view, x, 2, nullptr)) BOOST_TEST(v == 0.0f, type_name(t) << " " << to_string(isa));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(reference_mode_and_other_weights_ignore_the_lanes) {
+  // fp32_activations dequantizes `data`; a call mixing a lane weight with a
+  // row-layout one writes each output as a separate call would.
+  const uint32_t k = 256, n = 5, n_tokens = 3;
+  const lane_weight lw(tensor_type::q4_k, k, n, 1);
+  const test::owned_weight other(tensor_type::q4_0, k, 4, 2);
+  const auto x = test::random_floats(n_tokens * k, 3);
+  std::vector<float> ref_lanes(n_tokens * n), ref_rows(n_tokens * n);
+  matmul_args a{x.data(), k, n_tokens, {&lw.view, 1}, ref_lanes.data(), n, nullptr, nullptr};
+  a.fp32_activations = true;
+  matmul(a);
+  a.weights = {&lw.w.view, 1};
+  a.y = ref_rows.data();
+  matmul(a);
+  BOOST_TEST(std::memcmp(ref_lanes.data(), ref_rows.data(), ref_rows.size() * sizeof(float)) == 0);
+
+  const weight_matrix both[] = {lw.view, other.view};
+  std::vector<float> y(n_tokens * (n + 4));
+  matmul({x.data(), k, n_tokens, both, y.data(), n + 4, nullptr, nullptr});
+  const auto a_only = run(lw.view, x, n_tokens, nullptr), b_only = run(other.view, x, n_tokens, nullptr);
+  for (uint32_t t = 0; t < n_tokens; ++t) {
+    BOOST_TEST(std::memcmp(y.data() + t * (n + 4), a_only.data() + t * n, n * sizeof(float)) == 0);
+    BOOST_TEST(std::memcmp(y.data() + t * (n + 4) + n, b_only.data() + t * 4, 4 * sizeof(float)) == 0);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
