@@ -2,7 +2,7 @@
 // benchmarks use (runtime/bench): whatever data and event name the writer is
 // given, the reader gets back exactly one event with the same data, and no
 // injected field. Input: "event \0 data" (no \0: data only).
-#include "planes/http/responder.hpp"
+#include "planes/http/sse.hpp"
 #include "runtime/bench/sse_parser.hpp"
 
 #include <cstddef>

@@ -7,6 +7,7 @@
 #include "runtime/core/base64.hpp"
 #include "planes/event/envelope.hpp"
 #include "planes/request/request_wire.hpp"
+#include "planes/transfer/frame.hpp"
 #include "runtime/gguf/writer.hpp"
 #include "runtime/protocol/codec.hpp"
 #include "runtime/protocol/disagg.hpp"
@@ -22,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -191,6 +193,54 @@ void etcd_seeds() {
   seed("error", R"({"error":"etcdserver: requested lease not found","message":"etcdserver: requested lease not found","code":5})");
 }
 
+// KV transfer frames (fuzz_transfer: geometry bytes, mode byte, frames). The
+// geometry 0x48, 0: 8 blocks of 4 x 64 bytes, touching.
+void transfer_seeds() {
+  using namespace planes::transfer_detail;
+  auto frame = [](std::vector<uint8_t>& out, frame_kind kind, uint64_t block, uint64_t length) {
+    auto f = encode_frame({kind, 0, 7, 3, block, length});
+    out.insert(out.end(), f.begin(), f.end());
+  };
+  // ucx: a data message landing 2 blocks at 1 and 1 block at 5 (768 bytes).
+  std::vector<uint8_t> ucx{0x48, 0, 0};
+  frame(ucx, frame_kind::data, 2, 768);
+  std::vector<landing_run> runs{{1, 2}, {5, 1}};
+  append_runs(ucx, runs);
+  put("fuzz_transfer", "ucx_batch", ucx.data(), ucx.size());
+  // tcp: hello, two data frames, done (completes), a second transfer cancelled.
+  std::vector<uint8_t> tcp{0x48, 0, 1};
+  frame(tcp, frame_kind::hello, 9, 256);
+  frame(tcp, frame_kind::data, 0, 512);
+  frame(tcp, frame_kind::data, 4, 256);
+  frame(tcp, frame_kind::done, 3, 768);
+  auto f = encode_frame({frame_kind::data, 0, 8, 3, 6, 256});
+  tcp.insert(tcp.end(), f.begin(), f.end());
+  f = encode_frame({frame_kind::cancel, 0, 8, 3, 0, 0});
+  tcp.insert(tcp.end(), f.begin(), f.end());
+  put("fuzz_transfer", "tcp_stream", tcp.data(), tcp.size());
+  std::vector<uint8_t> rma{0x48, 0, 1};
+  frame(rma, frame_kind::done_rma, 2, 512);
+  put("fuzz_transfer", "done_rma", rma.data(), rma.size());
+}
+
+// Admin API inputs (fuzz_admin: selector byte, then "a \0 b").
+void admin_seeds() {
+  using namespace std::string_view_literals;
+  auto seed = [](const std::string& name, char tag, std::string_view text) {
+    std::string b(1, tag);
+    b += text;
+    put("fuzz_admin", name, b.data(), b.size());
+  };
+  seed("route_health", 0, "/admin/health");
+  seed("route_drain", 0, "/admin/workers/00000000000000ab/drain");
+  seed("route_restart", 0, "/admin/actors/frontend%2Frouter/restart");
+  seed("bearer", 1, "Bearer s3cret\0s3cret"sv);
+  seed("bearer_env", 1, "bearer x\0env:HOME"sv);
+  seed("loopback_v6", 2, "::ffff:127.0.0.1");
+  seed("loopback_v4", 2, "127.1.2.3");
+  seed("bodies", 3, "caf\xc3\xa9\0\xff\\\""sv);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -203,5 +253,7 @@ int main(int argc, char** argv) {
   vllm_seeds();
   gguf_seeds();
   etcd_seeds();
+  transfer_seeds();
+  admin_seeds();
   return 0;
 }

@@ -10,9 +10,8 @@ build_dir="${DYNAMO_FUZZ_BUILD_DIR:-build-fuzz}"
 seconds="${DYNAMO_FUZZ_SECONDS:-10}"
 corpus="${DYNAMO_FUZZ_CORPUS:-$build_dir/corpus}"
 jobs="${DYNAMO_JOBS:-$(nproc)}"
-# fuzz_sse is left out until it links without dynamo_http's coroutine code
-# (clang 14 fails to assemble it with coverage; docs/FUZZING.md).
-all=(fuzz_gguf fuzz_jinja fuzz_tokenizer fuzz_openai fuzz_protocol fuzz_vllm fuzz_cluster_config fuzz_etcd)
+all=(fuzz_gguf fuzz_jinja fuzz_tokenizer fuzz_openai fuzz_sse fuzz_protocol fuzz_vllm
+  fuzz_cluster_config fuzz_etcd fuzz_transfer fuzz_admin)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 export CCACHE_BASEDIR="$PWD"

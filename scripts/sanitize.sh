@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # The sanitizer stage (docs/FUZZING.md, "Sanitizers"): builds test targets with
-# g++ and -fsanitize into their own trees and runs them. Phases (arguments,
-# default: asan replay tsan):
+# g++ and -fsanitize into their own trees and runs them, then runs the libFuzzer
+# targets for a bounded time. Phases (arguments, default: asan replay tsan fuzz;
+# DYNAMO_SKIP_FUZZ=1 drops fuzz from the default):
 #   asan    ASan+UBSan (build-asan/): the test executables of $asan_tests
 #   replay  the fuzz targets, linked with fuzz/replay_main.cpp in build-asan/,
 #           each on its seed corpus plus DYNAMO_FUZZ_SECONDS (default 10) of
 #           random mutations
 #   tsan    TSan (build-tsan/): the test executables of $tsan_tests
-#   fuzz    libFuzzer with clang (scripts/fuzz.sh; its own clang tree, not in CI)
+#   fuzz    coverage-guided libFuzzer with clang (scripts/fuzz.sh: its own tree
+#           build-fuzz/, every fuzz target, DYNAMO_FUZZ_SECONDS each, default 15
+#           here; a crash, leak, hang or OOM fails it, the input is left in
+#           build-fuzz/artifacts/)
 # DYNAMO_SANITIZE_SCOPE=ci (default; what scripts/test.sh runs, sized for CI's
 # budget) or full (every runtime/ and planes/ unit and integration test that
 # needs no GPU, etcd or model file; every fuzz target). Build trees:
@@ -22,13 +26,16 @@ asan_dir="${DYNAMO_ASAN_BUILD_DIR:-build-asan}"
 tsan_dir="${DYNAMO_TSAN_BUILD_DIR:-build-tsan}"
 export CCACHE_BASEDIR="$PWD"
 phases=("$@")
-[ ${#phases[@]} -gt 0 ] || phases=(asan replay tsan)
+if [ ${#phases[@]} -eq 0 ]; then
+  phases=(asan replay tsan)
+  [ "${DYNAMO_SKIP_FUZZ:-0}" = 1 ] || phases+=(fuzz)
+fi
 
 case "$scope" in
 ci)
   asan_tests=(runtime_core_tests runtime_protocol_tests runtime_kv_tests
     planes_codec_tests planes_event_tests planes_request_tests)
-  fuzzers=(fuzz_protocol fuzz_vllm fuzz_etcd)
+  fuzzers=(fuzz_protocol fuzz_vllm fuzz_etcd fuzz_transfer fuzz_admin)
   tsan_tests=(runtime_core_tests runtime_protocol_tests runtime_kv_tests
     planes_codec_tests planes_event_tests planes_request_tests) ;;
 full)
@@ -40,7 +47,7 @@ full)
     planes_codec_tests planes_event_tests planes_request_tests planes_discovery_tests
     planes_http_tests planes_transfer_tests)
   fuzzers=(fuzz_protocol fuzz_vllm fuzz_etcd fuzz_gguf fuzz_jinja fuzz_tokenizer fuzz_openai
-    fuzz_sse fuzz_cluster_config)
+    fuzz_sse fuzz_cluster_config fuzz_transfer fuzz_admin)
   tsan_tests=(runtime_core_tests runtime_protocol_tests runtime_kv_tests runtime_route_tests
     runtime_engine_tests runtime_metrics_tests runtime_mocker_tests
     planes_codec_tests planes_event_tests planes_request_tests planes_discovery_tests) ;;
@@ -94,7 +101,7 @@ for phase in "${phases[@]}"; do
     cmake --build "$tsan_dir" --parallel "$jobs" --target "${tsan_tests[@]}"
     run_tests "$tsan_dir" "${tsan_tests[@]}" ;;
   fuzz)
-    scripts/fuzz.sh ;;
+    DYNAMO_FUZZ_SECONDS="${DYNAMO_FUZZ_SECONDS:-15}" scripts/fuzz.sh ;;
   *)
     echo "sanitize: unknown phase '$phase' (asan, replay, tsan, fuzz)" >&2
     exit 2 ;;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the project and runs the test suite (everything but the `gpu` label),
 # then the sanitizer stage (scripts/sanitize.sh: ASan+UBSan and TSan on a subset
-# of runtime/ and planes/, the fuzz targets' bounded replays; docs/FUZZING.md;
-# DYNAMO_SKIP_SANITIZE=1 skips it). Where nvcc exists, also builds the CUDA
+# of runtime/ and planes/, the fuzz targets' bounded replays, and every libFuzzer
+# target for 15 s in a clang tree; docs/FUZZING.md; DYNAMO_SKIP_SANITIZE=1 skips
+# the stage, DYNAMO_SKIP_FUZZ=1 only its libFuzzer part). Where nvcc exists, also builds the CUDA
 # backend in build-cuda/ and runs the `gpu`-labelled tests there (they skip
 # themselves when no GPU is present).
 set -euo pipefail

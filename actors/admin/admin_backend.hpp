@@ -5,32 +5,14 @@
 // admin HTTP server calls them from its I/O threads) and may block briefly.
 #pragma once
 
+#include "runtime/admin/admin_types.hpp"
 #include "runtime/core/error.hpp"
 
 #include <cstdint>
-#include <map>
 #include <string>
 #include <vector>
 
 namespace dynamo::admin {
-
-/// One supervised actor.
-struct actor_row {
-  std::string supervisor;  ///< the supervisor's name
-  std::string name;        ///< the child's name
-  std::string state;       ///< running | restarting | stopped | failed
-  uint32_t restarts = 0;
-  std::string last_reason; ///< why it last stopped ("" if never)
-};
-
-/// One instance seen on the discovery plane.
-struct instance_row {
-  std::string key;         ///< ns/component/endpoint/instance-hex
-  uint64_t instance_id = 0;
-  std::string address;     ///< request plane
-  std::string health;      ///< ready | unhealthy | draining
-  std::map<std::string, std::string> metadata;
-};
 
 class admin_backend {
 public:

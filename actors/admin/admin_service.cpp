@@ -1,6 +1,6 @@
 #include "actors/admin/admin_service.hpp"
 
-#include "actors/admin/admin_wire.hpp"
+#include "runtime/admin/admin_wire.hpp"
 #include "planes/http/server.hpp"
 #include "runtime/core/secret.hpp"
 
@@ -20,7 +20,7 @@ constexpr std::string_view token_field = "admin_options.token";
 /// before anything else (others get the transport's 405).
 constexpr std::string_view methods[] = {"GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"};
 
-enum class op { health, actors, instances, drain, undrain, restart };
+using op = admin_op;
 
 /// One request after routing: what to do and with which argument.
 struct call {
@@ -56,50 +56,6 @@ void respond_error(http::http_responder& res, const caf::error& err) {
   res.respond(status, std::string{json_type},
               error_json(message.empty() ? describe(err) : message, error_type_for(status),
                          to_string(code)));
-}
-
-std::vector<std::string_view> split_path(std::string_view path) {
-  std::vector<std::string_view> out;
-  if (path.empty() || path.front() != '/')
-    return out;
-  path.remove_prefix(1);
-  for (;;) {
-    auto slash = path.find('/');
-    out.push_back(path.substr(0, slash));
-    if (slash == std::string_view::npos)
-      return out;
-    path.remove_prefix(slash + 1);
-  }
-}
-
-/// The route a path names: its one allowed method and the call, or nullopt
-/// (404). The argument is taken as it stands (validated later).
-struct route_match {
-  std::string_view method;
-  call c;
-  std::string_view raw_arg;
-};
-
-std::optional<route_match> match_route(std::string_view path) {
-  auto seg = split_path(path);
-  if (seg.size() < 2 || seg[0] != "admin")
-    return std::nullopt;
-  if (seg.size() == 2) {
-    if (seg[1] == "health")
-      return route_match{"GET", {op::health}, {}};
-    if (seg[1] == "actors")
-      return route_match{"GET", {op::actors}, {}};
-    if (seg[1] == "instances")
-      return route_match{"GET", {op::instances}, {}};
-    return std::nullopt;
-  }
-  if (seg.size() != 4)
-    return std::nullopt;
-  if (seg[1] == "workers" && (seg[3] == "drain" || seg[3] == "undrain"))
-    return route_match{"POST", {seg[3] == "drain" ? op::drain : op::undrain}, seg[2]};
-  if (seg[1] == "actors" && seg[3] == "restart")
-    return route_match{"POST", {op::restart}, seg[2]};
-  return std::nullopt;
 }
 
 /// Runs one call against the backend (on the worker thread) and answers.
@@ -153,13 +109,13 @@ public:
                              {{"WWW-Authenticate", "Bearer realm=\"dynamo-admin\""}});
       }
     }
-    auto m = match_route(req.path);
+    auto m = match_admin_route(req.path);
     if (!m)
       return respond_error(*res, 404, "No admin route for " + req.path);
     if (req.method != m->method)
       return respond_error(*res, 405, "Method " + req.method + " not allowed for " + req.path,
                            {{"Allow", std::string{m->method}}});
-    call c = std::move(m->c);
+    call c{m->what};
     if (c.what == op::drain || c.what == op::undrain) {
       auto id = parse_instance_hex(m->raw_arg);
       if (!id)

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "planes/http/router.hpp"
+#include "planes/http/sse.hpp" // format_sse_event
 
 #include <functional>
 #include <memory>
@@ -56,8 +57,5 @@ public:
 private:
   std::shared_ptr<detail::exchange> ex_;
 };
-
-/// Formats one SSE event (see send_event).
-[[nodiscard]] std::string format_sse_event(std::string_view data, std::string_view event = {});
 
 } // namespace dynamo::http

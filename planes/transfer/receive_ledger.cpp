@@ -26,6 +26,33 @@ expected<uint64_t> check_landing(const protocol::kv_region_geometry& g, uint64_t
   return blocks;
 }
 
+expected<std::vector<landing_span>> check_runs(const protocol::kv_region_geometry& g,
+                                               std::span<const landing_run> runs, uint64_t length,
+                                               uint64_t& blocks) {
+  const uint64_t bpb = g.layout.bytes_per_block;
+  std::vector<landing_span> spans;
+  spans.reserve(runs.size());
+  uint64_t total = 0;
+  blocks = 0;
+  for (const auto& r : runs) {
+    uint64_t bytes = uint64_t{r.blocks} * bpb;
+    if (r.blocks != 0 && bytes / r.blocks != bpb)
+      return make_error(errc::malformed_message, "kv data: run size overflows");
+    auto n = check_landing(g, r.dst_block, bytes);
+    if (!n)
+      return n.error();
+    // Inside the region: dst_block * stride + bytes cannot overflow (check_landing).
+    spans.push_back({r.dst_block * g.block_stride, bytes});
+    blocks += *n;
+    if (bytes > length - total) // also keeps `total` from wrapping
+      return make_error(errc::malformed_message, "kv data: runs do not add up to the payload");
+    total += bytes;
+  }
+  if (total != length)
+    return make_error(errc::malformed_message, "kv data: runs do not add up to the payload");
+  return spans;
+}
+
 bool receive_ledger::is_dead(const key& k) const {
   return dead_.count(k) != 0;
 }

@@ -4,6 +4,7 @@
 // (the receiver's progress thread is its only user).
 #pragma once
 
+#include "planes/transfer/frame.hpp"
 #include "planes/transfer/transfer_common.hpp"
 
 #include <cstdint>
@@ -21,6 +22,19 @@ namespace dynamo::planes::transfer_detail {
 /// Returns the number of blocks.
 [[nodiscard]] expected<uint64_t> check_landing(const protocol::kv_region_geometry& geometry,
                                                uint64_t block, uint64_t length);
+
+/// Where one landing run's bytes go: `offset` from the region's base, `bytes` long.
+struct landing_span {
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+};
+
+/// The spans of a batched data message's runs (ucx): each run checked with
+/// check_landing, and together they must be exactly `length` payload bytes.
+/// `blocks` gets the number of blocks. errc::malformed_message otherwise.
+[[nodiscard]] expected<std::vector<landing_span>> check_runs(const protocol::kv_region_geometry& geometry,
+                                                             std::span<const landing_run> runs,
+                                                             uint64_t length, uint64_t& blocks);
 
 class receive_ledger {
 public:

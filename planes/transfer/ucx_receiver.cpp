@@ -188,24 +188,13 @@ ucs_status_t ucx_receiver::on_ctrl_am(void* arg, const void* header, size_t head
 // Where a batch lands: one iov entry per run, every run checked against the region.
 expected<std::vector<ucp_dt_iov_t>> ucx_receiver::landing_iov(const std::vector<landing_run>& runs,
                                                               uint64_t length, uint64_t& blocks) const {
+  auto spans = check_runs(geometry_, runs, length, blocks);
+  if (!spans)
+    return spans.error();
   std::vector<ucp_dt_iov_t> iov;
-  const uint64_t bpb = geometry_.layout.bytes_per_block;
-  uint64_t total = 0;
-  blocks = 0;
-  for (const auto& r : runs) {
-    uint64_t bytes = uint64_t{r.blocks} * bpb; // < 2^32 * bytes_per_block: no overflow in practice
-    if (r.blocks != 0 && bytes / r.blocks != bpb)
-      return make_error(errc::malformed_message, "kv data: run size overflows");
-    auto n = check_landing(geometry_, r.dst_block, bytes);
-    if (!n)
-      return n.error();
-    iov.push_back({static_cast<uint8_t*>(config_.region.base) + r.dst_block * geometry_.block_stride,
-                   bytes});
-    blocks += *n;
-    total += bytes;
-  }
-  if (total != length)
-    return make_error(errc::malformed_message, "kv data: runs do not add up to the payload");
+  iov.reserve(spans->size());
+  for (const auto& s : *spans)
+    iov.push_back({static_cast<uint8_t*>(config_.region.base) + s.offset, s.bytes});
   return iov;
 }
 

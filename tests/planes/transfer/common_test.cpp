@@ -73,6 +73,26 @@ BOOST_AUTO_TEST_CASE(landing_checks_bounds_and_whole_blocks) {
   BOOST_TEST(check_landing(g, 9, 512).value() == 1u);
 }
 
+BOOST_AUTO_TEST_CASE(landing_runs_must_fit_the_region_and_add_up_to_the_payload) {
+  protocol::kv_region_geometry g{10, 512, protocol::make_block_major_layout(2, 4, 2, 8, protocol::kv_dtype::f16)};
+  std::vector<landing_run> runs{{1, 2}, {8, 1}};
+  uint64_t blocks = 0;
+  auto spans = check_runs(g, runs, 1536, blocks);
+  BOOST_REQUIRE(static_cast<bool>(spans));
+  BOOST_TEST(blocks == 3u);
+  BOOST_REQUIRE(spans->size() == 2u);
+  BOOST_TEST((*spans)[0].offset == 512u);
+  BOOST_TEST((*spans)[0].bytes == 1024u);
+  BOOST_TEST((*spans)[1].offset == 4096u);
+  BOOST_TEST((*spans)[1].bytes == 512u);
+  BOOST_TEST(!check_runs(g, runs, 1024, blocks));                    // more than the payload
+  BOOST_TEST(!check_runs(g, runs, 2048, blocks));                    // less than the payload
+  BOOST_TEST(!check_runs(g, std::vector<landing_run>{{9, 2}}, 1024, blocks)); // past the end
+  BOOST_TEST(!check_runs(g, std::vector<landing_run>{{0, 0}}, 0, blocks));    // an empty run
+  BOOST_TEST(static_cast<bool>(check_runs(g, {}, 0, blocks)));
+  BOOST_TEST(blocks == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(ledger_completes_after_done_and_all_data) {
   receive_ledger ledger{std::chrono::milliseconds{1000}};
   auto t0 = clock::now();

@@ -1,10 +1,10 @@
 // The pure pieces of the admin REST API (actors/admin/admin_service): the
 // constant-time bearer check (the token is resolved by runtime/core/secret),
-// loopback detection, instance id parsing, and the JSON bodies. Used by admin_service and its tests.
-// Pure functions; safe from any thread.
+// loopback detection, instance id parsing, and the JSON bodies. Used by
+// admin_service, its tests and fuzz/fuzz_admin.cpp. Pure functions; safe from any thread.
 #pragma once
 
-#include "actors/admin/admin_backend.hpp"
+#include "runtime/admin/admin_types.hpp"
 #include "runtime/core/error.hpp"
 
 #include <cstdint>
@@ -21,6 +21,21 @@ namespace dynamo::admin {
 /// True when `authorization` is "Bearer <token>" (scheme case-insensitive).
 /// The token comparison takes time that depends only on the lengths.
 [[nodiscard]] bool bearer_matches(std::string_view authorization, std::string_view token);
+
+enum class admin_op { health, actors, instances, drain, undrain, restart };
+
+/// What a request path names: its one allowed method, the operation, and the
+/// argument segment as it stands (an instance id or a percent-encoded actor
+/// name, validated by the caller). Views into `path`.
+struct admin_route {
+  std::string_view method;
+  admin_op what = admin_op::health;
+  std::string_view raw_arg;
+};
+
+/// GET /admin/{health,actors,instances}, POST /admin/workers/<id>/{drain,undrain},
+/// POST /admin/actors/<name>/restart; nullopt for anything else (404).
+[[nodiscard]] std::optional<admin_route> match_admin_route(std::string_view path);
 
 /// 1 to 16 hex digits (either case) naming a non-zero instance id.
 [[nodiscard]] std::optional<uint64_t> parse_instance_hex(std::string_view text);

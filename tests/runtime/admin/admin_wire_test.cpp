@@ -1,13 +1,18 @@
-#include "actors/admin/admin_wire.hpp"
-
-#include "tests/actors/admin/admin_test_util.hpp"
+#include "runtime/admin/admin_wire.hpp"
 
 #include <boost/test/unit_test.hpp>
 
 #include <cstdlib>
+#include <ostream>
 
 using namespace dynamo;
 using namespace dynamo::admin;
+
+namespace dynamo {
+inline std::ostream& boost_test_print_type(std::ostream& os, errc code) {
+  return os << to_string(code);
+}
+} // namespace dynamo
 
 BOOST_AUTO_TEST_SUITE(admin_wire)
 
@@ -69,6 +74,28 @@ BOOST_AUTO_TEST_CASE(statuses_for_backend_errors) {
   BOOST_TEST(error_type_for(404) == "not_found_error");
   BOOST_TEST(error_type_for(400) == "invalid_request_error");
   BOOST_TEST(error_type_for(500) == "server_error");
+}
+
+BOOST_AUTO_TEST_CASE(paths_route_to_one_method_and_operation) {
+  auto r = match_admin_route("/admin/health");
+  BOOST_REQUIRE(r.has_value());
+  BOOST_TEST(r->method == "GET");
+  BOOST_TEST((r->what == admin_op::health));
+  r = match_admin_route("/admin/workers/00ab/undrain");
+  BOOST_REQUIRE(r.has_value());
+  BOOST_TEST(r->method == "POST");
+  BOOST_TEST((r->what == admin_op::undrain));
+  BOOST_TEST(r->raw_arg == "00ab");
+  r = match_admin_route("/admin/actors/a%2Fb/restart");
+  BOOST_REQUIRE(r.has_value());
+  BOOST_TEST((r->what == admin_op::restart));
+  BOOST_TEST(r->raw_arg == "a%2Fb");
+  BOOST_TEST(!match_admin_route(""));
+  BOOST_TEST(!match_admin_route("admin/health"));
+  BOOST_TEST(!match_admin_route("/admin/health/"));
+  BOOST_TEST(!match_admin_route("/admin//drain"));
+  BOOST_TEST(!match_admin_route("/admin/workers/1/drain/x"));
+  BOOST_TEST(!match_admin_route("/admin/actors/x/drain"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,4 +1,4 @@
-#include "actors/admin/admin_wire.hpp"
+#include "runtime/admin/admin_wire.hpp"
 
 #include "runtime/core/ids.hpp"
 
@@ -85,6 +85,46 @@ std::optional<uint64_t> parse_instance_hex(std::string_view text) {
   if (ec != std::errc{} || end != text.data() + text.size() || id == 0)
     return std::nullopt;
   return id;
+}
+
+namespace {
+
+std::vector<std::string_view> split_path(std::string_view path) {
+  std::vector<std::string_view> out;
+  if (path.empty() || path.front() != '/')
+    return out;
+  path.remove_prefix(1);
+  for (;;) {
+    auto slash = path.find('/');
+    out.push_back(path.substr(0, slash));
+    if (slash == std::string_view::npos)
+      return out;
+    path.remove_prefix(slash + 1);
+  }
+}
+
+} // namespace
+
+std::optional<admin_route> match_admin_route(std::string_view path) {
+  auto seg = split_path(path);
+  if (seg.size() < 2 || seg[0] != "admin")
+    return std::nullopt;
+  if (seg.size() == 2) {
+    if (seg[1] == "health")
+      return admin_route{"GET", admin_op::health, {}};
+    if (seg[1] == "actors")
+      return admin_route{"GET", admin_op::actors, {}};
+    if (seg[1] == "instances")
+      return admin_route{"GET", admin_op::instances, {}};
+    return std::nullopt;
+  }
+  if (seg.size() != 4)
+    return std::nullopt;
+  if (seg[1] == "workers" && (seg[3] == "drain" || seg[3] == "undrain"))
+    return admin_route{"POST", seg[3] == "drain" ? admin_op::drain : admin_op::undrain, seg[2]};
+  if (seg[1] == "actors" && seg[3] == "restart")
+    return admin_route{"POST", admin_op::restart, seg[2]};
+  return std::nullopt;
 }
 
 std::string health_json(std::string_view process_kind) {
