@@ -1,4 +1,5 @@
 #include "runtime/config/cluster_config.hpp"
+#include "tests/runtime/config/config_test_util.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -7,18 +8,7 @@
 
 using namespace dynamo;
 using namespace dynamo::config;
-
-namespace {
-
-std::string error_of(std::string_view yaml) {
-  auto c = parse_cluster_config(yaml);
-  if (c)
-    return "";
-  BOOST_TEST(static_cast<int>(code_of(c.error())) == static_cast<int>(errc::config_error));
-  return message_of(c.error());
-}
-
-} // namespace
+using dynamo::config::test::error_of;
 
 BOOST_AUTO_TEST_SUITE(cluster_config_suite)
 

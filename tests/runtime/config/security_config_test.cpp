@@ -1,5 +1,6 @@
 // security: (CURVE) and the etcd credentials of discovery: parsing and resolution.
 #include "runtime/config/cluster_config.hpp"
+#include "tests/runtime/config/config_test_util.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -7,6 +8,7 @@
 
 using namespace dynamo;
 using namespace dynamo::config;
+using dynamo::config::test::error_of;
 
 namespace {
 
@@ -14,13 +16,6 @@ namespace {
 constexpr const char* pub = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
 constexpr const char* sec = "JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6";
 
-std::string error_of(const std::string& yaml) {
-  auto c = parse_cluster_config(yaml);
-  if (c)
-    return "";
-  BOOST_TEST(static_cast<int>(code_of(c.error())) == static_cast<int>(errc::config_error));
-  return message_of(c.error());
-}
 
 } // namespace
 
