@@ -103,8 +103,11 @@ expected<engine_setup> prepare_cpu(const config::pool_config& pool, size_t kv_by
     return model.error();
   auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const model::decoder_config& c = (*model)->config();
-  spdlog::info("model {} loaded in {:.2f} s ({}, {:.1f} MiB of weights, {} layers, context {}{})", pool.model, secs,
-               c.arch_name(), (*model)->weight_bytes() / 1048576.0, c.n_layer, c.context_length,
+  const size_t repacked = (*model)->repacked_bytes();
+  spdlog::info("model {} loaded in {:.2f} s ({}, {:.1f} MiB of weights{}, {} layers, context {}{})", pool.model, secs,
+               c.arch_name(), (*model)->weight_bytes() / 1048576.0,
+               repacked ? fmt::format(" + {:.1f} MiB repacked for the CPU kernels", repacked / 1048576.0) : "",
+               c.n_layer, c.context_length,
                c.is_moe() ? fmt::format(", {} of {} experts per token", c.moe.n_expert_used, c.moe.n_expert) : "");
   model::cpu_executor_config xc;
   xc.model_path = pool.model_path;
