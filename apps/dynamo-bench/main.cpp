@@ -3,6 +3,7 @@
 #include "apps/dynamo-bench/cancel_storm.hpp"
 #include "apps/dynamo-bench/load_generator.hpp"
 #include "runtime/core/cli.hpp"
+#include "runtime/core/http_url.hpp"
 
 #include <cstdio>
 #include <fstream>
@@ -54,16 +55,14 @@ int main(int argc, char** argv) {
   if (auto code = dynamo::cli_exit_code("dynamo-bench", cli.parse(argc, argv)))
     return *code;
   cfg.seed = static_cast<uint64_t>(seed);
-  std::string rest = url;
-  if (rest.rfind("http://", 0) == 0)
-    rest = rest.substr(7);
-  if (auto slash = rest.find('/'); slash != std::string::npos)
-    rest.resize(slash);
-  cfg.host = rest;
-  if (auto colon = rest.rfind(':'); colon != std::string::npos) {
-    cfg.host = rest.substr(0, colon);
-    cfg.port = static_cast<uint16_t>(std::stoi(rest.substr(colon + 1)));
+  // A path after the server (e.g. /v1) is ignored: the routes are fixed.
+  auto u = dynamo::parse_http_url(url.find("://") == std::string::npos ? "http://" + url : url, "--url");
+  if (!u) {
+    std::fprintf(stderr, "dynamo-bench: %s\n", dynamo::message_of(u.error()).c_str());
+    return 2;
   }
+  cfg.host = u->host;
+  cfg.port = u->port;
   if (mode != "load" && mode != "cancel-storm") {
     std::fprintf(stderr, "dynamo-bench: --mode %s: expected load or cancel-storm\n", mode.c_str());
     return 2;
