@@ -1,6 +1,6 @@
-// The lane layouts: Q4_K and Q6_K super-blocks repacked at model load so that
-// the matmul kernels hold one super-block's eight 32-value sub-blocks in the
-// eight 32-bit lanes of a vector. Called by the model loader (one copy per
+// The lane layouts: Q4_K and Q6_K super-blocks, and groups of 8 consecutive
+// Q4_0 blocks, repacked at model load so that the matmul kernels hold eight
+// 32-value blocks in the eight 32-bit lanes of a vector. Called by the model loader (one copy per
 // matrix, quantized, never wider) and by the matmul. Pure functions; any thread.
 #pragma once
 
@@ -38,13 +38,23 @@ struct block_q6_k_lanes {
 };
 static_assert(sizeof(block_q6_k_lanes) == sizeof(block_q6_k));
 
-/// True for the types that have a lane layout (Q4_K, Q6_K).
+/// Q4_0 in lanes: 8 consecutive blocks of a row (256 values, no super-block
+/// in the file) as one group. d[j] is block j's fp16 scale; element e of
+/// block j is the nibble at the same place of qs as in Q4_K (value q - 8).
+struct block_q4_0_lanes {
+  uint16_t d[8];
+  uint8_t qs[qk_k / 2];
+};
+static_assert(sizeof(block_q4_0_lanes) == 8 * sizeof(block_q4_0));
+
+/// True for the types that have a lane layout (Q4_0, Q4_K, Q6_K).
 [[nodiscard]] bool has_lanes(tensor_type t) noexcept;
 
 /// Bytes per row of k elements in the lane layout; 0 without one.
 [[nodiscard]] size_t lanes_row_bytes(tensor_type t, uint32_t k) noexcept;
 
-/// The rows of `w` (w.type has lanes, w.k a multiple of 256) repacked:
+/// The rows of `w` (w.type has lanes, w.k a multiple of 256; other row
+/// lengths keep the row layout) repacked:
 /// w.n * lanes_row_bytes bytes; empty for other types.
 [[nodiscard]] std::vector<std::byte> repack_lanes(const weight_matrix& w);
 

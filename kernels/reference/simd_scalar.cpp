@@ -252,7 +252,17 @@ int32_t lanes_sum(const block_q16_lanes& x, uint32_t j, uint32_t v0, uint32_t v1
   return p;
 }
 
-/// One super-block g of a lane-layout row into acc (the dot_l_fn contract).
+/// One group g (8 blocks, or a super-block) of a lane-layout row into acc
+/// (the dot_l_fn contract).
+void lanes_q4_0(const block_q4_0_lanes& w, const act_lanes& x, uint32_t g, float* acc) {
+  for (uint32_t j = 0; j < 8; ++j) {
+    const int32_t s = lanes_sum(x.b[g], j, 0, 8, [&](uint32_t v, uint32_t b) {
+      return static_cast<int>((w.qs[32 * (v / 2) + b] >> (4 * (v % 2))) & 0x0f) - 8;
+    });
+    acc[j] = std::fma(fp16_to_fp32(w.d[j]) * x.d[8 * g + j], static_cast<float>(s), acc[j]);
+  }
+}
+
 void lanes_q4_k(const block_q4_k_lanes& w, const act_lanes& x, uint32_t g, float* acc) {
   const float d = fp16_to_fp32(w.d), dmin = fp16_to_fp32(w.dmin);
   for (uint32_t j = 0; j < 8; ++j) {
@@ -378,6 +388,7 @@ constexpr kernel_table table{dot_q_rows<q4_1_fmt>,
                              dot_s_rows<k4_fmt<block_q4_k>>,
                              dot_s_rows<q6_k_fmt>,
                              dot_s_rows<iq4_xs_fmt>,
+                             dot_l_rows<block_q4_0_lanes, lanes_q4_0>,
                              dot_l_rows<block_q4_k_lanes, lanes_q4_k>,
                              dot_l_rows<block_q6_k_lanes, lanes_q6_k>,
                              dot_f_rows<widen_f32>,

@@ -81,7 +81,7 @@ struct decoder_weights {
 
 /// How load() prepares the weights.
 struct load_options {
-  /// Give the matrices whose CPU matmul is faster in the lane layout (Q4_K, Q6_K;
+  /// Give the matrices whose CPU matmul is faster in the lane layout (Q4_0, Q4_K, Q6_K;
   /// kernels/reference/repack.hpp) a repacked copy: quantized, the same size,
   /// in anonymous memory; the mapped file is still what everything else reads.
   /// The CUDA engine, which never runs the CPU matmul, turns it off.

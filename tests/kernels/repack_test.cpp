@@ -14,7 +14,7 @@ namespace test = dynamo::kernels::ref::test;
 
 namespace {
 
-const tensor_type lane_types[] = {tensor_type::q4_k, tensor_type::q6_k};
+const tensor_type lane_types[] = {tensor_type::q4_0, tensor_type::q4_k, tensor_type::q6_k};
 
 /// A random weight with its lane-layout copy attached.
 struct lane_weight {
@@ -72,8 +72,42 @@ BOOST_AUTO_TEST_CASE(the_lane_layout_holds_the_same_values) {
       BOOST_TEST(std::memcmp(got.data(), lw.w.dequantized.data() + r * 512, 512 * sizeof(float)) == 0, type_name(t));
     }
   }
-  BOOST_TEST(!has_lanes(tensor_type::q4_0));
+  BOOST_TEST(!has_lanes(tensor_type::q8_0));
   BOOST_TEST(lanes_row_bytes(tensor_type::q8_0, 512) == 0u);
+  BOOST_TEST(lanes_row_bytes(tensor_type::q4_0, 512) == 2 * 8 * sizeof(block_q4_0)); // same bytes as the rows
+}
+
+BOOST_AUTO_TEST_CASE(q4_0_groups_keep_each_block_scale_and_nibbles) {
+  // Block j of group 0: scale at d[j], element e at the Q4_K lane nibble.
+  const lane_weight lw(tensor_type::q4_0, 256, 1, 4);
+  const auto* in = static_cast<const block_q4_0*>(lw.w.view.row(0));
+  const auto& g = *reinterpret_cast<const block_q4_0_lanes*>(lw.lanes.data());
+  for (uint32_t j = 0; j < 8; ++j) {
+    BOOST_TEST(g.d[j] == in[j].d);
+    // Element 5 (low nibble of qs[5]) is vector 1, the high nibble of byte 4j + 1;
+    // element 16 (high nibble of qs[0]) is vector 4, the low nibble of byte 64 + 4j.
+    BOOST_TEST((g.qs[4 * j + 1] >> 4) == (in[j].qs[5] & 0x0f));
+    BOOST_TEST((g.qs[64 + 4 * j] & 0x0f) == (in[j].qs[0] >> 4));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(rows_not_a_multiple_of_256_keep_the_row_layout) {
+  // Q4_0 rows of 288 values get no copy, and a lane pointer set anyway is
+  // not read: the row kernels give their own bits.
+  const uint32_t k = 288, n = 6, n_tokens = 5;
+  const test::owned_weight w(tensor_type::q4_0, k, n, 3);
+  BOOST_TEST(repack_lanes(w.view).empty());
+  std::vector<std::byte> zeros(n * k, std::byte{0});
+  weight_matrix with = w.view;
+  with.lanes = zeros.data();
+  with.lanes_stride = k;
+  const auto x = test::random_floats(n_tokens * k, 6);
+  for (const cpu_isa isa : test::runnable_isas()) {
+    test::isa_guard g(isa);
+    const auto rows = run(w.view, x, n_tokens, nullptr), got = run(with, x, n_tokens, nullptr);
+    BOOST_TEST(std::memcmp(rows.data(), got.data(), rows.size() * sizeof(float)) == 0, to_string(isa));
+    BOOST_TEST(std::abs(rows[0]) > 0.0f);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(lane_activations_hold_the_int16_values_and_half_sums) {
