@@ -86,6 +86,20 @@ void kvbm_flags::apply(config::kvbm_options& k) const {
     k.disk_path = *disk_path;
 }
 
+void add_cpu_repack_flag(cli& c, std::optional<bool>& on) {
+  c.custom("cpu-repack", false,
+           [&on](const std::string& v) -> expected<void> {
+             auto parsed = parse_on_off("cpu-repack", v);
+             if (!parsed)
+               return parsed.error();
+             on = *parsed;
+             return {};
+           },
+           "on | off: CPU engine: give the Q4_0, Q4_K and Q6_K matrices a repacked copy at load, for faster "
+           "matmuls (default on, or the pool's engine_args.cpu_repack); off saves that much RAM and the "
+           "load time it takes");
+}
+
 void add_kvbm_flags(cli& c, kvbm_flags& f) {
   auto gib = [](std::optional<double>& to, const char* flag) {
     return [&to, flag](const std::string& v) -> expected<void> {

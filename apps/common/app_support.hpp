@@ -72,6 +72,9 @@ struct kvbm_flags {
 };
 void add_kvbm_flags(cli& c, kvbm_flags& f);
 
+/// `--cpu-repack on|off`: when given, replaces the pool's engine_args.cpu_repack.
+void add_cpu_repack_flag(cli& c, std::optional<bool>& on);
+
 /// The discovery plane `cfg` names (file, etcd or memory); errc::config_error
 /// for another backend. etcd renews its lease every TTL/3.
 [[nodiscard]] expected<std::unique_ptr<planes::discovery_plane>>

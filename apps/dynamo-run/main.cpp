@@ -37,6 +37,7 @@ struct run_options {
   std::string tool_call_parser = "auto", reasoning_parser = "auto";
   std::string kv_transfer{protocol::to_string(protocol::kv_transport_kind::automatic)}; ///< --kv-transfer
   apps::kvbm_flags kvbm;
+  std::optional<bool> cpu_repack; ///< --cpu-repack
 };
 
 expected<bool> parse(int argc, char** argv, run_options& o) {
@@ -86,6 +87,7 @@ expected<bool> parse(int argc, char** argv, run_options& o) {
             "auto (on when the chat template mentions <think>) | think | none")
     .option("log-level", &o.log_level, "trace | debug | info | warn | error (default: $DYNAMO_LOG or info)");
   apps::add_kvbm_flags(c, o.kvbm);
+  apps::add_cpu_repack_flag(c, o.cpu_repack);
   apps::add_router_flags(c, o.router.kv);
   c.epilog("Examples:\n  dynamo-run in=http                       # SmolLM2 on the CPU at :8000\n"
            "  dynamo-run in=http out=mocker --num-workers 4 --router-mode kv --speedup-ratio 0\n"
@@ -119,6 +121,8 @@ expected<void> finish_options(run_options& o) {
     return make_error(errc::invalid_argument, "out=" + o.out + ": expected engine, cuda or mocker");
   }
   o.kvbm.apply(o.pool.kvbm);
+  if (o.cpu_repack)
+    o.pool.engine_opts.cpu_repack = *o.cpu_repack;
   if (o.pool.kvbm.disk_gb > 0 && o.pool.engine != config::engine_kind::mocker && o.pool.kvbm.disk_path.empty())
     return make_error(errc::invalid_argument, "--kvbm-disk-gb needs --kvbm-disk-path");
   o.admin.enabled = o.admin_port != 0;

@@ -29,6 +29,8 @@ int main(int argc, char** argv) {
   apps::add_plane_host_flags(c, hosts);
   apps::kvbm_flags kvbm;
   apps::add_kvbm_flags(c, kvbm);
+  std::optional<bool> cpu_repack;
+  apps::add_cpu_repack_flag(c, cpu_repack);
   if (auto code = cli_exit_code("dynamo-worker", c.parse(argc, argv)))
     return *code;
   if (config_path.empty() || pool_name.empty())
@@ -45,6 +47,8 @@ int main(int argc, char** argv) {
     apps::die("dynamo-worker", make_error(errc::config_error, "pools: no pool named '" + pool_name + "'"));
   config::pool_config pool_with_flags = *found;
   kvbm.apply(pool_with_flags.kvbm);
+  if (cpu_repack)
+    pool_with_flags.engine_opts.cpu_repack = *cpu_repack;
   const auto* pool = &pool_with_flags;
 
   auto rt = actors::make_actor_system();

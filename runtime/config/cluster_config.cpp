@@ -147,6 +147,7 @@ caf::error parse_engine_opts(YAML::Node n, const std::string& path, engine_optio
   DYN_TRY(s.read("max_num_batched_tokens", e.max_num_batched_tokens));
   DYN_TRY(s.read("prefix_caching", e.prefix_caching));
   DYN_TRY(s.read("threads", e.threads));
+  DYN_TRY(s.read("cpu_repack", e.cpu_repack));
   DYN_TRY(s.read("context_length", e.context_length));
   DYN_TRY(s.read("gpu_memory_fraction", e.gpu_memory_fraction));
   if (!(e.gpu_memory_fraction > 0.0 && e.gpu_memory_fraction <= 1.0))

@@ -71,17 +71,20 @@ cli& cli::option(std::string name, double* target, std::string help) {
 cli& cli::option(std::string name, bool* target, std::string help) {
   return add({name, std::move(help), *target ? "true" : "false", true, false,
               [name, target](const std::string& v) -> expected<void> {
-                if (v.empty() || v == "true" || v == "1" || v == "yes") {
-                  *target = true;
-                  return {};
-                }
-                if (v == "false" || v == "0" || v == "no") {
-                  *target = false;
-                  return {};
-                }
-                return make_error(errc::invalid_argument,
-                                  fmt::format("--{}: '{}' is not true or false", name, v));
+                auto on = parse_on_off(name, v.empty() ? "true" : v);
+                if (!on)
+                  return on.error();
+                *target = *on;
+                return {};
               }});
+}
+
+expected<bool> parse_on_off(std::string_view flag, std::string_view text) {
+  if (text == "on" || text == "true" || text == "1" || text == "yes")
+    return true;
+  if (text == "off" || text == "false" || text == "0" || text == "no")
+    return false;
+  return make_error(errc::invalid_argument, fmt::format("--{}: '{}' is not on or off", flag, text));
 }
 
 cli& cli::custom(std::string name, bool is_switch,

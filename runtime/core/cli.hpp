@@ -83,4 +83,7 @@ template <class T>
   return out;
 }
 
+/// `--flag on|off` (also true/false, 1/0, yes/no); errc::invalid_argument naming the flag otherwise.
+[[nodiscard]] expected<bool> parse_on_off(std::string_view flag, std::string_view text);
+
 } // namespace dynamo

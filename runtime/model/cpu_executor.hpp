@@ -30,6 +30,7 @@ struct cpu_executor_config {
   unsigned threads = 0;                 ///< compute threads incl. the caller; 0 = hardware threads
   std::optional<uint64_t> process_seed; ///< seed for unseeded requests; random when empty
   bool fp32_activations = false;        ///< reference mode (see forward_options); slower
+  bool cpu_repack = true;               ///< load_options::cpu_repack (create(config) only)
 };
 
 class cpu_executor final : public engine::executor {

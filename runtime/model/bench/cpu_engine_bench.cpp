@@ -8,6 +8,7 @@
 // step as the scheduler does, applied by the sampler), alternating with
 // unguided runs, and the mask's share of a step is reported.
 #include "runtime/model/cpu_executor.hpp"
+#include "runtime/core/cli.hpp"
 
 #include "runtime/grammar/json_schema.hpp"
 #include "runtime/grammar/matcher.hpp"
@@ -45,12 +46,14 @@ struct options {
   int repeat = 3;
   bool baseline = true;
   bool guided = false;
+  bool cpu_repack = true;
   model::kv_dtype kv = model::kv_dtype::f16;
 };
 
 const char* usage =
     "usage: dynamo-cpu-bench [--model PATH] [--threads N] [--prompt N] [--steps N]\n"
     "                        [--batch 1,8] [--repeat N] [--kv f16|f32] [--no-baseline] [--guided]\n"
+    "                        [--cpu-repack on|off]\n"
     "Prints JSON: load time, prefill tok/s, decode tok/s per batch size, threads, peak RSS,\n"
     "and the 1-minute load average of the machine at the end.\n"
     "Default model: $DYNAMO_MODEL_PATH, else ~/.cache/dynamo/models/SmolLM2-135M-Instruct.Q4_1.gguf\n";
@@ -81,6 +84,13 @@ bool parse(int argc, char** argv, options& o) {
       o.repeat = std::max(1, std::stoi(next()));
     } else if (a == "--kv") {
       o.kv = next() == "f32" ? model::kv_dtype::f32 : model::kv_dtype::f16;
+    } else if (a == "--cpu-repack") {
+      auto on = parse_on_off("cpu-repack", next());
+      if (!on) {
+        std::fprintf(stderr, "%s\n%s", describe(on.error()).c_str(), usage);
+        return false;
+      }
+      o.cpu_repack = *on;
     } else if (a == "--guided") {
       o.guided = true;
     } else if (a == "--no-baseline") {
@@ -271,6 +281,7 @@ int main(int argc, char** argv) {
   cfg.model_path = o.model;
   cfg.threads = o.threads;
   cfg.kv_type = o.kv;
+  cfg.cpu_repack = o.cpu_repack;
   cfg.num_blocks = max_batch * ((o.prompt + o.steps + 15) / 16 + 1);
   const auto t0 = clock_type::now();
   auto ex = model::cpu_executor::create(cfg);
@@ -338,11 +349,11 @@ int main(int argc, char** argv) {
     const auto& c = (*ex)->model().config();
     std::printf("{\n  \"model\": \"%s\",\n  \"layers\": %u, \"hidden\": %u, \"vocab\": %u,\n"
                 "  \"tensor_types\": %s,\n"
-                "  \"weight_bytes\": %zu,\n  \"isa\": \"%s\",\n  \"threads\": %u,\n  \"kv_dtype\": \"%s\",\n"
+                "  \"weight_bytes\": %zu,\n  \"repacked_bytes\": %zu,\n  \"isa\": \"%s\",\n  \"threads\": %u,\n  \"kv_dtype\": \"%s\",\n"
                 "  \"load_time_s\": %.4f,\n  \"prompt_tokens\": %u,\n  \"decode_steps\": %u,\n"
                 "  \"prefill_tokens_per_s\": %s,\n  \"decode_tokens_per_s\": {%s},\n",
                 std::filesystem::path(o.model).filename().c_str(), c.n_layer, c.n_embd, c.n_vocab,
-                type_census((*ex)->model().file()).c_str(), (*ex)->model().weight_bytes(), std::string(to_string(kernels::ref::detected_isa())).c_str(),
+                type_census((*ex)->model().file()).c_str(), (*ex)->model().weight_bytes(), (*ex)->model().repacked_bytes(), std::string(to_string(kernels::ref::detected_isa())).c_str(),
                 (*ex)->threads(), o.kv == model::kv_dtype::f16 ? "f16" : "f32", load_s, o.prompt, o.steps,
                 json_runs(prefill).c_str(), decode.str().c_str());
     std::fputs(guided_json.c_str(), stdout);

@@ -273,6 +273,19 @@ pools:
   BOOST_TEST(max_num_batched_tokens(c->pools[1].engine, c->pools[1].engine_opts) == 8192u);
 }
 
+BOOST_AUTO_TEST_CASE(the_cpu_repack_is_on_unless_a_pool_turns_it_off) {
+  auto c = parse_cluster_config(R"(
+pools:
+  - {name: a, engine: cpu, model: m, model_path: /m.gguf}
+  - {name: b, engine: cpu, model: m, model_path: /m.gguf, engine_args: {cpu_repack: false}}
+)");
+  BOOST_REQUIRE(c);
+  BOOST_TEST(c->pools[0].engine_opts.cpu_repack);
+  BOOST_TEST(!c->pools[1].engine_opts.cpu_repack);
+  BOOST_TEST(error_of("pools: [{name: b, model: m, engine_args: {cpu_repack: sometimes}}]").find(
+                 "pools[0].engine_args.cpu_repack") == 0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(plane_hosts_suite)

@@ -50,6 +50,21 @@ BOOST_AUTO_TEST_CASE(errors_name_the_argument) {
   BOOST_TEST(!c.parse(2, stray));
 }
 
+BOOST_AUTO_TEST_CASE(on_off_values_parse_and_others_name_the_flag) {
+  BOOST_TEST(*parse_on_off("cpu-repack", "on"));
+  BOOST_TEST(!*parse_on_off("cpu-repack", "off"));
+  BOOST_TEST(!*parse_on_off("cpu-repack", "false"));
+  const auto bad = parse_on_off("cpu-repack", "maybe");
+  BOOST_REQUIRE(!bad);
+  BOOST_TEST(message_of(bad.error()) == "--cpu-repack: 'maybe' is not on or off");
+  bool b = true;
+  cli c("prog", "test");
+  c.option("flag", &b, "b");
+  const char* off[] = {"prog", "--flag=off"};
+  BOOST_REQUIRE(c.parse(2, off));
+  BOOST_TEST(!b);
+}
+
 BOOST_AUTO_TEST_CASE(help_lists_options_with_defaults) {
   uint32_t n = 7;
   cli c("prog", "does things");
