@@ -52,7 +52,9 @@ void repack_q4_k(const block_q4_k& in, block_q4_k_lanes& out) {
   }
 }
 
-void repack_q4_0(const block_q4_0* in, block_q4_0_lanes& out) {
+/// Q4_0 and IQ4_NL (the same block layout).
+template <class Block>
+void repack_q4_0(const Block* in, block_q4_0_lanes& out) {
   for (uint32_t j = 0; j < 8; ++j) {
     out.d[j] = in[j].d;
     // Element e of block j: low nibble of in[j].qs[e], e < 16; high of qs[e - 16].
@@ -88,13 +90,14 @@ void repack_q6_k(const block_q6_k& in, block_q6_k_lanes& out) {
 } // namespace
 
 bool has_lanes(tensor_type t) noexcept {
-  return t == tensor_type::q4_0 || t == tensor_type::q4_k || t == tensor_type::q6_k;
+  return t == tensor_type::q4_0 || t == tensor_type::iq4_nl || t == tensor_type::q4_k || t == tensor_type::q6_k;
 }
 
 size_t lanes_row_bytes(tensor_type t, uint32_t k) noexcept {
   const size_t nb = k / qk_k;
   switch (t) {
     case tensor_type::q4_0: return nb * sizeof(block_q4_0_lanes);
+    case tensor_type::iq4_nl: return nb * sizeof(block_iq4_nl_lanes);
     case tensor_type::q4_k: return nb * sizeof(block_q4_k_lanes);
     case tensor_type::q6_k: return nb * sizeof(block_q6_k_lanes);
     default: return 0;
@@ -118,6 +121,10 @@ void repack_lanes_rows(const weight_matrix& w, uint32_t r0, uint32_t r1, std::by
       const auto* in = static_cast<const block_q4_0*>(w.row(r));
       auto* o = reinterpret_cast<block_q4_0_lanes*>(dst);
       for (size_t g = 0; g < nb; ++g) repack_q4_0(in + 8 * g, o[g]);
+    } else if (w.type == tensor_type::iq4_nl) {
+      const auto* in = static_cast<const block_iq4_nl*>(w.row(r));
+      auto* o = reinterpret_cast<block_iq4_nl_lanes*>(dst);
+      for (size_t g = 0; g < nb; ++g) repack_q4_0(in + 8 * g, o[g]);
     } else if (w.type == tensor_type::q4_k) {
       const auto* in = static_cast<const block_q4_k*>(w.row(r));
       auto* o = reinterpret_cast<block_q4_k_lanes*>(dst);
@@ -136,9 +143,10 @@ void dequantize_lanes_row(tensor_type t, const void* row, float* y, uint32_t k) 
       for (uint32_t e = 0; e < 32; ++e) {
         const nibble_at at = lanes_nibble(j, e);
         float& out = y[qk_k * g + 32 * j + e];
-        if (t == tensor_type::q4_0) {
+        if (t == tensor_type::q4_0 || t == tensor_type::iq4_nl) {
           const auto& b = static_cast<const block_q4_0_lanes*>(row)[g];
-          out = fp16_to_fp32(b.d[j]) * static_cast<float>(((b.qs[at.byte] >> at.shift) & 0x0f) - 8);
+          const int q = (b.qs[at.byte] >> at.shift) & 0x0f;
+          out = fp16_to_fp32(b.d[j]) * static_cast<float>(t == tensor_type::q4_0 ? q - 8 : iq4nl_values[q]);
         } else if (t == tensor_type::q4_k) {
           const auto& b = static_cast<const block_q4_k_lanes*>(row)[g];
           const float dj = fp16_to_fp32(b.d) * static_cast<float>(b.sc[j]);

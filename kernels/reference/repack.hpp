@@ -1,5 +1,5 @@
 // The lane layouts: Q4_K and Q6_K super-blocks, and groups of 8 consecutive
-// Q4_0 blocks, repacked at model load so that the matmul kernels hold eight
+// Q4_0 or IQ4_NL blocks, repacked at model load so that the matmul kernels hold eight
 // 32-value blocks in the eight 32-bit lanes of a vector. Called by the model loader (one copy per
 // matrix, quantized, never wider) and by the matmul. Pure functions; any thread.
 #pragma once
@@ -47,7 +47,11 @@ struct block_q4_0_lanes {
 };
 static_assert(sizeof(block_q4_0_lanes) == 8 * sizeof(block_q4_0));
 
-/// True for the types that have a lane layout (Q4_0, Q4_K, Q6_K).
+/// IQ4_NL in lanes: the same places as Q4_0; the nibbles index iq4nl_values.
+struct block_iq4_nl_lanes : block_q4_0_lanes {};
+static_assert(sizeof(block_iq4_nl_lanes) == 8 * sizeof(block_iq4_nl));
+
+/// True for the types that have a lane layout (Q4_0, IQ4_NL, Q4_K, Q6_K).
 [[nodiscard]] bool has_lanes(tensor_type t) noexcept;
 
 /// Bytes per row of k elements in the lane layout; 0 without one.

@@ -59,13 +59,15 @@ void split_act(const block_q16_act* x, uint32_t nb, block_q16_split* b, float* d
 /// (kernels/reference/repack.hpp): "vector" v, lane j (bytes 4j..4j+3) holds
 /// elements 4v..4v+3 of 32-value block j, split into bytes as in
 /// block_q16_split. m32[h][j] = -32 * (sum of block j's elements
-/// 16h..16h+15), Q6_K's offset term.
+/// 16h..16h+15), the offset term of Q6_K (and, summed, of Q4_0); mh[j] =
+/// -32768 * (sum of block j's high bytes), IQ4_NL's (as in block_q16_split).
 struct alignas(32) block_q16_lanes {
   uint8_t lo[8][32];
   int8_t hi[8][32];
   int32_t m32[2][8];
+  int32_t mh[8];
 };
-static_assert(sizeof(block_q16_lanes) == 576);
+static_assert(sizeof(block_q16_lanes) == 608);
 
 /// One token's lane activations: nb / 8 super-blocks, and the nb blocks'
 /// scales d and offset terms s (as in block_q16_act).
@@ -123,9 +125,10 @@ using dot_f_fn = void (*)(const void* w, size_t row_bytes, uint32_t n_rows, cons
 /// The lane-layout types (Q4_0, Q4_K, Q6_K in kernels/reference/repack.hpp),
 /// same contract against lane activations; nb is a multiple of 8. Per group g
 /// (Q4_0: 8 blocks; K types: a super-block) and block j: the exact int32 dot
-/// S_j of its 32 integer weights with block 8g+j of x (Q4_0: q - 8; Q4_K: q;
+/// S_j of its 32 integer weights with block 8g+j of x (Q4_0: q - 8; IQ4_NL:
+/// the table level; Q4_K: q;
 /// Q6_K: two sums, elements 0..15 and 16..31, of q - 32), converted to float;
-/// with c_j = dw_j * d_x (Q4_0: dw_j = d_j; Q4_K: d * sc_j; Q6_K: d * sc of
+/// with c_j = dw_j * d_x (Q4_0, IQ4_NL: dw_j = d_j; Q4_K: d * sc_j; Q6_K: d * sc of
 /// each half), acc[j] = fma(c_j, S_j, acc[j]) per sum, and for
 /// Q4_K then acc[j] = fma(dmin * -m_j, s_x, acc[j]). Result: the tree sum of
 /// acc (as hsum); batch-invariant, the same bits on every path. The bits
@@ -136,7 +139,7 @@ using dot_l_fn = void (*)(const void* w, size_t row_bytes, uint32_t n_rows, cons
 struct kernel_table {
   dot_q_fn dot_q4_1, dot_q5_0, dot_q5_1, dot_q8_0, dot_q5_k, dot_iq4_nl;
   dot_s_fn dot_q4_0, dot_q4_k, dot_q6_k, dot_iq4_xs;
-  dot_l_fn dot_q4_0_lanes, dot_q4_k_lanes, dot_q6_k_lanes;
+  dot_l_fn dot_q4_0_lanes, dot_iq4_nl_lanes, dot_q4_k_lanes, dot_q6_k_lanes;
   dot_f_fn dot_f32, dot_f16, dot_bf16;
   /// Quantizes nb*32 floats into nb activation blocks.
   void (*quantize_act)(const float* x, block_q16_act* y, uint32_t nb);
@@ -181,6 +184,7 @@ struct integer_dots {
 [[nodiscard]] inline dot_l_fn lanes_dot(const kernel_table& kt, tensor_type t) noexcept {
   switch (t) {
     case tensor_type::q4_0: return kt.dot_q4_0_lanes;
+    case tensor_type::iq4_nl: return kt.dot_iq4_nl_lanes;
     case tensor_type::q4_k: return kt.dot_q4_k_lanes;
     case tensor_type::q6_k: return kt.dot_q6_k_lanes;
     default: return nullptr;

@@ -263,6 +263,15 @@ void lanes_q4_0(const block_q4_0_lanes& w, const act_lanes& x, uint32_t g, float
   }
 }
 
+void lanes_iq4_nl(const block_iq4_nl_lanes& w, const act_lanes& x, uint32_t g, float* acc) {
+  for (uint32_t j = 0; j < 8; ++j) {
+    const int32_t s = lanes_sum(x.b[g], j, 0, 8, [&](uint32_t v, uint32_t b) {
+      return static_cast<int>(iq4nl_values[(w.qs[32 * (v / 2) + b] >> (4 * (v % 2))) & 0x0f]);
+    });
+    acc[j] = std::fma(fp16_to_fp32(w.d[j]) * x.d[8 * g + j], static_cast<float>(s), acc[j]);
+  }
+}
+
 void lanes_q4_k(const block_q4_k_lanes& w, const act_lanes& x, uint32_t g, float* acc) {
   const float d = fp16_to_fp32(w.d), dmin = fp16_to_fp32(w.dmin);
   for (uint32_t j = 0; j < 8; ++j) {
@@ -389,6 +398,7 @@ constexpr kernel_table table{dot_q_rows<q4_1_fmt>,
                              dot_s_rows<q6_k_fmt>,
                              dot_s_rows<iq4_xs_fmt>,
                              dot_l_rows<block_q4_0_lanes, lanes_q4_0>,
+                             dot_l_rows<block_iq4_nl_lanes, lanes_iq4_nl>,
                              dot_l_rows<block_q4_k_lanes, lanes_q4_k>,
                              dot_l_rows<block_q6_k_lanes, lanes_q6_k>,
                              dot_f_rows<widen_f32>,
@@ -442,6 +452,9 @@ void lanes_act(const block_q16_act* x, uint32_t nb, block_q16_lanes* b, float* d
         for (uint32_t e = 16 * h; e < 16 * h + 16; ++e) sum += q[e];
         b[g].m32[h][j] = -32 * sum;
       }
+      int32_t high = 0;
+      for (uint32_t e = 0; e < 32; ++e) high += q[e] >> 8;
+      b[g].mh[j] = -32768 * high;
     }
   }
   for (uint32_t i = 0; i < nb; ++i) {

@@ -14,7 +14,7 @@ namespace test = dynamo::kernels::ref::test;
 
 namespace {
 
-const tensor_type lane_types[] = {tensor_type::q4_0, tensor_type::q4_k, tensor_type::q6_k};
+const tensor_type lane_types[] = {tensor_type::q4_0, tensor_type::iq4_nl, tensor_type::q4_k, tensor_type::q6_k};
 
 /// A random weight with its lane-layout copy attached.
 struct lane_weight {
@@ -110,7 +110,7 @@ BOOST_AUTO_TEST_CASE(rows_not_a_multiple_of_256_keep_the_row_layout) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(lane_activations_hold_the_int16_values_and_half_sums) {
+BOOST_AUTO_TEST_CASE(lane_activations_hold_the_int16_values_and_offset_sums) {
   const uint32_t nb = 16;
   std::vector<detail::block_q16_act> q(nb);
   const auto x = test::random_floats(nb * 32, 3, -2.0f, 2.0f);
@@ -120,14 +120,16 @@ BOOST_AUTO_TEST_CASE(lane_activations_hold_the_int16_values_and_half_sums) {
   detail::lanes_act(q.data(), nb, b.data(), d.data(), s.data());
   for (uint32_t i = 0; i < nb; ++i) {
     const uint32_t g = i / 8, j = i % 8;
-    int32_t half[2] = {0, 0};
+    int32_t half[2] = {0, 0}, high = 0;
     for (uint32_t e = 0; e < 32; ++e) {
       const uint32_t v = e / 4, at = 4 * j + e % 4;
       BOOST_TEST_REQUIRE(256 * b[g].hi[v][at] + b[g].lo[v][at] == q[i].qs[e]);
       half[e / 16] += q[i].qs[e];
+      high += b[g].hi[v][at];
     }
     BOOST_TEST(b[g].m32[0][j] == -32 * half[0]);
     BOOST_TEST(b[g].m32[1][j] == -32 * half[1]);
+    BOOST_TEST(b[g].mh[j] == -32768 * high);
     BOOST_TEST((d[i] == q[i].d && s[i] == q[i].s));
   }
 }
