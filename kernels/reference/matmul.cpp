@@ -75,7 +75,7 @@ void rows_split(const plan& p, const weight_matrix& w, detail::dot_s_fn dot, uin
   });
 }
 
-/// Repacked Q4_0/Q4_K/Q6_K: the lane kernels against the lane activations.
+/// Repacked matrices: the lane kernels against the lane activations.
 void rows_lanes(const plan& p, const weight_matrix& w, detail::dot_l_fn dot, uint32_t r0, uint32_t r1,
                 uint32_t col0) {
   const matmul_args& a = *p.a;

@@ -52,18 +52,34 @@ void repack_q4_k(const block_q4_k& in, block_q4_k_lanes& out) {
   }
 }
 
+/// The nibbles of 8 blocks of 32 (block j's 16 bytes at qs(j): element e
+/// the low nibble of byte e, e < 16, else the high one of byte e - 16) into
+/// the lane order of `out`.
+template <class Qs>
+void repack_nibbles(Qs qs, uint8_t* out) {
+  for (uint32_t j = 0; j < 8; ++j) {
+    for (uint32_t e = 0; e < 32; ++e) {
+      const nibble_at at = lanes_nibble(j, e);
+      const uint32_t q = (qs(j)[e % 16] >> (4 * (e / 16))) & 0x0f;
+      out[at.byte] = static_cast<uint8_t>((out[at.byte] & ~(0x0f << at.shift)) | (q << at.shift));
+    }
+  }
+}
+
 /// Q4_0 and IQ4_NL (the same block layout).
 template <class Block>
 void repack_q4_0(const Block* in, block_q4_0_lanes& out) {
+  for (uint32_t j = 0; j < 8; ++j) out.d[j] = in[j].d;
+  repack_nibbles([in](uint32_t j) { return in[j].qs; }, out.qs);
+}
+
+void repack_iq4_xs(const block_iq4_xs& in, block_iq4_xs_lanes& out) {
+  out.d = in.d;
   for (uint32_t j = 0; j < 8; ++j) {
-    out.d[j] = in[j].d;
-    // Element e of block j: low nibble of in[j].qs[e], e < 16; high of qs[e - 16].
-    for (uint32_t e = 0; e < 32; ++e) {
-      const nibble_at at = lanes_nibble(j, e);
-      const uint32_t q = (in[j].qs[e % 16] >> (4 * (e / 16))) & 0x0f;
-      out.qs[at.byte] = static_cast<uint8_t>((out.qs[at.byte] & ~(0x0f << at.shift)) | (q << at.shift));
-    }
+    const int ls = ((in.scales_l[j / 2] >> (4 * (j % 2))) & 0x0f) | (((in.scales_h >> (2 * j)) & 3) << 4);
+    out.sc[j] = static_cast<int8_t>(ls - 32);
   }
+  repack_nibbles([&in](uint32_t j) { return in.qs + 16 * j; }, out.qs);
 }
 
 void repack_q6_k(const block_q6_k& in, block_q6_k_lanes& out) {
@@ -90,7 +106,8 @@ void repack_q6_k(const block_q6_k& in, block_q6_k_lanes& out) {
 } // namespace
 
 bool has_lanes(tensor_type t) noexcept {
-  return t == tensor_type::q4_0 || t == tensor_type::iq4_nl || t == tensor_type::q4_k || t == tensor_type::q6_k;
+  return t == tensor_type::q4_0 || t == tensor_type::iq4_nl || t == tensor_type::iq4_xs || t == tensor_type::q4_k ||
+         t == tensor_type::q6_k;
 }
 
 size_t lanes_row_bytes(tensor_type t, uint32_t k) noexcept {
@@ -98,6 +115,7 @@ size_t lanes_row_bytes(tensor_type t, uint32_t k) noexcept {
   switch (t) {
     case tensor_type::q4_0: return nb * sizeof(block_q4_0_lanes);
     case tensor_type::iq4_nl: return nb * sizeof(block_iq4_nl_lanes);
+    case tensor_type::iq4_xs: return nb * sizeof(block_iq4_xs_lanes);
     case tensor_type::q4_k: return nb * sizeof(block_q4_k_lanes);
     case tensor_type::q6_k: return nb * sizeof(block_q6_k_lanes);
     default: return 0;
@@ -125,6 +143,10 @@ void repack_lanes_rows(const weight_matrix& w, uint32_t r0, uint32_t r1, std::by
       const auto* in = static_cast<const block_iq4_nl*>(w.row(r));
       auto* o = reinterpret_cast<block_iq4_nl_lanes*>(dst);
       for (size_t g = 0; g < nb; ++g) repack_q4_0(in + 8 * g, o[g]);
+    } else if (w.type == tensor_type::iq4_xs) {
+      const auto* in = static_cast<const block_iq4_xs*>(w.row(r));
+      auto* o = reinterpret_cast<block_iq4_xs_lanes*>(dst);
+      for (size_t g = 0; g < nb; ++g) repack_iq4_xs(in[g], o[g]);
     } else if (w.type == tensor_type::q4_k) {
       const auto* in = static_cast<const block_q4_k*>(w.row(r));
       auto* o = reinterpret_cast<block_q4_k_lanes*>(dst);
@@ -147,6 +169,10 @@ void dequantize_lanes_row(tensor_type t, const void* row, float* y, uint32_t k) 
           const auto& b = static_cast<const block_q4_0_lanes*>(row)[g];
           const int q = (b.qs[at.byte] >> at.shift) & 0x0f;
           out = fp16_to_fp32(b.d[j]) * static_cast<float>(t == tensor_type::q4_0 ? q - 8 : iq4nl_values[q]);
+        } else if (t == tensor_type::iq4_xs) {
+          const auto& b = static_cast<const block_iq4_xs_lanes*>(row)[g];
+          const float dl = fp16_to_fp32(b.d) * static_cast<float>(b.sc[j]);
+          out = dl * static_cast<float>(iq4nl_values[(b.qs[at.byte] >> at.shift) & 0x0f]);
         } else if (t == tensor_type::q4_k) {
           const auto& b = static_cast<const block_q4_k_lanes*>(row)[g];
           const float dj = fp16_to_fp32(b.d) * static_cast<float>(b.sc[j]);

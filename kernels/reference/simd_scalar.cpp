@@ -263,12 +263,25 @@ void lanes_q4_0(const block_q4_0_lanes& w, const act_lanes& x, uint32_t g, float
   }
 }
 
+/// Block j's exact dot of the IQ4 levels indexed by the lane nibbles at qs.
+int32_t iq4_lanes_sum(const uint8_t* qs, const block_q16_lanes& x, uint32_t j) {
+  return lanes_sum(x, j, 0, 8, [&](uint32_t v, uint32_t b) {
+    return static_cast<int>(iq4nl_values[(qs[32 * (v / 2) + b] >> (4 * (v % 2))) & 0x0f]);
+  });
+}
+
 void lanes_iq4_nl(const block_iq4_nl_lanes& w, const act_lanes& x, uint32_t g, float* acc) {
   for (uint32_t j = 0; j < 8; ++j) {
-    const int32_t s = lanes_sum(x.b[g], j, 0, 8, [&](uint32_t v, uint32_t b) {
-      return static_cast<int>(iq4nl_values[(w.qs[32 * (v / 2) + b] >> (4 * (v % 2))) & 0x0f]);
-    });
-    acc[j] = std::fma(fp16_to_fp32(w.d[j]) * x.d[8 * g + j], static_cast<float>(s), acc[j]);
+    const float s = static_cast<float>(iq4_lanes_sum(w.qs, x.b[g], j));
+    acc[j] = std::fma(fp16_to_fp32(w.d[j]) * x.d[8 * g + j], s, acc[j]);
+  }
+}
+
+void lanes_iq4_xs(const block_iq4_xs_lanes& w, const act_lanes& x, uint32_t g, float* acc) {
+  const float d = fp16_to_fp32(w.d);
+  for (uint32_t j = 0; j < 8; ++j) {
+    const float s = static_cast<float>(iq4_lanes_sum(w.qs, x.b[g], j));
+    acc[j] = std::fma(d * static_cast<float>(w.sc[j]) * x.d[8 * g + j], s, acc[j]);
   }
 }
 
@@ -399,6 +412,7 @@ constexpr kernel_table table{dot_q_rows<q4_1_fmt>,
                              dot_s_rows<iq4_xs_fmt>,
                              dot_l_rows<block_q4_0_lanes, lanes_q4_0>,
                              dot_l_rows<block_iq4_nl_lanes, lanes_iq4_nl>,
+                             dot_l_rows<block_iq4_xs_lanes, lanes_iq4_xs>,
                              dot_l_rows<block_q4_k_lanes, lanes_q4_k>,
                              dot_l_rows<block_q6_k_lanes, lanes_q6_k>,
                              dot_f_rows<widen_f32>,

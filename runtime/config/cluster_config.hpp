@@ -40,7 +40,7 @@ struct engine_options {
   uint32_t max_num_batched_tokens = 0;
   bool prefix_caching = true;
   uint32_t threads = 0;                 ///< cpu engine threads; 0: all cores
-  /// cpu engine: repack the Q4_0/Q4_K/Q6_K matrices at load (model::load_options::cpu_repack);
+  /// cpu engine: repack the 4- and 6-bit matrices at load (model::load_options::cpu_repack);
   /// false saves their size in RAM and the load time, at some decode speed.
   bool cpu_repack = true;
   uint32_t context_length = 0;          ///< 0: the model's

@@ -287,7 +287,7 @@ owned_bytes huge_page_bytes(size_t bytes) {
 /// Attaches a lane copy to every matrix of a type where it pays, all in one
 /// huge-page arena (64-byte aligned each); returns the arena (null when
 /// nothing pays) and its used bytes. Runs on all cores (a 0.6B model's
-/// Q4_K/Q6_K matrices take ~1 s on one).
+/// repacked matrices take ~1 s on one).
 expected<owned_bytes> repack(decoder_weights& w, size_t& total) {
   std::vector<weight_matrix*> ms;
   total = 0;

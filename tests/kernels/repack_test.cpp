@@ -14,7 +14,8 @@ namespace test = dynamo::kernels::ref::test;
 
 namespace {
 
-const tensor_type lane_types[] = {tensor_type::q4_0, tensor_type::iq4_nl, tensor_type::q4_k, tensor_type::q6_k};
+const tensor_type lane_types[] = {tensor_type::q4_0, tensor_type::iq4_nl, tensor_type::iq4_xs, tensor_type::q4_k,
+                                  tensor_type::q6_k};
 
 /// A random weight with its lane-layout copy attached.
 struct lane_weight {
