@@ -45,6 +45,16 @@ engine::engine_config with_kvbm(engine::engine_config ec, const config::pool_con
   ec.kvbm.disk_bytes = static_cast<uint64_t>(k.disk_gb * 1073741824.0);
   if (!k.disk_path.empty())
     ec.kvbm.disk_path = k.disk_path + "/" + pool.name + "-" + std::to_string(index);
+  if (k.disk_readers)
+    ec.kvbm.disk_readers = *k.disk_readers;
+  if (k.disk_read_mb)
+    ec.kvbm.disk_read_bytes = static_cast<uint64_t>(*k.disk_read_mb * 1048576.0);
+  if (k.disk_segment_mb)
+    ec.kvbm.disk_segment_bytes = static_cast<uint64_t>(*k.disk_segment_mb * 1048576.0);
+  if (k.disk_min_free_gb)
+    ec.kvbm.disk_min_free_bytes = static_cast<uint64_t>(*k.disk_min_free_gb * 1073741824.0);
+  if (k.disk_min_frequency)
+    ec.kvbm.disk_filter.min_frequency = *k.disk_min_frequency;
   std::error_code ec_size;
   const auto model_bytes = std::filesystem::file_size(pool.model_path, ec_size);
   ec.kvbm.disk_tag = fmt::format("{}:{}:{}", config::to_string(pool.engine), pool.model_path,

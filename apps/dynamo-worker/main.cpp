@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
   if (!found)
     apps::die("dynamo-worker", make_error(errc::config_error, "pools: no pool named '" + pool_name + "'"));
   config::pool_config pool_with_flags = *found;
-  kvbm.apply(pool_with_flags.kvbm);
+  if (auto ok = kvbm.apply(pool_with_flags.kvbm); !ok)
+    apps::die("dynamo-worker", ok.error());
   const auto* pool = &pool_with_flags;
 
   auto rt = actors::make_actor_system();
