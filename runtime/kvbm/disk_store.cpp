@@ -54,7 +54,7 @@ disk_store::disk_store(disk_store_config cfg) : cfg_(std::move(cfg)), index_(cfg
 disk_store::disk_store(disk_store&& o) noexcept
     : cfg_(std::move(o.cfg_)), lock_fd_(std::exchange(o.lock_fd_, -1)), index_(std::move(o.index_)),
       places_(std::move(o.places_)), segments_(std::move(o.segments_)), active_(o.active_), next_id_(o.next_id_),
-      dead_bytes_(o.dead_bytes_), restored_(std::move(o.restored_)) {}
+      dead_bytes_(o.dead_bytes_), restored_(std::move(o.restored_)), rebuilt_(o.rebuilt_) {}
 
 disk_store& disk_store::operator=(disk_store&& o) noexcept {
   if (this != &o) {
@@ -69,6 +69,7 @@ disk_store& disk_store::operator=(disk_store&& o) noexcept {
     next_id_ = o.next_id_;
     dead_bytes_ = o.dead_bytes_;
     restored_ = std::move(o.restored_);
+    rebuilt_ = o.rebuilt_;
   }
   return *this;
 }
@@ -134,7 +135,11 @@ void disk_store::rebuild() {
     segments_.emplace(id, segment{file, 0, 0});
     next_id_ = std::max(next_id_, id + 1);
     active_ = id; // drop_place() keeps the segment being scanned
-    for (const segment_file::scanned& r : file->scan()) { // oldest first
+    std::optional<std::vector<segment_file::scanned>> records = file->read_footer();
+    ++(records ? rebuilt_.segments_from_footer : rebuilt_.segments_scanned);
+    if (!records)
+      records = file->scan();
+    for (const segment_file::scanned& r : *records) { // oldest first
       const uint64_t h = r.header.sequence_hash;
       drop_place(h); // an older copy (a compaction cut short): this one is newer
       const place p{id, r.offset, r.header.length};
@@ -160,9 +165,14 @@ void disk_store::rebuild() {
       it->second.file->remove();
       it = segments_.erase(it);
     } else {
+      if (!it->second.file->sealed())
+        (void)it->second.file->seal(); // the next start reads its footer
       ++it;
     }
   }
+  if (!segments_.empty() || rebuilt_.segments_scanned > 0)
+    spdlog::info("KVBM disk {}: {} blocks restored, {} segments read by their footer, {} scanned", cfg_.path,
+                 restored_.size(), rebuilt_.segments_from_footer, rebuilt_.segments_scanned);
 }
 
 std::vector<restored_block>
@@ -216,6 +226,8 @@ std::optional<disk_store::place> disk_store::append(const record_header* header,
       dead_bytes_ -= active->second.file->end() - sizeof(segment_header);
       active->second.file->remove();
       segments_.erase(active);
+    } else if (active != segments_.end()) {
+      (void)active->second.file->seal(); // unsealed (no space): scanned at the next start
     }
     active_ = next_id_++;
     active = segments_.emplace(active_, segment{std::move(*f), 0, 0}).first;

@@ -11,6 +11,11 @@
 // large read (onboard_worker coalesces adjacent records). And the log can be
 // scanned at start: blocks survive a restart (restored()).
 //
+// Start-up: a segment is sealed when the next one opens (and, at open, a
+// scanned one is sealed after the scan): a footer after its last record lists
+// every record header, so a restart reads one index per segment instead of one
+// header per block (~180k small reads for 64 GiB of 368 KB blocks).
+//
 // Space: a block evicted by the policy leaves a hole in its segment; a
 // segment with nothing live is deleted, and when the holes add up to more
 // than two segments the store copies the live records of the emptiest sealed
@@ -106,6 +111,14 @@ public:
   [[nodiscard]] bool has_files() const noexcept { return !cfg_.path.empty(); }
   /// The blocks found at open and still held then, each after its parent.
   [[nodiscard]] const std::vector<restored_block>& restored() const noexcept { return restored_; }
+  /// How open() found the segments' records: from a sealed segment's footer
+  /// (one read), or by scanning each record header (the segment being written
+  /// when the last store stopped, or a footer missing, torn or corrupt).
+  struct rebuild_stats {
+    uint64_t segments_from_footer = 0;
+    uint64_t segments_scanned = 0;
+  };
+  [[nodiscard]] const rebuild_stats& rebuilt() const noexcept { return rebuilt_; }
 
   /// The policy's leaves, next evicted first (block_lru::eviction_order).
   [[nodiscard]] std::vector<uint64_t> eviction_order() const { return index_.eviction_order(); }
@@ -159,6 +172,7 @@ private:
   uint64_t next_id_ = 1;
   uint64_t dead_bytes_ = 0; ///< record bytes of evicted blocks still in files
   std::vector<restored_block> restored_;
+  rebuild_stats rebuilt_;
 };
 
 } // namespace dynamo::kvbm

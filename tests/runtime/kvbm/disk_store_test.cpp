@@ -1,5 +1,6 @@
 // The G3 segment store: records round-trip verified, a restart rebuilds the
-// index (and what it announces), torn tails, corrupt records and missing
+// index (and what it announces) from sealed segments' footers or, when one is
+// missing or bad, by the same scan; torn tails, corrupt records and missing
 // segments are misses, capacity eviction frees segments, compaction bounds
 // the files, a full disk skips the write, a held directory is not shared.
 #include "runtime/kvbm/disk_store.hpp"
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <string>
 
 using namespace dynamo;
 using namespace dynamo::kvbm;
@@ -165,39 +167,145 @@ BOOST_AUTO_TEST_CASE(another_tag_and_the_old_block_files_are_removed_at_open) {
 }
 
 BOOST_AUTO_TEST_CASE(a_torn_tail_is_ignored_and_a_corrupt_header_ends_the_scan) {
-  temp_dir d("kvbm-test");
-  {
-    disk_store s = open_store(d.path, 8);
-    for (uint64_t h = 1; h <= 4; ++h)
-      (void)s.write(h, block(30, static_cast<uint8_t>(h)));
-  }
-  const fs::path seg = segments_in(d.path).at(0);
   const uint64_t end = sizeof(segment_header) + 4 * (rec + 30);
-  BOOST_REQUIRE_EQUAL(fs::file_size(seg), end);
-  fs::resize_file(seg, end - 5); // a crash mid-record: record 4 is torn
+  // Four records in one segment never sealed (the store stopped while writing it).
+  auto four = [&](const temp_dir& d) {
+    {
+      disk_store s = open_store(d.path, 8);
+      for (uint64_t h = 1; h <= 4; ++h)
+        (void)s.write(h, block(30, static_cast<uint8_t>(h)));
+    }
+    const fs::path seg = segments_in(d.path).at(0);
+    BOOST_REQUIRE_EQUAL(fs::file_size(seg), end);
+    return seg;
+  };
   {
+    temp_dir d("kvbm-test");
+    fs::resize_file(four(d), end - 5); // a crash mid-record: record 4 is torn
     disk_store s = open_store(d.path, 8);
+    BOOST_TEST(s.rebuilt().segments_scanned == 1u);
     BOOST_TEST(s.size() == 3u);
     BOOST_TEST(!s.contains(4));
     BOOST_TEST((read_back(s, 3, 30) == read_status::ok));
   }
-  // Garbage after it fills record 4's payload and is no header itself: the
-  // scan keeps record 4, whose payload fails its checksum when read.
-  std::ofstream(seg, std::ios::binary | std::ios::app) << "garbage that is no header at all, long enough";
   {
+    // Garbage after it fills record 4's payload and is no header itself: the
+    // scan keeps record 4, whose payload fails its checksum when read.
+    temp_dir d("kvbm-test");
+    const fs::path seg = four(d);
+    fs::resize_file(seg, end - 5);
+    std::ofstream(seg, std::ios::binary | std::ios::app) << "garbage that is no header at all, long enough";
     disk_store s = open_store(d.path, 8);
     BOOST_TEST(s.size() == 4u);
     BOOST_TEST((read_back(s, 4, 30) == read_status::corrupt));
     BOOST_TEST((read_back(s, 3, 30) == read_status::ok));
   }
+  temp_dir d("kvbm-test");
   { // one flipped byte in record 2's header: the scan trusts nothing from there on
-    std::fstream f(seg, std::ios::in | std::ios::out | std::ios::binary);
+    std::fstream f(four(d), std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(static_cast<std::streamoff>(sizeof(segment_header) + rec + 30 + 8));
     f.put('\x5a');
   }
   disk_store s = open_store(d.path, 8);
   BOOST_TEST(s.size() == 1u);
   BOOST_TEST(s.contains(1));
+}
+
+namespace {
+
+/// Where segment `path`'s footer starts (its records' end), read from the file's last bytes.
+uint64_t records_end_of(const fs::path& path) {
+  segment_footer f;
+  std::ifstream in(path, std::ios::binary);
+  in.seekg(-static_cast<std::streamoff>(sizeof f), std::ios::end);
+  in.read(reinterpret_cast<char*>(&f), sizeof f);
+  BOOST_REQUIRE(f.magic == segment_footer::magic_value);
+  return f.records_end;
+}
+
+/// What a store restored and where each block lies: "hash@segment:offset" in restored() order.
+std::vector<std::string> restored_places(const disk_store& s) {
+  std::vector<std::string> out;
+  for (const restored_block& b : s.restored()) {
+    const auto at = s.locate(b.sequence_hash);
+    out.push_back(std::to_string(b.sequence_hash) + "<" + (b.parent ? std::to_string(*b.parent) : "-") + "@" +
+                  (at ? std::to_string(at->file->id()) + ":" + std::to_string(at->offset) : "none"));
+  }
+  return out;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(sealed_segments_are_read_by_their_footer) {
+  temp_dir d("kvbm-test");
+  const uint64_t seg_bytes = sizeof(segment_header) + 2 * (rec + 40); // two records a segment
+  {
+    disk_store s = open_store(d.path, 16, seg_bytes);
+    for (uint64_t h = 1; h <= 7; ++h)
+      (void)s.write(h, block(40, static_cast<uint8_t>(h)), 0, h > 1 ? std::optional{h - 1} : std::nullopt, 100 + h);
+    BOOST_REQUIRE_EQUAL(s.segment_count(), 4u);
+  }
+  // Three sealed when the next opened, each ending in its footer; the fourth not.
+  const auto segs = segments_in(d.path);
+  for (size_t k = 0; k < 3; ++k)
+    BOOST_TEST(fs::file_size(segs[k]) == seg_bytes + 2 * sizeof(segment_footer) + 2 * rec);
+  BOOST_TEST(fs::file_size(segs[3]) == sizeof(segment_header) + rec + 40);
+  std::vector<std::string> first;
+  {
+    disk_store s = open_store(d.path, 16, seg_bytes);
+    BOOST_TEST(s.rebuilt().segments_from_footer == 3u);
+    BOOST_TEST(s.rebuilt().segments_scanned == 1u);
+    BOOST_TEST(s.size() == 7u);
+    for (uint64_t h = 1; h <= 7; ++h)
+      BOOST_TEST((read_back(s, h, 40) == read_status::ok), "block " << h);
+    BOOST_TEST(s.restored().at(6).tokens_hash == 107u);
+    BOOST_TEST(*s.restored().at(6).parent == 6u);
+    first = restored_places(s);
+  }
+  // The scanned one was sealed at open: now every segment has a footer.
+  disk_store s = open_store(d.path, 16, seg_bytes);
+  BOOST_TEST(s.rebuilt().segments_from_footer == 4u);
+  BOOST_TEST(s.rebuilt().segments_scanned == 0u);
+  BOOST_TEST(restored_places(s) == first, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(a_bad_footer_falls_back_to_the_scan_with_the_same_index) {
+  temp_dir d("kvbm-test");
+  const uint64_t seg_bytes = sizeof(segment_header) + 2 * (rec + 40);
+  std::vector<std::string> by_footer;
+  {
+    disk_store s = open_store(d.path, 16, seg_bytes);
+    for (uint64_t h = 1; h <= 8; ++h)
+      (void)s.write(h, block(40, static_cast<uint8_t>(h)), 0, h > 1 ? std::optional{h - 1} : std::nullopt, 100 + h);
+  }
+  {
+    disk_store s = open_store(d.path, 16, seg_bytes); // seals the last one
+    (void)s;
+  }
+  {
+    disk_store s = open_store(d.path, 16, seg_bytes);
+    BOOST_REQUIRE_EQUAL(s.rebuilt().segments_from_footer, 4u);
+    by_footer = restored_places(s);
+  }
+  const auto segs = segments_in(d.path);
+  { // segment 1: one flipped byte in a listed header
+    std::fstream f(segs[0], std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(records_end_of(segs[0]) + sizeof(segment_footer) + 20));
+    f.put('\x33');
+  }
+  fs::resize_file(segs[1], fs::file_size(segs[1]) - 10);  // segment 2: torn
+  fs::resize_file(segs[2], records_end_of(segs[2]));      // segment 3: none
+  { // segment 4: its last copy flipped
+    std::fstream f(segs[3], std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-3, std::ios::end);
+    f.put('\x01');
+  }
+  disk_store s = open_store(d.path, 16, seg_bytes);
+  BOOST_TEST(s.rebuilt().segments_from_footer == 0u);
+  BOOST_TEST(s.rebuilt().segments_scanned == 4u);
+  BOOST_TEST(restored_places(s) == by_footer, boost::test_tools::per_element());
+  for (uint64_t h = 1; h <= 8; ++h)
+    BOOST_TEST((read_back(s, h, 40) == read_status::ok), "block " << h);
 }
 
 BOOST_AUTO_TEST_CASE(corrupt_truncated_and_missing_records_are_misses) {
@@ -274,6 +382,40 @@ BOOST_AUTO_TEST_CASE(compaction_bounds_the_files_and_keeps_hot_blocks) {
   }
   BOOST_TEST(s.locate(1000)->file->id() > 1u); // moved forward: its first segment is gone
   BOOST_TEST(s.segment_count() <= 4u);
+}
+
+BOOST_AUTO_TEST_CASE(segments_compaction_wrote_restore_by_footer_as_by_scan) {
+  temp_dir d("kvbm-test");
+  const uint64_t seg_bytes = sizeof(segment_header) + 4 * (rec + 100);
+  const std::vector<uint64_t> hot{1000, 1001, 1002, 1003};
+  {
+    disk_store s = open_store(d.path, 5, seg_bytes);
+    size_t hot_written = 0;
+    for (uint64_t step = 0; step < 60; ++step) { // as above: compaction copies the hot blocks forward
+      for (size_t k = 0; k < hot_written; ++k)
+        BOOST_REQUIRE(s.touch(hot[k]));
+      const bool is_hot = step % 4 == 0 && hot_written < hot.size();
+      const uint64_t h = is_hot ? hot[hot_written++] : step;
+      BOOST_REQUIRE((s.write(h, block(100, static_cast<uint8_t>(h))).status == write_status::stored));
+    }
+    BOOST_REQUIRE(s.locate(1000)->file->id() > 1u);
+  }
+  std::vector<std::string> by_footer;
+  {
+    const size_t segments = segments_in(d.path).size();
+    disk_store s = open_store(d.path, 5, seg_bytes);
+    BOOST_TEST(s.rebuilt().segments_from_footer + 1 == segments); // the one being written is scanned
+    BOOST_TEST(s.rebuilt().segments_scanned == 1u);
+    by_footer = restored_places(s);
+    BOOST_TEST(by_footer.size() == 5u);
+    for (const restored_block& b : s.restored())
+      BOOST_TEST((read_back(s, b.sequence_hash, 100) == read_status::ok), "block " << b.sequence_hash);
+  }
+  for (const fs::path& seg : segments_in(d.path))
+    fs::resize_file(seg, records_end_of(seg)); // every footer gone
+  disk_store s = open_store(d.path, 5, seg_bytes);
+  BOOST_TEST(s.rebuilt().segments_from_footer == 0u);
+  BOOST_TEST(restored_places(s) == by_footer, boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(a_disk_short_of_space_skips_the_write) {
