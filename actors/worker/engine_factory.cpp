@@ -1,5 +1,6 @@
 #include "actors/worker/engine_factory.hpp"
 
+#include "runtime/kvbm/disk_store.hpp"
 #include "runtime/mocker/mock_executor.hpp"
 #include "runtime/model/cpu_executor.hpp"
 #include "runtime/model/decoder_model.hpp"
@@ -202,6 +203,8 @@ expected<engine_setup> prepare_cuda(const config::pool_config& pool) {
 } // namespace
 
 expected<engine_setup> prepare_engines(const config::pool_config& pool, size_t kv_cache_bytes) {
+  if (pool.kvbm.disk_gb > 0 && !pool.kvbm.disk_path.empty()) // what workers of the per-process layout left
+    (void)kvbm::remove_stale_block_dirs(pool.kvbm.disk_path, pool.name);
   switch (pool.engine) {
     case config::engine_kind::mocker: return prepare_mocker(pool);
     case config::engine_kind::cpu: return prepare_cpu(pool, kv_cache_bytes);

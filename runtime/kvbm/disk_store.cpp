@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -47,7 +48,57 @@ int lock_directory(const std::string& dir) {
   return fd;
 }
 
+bool is_block_file(std::string_view name) { return name.ends_with(".kvb") || name.ends_with(".kvb.tmp"); }
+
+/// The pid in "<pool>-<pid>-<index>" (digits both), or nullopt.
+std::optional<long> pid_of_block_dir(std::string_view name, std::string_view pool) {
+  if (!name.starts_with(pool) || name.size() <= pool.size() || name[pool.size()] != '-')
+    return std::nullopt;
+  name.remove_prefix(pool.size() + 1);
+  const size_t dash = name.find('-');
+  if (dash == std::string_view::npos || dash == 0 || dash + 1 == name.size() || dash > 9)
+    return std::nullopt;
+  auto digits = [](std::string_view t) {
+    return std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (!digits(name.substr(0, dash)) || !digits(name.substr(dash + 1)))
+    return std::nullopt;
+  return std::stol(std::string{name.substr(0, dash)});
+}
+
+bool process_alive(long pid) { return pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH; }
+
 } // namespace
+
+std::vector<std::string> remove_stale_block_dirs(const std::string& root, std::string_view pool,
+                                                 const std::function<bool(long)>& alive) {
+  std::vector<std::string> removed;
+  std::error_code ec;
+  for (const auto& d : fs::directory_iterator(root, ec)) {
+    const std::optional<long> pid = pid_of_block_dir(d.path().filename().string(), pool);
+    if (!pid || !d.is_directory(ec) || d.is_symlink(ec) || (alive ? alive(*pid) : process_alive(*pid)))
+      continue;
+    std::vector<fs::path> files;
+    bool only_blocks = true;
+    std::error_code listed;
+    for (const auto& f : fs::directory_iterator(d.path(), listed)) {
+      std::error_code kind;
+      only_blocks = only_blocks && f.is_regular_file(kind) && !f.is_symlink(kind) && !kind &&
+                    is_block_file(f.path().filename().string());
+      files.push_back(f.path());
+    }
+    if (listed || !only_blocks || files.empty())
+      continue;
+    for (const fs::path& f : files)
+      fs::remove(f, ec);
+    if (fs::remove(d.path(), ec)) { // only when empty
+      spdlog::info("KVBM disk: removed {} ({} block files of the old layout, process {} gone)", d.path().string(),
+                   files.size(), *pid);
+      removed.push_back(d.path().string());
+    }
+  }
+  return removed;
+}
 
 disk_store::disk_store(disk_store_config cfg) : cfg_(std::move(cfg)), index_(cfg_.capacity_blocks) {}
 
@@ -117,7 +168,7 @@ void disk_store::rebuild() {
   std::map<uint64_t, std::shared_ptr<segment_file>> found;
   for (const auto& e : fs::directory_iterator(cfg_.path, ec)) {
     const std::string name = e.path().filename().string();
-    if (name.ends_with(".kvb") || name.ends_with(".kvb.tmp")) { // the one-file-per-block format
+    if (is_block_file(name)) { // the one-file-per-block format
       fs::remove(e.path(), ec);
       continue;
     }

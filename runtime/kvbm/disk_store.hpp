@@ -33,11 +33,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -174,5 +176,17 @@ private:
   std::vector<restored_block> restored_;
   rebuild_stats rebuilt_;
 };
+
+/// Removes what the one-file-per-block disk tier left under `root`: its
+/// per-process directories "<pool>-<pid>-<index>" of pool `pool` whose process
+/// is gone (`alive(pid)` false; by default kill(pid, 0) fails with ESRCH) and
+/// which hold block files (*.kvb, *.kvb.tmp) and nothing else, so neither a
+/// live process's directory nor a store's "<pool>-<index>" of a pool named
+/// like "<pool>-<n>" (it holds segments and its LOCK) is touched. Each removal
+/// is logged; returns the directories removed. Any thread; safe to run from
+/// several processes at once (each file is removed alone, the directory only
+/// when empty).
+std::vector<std::string> remove_stale_block_dirs(const std::string& root, std::string_view pool,
+                                                 const std::function<bool(long)>& alive = {});
 
 } // namespace dynamo::kvbm

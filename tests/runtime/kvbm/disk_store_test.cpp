@@ -9,6 +9,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cstdlib>
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -49,6 +50,8 @@ read_status read_back(const disk_store& s, uint64_t hash, size_t n, std::vector<
     *out = std::move(buf);
   return st;
 }
+
+std::string fmt_pid_dir(long pid) { return "backend-" + std::to_string(pid) + "-0"; }
 
 std::vector<fs::path> segments_in(const fs::path& dir) {
   std::vector<fs::path> out;
@@ -435,6 +438,48 @@ BOOST_AUTO_TEST_CASE(a_directory_held_by_a_live_store_is_not_shared) {
   BOOST_TEST(b.directory() == (d.path / "g3").string() + ".1");
   (void)b.write(1, block(8, 1));
   BOOST_TEST(!a.contains(1));
+}
+
+BOOST_AUTO_TEST_CASE(stale_directories_of_the_old_layout_are_removed) {
+  temp_dir d("kvbm-test");
+  auto dir = [&](const std::string& name, std::vector<std::string> files) {
+    fs::create_directories(d.path / name);
+    for (const std::string& f : files)
+      std::ofstream(d.path / name / f) << "x";
+  };
+  dir("backend-4001-0", {"00000000000000aa.kvb", "00000000000000ab.kvb.tmp"}); // process gone: removed
+  dir("backend-4001-1", {"00000000000000ac.kvb"});                             // removed
+  dir("backend-4002-0", {"00000000000000ad.kvb"});      // process alive: kept
+  dir("backend-4003-0", {"00000000000000ae.kvb", "notes.txt"}); // not only block files: kept
+  dir("backend-4004-0", {});                            // nothing to remove: kept
+  dir("backend-7", {"LOCK", "seg-0000000000000001.kvs"}); // the new layout: kept
+  dir("backend-9-0", {"LOCK", "seg-0000000000000001.kvs"}); // pool "backend-9", engine 0: kept
+  dir("other-4001-0", {"00000000000000af.kvb"});        // another pool: kept
+  dir("backend-x-0", {"00000000000000b0.kvb"});         // not a pid: kept
+  std::ofstream(d.path / "backend-4005-0") << "a file";  // not a directory: kept
+  std::vector<long> asked;
+  const auto removed = remove_stale_block_dirs(d.path.string(), "backend", [&](long pid) {
+    asked.push_back(pid);
+    return pid == 4002;
+  });
+  std::vector<std::string> names;
+  for (const std::string& r : removed)
+    names.push_back(fs::path(r).filename().string());
+  std::sort(names.begin(), names.end());
+  BOOST_TEST(names == std::vector<std::string>({"backend-4001-0", "backend-4001-1"}), boost::test_tools::per_element());
+  BOOST_TEST(!fs::exists(d.path / "backend-4001-0"));
+  for (const char* kept : {"backend-4002-0", "backend-4003-0/notes.txt", "backend-4003-0/00000000000000ae.kvb",
+                           "backend-4004-0", "backend-7/LOCK", "backend-9-0/LOCK", "backend-9-0/seg-0000000000000001.kvs",
+                           "other-4001-0", "backend-x-0", "backend-4005-0"})
+    BOOST_TEST(fs::exists(d.path / kept), kept);
+  std::sort(asked.begin(), asked.end());
+  asked.erase(std::unique(asked.begin(), asked.end()), asked.end());
+  BOOST_TEST(asked == std::vector<long>({9, 4001, 4002, 4003, 4004}), boost::test_tools::per_element());
+  // By default a pid is alive unless kill() says there is no such process: ours is.
+  fs::remove_all(d.path / "backend-4002-0");
+  dir(fmt_pid_dir(::getpid()), {"00000000000000b1.kvb"});
+  BOOST_TEST(remove_stale_block_dirs(d.path.string(), "backend").empty());
+  BOOST_TEST(fs::exists(d.path / fmt_pid_dir(::getpid()) / "00000000000000b1.kvb"));
 }
 
 BOOST_AUTO_TEST_CASE(policy_only_store_keeps_an_index) {
