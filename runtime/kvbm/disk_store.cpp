@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
@@ -105,7 +106,8 @@ disk_store::disk_store(disk_store_config cfg) : cfg_(std::move(cfg)), index_(cfg
 disk_store::disk_store(disk_store&& o) noexcept
     : cfg_(std::move(o.cfg_)), lock_fd_(std::exchange(o.lock_fd_, -1)), index_(std::move(o.index_)),
       places_(std::move(o.places_)), segments_(std::move(o.segments_)), active_(o.active_), next_id_(o.next_id_),
-      dead_bytes_(o.dead_bytes_), restored_(std::move(o.restored_)), rebuilt_(o.rebuilt_) {}
+      dead_bytes_(o.dead_bytes_), restored_(std::move(o.restored_)), rebuilt_(o.rebuilt_),
+      compaction_(std::move(o.compaction_)), compaction_read_(std::move(o.compaction_read_)) {}
 
 disk_store& disk_store::operator=(disk_store&& o) noexcept {
   if (this != &o) {
@@ -121,6 +123,8 @@ disk_store& disk_store::operator=(disk_store&& o) noexcept {
     dead_bytes_ = o.dead_bytes_;
     restored_ = std::move(o.restored_);
     rebuilt_ = o.rebuilt_;
+    compaction_ = std::move(o.compaction_);
+    compaction_read_ = std::move(o.compaction_read_); // ours, if any, waited for first
   }
   return *this;
 }
@@ -347,7 +351,8 @@ disk_store::write_result disk_store::write(uint64_t hash, std::span<const std::b
 }
 
 void disk_store::maybe_compact(std::vector<uint64_t>& dropped) {
-  if (dead_bytes_ <= 2 * cfg_.segment_bytes)
+  take_compaction(/*wait=*/false, dropped);
+  if (compaction_ || dead_bytes_ <= 2 * cfg_.segment_bytes)
     return;
   auto victim = segments_.end();
   for (auto it = segments_.begin(); it != segments_.end(); ++it)
@@ -355,29 +360,62 @@ void disk_store::maybe_compact(std::vector<uint64_t>& dropped) {
       victim = it;
   if (victim == segments_.end())
     return;
-  const uint64_t id = victim->first;
-  const std::shared_ptr<segment_file> file = victim->second.file; // alive while its records move
-  std::vector<std::pair<uint64_t, uint64_t>> live;                 // (offset, hash)
+  auto c = std::make_shared<compaction>(compaction{victim->first, victim->second.file, {}, {}});
   for (const auto& [h, p] : places_)
-    if (p.segment == id)
-      live.emplace_back(p.offset, h);
-  std::sort(live.begin(), live.end());
-  for (const auto& [offset, h] : live) {
-    const std::vector<std::byte> raw = file->read_raw(offset, places_.at(h).length);
-    if (raw.empty()) { // unreadable (the file was cut short): the block is gone
+    if (p.segment == c->victim)
+      c->live.emplace_back(p.offset, h, p.length);
+  std::sort(c->live.begin(), c->live.end());
+  if (cfg_.async_compaction) {
+    compaction_read_ = std::async(std::launch::async, [c] { c->read_all(); });
+    compaction_ = std::move(c);
+    return;
+  }
+  c->read_all();
+  apply(*c, dropped);
+}
+
+void disk_store::compaction::read_all() {
+  raw.resize(live.size());
+  for (size_t i = 0; i < live.size(); ++i)
+    raw[i] = file->read_raw(std::get<0>(live[i]), std::get<2>(live[i]));
+}
+
+void disk_store::take_compaction(bool wait, std::vector<uint64_t>& dropped) {
+  if (!compaction_ ||
+      (!wait && compaction_read_.wait_for(std::chrono::seconds(0)) != std::future_status::ready))
+    return; // none, or still reading: copied by a later write
+  compaction_read_.wait();
+  const std::shared_ptr<compaction> c = std::move(compaction_);
+  compaction_.reset();
+  apply(*c, dropped);
+}
+
+void disk_store::apply(const compaction& c, std::vector<uint64_t>& dropped) {
+  for (size_t i = 0; i < c.live.size(); ++i) {
+    const auto [offset, h, length] = c.live[i];
+    const auto at = places_.find(h);
+    if (at == places_.end() || at->second.segment != c.victim || at->second.offset != offset)
+      continue; // evicted (or erased) while it was read
+    if (c.raw[i].empty()) { // unreadable (the file was cut short): the block is gone
       (void)index_.erase(h);
       drop_place(h);
       dropped.push_back(h);
       continue;
     }
     write_status why = write_status::stored;
-    const std::optional<place> np = append(nullptr, raw, why);
+    const std::optional<place> np = append(nullptr, c.raw[i], why);
     if (!np)
       return; // short of space: tried again after the next write
     drop_place(h); // the last one deletes the victim
     places_[h] = *np;
     add_live(*np);
   }
+}
+
+std::vector<uint64_t> disk_store::finish_compaction() {
+  std::vector<uint64_t> dropped;
+  take_compaction(/*wait=*/true, dropped);
+  return dropped;
 }
 
 bool disk_store::erase(uint64_t hash) {

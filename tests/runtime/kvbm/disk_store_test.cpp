@@ -387,6 +387,90 @@ BOOST_AUTO_TEST_CASE(compaction_bounds_the_files_and_keeps_hot_blocks) {
   BOOST_TEST(s.segment_count() <= 4u);
 }
 
+namespace {
+
+/// "hash@segment:offset" of each block `s` holds.
+std::vector<std::string> places_of(const disk_store& s, const std::vector<uint64_t>& hashes) {
+  std::vector<std::string> out;
+  for (const uint64_t h : hashes)
+    if (const auto at = s.locate(h))
+      out.push_back(std::to_string(h) + "@" + std::to_string(at->file->id()) + ":" + std::to_string(at->offset));
+  return out;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(compaction_reading_on_its_own_thread_ends_as_inline) {
+  temp_dir a("kvbm-test"), b("kvbm-test");
+  const uint64_t seg_bytes = sizeof(segment_header) + 4 * (rec + 100);
+  disk_store inline_store = open_store(a.path, 5, seg_bytes);
+  auto opened = disk_store::open({.path = b.path.string(), .capacity_blocks = 5, .min_free_bytes = 0,
+                                  .segment_bytes = seg_bytes, .tag = 5, .async_compaction = true});
+  BOOST_REQUIRE(opened);
+  disk_store async_store = std::move(*opened); // moved while idle; its compactions start below
+  const std::vector<uint64_t> hot{1000, 1001, 1002, 1003};
+  std::vector<uint64_t> all = hot;
+  size_t hot_written = 0, compactions = 0;
+  for (uint64_t step = 0; step < 60; ++step) { // the compaction scenario above, on both stores
+    for (size_t k = 0; k < hot_written; ++k)
+      BOOST_REQUIRE((inline_store.touch(hot[k]) && async_store.touch(hot[k])));
+    const bool is_hot = step % 4 == 0 && hot_written < hot.size();
+    const uint64_t h = is_hot ? hot[hot_written++] : step;
+    all.push_back(h);
+    const auto bytes = block(100, static_cast<uint8_t>(h));
+    const auto ri = inline_store.write(h, bytes);
+    const auto ra = async_store.write(h, bytes);
+    BOOST_TEST((ri.status == ra.status));
+    BOOST_TEST(ri.evicted == ra.evicted, boost::test_tools::per_element());
+    if (async_store.compacting()) {
+      ++compactions;
+      BOOST_TEST(async_store.finish_compaction().empty());
+      BOOST_TEST(!async_store.compacting());
+    }
+    BOOST_TEST(places_of(async_store, all) == places_of(inline_store, all), boost::test_tools::per_element());
+  }
+  BOOST_TEST(compactions > 0u);
+  BOOST_TEST(async_store.segment_count() == inline_store.segment_count());
+  for (const uint64_t h : hot)
+    BOOST_TEST((read_back(async_store, h, 100) == read_status::ok), "block " << h);
+}
+
+BOOST_AUTO_TEST_CASE(a_block_evicted_while_its_compaction_reads_is_not_copied) {
+  temp_dir d("kvbm-test");
+  const uint64_t seg_bytes = sizeof(segment_header) + 4 * (rec + 100);
+  auto opened = disk_store::open({.path = d.path.string(), .capacity_blocks = 5, .min_free_bytes = 0,
+                                  .segment_bytes = seg_bytes, .tag = 5, .async_compaction = true});
+  BOOST_REQUIRE(opened);
+  disk_store s = std::move(*opened);
+  const std::vector<uint64_t> hot{1000, 1001, 1002, 1003};
+  size_t hot_written = 0;
+  uint64_t step = 0;
+  for (; step < 60 && !s.compacting(); ++step) {
+    for (size_t k = 0; k < hot_written; ++k)
+      BOOST_REQUIRE(s.touch(hot[k]));
+    const bool is_hot = step % 4 == 0 && hot_written < hot.size();
+    const uint64_t h = is_hot ? hot[hot_written++] : step;
+    BOOST_REQUIRE((s.write(h, block(100, static_cast<uint8_t>(h))).status == write_status::stored));
+  }
+  BOOST_REQUIRE(s.compacting());
+  // The victim is the emptiest sealed segment: block 1000's, the oldest, alone live there.
+  const auto before = s.locate(1000);
+  BOOST_REQUIRE(before);
+  const uint64_t victim = before->file->id();
+  std::vector<uint64_t> all;
+  for (uint64_t h = 0; h < step; ++h)
+    all.push_back(h);
+  all.insert(all.end(), hot.begin() + 1, hot.end());
+  for (const uint64_t h : all)
+    BOOST_TEST((!s.locate(h) || s.locate(h)->file->id() != victim), "block " << h); // 1000 alone there
+  const auto unmoved = places_of(s, all);
+  BOOST_TEST(s.erase(1000)); // while its record is being read (its segment goes)
+  BOOST_TEST(s.finish_compaction().empty());
+  BOOST_TEST(!s.contains(1000));
+  BOOST_TEST(!s.locate(1000)); // not copied back in
+  BOOST_TEST(places_of(s, all) == unmoved, boost::test_tools::per_element()); // and nothing else moved
+}
+
 BOOST_AUTO_TEST_CASE(segments_compaction_wrote_restore_by_footer_as_by_scan) {
   temp_dir d("kvbm-test");
   const uint64_t seg_bytes = sizeof(segment_header) + 4 * (rec + 100);
