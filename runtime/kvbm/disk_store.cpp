@@ -366,9 +366,13 @@ void disk_store::maybe_compact(std::vector<uint64_t>& dropped) {
       c->live.emplace_back(p.offset, h, p.length);
   std::sort(c->live.begin(), c->live.end());
   if (cfg_.async_compaction) {
-    compaction_read_ = std::async(std::launch::async, [c] { c->read_all(); });
-    compaction_ = std::move(c);
-    return;
+    try {
+      compaction_read_ = std::async(std::launch::async, [c] { c->read_all(); });
+      compaction_ = std::move(c);
+      return;
+    } catch (const std::system_error& e) { // no thread to be had: read here
+      spdlog::warn("KVBM disk {}: compaction reads inline ({})", cfg_.path, e.what());
+    }
   }
   c->read_all();
   apply(*c, dropped);
@@ -391,7 +395,7 @@ void disk_store::take_compaction(bool wait, std::vector<uint64_t>& dropped) {
 }
 
 void disk_store::apply(const compaction& c, std::vector<uint64_t>& dropped) {
-  for (size_t i = 0; i < c.live.size(); ++i) {
+  for (size_t i = 0; i < c.live.size() && i < c.raw.size(); ++i) { // raw short: the reads failed (bad_alloc)
     const auto [offset, h, length] = c.live[i];
     const auto at = places_.find(h);
     if (at == places_.end() || at->second.segment != c.victim || at->second.offset != offset)
