@@ -1,5 +1,6 @@
 #include "actors/worker/engine_factory.hpp"
 
+#include "runtime/kvbm/disk_store.hpp"
 #include "runtime/mocker/mock_executor.hpp"
 #include "runtime/model/cpu_executor.hpp"
 #include "runtime/model/decoder_model.hpp"
@@ -45,6 +46,16 @@ engine::engine_config with_kvbm(engine::engine_config ec, const config::pool_con
   ec.kvbm.disk_bytes = static_cast<uint64_t>(k.disk_gb * 1073741824.0);
   if (!k.disk_path.empty())
     ec.kvbm.disk_path = k.disk_path + "/" + pool.name + "-" + std::to_string(index);
+  if (k.disk_readers)
+    ec.kvbm.disk_readers = *k.disk_readers;
+  if (k.disk_read_mb)
+    ec.kvbm.disk_read_bytes = static_cast<uint64_t>(*k.disk_read_mb * 1048576.0);
+  if (k.disk_segment_mb)
+    ec.kvbm.disk_segment_bytes = static_cast<uint64_t>(*k.disk_segment_mb * 1048576.0);
+  if (k.disk_min_free_gb)
+    ec.kvbm.disk_min_free_bytes = static_cast<uint64_t>(*k.disk_min_free_gb * 1073741824.0);
+  if (k.disk_min_frequency)
+    ec.kvbm.disk_filter.min_frequency = *k.disk_min_frequency;
   std::error_code ec_size;
   const auto model_bytes = std::filesystem::file_size(pool.model_path, ec_size);
   ec.kvbm.disk_tag = fmt::format("{}:{}:{}", config::to_string(pool.engine), pool.model_path,
@@ -192,6 +203,8 @@ expected<engine_setup> prepare_cuda(const config::pool_config& pool) {
 } // namespace
 
 expected<engine_setup> prepare_engines(const config::pool_config& pool, size_t kv_cache_bytes) {
+  if (pool.kvbm.disk_gb > 0 && !pool.kvbm.disk_path.empty()) // what workers of the per-process layout left
+    (void)kvbm::remove_stale_block_dirs(pool.kvbm.disk_path, pool.name);
   switch (pool.engine) {
     case config::engine_kind::mocker: return prepare_mocker(pool);
     case config::engine_kind::cpu: return prepare_cpu(pool, kv_cache_bytes);

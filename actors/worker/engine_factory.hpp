@@ -25,7 +25,9 @@ struct engine_plan {
 
 /// Loads what must be loaded once (the GGUF model for cpu) and returns the plan
 /// plus a maker of per-worker engine factories. Errors: unreadable model,
-/// unsupported engine (cuda without a CUDA build), bad limits.
+/// unsupported engine (cuda without a CUDA build), bad limits. With a KVBM
+/// disk tier it first removes the stale per-process block directories of the
+/// old layout under the pool's disk_path (kvbm::remove_stale_block_dirs).
 struct engine_setup {
   engine_plan plan;
   engine_factory_maker make_factory;

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include <csignal>
@@ -77,13 +78,28 @@ expected<std::optional<curve_keypair>> plane_keys(const config::cluster_config& 
   return keys;
 }
 
-void kvbm_flags::apply(config::kvbm_options& k) const {
+expected<void> kvbm_flags::apply(config::kvbm_options& k) const {
   if (host_gb)
     k.host_gb = *host_gb;
   if (disk_gb)
     k.disk_gb = *disk_gb;
   if (disk_path)
     k.disk_path = *disk_path;
+  auto set = [](auto& to, const auto& from) {
+    if (from)
+      to = from;
+  };
+  set(k.disk_readers, disk_readers);
+  set(k.disk_read_mb, disk_read_mb);
+  set(k.disk_segment_mb, disk_segment_mb);
+  set(k.disk_min_free_gb, disk_min_free_gb);
+  set(k.disk_min_frequency, disk_min_frequency);
+  if (auto bad = config::check_kvbm_options(k)) {
+    std::string flag = "--kvbm-" + bad->key;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    return make_error(errc::invalid_argument, flag + " " + bad->why);
+  }
+  return {};
 }
 
 void add_cpu_repack_flag(cli& c, std::optional<bool>& on) {
@@ -101,26 +117,38 @@ void add_cpu_repack_flag(cli& c, std::optional<bool>& on) {
 }
 
 void add_kvbm_flags(cli& c, kvbm_flags& f) {
-  auto gib = [](std::optional<double>& to, const char* flag) {
+  // One number; its range is checked by apply() (config::check_kvbm_options).
+  auto number = []<class T>(std::optional<T>& to, const char* flag) {
     return [&to, flag](const std::string& v) -> expected<void> {
-      char* end = nullptr;
-      const double x = std::strtod(v.c_str(), &end);
-      if (v.empty() || end == nullptr || *end != '\0' || !(x >= 0 && x <= 1e6))
-        return make_error(errc::invalid_argument, std::string{flag} + " expects a size in GiB, got '" + v + "'");
-      to = x;
+      auto xs = parse_number_list<T>(flag, v);
+      if (!xs)
+        return std::move(xs.error());
+      if (xs->size() != 1)
+        return make_error(errc::invalid_argument, "--" + std::string{flag} + " expects one number, got '" + v + "'");
+      to = xs->front();
       return {};
     };
   };
-  c.custom("kvbm-host-gb", false, gib(f.host_gb, "--kvbm-host-gb"),
+  c.custom("kvbm-host-gb", false, number(f.host_gb, "kvbm-host-gb"),
            "KVBM host tier (G2) per worker in GiB: offloaded KV blocks onboarded instead of recomputed (0: off)")
-    .custom("kvbm-disk-gb", false, gib(f.disk_gb, "--kvbm-disk-gb"),
+    .custom("kvbm-disk-gb", false, number(f.disk_gb, "kvbm-disk-gb"),
             "KVBM disk tier (G3) per worker in GiB, for blocks reused at least twice (0: off)")
     .custom("kvbm-disk-path", false,
             [&f](const std::string& v) -> expected<void> {
               f.disk_path = v;
               return {};
             },
-            "KVBM disk tier directory (each worker writes its own subdirectory)");
+            "KVBM disk tier directory (each worker writes its own subdirectory)")
+    .custom("kvbm-disk-readers", false, number(f.disk_readers, "kvbm-disk-readers"),
+            "KVBM disk tier: runs of adjacent records of one onboarding read at once, 1..256 (default 8)")
+    .custom("kvbm-disk-read-mb", false, number(f.disk_read_mb, "kvbm-disk-read-mb"),
+            "KVBM disk tier: MiB per read of a run, 4 KiB..1024 (default 4)")
+    .custom("kvbm-disk-segment-mb", false, number(f.disk_segment_mb, "kvbm-disk-segment-mb"),
+            "KVBM disk tier: segment files are sealed at this many MiB, >= 1 (default 64)")
+    .custom("kvbm-disk-min-free-gb", false, number(f.disk_min_free_gb, "kvbm-disk-min-free-gb"),
+            "KVBM disk tier: a write that would leave less free space (GiB) is skipped (default 1)")
+    .custom("kvbm-disk-min-frequency", false, number(f.disk_min_frequency, "kvbm-disk-min-frequency"),
+            "KVBM disk tier: a block goes to disk once offered this often (count doubles per offer; default 2)");
 }
 
 void add_router_flags(cli& c, route::kv_router_config& kv) {

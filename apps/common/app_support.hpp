@@ -63,12 +63,20 @@ void add_plane_host_flags(cli& c, plane_host_flags& f);
 [[nodiscard]] expected<std::optional<curve_keypair>> plane_keys(const config::cluster_config& cfg);
 
 /// The KV block manager flags (--kvbm-host-gb, --kvbm-disk-gb,
-/// --kvbm-disk-path); each one given replaces the pool's setting.
+/// --kvbm-disk-path and the disk tier's tuning, one per config::kvbm_options
+/// field); each one given replaces the pool's setting.
 struct kvbm_flags {
   std::optional<double> host_gb;
   std::optional<double> disk_gb;
   std::optional<std::string> disk_path;
-  void apply(config::kvbm_options& k) const;
+  std::optional<uint32_t> disk_readers;
+  std::optional<double> disk_read_mb;
+  std::optional<double> disk_segment_mb;
+  std::optional<double> disk_min_free_gb;
+  std::optional<uint32_t> disk_min_frequency;
+  /// Replaces `k`'s settings by the flags given; invalid_argument naming the
+  /// flag when one is out of range (config::check_kvbm_options).
+  [[nodiscard]] expected<void> apply(config::kvbm_options& k) const;
 };
 void add_kvbm_flags(cli& c, kvbm_flags& f);
 

@@ -120,7 +120,8 @@ expected<void> finish_options(run_options& o) {
   } else {
     return make_error(errc::invalid_argument, "out=" + o.out + ": expected engine, cuda or mocker");
   }
-  o.kvbm.apply(o.pool.kvbm);
+  if (auto ok = o.kvbm.apply(o.pool.kvbm); !ok)
+    return ok.error();
   if (o.cpu_repack)
     o.pool.engine_opts.cpu_repack = *o.cpu_repack;
   if (o.pool.kvbm.disk_gb > 0 && o.pool.engine != config::engine_kind::mocker && o.pool.kvbm.disk_path.empty())

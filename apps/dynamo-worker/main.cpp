@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
   if (!found)
     apps::die("dynamo-worker", make_error(errc::config_error, "pools: no pool named '" + pool_name + "'"));
   config::pool_config pool_with_flags = *found;
-  kvbm.apply(pool_with_flags.kvbm);
+  if (auto ok = kvbm.apply(pool_with_flags.kvbm); !ok)
+    apps::die("dynamo-worker", ok.error());
   if (cpu_repack)
     pool_with_flags.engine_opts.cpu_repack = *cpu_repack;
   const auto* pool = &pool_with_flags;

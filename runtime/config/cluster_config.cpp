@@ -49,6 +49,25 @@ expected<engine_kind> parse_engine_kind(std::string_view t) {
   return make_error(errc::config_error, fmt::format("'{}' is not one of mocker|cpu|cuda", t));
 }
 
+std::optional<kvbm_option_error> check_kvbm_options(const kvbm_options& k) {
+  auto outside = [](double x, double lo, double hi) { return !(x >= lo && x <= hi); };
+  if (outside(k.host_gb, 0, 1e6))
+    return kvbm_option_error{"host_gb", "must be a size in GiB in [0, 1e6]"};
+  if (outside(k.disk_gb, 0, 1e6))
+    return kvbm_option_error{"disk_gb", "must be a size in GiB in [0, 1e6]"};
+  if (k.disk_readers && outside(*k.disk_readers, 1, 256))
+    return kvbm_option_error{"disk_readers", "must be in [1, 256]"};
+  if (k.disk_read_mb && (outside(*k.disk_read_mb, 0, 1024) || *k.disk_read_mb * 1048576.0 < 4096))
+    return kvbm_option_error{"disk_read_mb", "must be a size in MiB in [0.00390625 (4 KiB), 1024]"};
+  if (k.disk_segment_mb && outside(*k.disk_segment_mb, 1, 1048576))
+    return kvbm_option_error{"disk_segment_mb", "must be a size in MiB in [1, 1048576]"};
+  if (k.disk_min_free_gb && outside(*k.disk_min_free_gb, 0, 1e6))
+    return kvbm_option_error{"disk_min_free_gb", "must be a size in GiB in [0, 1e6]"};
+  if (k.disk_min_frequency && outside(*k.disk_min_frequency, 1, 1 << 20))
+    return kvbm_option_error{"disk_min_frequency", "must be in [1, 1048576]"};
+  return std::nullopt;
+}
+
 const pool_config* cluster_config::find_pool(std::string_view name) const noexcept {
   for (const auto& p : pools)
     if (p.name == name)
@@ -88,6 +107,20 @@ public:
     } catch (const YAML::Exception&) {
       return fail(key, fmt::format("'{}' is not a valid {}", v.Scalar(), type_name<T>()));
     }
+    return {};
+  }
+
+  /// read() into an optional: left unset when the key is absent.
+  template <class T>
+  [[nodiscard]] caf::error read_optional(const std::string& key, std::optional<T>& out) {
+    T v{};
+    if (!std::as_const(node_)[key]) {
+      known_.insert(key);
+      return {};
+    }
+    if (auto err = read(key, v))
+      return err;
+    out = v;
     return {};
   }
 
@@ -178,10 +211,13 @@ caf::error parse_kvbm(YAML::Node n, const std::string& path, kvbm_options& k) {
   DYN_TRY(s.read("host_gb", k.host_gb));
   DYN_TRY(s.read("disk_gb", k.disk_gb));
   DYN_TRY(s.read("disk_path", k.disk_path));
-  if (!(k.host_gb >= 0 && k.host_gb <= 1e6))
-    return s.fail("host_gb", "must be a size in GiB in [0, 1e6]");
-  if (!(k.disk_gb >= 0 && k.disk_gb <= 1e6))
-    return s.fail("disk_gb", "must be a size in GiB in [0, 1e6]");
+  DYN_TRY(s.read_optional("disk_readers", k.disk_readers));
+  DYN_TRY(s.read_optional("disk_read_mb", k.disk_read_mb));
+  DYN_TRY(s.read_optional("disk_segment_mb", k.disk_segment_mb));
+  DYN_TRY(s.read_optional("disk_min_free_gb", k.disk_min_free_gb));
+  DYN_TRY(s.read_optional("disk_min_frequency", k.disk_min_frequency));
+  if (auto bad = check_kvbm_options(k))
+    return s.fail(bad->key, bad->why);
   return s.check_unknown();
 }
 

@@ -49,13 +49,28 @@ struct engine_options {
 
 /// The KV block manager's tiers of each engine of a pool (docs/KV.md): G2 host
 /// memory and G3 disk, in GiB (0: no such tier). Each engine keeps its disk
-/// blocks in a directory of its own under disk_path.
+/// blocks in a directory of its own under disk_path. The disk tuning options
+/// left unset keep kvbm::kvbm_config's defaults.
 struct kvbm_options {
   double host_gb = 0;
   double disk_gb = 0;
   std::string disk_path;
+  std::optional<uint32_t> disk_readers;      ///< runs of one onboarding read at once
+  std::optional<double> disk_read_mb;        ///< MiB per read of a run
+  std::optional<double> disk_segment_mb;     ///< segment files are sealed at this size
+  std::optional<double> disk_min_free_gb;    ///< a write leaving less free space is skipped
+  std::optional<uint32_t> disk_min_frequency; ///< offers of a block before it goes to disk
   [[nodiscard]] bool enabled() const noexcept { return host_gb > 0 || disk_gb > 0; }
 };
+
+/// A kvbm option out of range: its key ("disk_read_mb", as in the config;
+/// the flag is "--kvbm-" with dashes) and why.
+struct kvbm_option_error {
+  std::string key;
+  std::string why;
+};
+/// The first option of `k` out of range; nullopt when all are in range.
+[[nodiscard]] std::optional<kvbm_option_error> check_kvbm_options(const kvbm_options& k);
 
 struct pool_config {
   std::string name;                     ///< component name, [a-z0-9_-]+

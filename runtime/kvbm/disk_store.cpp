@@ -4,12 +4,14 @@
 #include <spdlog/spdlog.h>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
@@ -47,14 +49,65 @@ int lock_directory(const std::string& dir) {
   return fd;
 }
 
+bool is_block_file(std::string_view name) { return name.ends_with(".kvb") || name.ends_with(".kvb.tmp"); }
+
+/// The pid in "<pool>-<pid>-<index>" (digits both), or nullopt.
+std::optional<long> pid_of_block_dir(std::string_view name, std::string_view pool) {
+  if (!name.starts_with(pool) || name.size() <= pool.size() || name[pool.size()] != '-')
+    return std::nullopt;
+  name.remove_prefix(pool.size() + 1);
+  const size_t dash = name.find('-');
+  if (dash == std::string_view::npos || dash == 0 || dash + 1 == name.size() || dash > 9)
+    return std::nullopt;
+  auto digits = [](std::string_view t) {
+    return std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (!digits(name.substr(0, dash)) || !digits(name.substr(dash + 1)))
+    return std::nullopt;
+  return std::stol(std::string{name.substr(0, dash)});
+}
+
+bool process_alive(long pid) { return pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH; }
+
 } // namespace
+
+std::vector<std::string> remove_stale_block_dirs(const std::string& root, std::string_view pool,
+                                                 const std::function<bool(long)>& alive) {
+  std::vector<std::string> removed;
+  std::error_code ec;
+  for (const auto& d : fs::directory_iterator(root, ec)) {
+    const std::optional<long> pid = pid_of_block_dir(d.path().filename().string(), pool);
+    if (!pid || !d.is_directory(ec) || d.is_symlink(ec) || (alive ? alive(*pid) : process_alive(*pid)))
+      continue;
+    std::vector<fs::path> files;
+    bool only_blocks = true;
+    std::error_code listed;
+    for (const auto& f : fs::directory_iterator(d.path(), listed)) {
+      std::error_code kind;
+      only_blocks = only_blocks && f.is_regular_file(kind) && !f.is_symlink(kind) && !kind &&
+                    is_block_file(f.path().filename().string());
+      files.push_back(f.path());
+    }
+    if (listed || !only_blocks || files.empty())
+      continue;
+    for (const fs::path& f : files)
+      fs::remove(f, ec);
+    if (fs::remove(d.path(), ec)) { // only when empty
+      spdlog::info("KVBM disk: removed {} ({} block files of the old layout, process {} gone)", d.path().string(),
+                   files.size(), *pid);
+      removed.push_back(d.path().string());
+    }
+  }
+  return removed;
+}
 
 disk_store::disk_store(disk_store_config cfg) : cfg_(std::move(cfg)), index_(cfg_.capacity_blocks) {}
 
 disk_store::disk_store(disk_store&& o) noexcept
     : cfg_(std::move(o.cfg_)), lock_fd_(std::exchange(o.lock_fd_, -1)), index_(std::move(o.index_)),
       places_(std::move(o.places_)), segments_(std::move(o.segments_)), active_(o.active_), next_id_(o.next_id_),
-      dead_bytes_(o.dead_bytes_), restored_(std::move(o.restored_)) {}
+      dead_bytes_(o.dead_bytes_), restored_(std::move(o.restored_)), rebuilt_(o.rebuilt_),
+      compaction_(std::move(o.compaction_)), compaction_read_(std::move(o.compaction_read_)) {}
 
 disk_store& disk_store::operator=(disk_store&& o) noexcept {
   if (this != &o) {
@@ -69,6 +122,9 @@ disk_store& disk_store::operator=(disk_store&& o) noexcept {
     next_id_ = o.next_id_;
     dead_bytes_ = o.dead_bytes_;
     restored_ = std::move(o.restored_);
+    rebuilt_ = o.rebuilt_;
+    compaction_ = std::move(o.compaction_);
+    compaction_read_ = std::move(o.compaction_read_); // ours, if any, waited for first
   }
   return *this;
 }
@@ -116,7 +172,7 @@ void disk_store::rebuild() {
   std::map<uint64_t, std::shared_ptr<segment_file>> found;
   for (const auto& e : fs::directory_iterator(cfg_.path, ec)) {
     const std::string name = e.path().filename().string();
-    if (name.ends_with(".kvb") || name.ends_with(".kvb.tmp")) { // the one-file-per-block format
+    if (is_block_file(name)) { // the one-file-per-block format
       fs::remove(e.path(), ec);
       continue;
     }
@@ -134,7 +190,11 @@ void disk_store::rebuild() {
     segments_.emplace(id, segment{file, 0, 0});
     next_id_ = std::max(next_id_, id + 1);
     active_ = id; // drop_place() keeps the segment being scanned
-    for (const segment_file::scanned& r : file->scan()) { // oldest first
+    std::optional<std::vector<segment_file::scanned>> records = file->read_footer();
+    ++(records ? rebuilt_.segments_from_footer : rebuilt_.segments_scanned);
+    if (!records)
+      records = file->scan();
+    for (const segment_file::scanned& r : *records) { // oldest first
       const uint64_t h = r.header.sequence_hash;
       drop_place(h); // an older copy (a compaction cut short): this one is newer
       const place p{id, r.offset, r.header.length};
@@ -160,9 +220,14 @@ void disk_store::rebuild() {
       it->second.file->remove();
       it = segments_.erase(it);
     } else {
+      if (!it->second.file->sealed())
+        (void)it->second.file->seal(); // the next start reads its footer
       ++it;
     }
   }
+  if (!segments_.empty() || rebuilt_.segments_scanned > 0)
+    spdlog::info("KVBM disk {}: {} blocks restored, {} segments read by their footer, {} scanned", cfg_.path,
+                 restored_.size(), rebuilt_.segments_from_footer, rebuilt_.segments_scanned);
 }
 
 std::vector<restored_block>
@@ -216,6 +281,8 @@ std::optional<disk_store::place> disk_store::append(const record_header* header,
       dead_bytes_ -= active->second.file->end() - sizeof(segment_header);
       active->second.file->remove();
       segments_.erase(active);
+    } else if (active != segments_.end()) {
+      (void)active->second.file->seal(); // unsealed (no space): scanned at the next start
     }
     active_ = next_id_++;
     active = segments_.emplace(active_, segment{std::move(*f), 0, 0}).first;
@@ -284,7 +351,8 @@ disk_store::write_result disk_store::write(uint64_t hash, std::span<const std::b
 }
 
 void disk_store::maybe_compact(std::vector<uint64_t>& dropped) {
-  if (dead_bytes_ <= 2 * cfg_.segment_bytes)
+  take_compaction(/*wait=*/false, dropped);
+  if (compaction_ || dead_bytes_ <= 2 * cfg_.segment_bytes)
     return;
   auto victim = segments_.end();
   for (auto it = segments_.begin(); it != segments_.end(); ++it)
@@ -292,29 +360,66 @@ void disk_store::maybe_compact(std::vector<uint64_t>& dropped) {
       victim = it;
   if (victim == segments_.end())
     return;
-  const uint64_t id = victim->first;
-  const std::shared_ptr<segment_file> file = victim->second.file; // alive while its records move
-  std::vector<std::pair<uint64_t, uint64_t>> live;                 // (offset, hash)
+  auto c = std::make_shared<compaction>(compaction{victim->first, victim->second.file, {}, {}});
   for (const auto& [h, p] : places_)
-    if (p.segment == id)
-      live.emplace_back(p.offset, h);
-  std::sort(live.begin(), live.end());
-  for (const auto& [offset, h] : live) {
-    const std::vector<std::byte> raw = file->read_raw(offset, places_.at(h).length);
-    if (raw.empty()) { // unreadable (the file was cut short): the block is gone
+    if (p.segment == c->victim)
+      c->live.emplace_back(p.offset, h, p.length);
+  std::sort(c->live.begin(), c->live.end());
+  if (cfg_.async_compaction) {
+    try {
+      compaction_read_ = std::async(std::launch::async, [c] { c->read_all(); });
+      compaction_ = std::move(c);
+      return;
+    } catch (const std::system_error& e) { // no thread to be had: read here
+      spdlog::warn("KVBM disk {}: compaction reads inline ({})", cfg_.path, e.what());
+    }
+  }
+  c->read_all();
+  apply(*c, dropped);
+}
+
+void disk_store::compaction::read_all() {
+  raw.resize(live.size());
+  for (size_t i = 0; i < live.size(); ++i)
+    raw[i] = file->read_raw(std::get<0>(live[i]), std::get<2>(live[i]));
+}
+
+void disk_store::take_compaction(bool wait, std::vector<uint64_t>& dropped) {
+  if (!compaction_ ||
+      (!wait && compaction_read_.wait_for(std::chrono::seconds(0)) != std::future_status::ready))
+    return; // none, or still reading: copied by a later write
+  compaction_read_.wait();
+  const std::shared_ptr<compaction> c = std::move(compaction_);
+  compaction_.reset();
+  apply(*c, dropped);
+}
+
+void disk_store::apply(const compaction& c, std::vector<uint64_t>& dropped) {
+  for (size_t i = 0; i < c.live.size() && i < c.raw.size(); ++i) { // raw short: the reads failed (bad_alloc)
+    const auto [offset, h, length] = c.live[i];
+    const auto at = places_.find(h);
+    if (at == places_.end() || at->second.segment != c.victim || at->second.offset != offset)
+      continue; // evicted (or erased) while it was read
+    if (c.raw[i].empty()) { // unreadable (the file was cut short): the block is gone
       (void)index_.erase(h);
       drop_place(h);
       dropped.push_back(h);
       continue;
     }
     write_status why = write_status::stored;
-    const std::optional<place> np = append(nullptr, raw, why);
+    const std::optional<place> np = append(nullptr, c.raw[i], why);
     if (!np)
       return; // short of space: tried again after the next write
     drop_place(h); // the last one deletes the victim
     places_[h] = *np;
     add_live(*np);
   }
+}
+
+std::vector<uint64_t> disk_store::finish_compaction() {
+  std::vector<uint64_t> dropped;
+  take_compaction(/*wait=*/true, dropped);
+  return dropped;
 }
 
 bool disk_store::erase(uint64_t hash) {

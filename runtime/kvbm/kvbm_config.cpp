@@ -1,7 +1,5 @@
 #include "runtime/kvbm/kvbm_config.hpp"
 
-#include <cmath>
-
 namespace dynamo::kvbm {
 
 expected<void> validate(const kvbm_config& cfg, bool moves_bytes) {
@@ -14,12 +12,6 @@ expected<void> validate(const kvbm_config& cfg, bool moves_bytes) {
   if (cfg.disk_filter.min_frequency < 1)
     return make_error(errc::config_error, "kvbm disk_filter.min_frequency must be >= 1");
   return {};
-}
-
-expected<uint64_t> gib_to_bytes(double gib, const char* field) {
-  if (!std::isfinite(gib) || gib < 0 || gib > 1e6)
-    return make_error(errc::config_error, std::string{field} + " must be a size in GiB in [0, 1e6]");
-  return static_cast<uint64_t>(gib * 1073741824.0);
 }
 
 } // namespace dynamo::kvbm

@@ -1,5 +1,5 @@
-// What configures the KV block manager (--kvbm-host-gb, --kvbm-disk-gb,
-// --kvbm-disk-path; the cluster config's pool options) and what it counts
+// What configures the KV block manager (the --kvbm-* flags and the cluster
+// config's kvbm options: config::kvbm_options, converted by the worker) and what it counts
 // (the kvbm_* metrics, named as Dynamo names them). Plain values; any thread.
 #pragma once
 
@@ -39,9 +39,6 @@ struct kvbm_config {
 
 /// config_error naming the bad field: disk without a path where bytes move.
 [[nodiscard]] expected<void> validate(const kvbm_config& cfg, bool moves_bytes);
-
-/// GiB (as the flags give them) to bytes; config_error when negative or absurd.
-[[nodiscard]] expected<uint64_t> gib_to_bytes(double gib, const char* field);
 
 /// Monotonic counters; the hit rates derive from them.
 struct kvbm_counters {

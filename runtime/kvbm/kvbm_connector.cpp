@@ -24,7 +24,8 @@ expected<std::unique_ptr<kvbm_connector>> kvbm_connector::create(kv::kv_cache_ma
                                .capacity_blocks = cfg.disk_bytes / block_bytes,
                                .min_free_bytes = cfg.disk_min_free_bytes,
                                .segment_bytes = cfg.disk_segment_bytes,
-                               .tag = segment_tag(identity, block_bytes)});
+                               .tag = segment_tag(identity, block_bytes),
+                               .async_compaction = cfg.async_loads});
     if (!d)
       return d.error();
     disk.emplace(std::move(*d));

@@ -109,8 +109,14 @@ segment_file::appended segment_file::append(const record_header* header, std::sp
     iov.push_back(iovec{const_cast<record_header*>(header), sizeof *header});
   iov.push_back(iovec{const_cast<std::byte*>(payload.data()), payload.size()});
   appended a{end_, pwritev_all(fd_, std::move(iov), end_)};
-  if (a.error == 0)
+  if (a.error == 0) {
     end_ += (header != nullptr ? sizeof *header : 0) + payload.size();
+    record_header& h = records_.emplace_back();
+    if (header != nullptr)
+      h = *header;
+    else
+      std::memcpy(&h, payload.data(), std::min(sizeof h, payload.size()));
+  }
   return a;
 }
 
@@ -132,7 +138,60 @@ std::vector<segment_file::scanned> segment_file::scan() {
     out.push_back(s);
   }
   end_ = at;
+  records_.clear();
+  for (const scanned& r : out)
+    records_.push_back(r.header);
   return out;
+}
+
+std::optional<std::vector<segment_file::scanned>> segment_file::read_footer() {
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0)
+    return std::nullopt;
+  const auto size = static_cast<uint64_t>(st.st_size);
+  std::vector<std::byte> tail(std::min<uint64_t>(size, 64 << 10));
+  auto read_tail = [&] {
+    return pread_full(fd_, tail.data(), tail.size(), size - tail.size()) == static_cast<ssize_t>(tail.size());
+  };
+  if (tail.size() < sizeof(segment_footer) || !read_tail())
+    return std::nullopt;
+  segment_footer last;
+  std::memcpy(&last, tail.data() + tail.size() - sizeof last, sizeof last);
+  if (last.magic == segment_footer::magic_value && last.count <= size / sizeof(record_header) &&
+      last.bytes() > tail.size() && last.bytes() <= size) { // a long footer: read it whole
+    tail.resize(last.bytes());
+    if (!read_tail())
+      return std::nullopt;
+  }
+  auto headers = parse_segment_footer(tail, size, id());
+  if (!headers)
+    return std::nullopt;
+  std::vector<scanned> out;
+  out.reserve(headers->size());
+  uint64_t at = sizeof(segment_header);
+  for (const record_header& h : *headers) {
+    out.push_back(scanned{h, at});
+    at += sizeof h + h.length;
+  }
+  end_ = at;
+  sealed_ = true;
+  records_.clear();
+  return out;
+}
+
+bool segment_file::seal() {
+  const segment_footer f = make_segment_footer(id(), end_, records_);
+  std::vector<iovec> iov{iovec{const_cast<segment_footer*>(&f), sizeof f},
+                         iovec{records_.data(), records_.size() * sizeof(record_header)},
+                         iovec{const_cast<segment_footer*>(&f), sizeof f}};
+  const bool ok = pwritev_all(fd_, std::move(iov), end_) == 0 &&
+                  ::ftruncate(fd_, static_cast<off_t>(end_ + f.bytes())) == 0; // drops a torn tail past it
+  if (!ok)
+    (void)::ftruncate(fd_, static_cast<off_t>(end_));
+  sealed_ = true;
+  records_.clear();
+  records_.shrink_to_fit();
+  return ok;
 }
 
 read_status segment_file::read(uint64_t offset, uint64_t hash, std::span<std::byte> payload) const {

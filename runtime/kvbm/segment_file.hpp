@@ -2,7 +2,9 @@
 // appended one after another (segment_format.hpp). Owns the descriptor, which
 // stays valid after the file is unlinked, so a read in flight never sees
 // another block's bytes. disk_store creates, appends, scans and removes on the
-// engine's step thread; read()/read_run() run on any thread (pread/preadv at
+// engine's step thread, and seal it with a footer that lists the records
+// (segment_format.hpp) so the next start reads one index, not every record
+// header; read()/read_run() run on any thread (pread/preadv at
 // offsets below what was appended: never written again).
 #pragma once
 
@@ -12,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -55,6 +58,17 @@ public:
   /// after the last one.
   [[nodiscard]] std::vector<scanned> scan();
 
+  /// The records a valid footer lists (one read of the file's tail, two when
+  /// the footer is longer than 64 KiB), as scan() would find them; sets end()
+  /// after the last one. nullopt when the file has no whole, valid footer.
+  [[nodiscard]] std::optional<std::vector<scanned>> read_footer();
+  /// Writes the footer (segment_footer) listing every record appended or
+  /// scanned so far at end() and cuts the file after it; nothing is appended
+  /// after. False when it could not be written (the file then ends at end():
+  /// the next open scans it).
+  bool seal();
+  [[nodiscard]] bool sealed() const noexcept { return sealed_; }
+
   /// Reads the record at `offset`, its payload into `payload` (whose size is
   /// the block's) and verifies it is block `hash`.
   [[nodiscard]] read_status read(uint64_t offset, uint64_t hash, std::span<std::byte> payload) const;
@@ -78,6 +92,8 @@ private:
   int fd_ = -1;
   segment_header header_;
   uint64_t end_ = 0;
+  bool sealed_ = false;
+  std::vector<record_header> records_; ///< of the records appended or scanned, until sealed
 };
 
 /// Records per preadv: each takes two iovecs (header, payload).

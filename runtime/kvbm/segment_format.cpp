@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <tuple>
 
 namespace dynamo::kvbm {
@@ -67,6 +68,46 @@ read_status verify(const record_header& h, uint64_t hash, std::span<const std::b
   if (!valid(h) || h.sequence_hash != hash || h.length != payload.size() || block_checksum(payload) != h.checksum)
     return read_status::corrupt;
   return read_status::ok;
+}
+
+segment_footer make_segment_footer(uint64_t segment_id, uint64_t records_end,
+                                   std::span<const record_header> records) noexcept {
+  segment_footer f;
+  f.segment_id = segment_id;
+  f.records_end = records_end;
+  f.count = records.size();
+  f.entries_checksum = XXH3_64bits(records.data(), records.size_bytes());
+  f.header_checksum = header_checksum_of(f);
+  return f;
+}
+
+std::optional<std::vector<record_header>> parse_segment_footer(std::span<const std::byte> tail, uint64_t file_size,
+                                                               uint64_t segment_id) {
+  segment_footer last;
+  if (tail.size() < sizeof last || tail.size() > file_size)
+    return std::nullopt;
+  std::memcpy(&last, tail.data() + tail.size() - sizeof last, sizeof last);
+  if (last.magic != segment_footer::magic_value || last.version != 1 || last.header_checksum != header_checksum_of(last) ||
+      last.segment_id != segment_id || last.count > file_size / sizeof(record_header) ||
+      last.records_end < sizeof(segment_header) || last.records_end > file_size ||
+      file_size - last.records_end != last.bytes() || tail.size() < last.bytes())
+    return std::nullopt;
+  const std::byte* first = tail.data() + tail.size() - last.bytes();
+  if (std::memcmp(first, &last, sizeof last) != 0)
+    return std::nullopt;
+  std::vector<record_header> records(last.count);
+  std::memcpy(records.data(), first + sizeof last, records.size() * sizeof(record_header));
+  if (XXH3_64bits(records.data(), records.size() * sizeof(record_header)) != last.entries_checksum)
+    return std::nullopt;
+  uint64_t at = sizeof(segment_header);
+  for (const record_header& h : records) {
+    if (!valid(h) || last.records_end - at < sizeof h || h.length > last.records_end - at - sizeof h)
+      return std::nullopt;
+    at += sizeof h + h.length;
+  }
+  if (at != last.records_end)
+    return std::nullopt;
+  return records;
 }
 
 uint64_t segment_tag(std::span<const char> identity, uint64_t block_bytes) noexcept {

@@ -59,6 +59,26 @@ struct record_header {
 };
 static_assert(sizeof(record_header) == 64);
 
+/// A sealed segment's index, after its last record: this footer, a copy of
+/// each record's header in file order, and the footer again at the file's
+/// very end, so that one read of the tail loads the index (the records' offsets
+/// follow from their lengths). The first copy stops a scan at the last record
+/// (its magic is not a record's); a footer missing, torn or wrong in any byte
+/// sends the store back to scanning the record headers.
+struct segment_footer {
+  static constexpr uint32_t magic_value = 0x46564b44; ///< "DKVF"
+  uint32_t magic = magic_value;
+  uint32_t version = 1;
+  uint64_t segment_id = 0;
+  uint64_t records_end = 0;      ///< where the first copy starts: after the last record
+  uint64_t count = 0;            ///< record headers listed
+  uint64_t entries_checksum = 0; ///< XXH3-64 of the listed headers
+  uint64_t header_checksum = 0;  ///< XXH3-64 of the 40 bytes before it
+  /// The footer's bytes: two copies and the headers between them.
+  [[nodiscard]] uint64_t bytes() const noexcept { return 2 * sizeof(segment_footer) + count * 64; }
+};
+static_assert(sizeof(segment_footer) == 48);
+
 [[nodiscard]] segment_header make_segment_header(uint64_t tag, uint64_t segment_id) noexcept;
 /// Whether `h` is a well-formed segment header (any tag).
 [[nodiscard]] bool valid(const segment_header& h) noexcept;
@@ -69,6 +89,15 @@ static_assert(sizeof(record_header) == 64);
 [[nodiscard]] bool valid(const record_header& h) noexcept;
 /// Whether a record read back is block `hash` of `payload.size()` bytes, intact.
 [[nodiscard]] read_status verify(const record_header& h, uint64_t hash, std::span<const std::byte> payload) noexcept;
+
+[[nodiscard]] segment_footer make_segment_footer(uint64_t segment_id, uint64_t records_end,
+                                                std::span<const record_header> records) noexcept;
+/// The record headers a segment's footer lists, from `tail`, the last bytes of
+/// a file of `file_size` bytes (at least the whole footer): nullopt unless both
+/// copies are valid and equal, name `segment_id`, end the file, and the headers
+/// are valid with lengths that add up to records_end.
+[[nodiscard]] std::optional<std::vector<record_header>>
+parse_segment_footer(std::span<const std::byte> tail, uint64_t file_size, uint64_t segment_id);
 
 /// The store's tag for blocks of `block_bytes` bytes described by `identity`
 /// (kvbm_config::disk_tag).

@@ -53,6 +53,7 @@ struct options {
   double overlap_weight = kv_router_config{}.overlap_score_weight; ///< --kv-overlap-score-weight
   bool cpu_engine = false; ///< --cpu-engine: also the KVBM variants on one real CPU engine
   bool disk_onboard = false; ///< --disk-onboard: only the disk tier's read path
+  bool disk_restart = false; ///< --disk-restart: only the disk tier's start-up
   bench::disk_onboard_options disk;
   bench::cpu_bench_options cpu;
 };
@@ -399,6 +400,11 @@ constexpr const char* usage =
     "  [--cpu-host-blocks 64] [--cpu-disk-path /tmp/dynamo-kvbm-bench] [--cpu-threads 0]\n"
     "  [--disk-onboard] [--disk-blocks 1024] [--disk-block-bytes 368640] [--disk-job-blocks 16]\n"
     "  [--disk-readers 1,2,4,8,16] [--disk-read-kib 4096] [--disk-rounds 3] [--disk-scatter]\n"
+    "  [--disk-restart] [--disk-segment-kib 65536]\n"
+    "--disk-restart times only the KVBM disk tier's start-up (disk_store::open over --disk-blocks\n"
+    "blocks of --disk-block-bytes in segments of --disk-segment-kib under --cpu-disk-path): every\n"
+    "segment read by its footer, and every footer cut off (the record-header scan), each cold\n"
+    "(page cache dropped) and warm, --disk-rounds times; it prints that JSON alone.\n"
     "--disk-onboard measures only the KVBM disk tier's read path (onboarding blocks from its\n"
     "segment files under --cpu-disk-path into memory, page cache dropped, per reader count\n"
     "and largest read) against the device's sequential read speed in the same run, and prints\n"
@@ -431,6 +437,10 @@ bool parse(int argc, char** argv, options& o) {
     }
     if (f == "--disk-onboard") {
       o.disk_onboard = true;
+      continue;
+    }
+    if (f == "--disk-restart") {
+      o.disk_restart = true;
       continue;
     }
     if (f == "--disk-scatter") {
@@ -499,6 +509,7 @@ bool parse(int argc, char** argv, options& o) {
     else if (f == "--disk-block-bytes") o.disk.block_bytes = number<uint64_t>(f, v);
     else if (f == "--disk-job-blocks") o.disk.job_blocks = number<uint32_t>(f, v);
     else if (f == "--disk-rounds") o.disk.rounds = number<uint32_t>(f, v);
+    else if (f == "--disk-segment-kib") o.disk.segment_bytes = number<uint64_t>(f, v) * 1024;
     else if (f == "--disk-readers") {
       o.disk.readers.clear();
       for (double r : numbers(f, v))
@@ -592,6 +603,10 @@ int main(int argc, char** argv) {
   apply_preset(o, "agent");
   if (!parse(argc, argv, o))
     return 0;
+  if (o.disk_restart) {
+    fmt::print(R"({{"bench": "dynamo-kv-routing-bench", "disk_restart": {}}})" "\n", bench::disk_restart_json(o.disk));
+    return 0;
+  }
   if (o.disk_onboard) {
     fmt::print(R"({{"bench": "dynamo-kv-routing-bench", "disk_onboard": {}}})" "\n", bench::disk_onboard_json(o.disk));
     return 0;

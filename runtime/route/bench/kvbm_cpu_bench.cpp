@@ -303,6 +303,54 @@ std::string cpu_engine_json(const cpu_bench_options& o) {
 
 namespace {
 
+kvbm::disk_store open_store(const disk_onboard_options& o, const std::string& dir) {
+  auto opened = kvbm::disk_store::open(
+      {.path = dir, .capacity_blocks = o.blocks, .min_free_bytes = 0, .segment_bytes = o.segment_bytes});
+  if (!opened)
+    fail(describe(opened.error()));
+  return std::move(*opened);
+}
+
+/// Writes o.blocks random blocks into `disk`, each the child of the one
+/// before (in a shuffled order with o.scatter); their hashes.
+std::vector<uint64_t> fill_store(kvbm::disk_store& disk, const disk_onboard_options& o) {
+  std::vector<uint64_t> hashes(o.blocks);
+  std::vector<std::byte> bytes(o.block_bytes);
+  std::mt19937_64 rng(11);
+  for (uint64_t& h : hashes)
+    h = rng();
+  std::vector<uint32_t> order(o.blocks);
+  std::iota(order.begin(), order.end(), 0u);
+  if (o.scatter)
+    std::shuffle(order.begin(), order.end(), rng);
+  for (const uint32_t b : order) {
+    for (auto& x : bytes)
+      x = std::byte(static_cast<uint8_t>(rng()));
+    const std::optional<uint64_t> parent = b == 0 ? std::nullopt : std::optional{hashes[b - 1]};
+    if (disk.write(hashes[b], bytes, 0, parent).status != kvbm::write_status::stored)
+      fail("cannot write blocks under " + disk.directory());
+  }
+  return hashes;
+}
+
+/// Cuts every segment's footer off (the file then ends at its last record).
+void strip_footers(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().extension() != ".kvs")
+      continue;
+    const int fd = ::open(e.path().c_str(), O_RDWR | O_CLOEXEC);
+    kvbm::segment_footer f;
+    const off_t size = fd < 0 ? 0 : ::lseek(fd, 0, SEEK_END);
+    if (size >= static_cast<off_t>(sizeof f) &&
+        ::pread(fd, &f, sizeof f, size - static_cast<off_t>(sizeof f)) == static_cast<ssize_t>(sizeof f) &&
+        f.magic == kvbm::segment_footer::magic_value && ::ftruncate(fd, static_cast<off_t>(f.records_end)) != 0)
+      fail("cannot cut the footer off " + e.path().string());
+    if (fd >= 0)
+      ::close(fd);
+  }
+}
+
 /// Onboards every block of `disk` into `g1` in jobs of `job_blocks`, with
 /// `readers` reads of at most `read_bytes` at once; returns payload GB/s over
 /// the jobs' read time and adds the reads it took to `reads`.
@@ -340,26 +388,8 @@ std::string disk_onboard_json(const disk_onboard_options& o) {
   std::error_code ec;
   fs::remove_all(dir, ec); // blocks of an earlier run would be restored
   fs::create_directories(dir, ec);
-  auto opened = kvbm::disk_store::open({.path = dir, .capacity_blocks = o.blocks, .min_free_bytes = 0});
-  if (!opened)
-    fail(describe(opened.error()));
-  std::optional<kvbm::disk_store> disk{std::move(*opened)};
-  std::vector<uint64_t> hashes(o.blocks);
-  std::vector<std::byte> bytes(o.block_bytes);
-  std::mt19937_64 rng(11);
-  for (uint64_t& h : hashes)
-    h = rng();
-  std::vector<uint32_t> order(o.blocks);
-  std::iota(order.begin(), order.end(), 0u);
-  if (o.scatter)
-    std::shuffle(order.begin(), order.end(), rng);
-  for (const uint32_t b : order) {
-    for (auto& x : bytes)
-      x = std::byte(static_cast<uint8_t>(rng()));
-    const std::optional<uint64_t> parent = b == 0 ? std::nullopt : std::optional{hashes[b - 1]};
-    if (disk->write(hashes[b], bytes, 0, parent).status != kvbm::write_status::stored)
-      fail("cannot write blocks under " + dir);
-  }
+  std::optional<kvbm::disk_store> disk{open_store(o, dir)};
+  const std::vector<uint64_t> hashes = fill_store(*disk, o);
   std::vector<std::byte> g1_bytes(uint64_t{o.job_blocks} * o.block_bytes);
   const kvbm::g1_view g1{g1_bytes.data(), o.block_bytes, o.block_bytes, o.job_blocks};
   struct setting {
@@ -398,6 +428,56 @@ std::string disk_onboard_json(const disk_onboard_options& o) {
                      R"("segments": {}, "sequential_read_gbps": [{:.3f}], "passes": [{}]}})",
                      o.block_bytes, o.blocks, o.job_blocks, o.rounds, o.scatter, segments, fmt::join(seq, ", "),
                      rows);
+}
+
+std::string disk_restart_json(const disk_onboard_options& o) {
+  if (o.blocks == 0 || o.block_bytes == 0 || o.rounds == 0 || o.segment_bytes == 0)
+    fail("bad --disk-restart options");
+  const std::string dir = o.disk_path + "/restart";
+  std::error_code ec;
+  fs::remove_all(dir, ec); // blocks of an earlier run would be restored
+  fs::create_directories(dir, ec);
+  size_t segments = 0;
+  {
+    kvbm::disk_store disk = open_store(o, dir);
+    (void)fill_store(disk, o);
+    segments = disk.segment_count();
+  }
+  (void)open_store(o, dir); // seals the segment being written: now every one has a footer
+  struct pass {
+    const char* name;
+    bool footers;
+    bool cold;
+    std::vector<double> ms;
+    kvbm::disk_store::rebuild_stats rebuilt;
+  };
+  std::vector<pass> passes{{"footer_cold", true, true, {}, {}}, {"footer_warm", true, false, {}, {}},
+                           {"scan_cold", false, true, {}, {}}, {"scan_warm", false, false, {}, {}}};
+  for (uint32_t r = 0; r < o.rounds; ++r)
+    for (pass& p : passes) {
+      if (!p.footers)
+        strip_footers(dir);
+      if (p.cold)
+        drop_page_cache(dir);
+      const auto t0 = clock_type::now();
+      kvbm::disk_store disk = open_store(o, dir);
+      p.ms.push_back(std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
+      if (disk.restored().size() != o.blocks)
+        fail(fmt::format("{} restored {} of {} blocks", p.name, disk.restored().size(), o.blocks));
+      p.rebuilt = disk.rebuilt();
+    }
+  std::string rows;
+  for (const pass& p : passes) {
+    std::vector<double> v = p.ms;
+    std::sort(v.begin(), v.end());
+    rows += fmt::format(R"({}"{}": {{"open_ms": [{:.1f}], "median_ms": {:.1f}, "segments_from_footer": {}, )"
+                        R"("segments_scanned": {}}})",
+                        rows.empty() ? "" : ", ", p.name, fmt::join(p.ms, ", "), v[v.size() / 2],
+                        p.rebuilt.segments_from_footer, p.rebuilt.segments_scanned);
+  }
+  fs::remove_all(dir, ec);
+  return fmt::format(R"({{"block_bytes": {}, "blocks": {}, "segment_bytes": {}, "segments": {}, "rounds": {}, {}}})",
+                     o.block_bytes, o.blocks, o.segment_bytes, segments, o.rounds, rows);
 }
 
 } // namespace dynamo::route::bench

@@ -51,7 +51,15 @@ struct disk_onboard_options {
   std::vector<uint64_t> read_bytes{uint64_t{4} << 20}; ///< kvbm_config::disk_read_bytes
   uint32_t rounds = 3;
   bool scatter = false;          ///< append the blocks in a shuffled order
+  uint64_t segment_bytes = uint64_t{64} << 20; ///< kvbm_config::disk_segment_bytes
 };
 [[nodiscard]] std::string disk_onboard_json(const disk_onboard_options& o);
+
+/// --disk-restart: the G3 store's start-up. Writes `blocks` blocks as
+/// --disk-onboard does, into segments of `segment_bytes`, then times
+/// disk_store::open() `rounds` times each: every segment read by its footer,
+/// and every footer cut off first (the record-header scan, which seals each
+/// segment again), each with the page cache dropped (cold) and kept (warm).
+[[nodiscard]] std::string disk_restart_json(const disk_onboard_options& o);
 
 } // namespace dynamo::route::bench

@@ -363,4 +363,55 @@ BOOST_AUTO_TEST_CASE(kvbm_errors_name_the_field) {
   BOOST_TEST(error_of("pools: [{name: a, model: m, kvbm: {disk_gb: 1}}]").empty());
 }
 
+BOOST_AUTO_TEST_CASE(kvbm_disk_tuning_parses_and_unset_keeps_the_defaults) {
+  auto c = parse_cluster_config(R"(
+pools:
+  - name: a
+    model: m
+    kvbm: {disk_gb: 1, disk_readers: 4, disk_read_mb: 0.5, disk_segment_mb: 16, disk_min_free_gb: 0,
+           disk_min_frequency: 1}
+  - name: b
+    model: m
+    kvbm: {disk_gb: 1}
+)");
+  BOOST_REQUIRE_MESSAGE(c, (c ? "" : describe(c.error())));
+  const kvbm_options& k = c->pools[0].kvbm;
+  BOOST_TEST(*k.disk_readers == 4u);
+  BOOST_TEST(*k.disk_read_mb == 0.5);
+  BOOST_TEST(*k.disk_segment_mb == 16.0);
+  BOOST_TEST(*k.disk_min_free_gb == 0.0);
+  BOOST_TEST(*k.disk_min_frequency == 1u);
+  const kvbm_options& d = c->pools[1].kvbm;
+  BOOST_TEST((!d.disk_readers && !d.disk_read_mb && !d.disk_segment_mb && !d.disk_min_free_gb &&
+              !d.disk_min_frequency));
+}
+
+BOOST_AUTO_TEST_CASE(kvbm_disk_tuning_errors_name_the_field) {
+  auto bad = [](std::string kvbm) { return error_of("pools: [{name: a, model: m, kvbm: {" + kvbm + "}}]"); };
+  BOOST_TEST(bad("disk_readers: 0") == "pools[0].kvbm.disk_readers: must be in [1, 256]");
+  BOOST_TEST(bad("disk_readers: 257") == "pools[0].kvbm.disk_readers: must be in [1, 256]");
+  BOOST_TEST(bad("disk_readers: -1").find("pools[0].kvbm.disk_readers: '-1' is not a valid") == 0);
+  BOOST_TEST(bad("disk_read_mb: 0").find("pools[0].kvbm.disk_read_mb: must be a size in MiB") == 0);
+  BOOST_TEST(bad("disk_read_mb: 0.001").find("pools[0].kvbm.disk_read_mb: must be a size in MiB") == 0);
+  BOOST_TEST(bad("disk_read_mb: 2048").find("pools[0].kvbm.disk_read_mb") == 0);
+  BOOST_TEST(bad("disk_read_mb: 0.00390625").empty()); // 4 KiB
+  BOOST_TEST(bad("disk_segment_mb: 0.5") == "pools[0].kvbm.disk_segment_mb: must be a size in MiB in [1, 1048576]");
+  BOOST_TEST(bad("disk_segment_mb: 1").empty());
+  BOOST_TEST(bad("disk_min_free_gb: -1").find("pools[0].kvbm.disk_min_free_gb") == 0);
+  BOOST_TEST(bad("disk_min_frequency: 0") == "pools[0].kvbm.disk_min_frequency: must be in [1, 1048576]");
+  BOOST_TEST(bad("disk_read_mb: fast").find("pools[0].kvbm.disk_read_mb: 'fast' is not a valid number") == 0);
+}
+
+BOOST_AUTO_TEST_CASE(kvbm_option_check_names_the_key) {
+  kvbm_options k;
+  BOOST_TEST(!check_kvbm_options(k));
+  k.disk_segment_mb = 0;
+  auto bad = check_kvbm_options(k);
+  BOOST_REQUIRE(bad);
+  BOOST_TEST(bad->key == "disk_segment_mb");
+  k.disk_segment_mb = 64;
+  k.host_gb = -1;
+  BOOST_TEST(check_kvbm_options(k)->key == "host_gb");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

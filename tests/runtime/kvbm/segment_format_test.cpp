@@ -1,10 +1,12 @@
 // The disk tier's record format and read plan: headers verify, a record read
 // as another block or length is corrupt, and adjacent records coalesce into
-// runs bounded by bytes and records.
+// runs bounded by bytes and records; a sealed segment's footer round-trips and
+// any byte of it wrong (or the file another size or segment) rejects it.
 #include "runtime/kvbm/segment_format.hpp"
 
 #include <boost/test/unit_test.hpp>
 
+#include <cstring>
 #include <vector>
 
 using namespace dynamo::kvbm;
@@ -64,6 +66,53 @@ BOOST_AUTO_TEST_CASE(adjacent_records_coalesce_within_the_limits) {
   BOOST_TEST(runs.size() == 5u);
   runs = plan_reads(spans, items, 1 << 20, 1);
   BOOST_TEST(runs.size() == 5u);
+}
+
+namespace {
+
+/// A segment's tail as seal() writes it: the footer, the headers, the footer.
+std::vector<std::byte> footer_bytes(const segment_footer& f, const std::vector<record_header>& hs) {
+  std::vector<std::byte> out(f.bytes());
+  std::memcpy(out.data(), &f, sizeof f);
+  std::memcpy(out.data() + sizeof f, hs.data(), hs.size() * sizeof(record_header));
+  std::memcpy(out.data() + out.size() - sizeof f, &f, sizeof f);
+  return out;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_footer_round_trips_and_any_wrong_byte_rejects_it) {
+  const std::vector<std::byte> a(10, std::byte{1}), b(30, std::byte{2});
+  const std::vector<record_header> hs{make_record_header(7, std::nullopt, 70, a), make_record_header(8, 7, 80, b)};
+  const uint64_t records_end = sizeof(segment_header) + 2 * rec + 40;
+  const segment_footer f = make_segment_footer(3, records_end, hs);
+  BOOST_TEST(f.bytes() == 2 * sizeof(segment_footer) + 2 * rec);
+  const std::vector<std::byte> tail = footer_bytes(f, hs);
+  const uint64_t size = records_end + tail.size();
+  const auto got = parse_segment_footer(tail, size, 3);
+  BOOST_REQUIRE(got.has_value());
+  BOOST_REQUIRE_EQUAL(got->size(), 2u);
+  BOOST_TEST(std::memcmp(got->data(), hs.data(), 2 * sizeof(record_header)) == 0);
+  // Read with bytes of the last record before it: the same.
+  std::vector<std::byte> longer(5 + tail.size(), std::byte{9});
+  std::memcpy(longer.data() + 5, tail.data(), tail.size());
+  BOOST_TEST(parse_segment_footer(longer, size, 3).has_value());
+  BOOST_TEST(!parse_segment_footer(tail, size, 4).has_value());     // another segment's
+  BOOST_TEST(!parse_segment_footer(tail, size + 1, 3).has_value()); // the file goes on after it
+  BOOST_TEST(!parse_segment_footer(std::span(tail).subspan(1), size, 3).has_value()); // torn
+  for (size_t i = 0; i < tail.size(); ++i) {
+    std::vector<std::byte> bad = tail;
+    bad[i] ^= std::byte{0x20};
+    BOOST_TEST(!parse_segment_footer(bad, size, 3).has_value(), "byte " << i);
+  }
+  // Lengths that do not add up to where the footer starts.
+  const segment_footer off = make_segment_footer(3, records_end + 1, hs);
+  BOOST_TEST(!parse_segment_footer(footer_bytes(off, hs), size + 1, 3).has_value());
+  // An empty segment's footer lists nothing.
+  const segment_footer none = make_segment_footer(3, sizeof(segment_header), {});
+  const auto empty = parse_segment_footer(footer_bytes(none, {}), sizeof(segment_header) + none.bytes(), 3);
+  BOOST_REQUIRE(empty.has_value());
+  BOOST_TEST(empty->empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
