@@ -14,17 +14,14 @@ import argparse
 import json
 import os
 import re
-import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster_support import check, die_with_parent, failures, free_port  # noqa: E402
+from cluster_support import MOCKER_POOLS, chat, chats_ok, check, die_with_parent, finish, free_port, log_text, wait_for  # noqa: E402
 
 TOKEN = "e2e-admin-token"
 
@@ -36,13 +33,7 @@ discovery: {{backend: file, root: {root}, lease_ttl_ms: 1000}}
 frontend: {{host: 127.0.0.1, port: {port}}}
 admin: {{enabled: true, host: 127.0.0.1, port: 0, token: {TOKEN}}}
 shutdown_grace_ms: 1000
-pools:
-  - name: backend
-    engine: mocker
-    model: mocker
-    replicas: 2
-    mocker: {{speedup_ratio: 10.0}}
-""")
+""" + MOCKER_POOLS)
 
 
 def http(method, url, token=TOKEN):
@@ -55,32 +46,6 @@ def http(method, url, token=TOKEN):
             return r.status, json.loads(r.read())
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read() or b"{}")
-
-
-def chat(port, content, max_tokens=4):
-    body = json.dumps({"model": "mocker", "messages": [{"role": "user", "content": content}],
-                       "max_tokens": max_tokens}).encode()
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", data=body,
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=30) as r:
-        return json.loads(r.read())
-
-
-def wait_for(pred, seconds):
-    end = time.time() + seconds
-    while time.time() < end:
-        try:
-            if pred():
-                return True
-        except Exception:
-            pass
-        time.sleep(0.1)
-    return False
-
-
-def log_text(path):
-    with open(path, errors="replace") as f:
-        return f.read()
 
 
 def served(system_url):
@@ -119,17 +84,17 @@ def run(args, work, procs):
     wid = target["instance_id"]
     check(http("POST", f"{admin}/workers/{wid}/drain", token=None)[0] == 401,
           "a drain without the token is 401")
-    status, body = http("POST", f"{admin}/workers/{wid}/drain")
-    check(status == 200 and body == {"instance_id": wid, "draining": True},
-          f"drain through the frontend's admin API is forwarded and answered ({status} {body})")
-    check(wait_for(lambda: next(r for r in workers() if r["instance_id"] == wid)["health"] == "draining", 10),
-          "the drained worker shows draining in /admin/instances")
-    ok = 0
-    for i in range(8):
-        try:
-            ok += 1 if chat(port, f"request {i}")["usage"]["completion_tokens"] == 4 else 0
-        except Exception as e:
-            print(f"request {i}: {e}", flush=True)
+
+    def set_draining(on, health):
+        verb = "drain" if on else "undrain"
+        status, body = http("POST", f"{admin}/workers/{wid}/{verb}")
+        check(status == 200 and body == {"instance_id": wid, "draining": on},
+              f"{verb} through the frontend's admin API is forwarded and answered ({status} {body})")
+        check(wait_for(lambda: next(r for r in workers() if r["instance_id"] == wid)["health"] == health, 10),
+              f"the worker shows {health} in /admin/instances")
+
+    set_draining(True, "draining")
+    ok = chats_ok(port, 8)
     check(ok == 8, f"every request succeeds while one worker drains ({ok}/8)")
     # The frontend's router learns of the drain through its discovery watch, so
     # a request sent at once may still go there; the second batch may not.
@@ -139,11 +104,7 @@ def run(args, work, procs):
     check(served(target["metadata"]["system"]) == before and
           served(other["metadata"]["system"]) == other_before + 4,
           "the other worker serves every later request, the drained one none")
-    status, body = http("POST", f"{admin}/workers/{wid}/undrain")
-    check(status == 200 and body == {"instance_id": wid, "draining": False},
-          f"undrain through the frontend's admin API ({status} {body})")
-    check(wait_for(lambda: next(r for r in workers() if r["instance_id"] == wid)["health"] == "ready", 10),
-          "the worker is ready again")
+    set_draining(False, "ready")
     status, body = http("POST", f"{admin}/workers/00000000000000ff/drain")
     check(status == 404 and body.get("error", {}).get("code") == "not_found",
           f"an unknown instance is 404 ({status} {body})")
@@ -159,20 +120,8 @@ def main():
     try:
         run(args, work, procs)
     finally:
-        for p in reversed(procs):
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        if args.keep_logs or failures:
-            print("logs in " + work)
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-    print("FAILED: " + "; ".join(failures) if failures else "all checks passed")
-    return 1 if failures else 0
+        status = finish(procs, work, args.keep_logs)
+    return status
 
 
 if __name__ == "__main__":
