@@ -1,6 +1,7 @@
 #include "actors/admin/admin_rows.hpp"
 
 #include "actors/core/supervisor.hpp"
+#include "runtime/admin/admin_forward.hpp"
 
 #include <caf/all.hpp>
 
@@ -91,10 +92,27 @@ expected<std::vector<instance_row>> instance_rows(planes::discovery_plane& disco
     row.instance_id = rec.instance;
     row.address = rec.request_address;
     row.health = std::string{planes::to_string(rec.health)};
+    if (auto it = rec.metadata.find(std::string{admin_url_key}); it != rec.metadata.end())
+      row.admin_url = it->second;
     row.metadata = std::move(rec.metadata);
     rows.push_back(std::move(row));
   }
   return rows;
+}
+
+expected<std::optional<std::string>> find_host_admin_url(planes::discovery_plane& discovery,
+                                                         uint64_t instance_id,
+                                                         std::string_view prefix) {
+  auto records = discovery.list(prefix);
+  if (!records)
+    return std::move(records.error());
+  for (const auto& rec : *records) {
+    if (rec.instance != instance_id)
+      continue;
+    auto it = rec.metadata.find(std::string{admin_url_key});
+    return std::optional<std::string>{it == rec.metadata.end() ? std::string{} : it->second};
+  }
+  return std::optional<std::string>{};
 }
 
 } // namespace dynamo::admin

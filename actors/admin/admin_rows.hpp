@@ -12,6 +12,7 @@
 #include <caf/actor_system.hpp>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -38,8 +39,15 @@ collect_actor_rows(caf::actor_system& sys, const supervisor_list& supervisors,
                                            const std::string& name,
                                            std::chrono::milliseconds timeout = std::chrono::seconds(1));
 
-/// The live records under `prefix` (see discovery_plane::list) as rows.
+/// The live records under `prefix` (see discovery_plane::list) as rows; each
+/// row's admin_url is its record's admin_url_key metadata.
 [[nodiscard]] expected<std::vector<instance_row>> instance_rows(planes::discovery_plane& discovery,
                                                                 std::string_view prefix = {});
+
+/// The admin URL published with `instance_id`'s record under `prefix`
+/// (admin_backend::host_admin_url): nullopt when no live record has it.
+[[nodiscard]] expected<std::optional<std::string>>
+find_host_admin_url(planes::discovery_plane& discovery, uint64_t instance_id,
+                    std::string_view prefix = {});
 
 } // namespace dynamo::admin

@@ -1,7 +1,11 @@
 #include "actors/admin/admin_service.hpp"
 
+#include "runtime/admin/admin_forward.hpp"
 #include "runtime/admin/admin_wire.hpp"
 #include "planes/http/server.hpp"
+#include "planes/http_client/http_client.hpp"
+#include "runtime/core/host.hpp"
+#include "runtime/core/ids.hpp"
 #include "runtime/core/secret.hpp"
 
 #include <spdlog/spdlog.h>
@@ -27,6 +31,13 @@ struct call {
   op what = op::health;
   uint64_t instance = 0;
   std::string name;
+  bool forwarded = false; ///< arrived with forwarded_header: never forwarded again
+};
+
+/// What forwarding a drain needs from the service.
+struct forwarding {
+  std::string_view token;
+  std::chrono::milliseconds timeout;
 };
 
 std::string_view code_for_status(unsigned status) noexcept {
@@ -37,7 +48,9 @@ std::string_view code_for_status(unsigned status) noexcept {
     case 405: return "method_not_allowed";
     case 413: return "payload_too_large";
     case 431: return "headers_too_large";
+    case 502: return "bad_gateway";
     case 503: return "overloaded";
+    case 504: return "gateway_timeout";
     default: return "internal";
   }
 }
@@ -58,8 +71,66 @@ void respond_error(http::http_responder& res, const caf::error& err) {
                          to_string(code)));
 }
 
+/// Sends a drain/undrain on to the hosting process's admin API (marked, with
+/// this process's token) and relays its status and body; 504 when it does not
+/// answer within `f.timeout`, 502 when it cannot be reached.
+void forward_drain(const http_url& to, const call& c, const forwarding& f,
+                   http::http_responder& res) {
+  bool on = c.what == op::drain;
+  http::http_client client{to.host, to.port};
+  http::client_request req;
+  req.method = "POST";
+  const std::string target = "/admin/workers/" + to_hex(c.instance) + (on ? "/drain" : "/undrain");
+  req.target = target;
+  req.headers.emplace_back(std::string{forwarded_header}, "1");
+  if (!f.token.empty())
+    req.headers.emplace_back("Authorization", "Bearer " + std::string{f.token});
+  auto cancel = std::make_shared<http::cancel_token>();
+  req.cancel = cancel;
+  auto answer = client.request(std::move(req), f.timeout);
+  if (!answer) {
+    cancel->cancel();
+    bool timed_out = code_of(answer.error()) == errc::timeout;
+    auto where = "the admin API of the process hosting worker " + to_hex(c.instance) + " (" +
+                 url_host(to.host) + ":" + std::to_string(to.port) + ")";
+    spdlog::warn("admin: forwarding {} failed: {}", target, describe(answer.error()));
+    return respond_error(res, timed_out ? 504 : 502,
+                         timed_out ? where + " did not answer in " +
+                                       std::to_string(f.timeout.count()) + " ms"
+                                   : where + " is unreachable: " + message_of(answer.error()));
+  }
+  res.respond(answer->status, std::string{json_type}, std::move(answer->body));
+}
+
+/// Drains or undrains here when this process hosts the worker, else forwards.
+void drain_or_forward(admin_backend& backend, const call& c, const forwarding& f,
+                      http::http_responder& res) {
+  bool on = c.what == op::drain;
+  auto local = backend.drain(c.instance, on);
+  std::optional<std::string> host_url;
+  if (!local && code_of(local.error()) == errc::not_found && !c.forwarded) {
+    auto found = backend.host_admin_url(c.instance);
+    if (!found)
+      return respond_error(res, found.error());
+    host_url = std::move(*found);
+  }
+  auto d = route_drain(local, c.forwarded, host_url);
+  switch (d.route) {
+    case drain_route::answer:
+      if (!local)
+        return respond_error(res, local.error());
+      res.respond(200, std::string{json_type}, drain_json(c.instance, on));
+      return;
+    case drain_route::not_found:
+      return respond_error(res, 404, message_of(local.error()) + "; " + d.why);
+    case drain_route::forward:
+      return forward_drain(d.to, c, f, res);
+  }
+}
+
 /// Runs one call against the backend (on the worker thread) and answers.
-void execute(admin_backend& backend, const call& c, http::http_responder& res) {
+void execute(admin_backend& backend, const call& c, const forwarding& f,
+             http::http_responder& res) {
   switch (c.what) {
     case op::health:
       res.respond(200, std::string{json_type}, health_json(backend.process_kind()));
@@ -75,13 +146,8 @@ void execute(admin_backend& backend, const call& c, http::http_responder& res) {
       return;
     }
     case op::drain:
-    case op::undrain: {
-      bool on = c.what == op::drain;
-      if (auto r = backend.drain(c.instance, on); !r)
-        return respond_error(res, r.error());
-      res.respond(200, std::string{json_type}, drain_json(c.instance, on));
-      return;
-    }
+    case op::undrain:
+      return drain_or_forward(backend, c, f, res);
     case op::restart:
       if (auto r = backend.restart(c.name); !r)
         return respond_error(res, r.error());
@@ -116,6 +182,7 @@ public:
       return respond_error(*res, 405, "Method " + req.method + " not allowed for " + req.path,
                            {{"Allow", std::string{m->method}}});
     call c{m->what};
+    c.forwarded = !req.header(forwarded_header).empty();
     if (c.what == op::drain || c.what == op::undrain) {
       auto id = parse_instance_hex(m->raw_arg);
       if (!id)
@@ -128,9 +195,11 @@ public:
         return respond_error(*res, 400, "Empty actor name");
     }
     auto backend = svc.backend_;
-    auto run = [backend, c = std::move(c), res] {
+    // The service outlives its jobs (stop() joins the worker), so its token may be viewed.
+    forwarding f{svc.token_, svc.forward_timeout_};
+    auto run = [backend, c = std::move(c), f, res] {
       try {
-        execute(*backend, c, *res);
+        execute(*backend, c, f, *res);
       } catch (const std::exception& e) {
         respond_error(*res, 500, std::string{"admin backend failed: "} + e.what());
       } catch (...) {
@@ -143,8 +212,9 @@ public:
 };
 
 admin_service::admin_service(std::shared_ptr<admin_backend> backend, std::string token,
-                             size_t max_queued)
-  : backend_(std::move(backend)), token_(std::move(token)), max_queued_(max_queued) {
+                             size_t max_queued, std::chrono::milliseconds forward_timeout)
+  : backend_(std::move(backend)), token_(std::move(token)), max_queued_(max_queued),
+    forward_timeout_(forward_timeout) {
   worker_ = std::thread([this] { run_jobs(); });
 }
 
@@ -165,7 +235,8 @@ expected<std::unique_ptr<admin_service>> admin_service::start(admin_options opts
     return make_error(errc::config_error, "admin_options.max_queued: must be at least 1");
   bool with_token = !token->empty();
   std::unique_ptr<admin_service> svc{
-    new admin_service(std::move(backend), std::move(*token), opts.max_queued)};
+    new admin_service(std::move(backend), std::move(*token), opts.max_queued,
+                      opts.forward_timeout)};
 
   http::router r;
   for (auto method : methods)

@@ -7,6 +7,7 @@
 #include "actors/admin/admin_backend.hpp"
 #include "runtime/core/error.hpp"
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -32,13 +33,19 @@ struct admin_options {
   std::string token;
   unsigned io_threads = 1;
   size_t max_queued = 64; ///< admin requests waiting for the backend (503 beyond)
+  /// How long a drain forwarded to the hosting process may take (504 beyond).
+  std::chrono::milliseconds forward_timeout{5000};
 };
 
 /// Routes (JSON in and out; every error is {"error":{"message","type","code"}}):
 ///   GET  /admin/health                      {"status":"ok","process":kind}
 ///   GET  /admin/actors                      {"actors":[{supervisor,name,state,restarts,last_reason}]}
 ///   GET  /admin/instances                   {"instances":[{key,instance_id,address,health,metadata}]}
-///   POST /admin/workers/{hex}/drain|undrain {"instance_id":hex,"draining":bool}; 400 bad id, 404 not here
+///   GET  /admin/instances                   ... each with admin_url (its process's admin API)
+///   POST /admin/workers/{hex}/drain|undrain {"instance_id":hex,"draining":bool}; 400 bad id;
+///        a worker hosted elsewhere: forwarded (once, with the token) to the admin_url its
+///        record publishes and the host's answer relayed; 502/504 when the host does not
+///        answer; 404 when no record has it or its host publishes no admin URL
 ///   POST /admin/actors/{name}/restart       {"restarted":name}; 404 unknown
 /// Unknown paths 404, wrong methods 405 (with Allow), a missing or wrong token
 /// 401 (checked before routing, so nothing is revealed without it).
@@ -63,7 +70,8 @@ public:
   class routes;
 
 private:
-  admin_service(std::shared_ptr<admin_backend> backend, std::string token, size_t max_queued);
+  admin_service(std::shared_ptr<admin_backend> backend, std::string token, size_t max_queued,
+                std::chrono::milliseconds forward_timeout);
   struct job {
     std::function<void()> run; ///< calls the backend and answers; never throws
     std::shared_ptr<http::http_responder> res;
@@ -75,6 +83,7 @@ private:
   std::shared_ptr<admin_backend> backend_;
   std::string token_;
   size_t max_queued_;
+  std::chrono::milliseconds forward_timeout_;
   std::unique_ptr<http::server> server_;
   uint16_t port_ = 0;
 

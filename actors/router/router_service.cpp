@@ -1,6 +1,7 @@
 #include "actors/router/router_service.hpp"
 
 #include "planes/request/zmq_request_plane.hpp"
+#include "runtime/admin/admin_forward.hpp"
 #include "runtime/protocol/codec.hpp"
 
 #include <spdlog/spdlog.h>
@@ -26,6 +27,8 @@ struct router_service::impl {
     rec.metadata = {{"role", "router"}, {"model", m.card.name}};
     if (!cfg.system_url.empty())
       rec.metadata["system"] = cfg.system_url;
+    if (!cfg.admin_url.empty())
+      rec.metadata[std::string{admin::admin_url_key}] = cfg.admin_url;
     rec.payload = protocol::encode(m.card);
     auto reg = discovery->register_instance(rec);
     std::lock_guard lk{mtx};

@@ -22,6 +22,7 @@ struct router_service_config {
   std::string plane_host = "127.0.0.1"; ///< where its request socket binds
   std::string advertise_host;           ///< the host published for it ("": plane_host)
   std::string system_url;               ///< its system server, published as metadata "system"; "": none
+  std::string admin_url;                ///< its admin API, published as metadata "admin"; "": none
   /// Mode, KV settings, migration; callbacks are set here. Its `curve` keys
   /// also secure this router's request server.
   model_watcher_config watcher;

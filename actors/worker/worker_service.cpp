@@ -3,6 +3,7 @@
 #include "actors/core/supervisor.hpp"
 #include "actors/worker/kv_handoff.hpp"
 #include "actors/worker/worker_endpoint.hpp"
+#include "runtime/admin/admin_forward.hpp"
 #include "planes/event/zmq_event_plane.hpp"
 #include "planes/request/zmq_request_plane.hpp"
 #include "runtime/core/ids.hpp"
@@ -94,6 +95,8 @@ start_slot(caf::actor_system& sys, planes::discovery_plane& discovery,
                   {"pid", std::to_string(::getpid())}};
   if (!cfg.system_url.empty())
     rec.metadata["system"] = cfg.system_url;
+  if (!cfg.admin_url.empty())
+    rec.metadata[std::string{admin::admin_url_key}] = cfg.admin_url;
   rec.payload = protocol::encode(cfg.card);
   auto reg = discovery.register_instance(rec);
   if (!reg)

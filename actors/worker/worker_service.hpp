@@ -48,6 +48,10 @@ struct worker_service_config {
   /// The process's system server ("http://host:port"), published in each
   /// record's metadata as "system"; "": none.
   std::string system_url;
+  /// The process's admin API ("http://host:port"), published in each record's
+  /// metadata as admin::admin_url_key ("admin") so that any admin API can
+  /// forward a drain here; "": none.
+  std::string admin_url;
   /// The cluster's CURVE keys (security.curve): its request and event sockets
   /// admit only peers holding them. Unset: open.
   std::optional<curve_keypair> curve;

@@ -3,6 +3,7 @@
 #include "actors/admin/admin_backend.hpp"
 #include "actors/admin/admin_rows.hpp"
 #include "actors/admin/admin_service.hpp"
+#include "runtime/admin/admin_forward.hpp"
 #include "actors/frontend/frontend_service.hpp"
 #include "actors/worker/worker_service.hpp"
 #include "planes/codec/zmq_curve.hpp"
@@ -231,7 +232,8 @@ namespace {
 class process_admin final : public admin::admin_backend {
 public:
   process_admin(std::string kind, caf::actor_system& sys, planes::discovery_plane& d, std::string ns,
-                std::vector<actors::worker_service*> w, std::function<admin::supervisor_list()> more)
+                std::function<std::vector<actors::worker_service*>()> w,
+                std::function<admin::supervisor_list()> more)
     : kind_(std::move(kind)), sys_(sys), discovery_(d), ns_(std::move(ns)), workers_(std::move(w)),
       more_(std::move(more)) {}
 
@@ -246,13 +248,17 @@ public:
   }
 
   expected<void> drain(uint64_t id, bool on) override {
-    for (auto* w : workers_) {
+    for (auto* w : workers()) {
       if (auto index = w->index_of(id)) {
         w->set_draining(*index, on);
         return {};
       }
     }
     return make_error(errc::not_found, fmt::format("worker {:016x} is not hosted by this process", id));
+  }
+
+  expected<std::optional<std::string>> host_admin_url(uint64_t id) override {
+    return admin::find_host_admin_url(discovery_, id, ns_);
   }
 
   expected<void> restart(const std::string& name) override {
@@ -262,7 +268,7 @@ public:
 private:
   admin::supervisor_list supervisors() const {
     admin::supervisor_list all = more_ ? more_() : admin::supervisor_list{};
-    for (auto* w : workers_) {
+    for (auto* w : workers()) {
       auto some = w->supervisors();
       all.insert(all.end(), some.begin(), some.end());
     }
@@ -273,7 +279,11 @@ private:
   caf::actor_system& sys_;
   planes::discovery_plane& discovery_;
   std::string ns_;
-  std::vector<actors::worker_service*> workers_;
+  std::vector<actors::worker_service*> workers() const {
+    return workers_ ? workers_() : std::vector<actors::worker_service*>{};
+  }
+
+  std::function<std::vector<actors::worker_service*>()> workers_;
   std::function<admin::supervisor_list()> more_;
 };
 
@@ -282,7 +292,7 @@ private:
 expected<std::unique_ptr<admin::admin_service>>
 start_admin(const config::admin_config& cfg, std::string process_kind, caf::actor_system& sys,
             planes::discovery_plane& discovery, std::string ns,
-            std::vector<actors::worker_service*> workers,
+            std::function<std::vector<actors::worker_service*>()> workers,
             std::function<admin::supervisor_list()> more_supervisors) {
   if (!cfg.enabled)
     return std::unique_ptr<admin::admin_service>{};
@@ -298,6 +308,12 @@ start_admin(const config::admin_config& cfg, std::string process_kind, caf::acto
   spdlog::info("admin API on http://{}:{}/admin ({})", cfg.host, (*svc)->port(),
                cfg.token.empty() ? "no token" : "bearer token required");
   return svc;
+}
+
+std::string published_admin_url(const config::cluster_config& cfg, const admin::admin_service* svc) {
+  if (svc == nullptr)
+    return {};
+  return admin::advertised_admin_url(cfg.admin.host, config::advertised_host(cfg), svc->port());
 }
 
 expected<system_server> start_system_server(const config::cluster_config& cfg,

@@ -95,13 +95,21 @@ make_discovery(const config::discovery_config& cfg);
 
 /// Starts the admin REST API of this process when `cfg.enabled` (nullptr
 /// otherwise): supervisors of `workers` (none or several), instances of namespace `ns`,
-/// drain/undrain of hosted workers, restart of supervised actors.
-/// `workers` and `discovery` must outlive the returned service.
+/// drain/undrain of hosted workers (others forwarded to their host's admin
+/// URL in discovery), restart of supervised actors. `workers` is asked on each
+/// call, so that a process may start its admin API before its workers (empty:
+/// none). What it returns and `discovery` must outlive the returned service.
 [[nodiscard]] expected<std::unique_ptr<admin::admin_service>>
 start_admin(const config::admin_config& cfg, std::string process_kind, caf::actor_system& sys,
             planes::discovery_plane& discovery, std::string ns,
-            std::vector<actors::worker_service*> workers,
+            std::function<std::vector<actors::worker_service*>()> workers,
             std::function<admin::supervisor_list()> more_supervisors = {});
+
+/// The admin URL this process publishes in its discovery records (metadata
+/// admin::admin_url_key): the admin host, or the advertised host when the
+/// admin server binds a wildcard; "" when `svc` is null (admin disabled).
+[[nodiscard]] std::string published_admin_url(const config::cluster_config& cfg,
+                                              const admin::admin_service* svc);
 
 /// A worker process's system server (config::system_config, Dynamo's
 /// DYN_SYSTEM_PORT): GET /metrics renders `registry` (uptime refreshed first),

@@ -9,6 +9,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
+
 using namespace dynamo;
 
 int main(int argc, char** argv) {
@@ -54,13 +56,20 @@ int main(int argc, char** argv) {
   if (!system)
     apps::die("dynamo-router", system.error());
   rc.system_url = system->url;
+  // The admin API first, so that the router's records publish its URL.
+  std::atomic<actors::router_service*> served{nullptr};
+  auto admin = apps::start_admin(cfg->admin, "router", *rt.system, **discovery, cfg->namespace_name, {},
+                                 [&served] {
+                                   auto* s = served.load();
+                                   return s ? s->supervisors() : admin::supervisor_list{};
+                                 });
+  if (!admin)
+    apps::die("dynamo-router", admin.error());
+  rc.admin_url = apps::published_admin_url(*cfg, admin->get());
   auto svc = actors::router_service::start(*rt.system, **discovery, rc);
   if (!svc)
     apps::die("dynamo-router", svc.error());
-  auto admin = apps::start_admin(cfg->admin, "router", *rt.system, **discovery, cfg->namespace_name, {},
-                                 [s = svc->get()] { return s->supervisors(); });
-  if (!admin)
-    apps::die("dynamo-router", admin.error());
+  served = svc->get();
   spdlog::info("dynamo-router: serving at {} (router {})", (*svc)->address(),
                route::to_string(cfg->router.mode));
   if (!system->url.empty())
@@ -68,6 +77,7 @@ int main(int argc, char** argv) {
   int sig = apps::wait_for_shutdown();
   spdlog::info("dynamo-router: signal {}; stopping", sig);
   admin->reset();
+  served = nullptr;
   svc->reset();
   return 0;
 }

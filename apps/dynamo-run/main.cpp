@@ -236,7 +236,8 @@ int main(int argc, char** argv) {
   std::vector<actors::worker_service*> hosted;
   for (auto& svc : services)
     hosted.push_back(svc.get());
-  auto admin = apps::start_admin(o.admin, "dynamo-run", *rt.system, **discovery, "dynamo", hosted,
+  auto admin = apps::start_admin(o.admin, "dynamo-run", *rt.system, **discovery, "dynamo",
+                                 [hosted] { return hosted; },
                                  [w = watcher->get()] { return w->supervisors(); });
   if (!admin)
     apps::die("dynamo-run", admin.error());

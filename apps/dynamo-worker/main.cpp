@@ -89,15 +89,23 @@ int main(int argc, char** argv) {
   wc.metrics = component;
   wc.system_url = system->url;
   wc.curve = *curve;
+  // The admin API first, so that the worker records publish its URL; it sees
+  // the workers once they exist.
+  auto admin = apps::start_admin(cfg->admin, "worker", *rt.system, **discovery, cfg->namespace_name,
+                                 [&hosted]() -> std::vector<actors::worker_service*> {
+                                   if (auto* s = hosted.load())
+                                     return {s};
+                                   return {};
+                                 });
+  if (!admin)
+    apps::die("dynamo-worker", admin.error());
+  wc.admin_url = apps::published_admin_url(*cfg, admin->get());
   auto svc = actors::worker_service::start(*rt.system, **discovery, wc, setup->make_factory);
   if (!svc)
     apps::die("dynamo-worker", svc.error());
   hosted = svc->get();
   if (!system->url.empty())
     spdlog::info("dynamo-worker: metrics and health on {}/metrics, {}/health", system->url, system->url);
-  auto admin = apps::start_admin(cfg->admin, "worker", *rt.system, **discovery, cfg->namespace_name, {svc->get()});
-  if (!admin)
-    apps::die("dynamo-worker", admin.error());
   spdlog::info("dynamo-worker: pool {} ({} x {}, model {}) ready", pool->name, wc.num_workers,
                config::to_string(pool->engine), pool->model);
   int sig = apps::wait_for_shutdown();

@@ -25,6 +25,7 @@ struct instance_row {
   std::string address;     ///< request plane
   std::string health;      ///< ready | unhealthy | draining
   std::map<std::string, std::string> metadata;
+  std::string admin_url;   ///< the hosting process's admin API ("" when it publishes none)
 };
 
 } // namespace dynamo::admin

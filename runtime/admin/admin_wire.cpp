@@ -152,6 +152,7 @@ std::string instances_json(const std::vector<instance_row>& rows) {
                         {"instance_id", to_hex(r.instance_id)},
                         {"address", r.address},
                         {"health", r.health},
+                        {"admin_url", r.admin_url},
                         {"metadata", std::move(metadata)}});
   }
   return dump(json{{"instances", std::move(list)}});

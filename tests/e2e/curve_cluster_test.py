@@ -13,20 +13,16 @@ environment. Checks that
 usage: curve_cluster_test.py --launch PATH [--keep-logs]
 """
 import argparse
-import json
 import os
 import re
-import shutil
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster_support import check, die_with_parent, failures, free_port  # noqa: E402
+from cluster_support import MOCKER_POOLS, chat, chats_ok, check, die_with_parent, finish, free_port, log_text, wait_for  # noqa: E402
 
 
 def gen_keys(launch):
@@ -47,34 +43,7 @@ security:
   curve:
     public_key: '{public}'
     secret_key: env:DYNAMO_CURVE_SECRET_KEY
-pools:
-  - name: backend
-    engine: mocker
-    model: mocker
-    replicas: 2
-    mocker: {{speedup_ratio: 10.0}}
-""")
-
-
-def chat(port, content, max_tokens=4):
-    body = json.dumps({"model": "mocker", "messages": [{"role": "user", "content": content}],
-                       "max_tokens": max_tokens}).encode()
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", data=body,
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=30) as r:
-        return json.loads(r.read())
-
-
-def wait_for(pred, seconds):
-    end = time.time() + seconds
-    while time.time() < end:
-        try:
-            if pred():
-                return True
-        except Exception:
-            pass
-        time.sleep(0.1)
-    return False
+""" + MOCKER_POOLS)
 
 
 def greeting_of(address, payload):
@@ -101,11 +70,6 @@ def zmtp3_null_greeting():
     g[0], g[9], g[10] = 0xFF, 0x7F, 3
     g[12:16] = b"NULL"
     return bytes(g)
-
-
-def log_text(path):
-    with open(path, errors="replace") as f:
-        return f.read()
 
 
 def main():
@@ -165,12 +129,7 @@ def main():
                                           stderr=subprocess.STDOUT, preexec_fn=die_with_parent))
         check(wait_for(lambda: log_text(log).count(" joined") >= 3, 30),
               "the fake worker registers and the frontend's router adds it")
-        ok = 0
-        for i in range(12):
-            try:
-                ok += 1 if chat(port, f"request {i}")["usage"]["completion_tokens"] == 4 else 0
-            except Exception as e:
-                print(f"request {i}: {e}", flush=True)
+        ok = chats_ok(port, 12)
         check(ok == 12, f"every request succeeds with the fake worker registered ({ok}/12)")
         system = re.search(r"metrics and health on (http://[0-9.:]+)/metrics", log_text(fake_log))
         check(system is not None, "the fake worker's system server")
@@ -182,20 +141,8 @@ def main():
             check(served == 0, f"the fake worker received no request ({served:g})")
         check("handshake with" in log_text(log), "the frontend logs the failed handshakes")
     finally:
-        for p in reversed(procs):
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        if args.keep_logs or failures:
-            print("logs in " + work)
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-    print("FAILED: " + "; ".join(failures) if failures else "all checks passed")
-    return 1 if failures else 0
+        status = finish(procs, work, args.keep_logs)
+    return status
 
 
 if __name__ == "__main__":

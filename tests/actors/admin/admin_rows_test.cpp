@@ -204,7 +204,7 @@ BOOST_AUTO_TEST_CASE(instance_rows_mirror_the_discovery_plane) {
   BOOST_REQUIRE(w1);
   BOOST_REQUIRE(w2);
   BOOST_REQUIRE((*w1)->set_health(planes::health_state::draining));
-  BOOST_REQUIRE((*w1)->set_metadata({{"model", "smol"}}));
+  BOOST_REQUIRE((*w1)->set_metadata({{"model", "smol"}, {"admin", "http://10.0.0.5:8123"}}));
   auto rows = instance_rows(**plane, "");
   BOOST_REQUIRE(rows);
   BOOST_REQUIRE_EQUAL(rows->size(), 2u);
@@ -214,7 +214,12 @@ BOOST_AUTO_TEST_CASE(instance_rows_mirror_the_discovery_plane) {
   BOOST_TEST(a.address == "tcp://127.0.0.1:7171");
   BOOST_TEST(a.health == "draining");
   BOOST_TEST(a.metadata.at("model") == "smol");
+  BOOST_TEST(a.admin_url == "http://10.0.0.5:8123");
   BOOST_TEST(rows->at(1).health == "ready");
+  BOOST_TEST(rows->at(1).admin_url == "");
+  BOOST_TEST(find_host_admin_url(**plane, 0xab).value().value_or("none") == "http://10.0.0.5:8123");
+  BOOST_TEST(find_host_admin_url(**plane, 0xcd).value().value_or("none") == "");
+  BOOST_TEST(!find_host_admin_url(**plane, 0xef).value().has_value());
   auto only = instance_rows(**plane, "dyn/prefill");
   BOOST_REQUIRE(only);
   BOOST_REQUIRE_EQUAL(only->size(), 1u);
@@ -237,6 +242,9 @@ public:
   expected<std::vector<instance_row>> instances() override { return instance_rows(plane_); }
   expected<void> drain(uint64_t, bool) override {
     return make_error(errc::not_found, "no workers hosted here");
+  }
+  expected<std::optional<std::string>> host_admin_url(uint64_t id) override {
+    return find_host_admin_url(plane_, id);
   }
   expected<void> restart(const std::string& name) override {
     return restart_actor(sys_, sups_, name);

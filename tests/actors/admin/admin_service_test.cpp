@@ -7,7 +7,13 @@
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <condition_variable>
+#include <map>
 #include <cstdlib>
 #include <mutex>
 #include <set>
@@ -69,9 +75,16 @@ public:
   expected<void> drain(uint64_t instance_id, bool on) override {
     std::lock_guard lock{mutex_};
     calls_.push_back((on ? "drain " : "undrain ") + to_hex(instance_id));
-    if (instance_id != 0xab && instance_id != 0xcd)
+    if (!hosted.contains(instance_id))
       return make_error(errc::not_found, "instance " + to_hex(instance_id) + " is not hosted here");
     return {};
+  }
+
+  expected<std::optional<std::string>> host_admin_url(uint64_t instance_id) override {
+    auto it = elsewhere.find(instance_id);
+    if (it == elsewhere.end())
+      return std::optional<std::string>{};
+    return std::optional<std::string>{it->second};
   }
 
   expected<void> restart(const std::string& name) override {
@@ -87,6 +100,8 @@ public:
     return calls_;
   }
 
+  std::set<uint64_t> hosted{0xab, 0xcd};
+  std::map<uint64_t, std::string> elsewhere; ///< host_admin_url's answers (none: no record)
   bool fail_instances = false;
   bool throw_in_actors = false;
   bool block_actors = false;
@@ -397,6 +412,103 @@ BOOST_AUTO_TEST_CASE(stop_waits_for_the_backend_call_and_never_runs_queued_reque
   BOOST_TEST((status == 503u || status == 0u), "status " << status);
   BOOST_TEST(backend->calls().empty());
   svc->stop(); // idempotent
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+std::string url_of(const admin_service& svc) {
+  return "http://127.0.0.1:" + std::to_string(svc.port());
+}
+
+/// A loopback socket that listens but never accepts: a host that hangs.
+struct silent_listener {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  uint16_t port = 0;
+  silent_listener() {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    BOOST_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    BOOST_REQUIRE(::listen(fd, 4) == 0);
+    socklen_t len = sizeof a;
+    BOOST_REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+    port = ntohs(a.sin_port);
+  }
+  ~silent_listener() { ::close(fd); }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(admin_forwarding)
+
+BOOST_AUTO_TEST_CASE(a_drain_for_another_process_reaches_it_with_the_token) {
+  auto here = std::make_shared<fake_backend>();
+  auto host = std::make_shared<fake_backend>();
+  host->hosted = {0xef};
+  admin_options o;
+  o.token = "s3cret";
+  auto host_svc = admin_service::start(o, host);
+  BOOST_REQUIRE(host_svc);
+  here->elsewhere[0xef] = url_of(**host_svc);
+  auto svc = admin_service::start(o, here);
+  BOOST_REQUIRE(svc);
+  auto d = call((*svc)->port(), "POST", "/admin/workers/ef/drain", "Bearer s3cret");
+  BOOST_TEST(d.status == 200u);
+  BOOST_TEST(d.body == R"({"instance_id":"00000000000000ef","draining":true})");
+  auto u = call((*svc)->port(), "POST", "/admin/workers/ef/undrain", "Bearer s3cret");
+  BOOST_TEST(u.status == 200u);
+  BOOST_TEST(here->calls() == (std::vector<std::string>{"drain 00000000000000ef",
+                                                        "undrain 00000000000000ef"}));
+  BOOST_TEST(host->calls() == (std::vector<std::string>{"drain 00000000000000ef",
+                                                        "undrain 00000000000000ef"}));
+}
+
+BOOST_AUTO_TEST_CASE(a_forwarded_request_is_never_forwarded_again) {
+  auto a = std::make_shared<fake_backend>();
+  auto b = std::make_shared<fake_backend>();
+  auto svc_a = admin_service::start({}, a);
+  auto svc_b = admin_service::start({}, b);
+  BOOST_REQUIRE(svc_a);
+  BOOST_REQUIRE(svc_b);
+  a->elsewhere[0xef] = url_of(**svc_b); // each names the other: a loop if forwarded twice
+  b->elsewhere[0xef] = url_of(**svc_a);
+  auto r = call((*svc_a)->port(), "POST", "/admin/workers/ef/drain");
+  BOOST_TEST(r.status == 404u);
+  BOOST_TEST(error_code(r) == "not_found");
+  BOOST_TEST(a->calls().size() == 1u);
+  BOOST_TEST(b->calls().size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(unknown_and_unpublished_hosts_are_404) {
+  fixture f;
+  auto svc = f.start();
+  f.backend->elsewhere[0xee] = "";
+  BOOST_TEST(call(svc->port(), "POST", "/admin/workers/ef/drain").status == 404u);
+  auto r = call(svc->port(), "POST", "/admin/workers/ee/drain");
+  BOOST_TEST(r.status == 404u);
+  BOOST_TEST(r.body.find("publishes no admin URL") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(an_unreachable_host_is_502_and_a_silent_one_504) {
+  fixture f;
+  admin_options o;
+  o.forward_timeout = std::chrono::milliseconds(200);
+  auto svc = f.start(o);
+  silent_listener silent;
+  f.backend->elsewhere[0xe1] = "http://127.0.0.1:" + std::to_string(silent.port);
+  {
+    silent_listener closed; // bound, then closed: nothing listens on its port
+    f.backend->elsewhere[0xe2] = "http://127.0.0.1:" + std::to_string(closed.port);
+  }
+  auto hung = call(svc->port(), "POST", "/admin/workers/e1/drain");
+  BOOST_TEST(hung.status == 504u);
+  BOOST_TEST(error_code(hung) == "gateway_timeout");
+  auto gone = call(svc->port(), "POST", "/admin/workers/e2/drain");
+  BOOST_TEST(gone.status == 502u);
+  BOOST_TEST(error_code(gone) == "bad_gateway");
+  BOOST_TEST(call(svc->port(), "GET", "/admin/health").status == 200u); // still serving
 }
 
 BOOST_AUTO_TEST_SUITE_END()
