@@ -28,7 +28,7 @@ struct seq {
   uint32_t chunk = 0;         ///< this step: prompt tokens computed
   bool decoding = false;      ///< this step: one token sampled
   bool handed_off = false;    ///< its prompt's KV comes from a prefill worker
-  bool first_pending = false; ///< handed off: the prefill's first token goes out with its first step
+  bool first_sent = false;    ///< handed off: the prefill's first token reached the client
   double last_token_ms = 0;
 };
 
@@ -209,10 +209,33 @@ struct simulator::state {
     enqueue(pick(num_prefill, nd, i, 1.0, rr_decode), s, now);
   }
 
+  // The decode engine starts a KV pull at once when nothing waits before it
+  // and a slot is free (scheduler::add_request), even in the middle of a step,
+  // and sends the prefill's first token when the pull ends (handle_pull_done).
   void hand_off(const handoff& h) {
     const sim_request& q = req(h.req);
     seq s{.req = h.req, .prefill_left = 0, .context = q.isl, .decode_left = q.osl - 1, .handed_off = true};
-    enqueue(pick(num_prefill, workers.size() - num_prefill, h.req, 0.0, rr_decode), s, h.at_ms);
+    const size_t wi = pick(num_prefill, workers.size() - num_prefill, h.req, 0.0, rr_decode);
+    if (pulls_at_once(workers[wi], q.isl))
+      send_first(s, h.at_ms);
+    enqueue(wi, s, h.at_ms);
+  }
+
+  // Only pulls already started wait before it (they take slots and blocks).
+  bool pulls_at_once(const worker& w, uint32_t isl) const {
+    uint64_t kv = w.kv_used + isl;
+    for (const seq& o : w.waiting) {
+      if (!o.first_sent)
+        return false;
+      kv += o.context;
+    }
+    return w.running.size() + w.waiting.size() < d->max_num_seqs && (kv <= kv_cap || w.running.empty());
+  }
+
+  void send_first(seq& s, double now) {
+    ttft.push_back(now - req(s.req).arrival_ms);
+    s.last_token_ms = now;
+    s.first_sent = true;
   }
 
   void finish(const seq& s, double now) {
@@ -231,25 +254,25 @@ struct simulator::state {
   }
 
   // Sequences at the head of the queue whose KV came from a prefill worker:
-  // they need blocks, not step tokens, and decode in this very step. The
-  // decode engine queues the prefill's first token when the KV has arrived
-  // and hands it out with the results of its next step (engine_core::step),
-  // together with the second token: a queue for its slots and that step are
-  // part of TTFT.
-  void admit_loaded(worker& w) {
+  // they need blocks, not step tokens, and decode in this very step. One that
+  // waited for a slot has its KV pulled now and its first token sent (a queue
+  // for the decode worker's slots is part of TTFT; the pull is transfer_ms,
+  // charged before the hand-off).
+  void admit_loaded(worker& w, double now) {
     while (!w.waiting.empty() && w.waiting.front().handed_off && w.running.size() < d->max_num_seqs) {
       seq s = w.waiting.front();
       if (w.kv_used + s.context > kv_cap && !w.running.empty())
         break;
       remember_prompt(w, s.req);
-      s.first_pending = true;
+      if (!s.first_sent)
+        send_first(s, now);
       admit(w, s);
     }
   }
 
   // Admits what fits and picks this step's work (the scheduler's order).
   void start_step(worker& w, double now) {
-    admit_loaded(w);
+    admit_loaded(w, now);
     uint32_t budget = d->max_num_batched_tokens;
     uint32_t decodes = 0, prefill_tokens = 0, partial = 0;
     double ctx_sum = 0;
@@ -314,11 +337,7 @@ struct simulator::state {
       seq& s = w.running[k];
       bool done = false;
       if (s.decoding) {
-        if (s.first_pending) { // the first and second tokens leave together
-          ttft.push_back(now - req(s.req).arrival_ms);
-          gaps.emplace_back(0.0, 1);
-          s.first_pending = false;
-        } else if (s.last_token_ms == w.step_start) {
+        if (s.last_token_ms == w.step_start) {
           ++bulk;
         } else {
           gaps.emplace_back(now - s.last_token_ms, 1);

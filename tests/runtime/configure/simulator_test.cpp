@@ -21,6 +21,18 @@ sim_options at(double percentile, double transfer_ms = 0) {
   return o;
 }
 
+// Prefill-first: every prompt goes to the prefill worker, then hands off.
+deployment one_to_one(uint32_t max_num_seqs = 256) {
+  return deployment{.mode = deployment_mode::disaggregated, .prefill_replicas = 1, .decode_replicas = 1,
+                    .max_num_seqs = max_num_seqs, .max_local_prefill_length = 0};
+}
+
+// 1P+1D, prefill 10 ms, decode steps 2 ms, hand-offs 1 ms, p100.
+sim_result one_to_one_run(uint32_t max_num_seqs, const std::vector<req_spec>& specs) {
+  simulator sim(constant_profile(10, 2), at(100, 1.0));
+  return sim.run(one_to_one(max_num_seqs), requests(specs));
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(simulator_tests)
@@ -73,18 +85,17 @@ BOOST_AUTO_TEST_CASE(max_num_seqs_serializes) {
 }
 
 // Prefill-first: the prefill worker's prompt is done at 10 ms, the hand-off
-// reaches the decode worker at 11, whose first step (11-13) hands out the
-// first and second tokens together (TTFT 13, a gap of 0), then the third at 15.
+// reaches the idle decode worker at 11, which sends the first token when the
+// KV has arrived (TTFT 11); its steps (11-13, 13-15) give the second and third.
 BOOST_AUTO_TEST_CASE(disaggregated_hand_off) {
   simulator sim(constant_profile(10, 2), at(100, 1.0));
-  deployment d{.mode = deployment_mode::disaggregated, .prefill_replicas = 1, .decode_replicas = 1,
-               .max_local_prefill_length = 0};
+  deployment d = one_to_one();
   auto r = sim.run(d, requests({{0, 100, 3}}));
   BOOST_TEST(r.completed == 1u);
   BOOST_TEST(r.remote_prefills == 1u);
-  BOOST_TEST(r.ttft_ms == 13.0);
+  BOOST_TEST(r.ttft_ms == 11.0);
   BOOST_TEST(r.itl_ms == 2.0);
-  BOOST_TEST(r.mean_itl_ms == 1.0);
+  BOOST_TEST(r.mean_itl_ms == 2.0);
   BOOST_TEST(r.gpus == 2u);
   // Above the threshold the decode worker prefills itself: no hand-off.
   d.max_local_prefill_length = 101;
@@ -94,19 +105,25 @@ BOOST_AUTO_TEST_CASE(disaggregated_hand_off) {
 }
 
 // max_num_seqs 1 on both workers: B's prompt waits for A's (prefill 0-10,
-// 10-20); A's first step on the decode worker ends at 13 (TTFT 13) and its
-// last token at 29; B's hand-off (t=21) waits for that, and its first step
-// ends at 31 (TTFT 31), its last token at 47.
+// 10-20); A's KV arrives at 11 (TTFT 11), its last token at 29; B's hand-off
+// (t=21) waits for A's slot: its KV is pulled at 29 (TTFT 29), last token 47.
 BOOST_AUTO_TEST_CASE(a_full_decode_worker_delays_the_first_token) {
-  simulator sim(constant_profile(10, 2), at(100, 1.0));
-  deployment d{.mode = deployment_mode::disaggregated, .prefill_replicas = 1, .decode_replicas = 1,
-               .max_num_seqs = 1, .max_local_prefill_length = 0};
-  auto r = sim.run(d, requests({{0, 100, 10}, {0, 100, 10}}));
+  auto r = one_to_one_run(1, {{0, 100, 10}, {0, 100, 10}});
   BOOST_TEST(r.completed == 2u);
-  BOOST_TEST(r.ttft_ms == 31.0);
-  BOOST_TEST(r.mean_ttft_ms == 22.0);
+  BOOST_TEST(r.ttft_ms == 29.0);
+  BOOST_TEST(r.mean_ttft_ms == 20.0);
   BOOST_TEST(r.itl_ms == 2.0);
   BOOST_TEST(r.output_tokens_per_s == 20 / 0.047, boost::test_tools::tolerance(1e-9));
+}
+
+// A free slot: B's hand-off (prefill 15-25, at 26) lands in the middle of a
+// decode step of A's (25-27), so its first token leaves at 26 (TTFT 11, as
+// A's), and its second with the next step, at 29 (a gap of 3).
+BOOST_AUTO_TEST_CASE(a_hand_off_mid_step_sends_the_first_token_at_once) {
+  auto r = one_to_one_run(2, {{0, 100, 20}, {15, 100, 3}});
+  BOOST_TEST(r.mean_ttft_ms == 11.0);
+  BOOST_TEST(r.itl_ms == 3.0);
+  BOOST_TEST(r.completed == 2u);
 }
 
 // Four requests with one shared 128-token prompt, far apart: KV routing sends
