@@ -74,6 +74,19 @@ for body in completion:
 for s in ["", "{}", '{"a":1}\n{"b":2}', "x\r\ny\rz", "done\0[DONE]", "chunk\0a\nb", "ev\nid: 1\0data"]:
     put("fuzz_sse", s)
 
+# fuzz_http: a piece-size byte, then the bytes of a connection (pipelined too).
+body = json.dumps(chat[0])
+http = [
+    f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    f"Content-Length: {len(body)}\r\n\r\n{body}",
+    "GET /v1/models/org%2Fname?x=1 HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/models HTTP/1.0\r\n\r\n",
+    "POST /admin/workers/00ff/drain HTTP/1.1\r\nAuthorization: Bearer t\r\nContent-Length: 0\r\n\r\n",
+    "POST /v1/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\nExpect: 100-continue\r\n"
+    "Content-Type: application/vnd.x+JSON; charset=utf-8\r\n\r\n4\r\n{\"a\"\r\n2\r\n:1\r\n1\r\n}\r\n0\r\n\r\n",
+]
+for i, req in enumerate(http):
+    put("fuzz_http", bytes([i * 5]) + req.encode())
+
 for path in sorted(glob.glob(os.path.join(src, "examples/configs/*.yaml"))):
     with open(path, "rb") as f:
         put("fuzz_cluster_config", f.read())

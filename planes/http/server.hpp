@@ -7,6 +7,7 @@
 // `io_threads` io threads (per connection, one at a time) and must not block.
 #pragma once
 
+#include "planes/http/limits.hpp"
 #include "planes/http/responder.hpp"
 #include "planes/http/router.hpp"
 #include "runtime/core/error.hpp"
@@ -21,14 +22,12 @@
 
 namespace dynamo::http {
 
-struct server_options {
+/// The parse limits (body_limit, header_limit) come from parse_limits; apps
+/// may read DYN_HTTP_BODY_LIMIT_MB into body_limit.
+struct server_options : parse_limits {
   std::string host = "127.0.0.1"; ///< address to bind ("0.0.0.0" for all IPv4)
   uint16_t port = 0;              ///< 0 picks a free port; read it back with server::port()
   unsigned io_threads = 1;        ///< threads running the io_context (>= 1)
-  /// Largest request body in bytes (413 beyond). 32 MiB holds a ~1M-token
-  /// prompt given as token ids; apps may read DYN_HTTP_BODY_LIMIT_MB into it.
-  size_t body_limit = 32u << 20;
-  size_t header_limit = 64u << 10;           ///< bytes of request line + headers (431 beyond)
   std::chrono::seconds idle_timeout{60};     ///< wait for the next request on a keep-alive connection
   std::chrono::seconds read_timeout{30};     ///< read one request body
   std::chrono::seconds write_timeout{30};    ///< each write to the client

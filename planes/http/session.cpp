@@ -11,28 +11,6 @@ constexpr size_t drain_limit = 1u << 20;         // bytes read after shutdown, b
 
 auto awaitable_ec(beast::error_code& ec) { return net::redirect_error(net::use_awaitable, ec); }
 
-request to_request(bhttp::request<bhttp::string_body>& msg, const std::string& remote) {
-  request r;
-  r.method = std::string{msg.method_string()};
-  r.target = std::string{msg.target()};
-  auto q = r.target.find('?');
-  r.path = r.target.substr(0, q);
-  if (q != std::string::npos)
-    r.query = r.target.substr(q + 1);
-  r.body = std::move(msg.body());
-  for (const auto& f : msg)
-    r.headers.push_back({std::string{f.name_string()}, std::string{f.value()}});
-  r.version = msg.version();
-  r.remote = remote;
-  return r;
-}
-
-bool is_parse_error(const beast::error_code& ec) {
-  static const auto& http_category = bhttp::make_error_code(bhttp::error::bad_method).category();
-  return ec.category() == http_category && ec != bhttp::error::end_of_stream &&
-         ec != bhttp::error::partial_message && ec != bhttp::error::need_more;
-}
-
 } // namespace
 
 session::session(tcp::socket socket, server::impl& srv)
@@ -49,8 +27,7 @@ session::session(tcp::socket socket, server::impl& srv)
 net::awaitable<void> session::run() {
   for (;;) {
     bhttp::request_parser<bhttp::string_body> parser;
-    parser.header_limit(static_cast<uint32_t>(srv_.opts.header_limit));
-    parser.body_limit(srv_.opts.body_limit);
+    limit_parser(parser, srv_.opts);
     if (co_await read_request(parser) == read_result::close)
       break;
     auto msg = parser.release();
@@ -93,12 +70,13 @@ session::read_request(bhttp::request_parser<bhttp::string_body>& parser) {
   }
   if (!ec)
     co_return read_result::ok;
-  if (ec == bhttp::error::body_limit)
+  const auto status = read_error_status(ec);
+  if (status == 413u)
     (void)co_await write_error(413, "The request body exceeds " +
                                       std::to_string(srv_.opts.body_limit) + " bytes", false);
-  else if (ec == bhttp::error::header_limit)
+  else if (status == 431u)
     (void)co_await write_error(431, "The request headers are too large", false);
-  else if (is_parse_error(ec))
+  else if (status)
     (void)co_await write_error(400, "Malformed HTTP request: " + ec.message(), false);
   // EOF, reset or timeout: nobody to answer.
   co_return read_result::close;

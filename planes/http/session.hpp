@@ -8,6 +8,7 @@
 #include <utility> // before Asio: Boost 1.74 coroutines need std::exchange under g++ 12
 
 #include "planes/http/exchange.hpp"
+#include "planes/http/parse.hpp"
 #include "planes/http/server.hpp"
 
 #include <boost/asio.hpp>
