@@ -103,15 +103,12 @@ expected<std::vector<instance_row>> instance_rows(planes::discovery_plane& disco
 expected<std::optional<std::string>> find_host_admin_url(planes::discovery_plane& discovery,
                                                          uint64_t instance_id,
                                                          std::string_view prefix) {
-  auto records = discovery.list(prefix);
-  if (!records)
-    return std::move(records.error());
-  for (const auto& rec : *records) {
-    if (rec.instance != instance_id)
-      continue;
-    auto it = rec.metadata.find(std::string{admin_url_key});
-    return std::optional<std::string>{it == rec.metadata.end() ? std::string{} : it->second};
-  }
+  auto rows = instance_rows(discovery, prefix);
+  if (!rows)
+    return std::move(rows.error());
+  for (auto& row : *rows)
+    if (row.instance_id == instance_id)
+      return std::optional<std::string>{std::move(row.admin_url)};
   return std::optional<std::string>{};
 }
 

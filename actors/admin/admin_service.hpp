@@ -40,8 +40,8 @@ struct admin_options {
 /// Routes (JSON in and out; every error is {"error":{"message","type","code"}}):
 ///   GET  /admin/health                      {"status":"ok","process":kind}
 ///   GET  /admin/actors                      {"actors":[{supervisor,name,state,restarts,last_reason}]}
-///   GET  /admin/instances                   {"instances":[{key,instance_id,address,health,metadata}]}
-///   GET  /admin/instances                   ... each with admin_url (its process's admin API)
+///   GET  /admin/instances                   {"instances":[{key,instance_id,address,health,admin_url,metadata}]}
+///                                           (admin_url: the admin API of the instance's process)
 ///   POST /admin/workers/{hex}/drain|undrain {"instance_id":hex,"draining":bool}; 400 bad id;
 ///        a worker hosted elsewhere: forwarded (once, with the token) to the admin_url its
 ///        record publishes and the host's answer relayed; 502/504 when the host does not

@@ -75,7 +75,7 @@ struct segment_footer {
   uint64_t entries_checksum = 0; ///< XXH3-64 of the listed headers
   uint64_t header_checksum = 0;  ///< XXH3-64 of the 40 bytes before it
   /// The footer's bytes: two copies and the headers between them.
-  [[nodiscard]] uint64_t bytes() const noexcept { return 2 * sizeof(segment_footer) + count * 64; }
+  [[nodiscard]] uint64_t bytes() const noexcept { return 2 * sizeof(segment_footer) + count * sizeof(record_header); }
 };
 static_assert(sizeof(segment_footer) == 48);
 
