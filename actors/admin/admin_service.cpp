@@ -10,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <exception>
 #include <optional>
 #include <vector>
@@ -34,10 +35,16 @@ struct call {
   bool forwarded = false; ///< arrived with forwarded_header: never forwarded again
 };
 
+/// A forward, run on a thread of its own with the token that abandons it.
+using forward_work = std::function<void(const std::shared_ptr<http::cancel_token>&)>;
+
 /// What forwarding a drain needs from the service.
 struct forwarding {
-  std::string_view token;
+  std::string token;
   std::chrono::milliseconds timeout;
+  /// Starts `work` off the worker thread; false when too many forwards are in
+  /// flight or the service is stopping.
+  std::function<bool(forward_work)> spawn;
 };
 
 std::string_view code_for_status(unsigned status) noexcept {
@@ -73,9 +80,10 @@ void respond_error(http::http_responder& res, const caf::error& err) {
 
 /// Sends a drain/undrain on to the hosting process's admin API (marked, with
 /// this process's token) and relays its status and body; 504 when it does not
-/// answer within `f.timeout`, 502 when it cannot be reached.
+/// answer within `f.timeout`, 502 when it cannot be reached, 503 when `cancel`
+/// was cancelled (the service is stopping).
 void forward_drain(const http_url& to, const call& c, const forwarding& f,
-                   http::http_responder& res) {
+                   const std::shared_ptr<http::cancel_token>& cancel, http::http_responder& res) {
   bool on = c.what == op::drain;
   http::http_client client{to.host, to.port};
   http::client_request req;
@@ -85,11 +93,13 @@ void forward_drain(const http_url& to, const call& c, const forwarding& f,
   req.headers.emplace_back(std::string{forwarded_header}, "1");
   if (!f.token.empty())
     req.headers.emplace_back("Authorization", "Bearer " + std::string{f.token});
-  auto cancel = std::make_shared<http::cancel_token>();
   req.cancel = cancel;
   auto answer = client.request(std::move(req), f.timeout);
   if (!answer) {
+    bool stopping = cancel->cancelled();
     cancel->cancel();
+    if (stopping)
+      return respond_error(res, 503, "The admin service is stopping");
     bool timed_out = code_of(answer.error()) == errc::timeout;
     auto where = "the admin API of the process hosting worker " + to_hex(c.instance) + " (" +
                  url_host(to.host) + ":" + std::to_string(to.port) + ")";
@@ -102,9 +112,11 @@ void forward_drain(const http_url& to, const call& c, const forwarding& f,
   res.respond(answer->status, std::string{json_type}, std::move(answer->body));
 }
 
-/// Drains or undrains here when this process hosts the worker, else forwards.
+/// Drains or undrains here when this process hosts the worker, else forwards
+/// (on a thread of its own, so that a silent host holds up no other request).
 void drain_or_forward(admin_backend& backend, const call& c, const forwarding& f,
-                      http::http_responder& res) {
+                      const std::shared_ptr<http::http_responder>& res_ptr) {
+  auto& res = *res_ptr;
   bool on = c.what == op::drain;
   auto local = backend.drain(c.instance, on);
   std::optional<std::string> host_url;
@@ -123,14 +135,21 @@ void drain_or_forward(admin_backend& backend, const call& c, const forwarding& f
       return;
     case drain_route::not_found:
       return respond_error(res, 404, message_of(local.error()) + "; " + d.why);
-    case drain_route::forward:
-      return forward_drain(d.to, c, f, res);
+    case drain_route::forward: {
+      auto work = [to = std::move(d.to), c, f, res_ptr](const std::shared_ptr<http::cancel_token>& cancel) {
+        forward_drain(to, c, f, cancel, *res_ptr);
+      };
+      if (!f.spawn(std::move(work)))
+        respond_error(res, 503, "Too many admin forwards in flight, or the service is stopping");
+      return;
+    }
   }
 }
 
 /// Runs one call against the backend (on the worker thread) and answers.
 void execute(admin_backend& backend, const call& c, const forwarding& f,
-             http::http_responder& res) {
+             const std::shared_ptr<http::http_responder>& res_ptr) {
+  auto& res = *res_ptr;
   switch (c.what) {
     case op::health:
       res.respond(200, std::string{json_type}, health_json(backend.process_kind()));
@@ -147,7 +166,7 @@ void execute(admin_backend& backend, const call& c, const forwarding& f,
     }
     case op::drain:
     case op::undrain:
-      return drain_or_forward(backend, c, f, res);
+      return drain_or_forward(backend, c, f, res_ptr);
     case op::restart:
       if (auto r = backend.restart(c.name); !r)
         return respond_error(res, r.error());
@@ -157,6 +176,12 @@ void execute(admin_backend& backend, const call& c, const forwarding& f,
 }
 
 } // namespace
+
+struct admin_service::forward {
+  std::shared_ptr<http::cancel_token> cancel = std::make_shared<http::cancel_token>();
+  std::atomic<bool> done{false};
+  std::thread thread;
+};
 
 /// The HTTP side: authentication, routing and argument checks on the io
 /// thread; backend calls handed to the worker thread.
@@ -195,11 +220,12 @@ public:
         return respond_error(*res, 400, "Empty actor name");
     }
     auto backend = svc.backend_;
-    // The service outlives its jobs (stop() joins the worker), so its token may be viewed.
-    forwarding f{svc.token_, svc.forward_timeout_};
-    auto run = [backend, c = std::move(c), f, res] {
+    // The service outlives its jobs and forwards (stop() joins them all).
+    forwarding f{svc.token_, svc.forward_timeout_,
+                 [s = &svc](forward_work w) { return s->spawn_forward(std::move(w)); }};
+    auto run = [backend, c = std::move(c), f = std::move(f), res] {
       try {
-        execute(*backend, c, f, *res);
+        execute(*backend, c, f, res);
       } catch (const std::exception& e) {
         respond_error(*res, 500, std::string{"admin backend failed: "} + e.what());
       } catch (...) {
@@ -288,20 +314,50 @@ void admin_service::run_jobs() {
   }
 }
 
+bool admin_service::spawn_forward(std::function<void(const std::shared_ptr<http::cancel_token>&)> work) {
+  std::lock_guard lock{mutex_};
+  // Join the finished ones first (each has returned from its work already).
+  for (auto it = forwards_.begin(); it != forwards_.end();) {
+    if ((*it)->done) {
+      (*it)->thread.join();
+      it = forwards_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (stopping_ || forwards_.size() >= max_queued_)
+    return false;
+  auto f = std::make_unique<forward>();
+  auto* raw = f.get();
+  raw->thread = std::thread([raw, work = std::move(work)] {
+    work(raw->cancel);
+    raw->done = true;
+  });
+  forwards_.push_back(std::move(f));
+  return true;
+}
+
 void admin_service::stop() {
   std::lock_guard stop_lock{stop_mutex_};
   // First refuse work (handlers answer 503 from here on), so that nothing
   // queued reaches the backend once stop() has begun.
   std::deque<job> dropped;
+  std::list<std::unique_ptr<forward>> forwards;
   {
     std::lock_guard lock{mutex_};
     stopping_ = true;
     dropped.swap(jobs_);
+    forwards.swap(forwards_);
     cv_.notify_all();
   }
   for (auto& j : dropped)
     respond_error(*j.res, 503, "The admin service is stopping");
   dropped.clear();
+  // Forwards in flight answer 503 at once (the server still runs to carry it).
+  for (auto& f : forwards)
+    f->cancel->cancel();
+  for (auto& f : forwards)
+    f->thread.join();
   if (server_) {
     server_->stop();
     server_.reset(); // destroying it closes the connections it still holds

@@ -1,7 +1,8 @@
 // The admin REST API any process (frontend, worker, router, planner) starts over
 // its admin_backend: health, actors, instances, drain, restart; bearer token optional.
 // Thread rules: start/port/stop are thread-safe; backend calls run one at a
-// time on the service's own worker thread, never on an HTTP io thread.
+// time on the service's own worker thread, never on an HTTP io thread; each
+// forwarded drain waits on a thread of its own, holding up no other request.
 #pragma once
 
 #include "actors/admin/admin_backend.hpp"
@@ -13,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,6 +23,7 @@
 namespace dynamo::http {
 class server;
 class http_responder;
+class cancel_token;
 } // namespace dynamo::http
 
 namespace dynamo::admin {
@@ -32,7 +35,7 @@ struct admin_options {
   /// When set, every request must carry "Authorization: Bearer <token>".
   std::string token;
   unsigned io_threads = 1;
-  size_t max_queued = 64; ///< admin requests waiting for the backend (503 beyond)
+  size_t max_queued = 64; ///< admin requests waiting for the backend, and forwards in flight (503 beyond)
   /// How long a drain forwarded to the hosting process may take (504 beyond).
   std::chrono::milliseconds forward_timeout{5000};
 };
@@ -62,9 +65,10 @@ public:
   admin_service& operator=(const admin_service&) = delete;
 
   [[nodiscard]] uint16_t port() const noexcept;
-  /// Refuses new requests and answers queued ones with 503, stops the server,
-  /// and joins the worker thread (waiting for a backend call in progress,
-  /// whose answer is then lost). Idempotent.
+  /// Refuses new requests and answers queued ones with 503, cancels the
+  /// forwards in flight (they answer 503) and joins them, stops the server, and
+  /// joins the worker thread (waiting for a backend call in progress, whose
+  /// answer is then lost). Idempotent.
   void stop();
 
   class routes;
@@ -79,6 +83,10 @@ private:
   /// Queues a backend job; false when the queue is full or stopping.
   [[nodiscard]] bool post(job j);
   void run_jobs();
+  struct forward; ///< one forwarded drain in flight: its thread and cancel token
+  /// Runs `work` on a thread of its own; false when max_queued forwards are in
+  /// flight or stopping. stop() cancels and joins them.
+  [[nodiscard]] bool spawn_forward(std::function<void(const std::shared_ptr<http::cancel_token>&)> work);
 
   std::shared_ptr<admin_backend> backend_;
   std::string token_;
@@ -90,6 +98,7 @@ private:
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<job> jobs_;
+  std::list<std::unique_ptr<forward>> forwards_;
   bool stopping_ = false;
   std::thread worker_;
   std::mutex stop_mutex_;

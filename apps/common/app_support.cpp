@@ -300,6 +300,7 @@ start_admin(const config::admin_config& cfg, std::string process_kind, caf::acto
   o.host = cfg.host;
   o.port = cfg.port;
   o.token = cfg.token;
+  o.forward_timeout = std::chrono::milliseconds(cfg.forward_timeout_ms);
   auto backend = std::make_shared<process_admin>(std::move(process_kind), sys, discovery, std::move(ns), std::move(workers),
                                                  std::move(more_supervisors));
   auto svc = admin::admin_service::start(o, backend);

@@ -10,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -80,6 +81,8 @@ expected<bool> parse(int argc, char** argv, run_options& o) {
     .option("admin-port", &o.admin_port, "serve the admin REST API on this port (0: off)")
     .option("admin-host", &o.admin.host, "admin API address (a non-loopback address needs --admin-token)")
     .option("admin-token", &o.admin.token, "bearer token for the admin API (or env:NAME)")
+    .option("admin-forward-timeout-ms", &o.admin.forward_timeout_ms,
+            "how long a drain forwarded to another process's admin API may take (504 beyond; default 5000)")
     .option("discovery", &o.discovery, "discovery backend: memory | file ($DYNAMO_DISCOVERY_DIR) | etcd ($ETCD_ENDPOINTS)")
     .option("tool-call-parser", &o.tool_call_parser,
             "auto (from the chat template) | hermes | llama3_json | mistral | none (docs/TOOLS.md)")
@@ -128,6 +131,11 @@ expected<void> finish_options(run_options& o) {
     return make_error(errc::invalid_argument, "--kvbm-disk-gb needs --kvbm-disk-path");
   o.admin.enabled = o.admin_port != 0;
   o.admin.port = static_cast<uint16_t>(o.admin_port);
+  if (auto bad = config::check_admin_config(o.admin)) {
+    std::string flag = "--admin-" + bad->key;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    return make_error(errc::invalid_argument, flag + " " + bad->why);
+  }
   if (o.pool.replicas == 0)
     return make_error(errc::invalid_argument, "--num-workers must be >= 1");
   if (o.disagg && (o.prefill_workers == 0 || o.decode_workers == 0))

@@ -15,9 +15,10 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
-#include <limits>
 #include <future>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -310,10 +311,26 @@ expected<client_response> http_client::request(client_request req,
       done->set_value(std::move(r.error()));
   };
   auto fut = done->get_future();
+  auto cancel = req.cancel;
   start(std::move(req), std::move(cb));
-  if (fut.wait_for(timeout) != std::future_status::ready)
-    return make_error(errc::timeout, "http request timed out");
-  return fut.get();
+  if (!cancel) {
+    if (fut.wait_for(timeout) != std::future_status::ready)
+      return make_error(errc::timeout, "http request timed out");
+    return fut.get();
+  }
+  // In slices, so that a cancel while still connecting (nothing to shut down
+  // yet) ends the wait too.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (fut.wait_for(std::clamp(left, std::chrono::milliseconds(0), std::chrono::milliseconds(20))) ==
+        std::future_status::ready)
+      return fut.get();
+    if (cancel->cancelled())
+      return make_error(errc::cancelled, "http request cancelled by the caller");
+    if (left <= std::chrono::milliseconds(0))
+      return make_error(errc::timeout, "http request timed out");
+  }
 }
 
 uint64_t http_client::connections_opened() const noexcept {

@@ -84,7 +84,9 @@ public:
   /// Starts a request and returns at once.
   void start(client_request req, client_callbacks cb);
 
-  /// Blocking convenience wrapper around start().
+  /// Blocking convenience wrapper around start(): errc::timeout after
+  /// `timeout`; with req.cancel, errc::cancelled as soon as it is cancelled
+  /// (connected or not).
   [[nodiscard]] expected<client_response> request(client_request req,
                                                   std::chrono::milliseconds timeout
                                                   = std::chrono::seconds(120));

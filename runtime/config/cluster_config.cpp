@@ -49,22 +49,31 @@ expected<engine_kind> parse_engine_kind(std::string_view t) {
   return make_error(errc::config_error, fmt::format("'{}' is not one of mocker|cpu|cuda", t));
 }
 
-std::optional<kvbm_option_error> check_kvbm_options(const kvbm_options& k) {
+std::optional<option_error> check_kvbm_options(const kvbm_options& k) {
   auto outside = [](double x, double lo, double hi) { return !(x >= lo && x <= hi); };
   if (outside(k.host_gb, 0, 1e6))
-    return kvbm_option_error{"host_gb", "must be a size in GiB in [0, 1e6]"};
+    return option_error{"host_gb", "must be a size in GiB in [0, 1e6]"};
   if (outside(k.disk_gb, 0, 1e6))
-    return kvbm_option_error{"disk_gb", "must be a size in GiB in [0, 1e6]"};
+    return option_error{"disk_gb", "must be a size in GiB in [0, 1e6]"};
   if (k.disk_readers && outside(*k.disk_readers, 1, 256))
-    return kvbm_option_error{"disk_readers", "must be in [1, 256]"};
+    return option_error{"disk_readers", "must be in [1, 256]"};
   if (k.disk_read_mb && (outside(*k.disk_read_mb, 0, 1024) || *k.disk_read_mb * 1048576.0 < 4096))
-    return kvbm_option_error{"disk_read_mb", "must be a size in MiB in [0.00390625 (4 KiB), 1024]"};
+    return option_error{"disk_read_mb", "must be a size in MiB in [0.00390625 (4 KiB), 1024]"};
   if (k.disk_segment_mb && outside(*k.disk_segment_mb, 1, 1048576))
-    return kvbm_option_error{"disk_segment_mb", "must be a size in MiB in [1, 1048576]"};
+    return option_error{"disk_segment_mb", "must be a size in MiB in [1, 1048576]"};
   if (k.disk_min_free_gb && outside(*k.disk_min_free_gb, 0, 1e6))
-    return kvbm_option_error{"disk_min_free_gb", "must be a size in GiB in [0, 1e6]"};
+    return option_error{"disk_min_free_gb", "must be a size in GiB in [0, 1e6]"};
   if (k.disk_min_frequency && outside(*k.disk_min_frequency, 1, 1 << 20))
-    return kvbm_option_error{"disk_min_frequency", "must be in [1, 1048576]"};
+    return option_error{"disk_min_frequency", "must be in [1, 1048576]"};
+  return std::nullopt;
+}
+
+std::optional<option_error> check_admin_config(const admin_config& a) {
+  bool loopback = a.host == "127.0.0.1" || a.host == "localhost" || a.host == "::1";
+  if (a.enabled && !loopback && a.token.empty())
+    return option_error{"token", "is required when the admin API listens on a public interface"};
+  if (a.forward_timeout_ms < 1 || a.forward_timeout_ms > 600000)
+    return option_error{"forward_timeout_ms", "must be in [1, 600000] ms"};
   return std::nullopt;
 }
 
@@ -478,9 +487,9 @@ caf::error parse_sections(YAML::Node root, cluster_config& c) {
     DYN_TRY(a.read("host", c.admin.host));
     DYN_TRY(a.read("port", c.admin.port));
     DYN_TRY(a.read("token", c.admin.token));
-    bool loopback = c.admin.host == "127.0.0.1" || c.admin.host == "localhost" || c.admin.host == "::1";
-    if (c.admin.enabled && !loopback && c.admin.token.empty())
-      return a.fail("token", "is required when the admin API listens on a public interface");
+    DYN_TRY(a.read("forward_timeout_ms", c.admin.forward_timeout_ms));
+    if (auto bad = check_admin_config(c.admin))
+      return a.fail(bad->key, bad->why);
     DYN_TRY(a.check_unknown());
   }
   {

@@ -63,14 +63,14 @@ struct kvbm_options {
   [[nodiscard]] bool enabled() const noexcept { return host_gb > 0 || disk_gb > 0; }
 };
 
-/// A kvbm option out of range: its key ("disk_read_mb", as in the config;
-/// the flag is "--kvbm-" with dashes) and why.
-struct kvbm_option_error {
+/// An option out of range: its key as in the config section ("disk_read_mb";
+/// a flag is the section's prefix and the key with dashes, "--kvbm-disk-read-mb") and why.
+struct option_error {
   std::string key;
   std::string why;
 };
 /// The first option of `k` out of range; nullopt when all are in range.
-[[nodiscard]] std::optional<kvbm_option_error> check_kvbm_options(const kvbm_options& k);
+[[nodiscard]] std::optional<option_error> check_kvbm_options(const kvbm_options& k);
 
 struct pool_config {
   std::string name;                     ///< component name, [a-z0-9_-]+
@@ -132,7 +132,15 @@ struct admin_config {
   std::string host = "127.0.0.1";       ///< a public host requires a token
   uint16_t port = 0;                    ///< 0: ephemeral (logged)
   std::string token;                    ///< bearer token; may be "env:NAME"
+  /// How long a drain forwarded to the hosting process's admin API may take
+  /// (504 beyond); in [1, 600000].
+  uint32_t forward_timeout_ms = 5000;
 };
+
+/// The first admin option out of range or inconsistent (a public host without
+/// a token when enabled); nullopt when it may start. The config parser and
+/// dynamo-run's --admin-* flags both check with it.
+[[nodiscard]] std::optional<option_error> check_admin_config(const admin_config& a);
 
 /// A worker process's system server (Dynamo's DYN_SYSTEM_PORT): GET /metrics
 /// (dynamo_component_*), /health and /live; its URL is published in each

@@ -502,13 +502,64 @@ BOOST_AUTO_TEST_CASE(an_unreachable_host_is_502_and_a_silent_one_504) {
     silent_listener closed; // bound, then closed: nothing listens on its port
     f.backend->elsewhere[0xe2] = "http://127.0.0.1:" + std::to_string(closed.port);
   }
+  auto t0 = std::chrono::steady_clock::now();
   auto hung = call(svc->port(), "POST", "/admin/workers/e1/drain");
+  auto waited = std::chrono::steady_clock::now() - t0;
   BOOST_TEST(hung.status == 504u);
   BOOST_TEST(error_code(hung) == "gateway_timeout");
+  BOOST_TEST(parse(hung)["error"]["message"].get<std::string>().find("did not answer in 200 ms") !=
+             std::string::npos);
+  // The configured timeout, not the 5 s default: about 200 ms.
+  BOOST_TEST((waited >= std::chrono::milliseconds(190)));
+  BOOST_TEST((waited < std::chrono::milliseconds(1500)));
   auto gone = call(svc->port(), "POST", "/admin/workers/e2/drain");
   BOOST_TEST(gone.status == 502u);
   BOOST_TEST(error_code(gone) == "bad_gateway");
   BOOST_TEST(call(svc->port(), "GET", "/admin/health").status == 200u); // still serving
+}
+
+BOOST_AUTO_TEST_CASE(a_forward_to_a_silent_host_holds_up_no_other_request) {
+  fixture f;
+  admin_options o;
+  o.forward_timeout = std::chrono::milliseconds(3000);
+  auto svc = f.start(o);
+  silent_listener silent;
+  f.backend->elsewhere[0xe1] = "http://127.0.0.1:" + std::to_string(silent.port);
+  http_client pending{svc->port()};
+  pending.send("POST", "/admin/workers/e1/drain");
+  // The local drain is tried first; then the forward waits on the silent host.
+  auto t0 = std::chrono::steady_clock::now();
+  while (f.backend->calls().empty() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2))
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  BOOST_REQUIRE(f.backend->calls() == (std::vector<std::string>{"drain 00000000000000e1"}));
+  // Every other request, backend calls included, is answered meanwhile.
+  BOOST_TEST(call(svc->port(), "GET", "/admin/health").status == 200u);
+  BOOST_TEST(call(svc->port(), "GET", "/admin/actors").status == 200u);
+  BOOST_TEST(call(svc->port(), "POST", "/admin/workers/ab/drain").status == 200u);
+  BOOST_TEST((std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(2000)));
+  auto r = pending.read_header();
+  BOOST_TEST(r.status == 504u);
+  BOOST_TEST((std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(2900)));
+}
+
+BOOST_AUTO_TEST_CASE(stop_answers_a_pending_forward_at_once) {
+  fixture f;
+  admin_options o;
+  o.forward_timeout = std::chrono::seconds(30);
+  auto svc = f.start(o);
+  silent_listener silent;
+  f.backend->elsewhere[0xe1] = "http://127.0.0.1:" + std::to_string(silent.port);
+  http_client pending{svc->port()};
+  pending.send("POST", "/admin/workers/e1/drain");
+  auto t0 = std::chrono::steady_clock::now();
+  while (f.backend->calls().empty() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2))
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  BOOST_REQUIRE(!f.backend->calls().empty());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50)); // the forward is connected and waiting
+  svc->stop();
+  BOOST_TEST((std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5)));
+  auto status = pending.read_header().status;
+  BOOST_TEST((status == 503u || status == 0u), "status " << status);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -231,4 +231,40 @@ BOOST_AUTO_TEST_CASE(an_unused_token_changes_nothing) {
   BOOST_TEST(client.connections_opened() == 1u); // kept alive and reused
 }
 
+BOOST_AUTO_TEST_CASE(a_cancel_while_connecting_ends_a_blocking_request_at_once) {
+  // A loopback listener whose accept queue is full: the kernel drops further
+  // SYNs, so the client's connect hangs (10 s) with no socket to shut down yet.
+  int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  BOOST_REQUIRE(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  BOOST_REQUIRE(::listen(lfd, 0) == 0);
+  socklen_t len = sizeof a;
+  BOOST_REQUIRE(::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  std::vector<int> fillers;
+  for (int i = 0; i < 2; ++i) {
+    int f = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    (void) ::connect(f, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    fillers.push_back(f);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  http::http_client client("127.0.0.1", ntohs(a.sin_port));
+  auto token = std::make_shared<http::cancel_token>();
+  std::thread canceller{[token] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    token->cancel();
+  }};
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = client.request({"GET", "/hello", "", "application/json", token}, std::chrono::seconds(30));
+  auto waited = std::chrono::steady_clock::now() - t0;
+  canceller.join();
+  BOOST_REQUIRE(!r);
+  BOOST_TEST(static_cast<int>(code_of(r.error())) == static_cast<int>(errc::cancelled));
+  BOOST_TEST((waited < std::chrono::seconds(2)));
+  for (int f : fillers)
+    ::close(f);
+  ::close(lfd);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

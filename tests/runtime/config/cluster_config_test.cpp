@@ -18,7 +18,7 @@ namespace: prod
 plane_host: 127.0.0.1
 discovery: {backend: file, root: /tmp/d, lease_ttl_ms: 800}
 frontend: {host: 127.0.0.1, port: 8080}
-admin: {enabled: true, port: 9100}
+admin: {enabled: true, port: 9100, forward_timeout_ms: 750}
 router:
   mode: kv
   kv_overlap_score_weight: 2.0
@@ -45,6 +45,7 @@ pools:
   BOOST_TEST(c->discovery.lease_ttl_ms == 800u);
   BOOST_TEST(c->frontend.port == 8080);
   BOOST_TEST(c->admin.enabled);
+  BOOST_TEST(c->admin.forward_timeout_ms == 750u);
   BOOST_TEST(static_cast<int>(c->router.mode) == static_cast<int>(route::router_mode::kv));
   BOOST_TEST(c->router.kv.overlap_score_weight == 2.0);
   BOOST_TEST(c->router.kv.router_temperature == 0.5);
@@ -66,6 +67,7 @@ BOOST_AUTO_TEST_CASE(defaults_fill_in) {
   BOOST_TEST(c->namespace_name == "dynamo");
   BOOST_TEST(c->frontend.port == 8000);
   BOOST_TEST(!c->admin.enabled);
+  BOOST_TEST(c->admin.forward_timeout_ms == 5000u);
   BOOST_TEST(static_cast<int>(c->pools[0].engine) == static_cast<int>(engine_kind::mocker));
 }
 
@@ -88,6 +90,9 @@ BOOST_AUTO_TEST_CASE(errors_name_the_field) {
   BOOST_TEST(error_of("router: {router_temperature: hot}\npools: [{name: b, model: m}]").find("router.router_temperature") == 0);
   BOOST_TEST(error_of("admin: {enabled: true, host: 0.0.0.0}\npools: [{name: b, model: m}]") ==
              "admin.token: is required when the admin API listens on a public interface");
+  for (std::string ms : {"0", "600001"})
+    BOOST_TEST(error_of("admin: {forward_timeout_ms: " + ms + "}\npools: [{name: b, model: m}]") ==
+               "admin.forward_timeout_ms: must be in [1, 600000] ms", ms);
   BOOST_TEST(error_of("frontend: {port: 99999}\npools: [{name: b, model: m}]") ==
              "frontend.port: '99999' is not a valid non-negative integer");
   BOOST_TEST(error_of("colour: blue\npools: [{name: b, model: m}]") == "colour: unknown key");
