@@ -5,6 +5,7 @@
 #include "planes/request/zmq_request_plane.hpp"
 #include "runtime/protocol/disagg.hpp"
 #include "runtime/protocol/codec.hpp"
+#include "runtime/protocol/components.hpp"
 #include "runtime/protocol/kv_event.hpp"
 #include "runtime/gguf/gguf_file.hpp"
 #include "runtime/tokenizer/gguf_tokenizer.hpp"
@@ -352,7 +353,7 @@ model_watcher::start(caf::actor_system& sys, planes::discovery_plane& discovery,
                                                           const planes::discovery_event& ev) {
     const auto& comp = ev.record.endpoint.component_name;
     bool wanted = components.empty()
-                    ? comp != "router"
+                    ? comp != protocol::router_component
                     : std::find(components.begin(), components.end(), comp) != components.end();
     if (ev.record.endpoint.endpoint_name != endpoint || !wanted)
       return;

@@ -3,6 +3,8 @@
 #include "planes/request/zmq_request_plane.hpp"
 #include "runtime/admin/admin_forward.hpp"
 #include "runtime/protocol/codec.hpp"
+#include "runtime/protocol/components.hpp"
+#include "runtime/protocol/disagg.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -22,9 +24,10 @@ struct router_service::impl {
 
   void offer(const served_model& m) {
     planes::instance_record rec;
-    rec.endpoint = {cfg.namespace_name, "router", "generate"};
+    rec.endpoint = {cfg.namespace_name, std::string{protocol::router_component}, "generate"};
     rec.request_address = server->address();
-    rec.metadata = {{"role", "router"}, {"model", m.card.name}};
+    rec.metadata = {{std::string{protocol::role_metadata_key}, std::string{protocol::router_component}},
+                    {"model", m.card.name}};
     if (!cfg.system_url.empty())
       rec.metadata["system"] = cfg.system_url;
     if (!cfg.admin_url.empty())
@@ -88,7 +91,7 @@ router_service::start(caf::actor_system& sys, planes::discovery_plane& discovery
   if (!server)
     return server.error();
   p->server = std::move(*server);
-  endpoint_id ep{p->cfg.namespace_name, "router", "generate"};
+  endpoint_id ep{p->cfg.namespace_name, std::string{protocol::router_component}, "generate"};
   auto* raw = p.get();
   if (auto ok = p->server->serve(ep.path(), [raw](planes::bytes b, planes::response_stream_ptr s) {
         raw->handle(std::move(b), std::move(s));

@@ -10,8 +10,9 @@
 #include "planes/discovery/etcd_discovery.hpp"
 #include "planes/discovery/file_discovery.hpp"
 #include "planes/discovery/inproc_discovery.hpp"
-
 #include "runtime/core/host.hpp"
+#include "runtime/protocol/components.hpp"
+#include "runtime/protocol/disagg.hpp"
 
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
@@ -23,6 +24,8 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+
+#include <unistd.h>
 
 namespace dynamo::apps {
 
@@ -315,6 +318,20 @@ std::string published_admin_url(const config::cluster_config& cfg, const admin::
   if (svc == nullptr)
     return {};
   return admin::advertised_admin_url(cfg.admin.host, config::advertised_host(cfg), svc->port());
+}
+
+expected<std::unique_ptr<planes::registration>>
+publish_process(planes::discovery_plane& discovery, const config::cluster_config& cfg,
+                std::string_view component, const admin::admin_service* admin,
+                std::map<std::string, std::string> metadata) {
+  planes::instance_record rec;
+  rec.endpoint = {cfg.namespace_name, std::string{component}, std::string{protocol::process_endpoint}};
+  rec.metadata = std::move(metadata);
+  rec.metadata[std::string{protocol::role_metadata_key}] = std::string{component};
+  rec.metadata["pid"] = std::to_string(::getpid()); // as the workers' records
+  if (auto url = published_admin_url(cfg, admin); !url.empty())
+    rec.metadata[std::string{admin::admin_url_key}] = std::move(url);
+  return discovery.register_instance(std::move(rec));
 }
 
 expected<system_server> start_system_server(const config::cluster_config& cfg,

@@ -17,6 +17,7 @@
 #include <caf/actor_system.hpp>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -110,6 +111,16 @@ start_admin(const config::admin_config& cfg, std::string process_kind, caf::acto
 /// admin server binds a wildcard; "" when `svc` is null (admin disabled).
 [[nodiscard]] std::string published_admin_url(const config::cluster_config& cfg,
                                               const admin::admin_service* svc);
+
+/// Publishes a process that hosts no worker (frontend, planner; component
+/// from runtime/protocol/components.hpp) as <ns>/<component>/process, so that
+/// GET /admin/instances lists it: metadata role=<component>, pid, admin=its
+/// published_admin_url (when `admin` runs) and `metadata`. No request address:
+/// routers never take it for a worker. Destroying the registration removes it.
+[[nodiscard]] expected<std::unique_ptr<planes::registration>>
+publish_process(planes::discovery_plane& discovery, const config::cluster_config& cfg,
+                std::string_view component, const admin::admin_service* admin,
+                std::map<std::string, std::string> metadata = {});
 
 /// A worker process's system server (config::system_config, Dynamo's
 /// DYN_SYSTEM_PORT): GET /metrics renders `registry` (uptime refreshed first),

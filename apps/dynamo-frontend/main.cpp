@@ -6,6 +6,7 @@
 #include "actors/frontend/frontend_service.hpp"
 #include "apps/common/app_support.hpp"
 #include "runtime/core/log.hpp"
+#include "runtime/protocol/components.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -67,7 +68,7 @@ int main(int argc, char** argv) {
   mw.client.migration_max_seq_len = cfg->router.migration_max_seq_len;
   mw.client.max_local_prefill_length = cfg->disagg.max_local_prefill_length;
   if (cfg->router.standalone) {
-    mw.components = {"router"};
+    mw.components = {std::string{protocol::router_component}};
     mw.router.mode = route::router_mode::round_robin; // across router replicas
   }
   auto watcher = actors::model_watcher::start(*rt.system, **discovery,
@@ -78,12 +79,17 @@ int main(int argc, char** argv) {
                                  [w = watcher->get()] { return w->supervisors(); });
   if (!admin)
     apps::die("dynamo-frontend", admin.error());
+  // Hosts no worker: its own record makes it (and its admin URL) visible.
+  auto record = apps::publish_process(**discovery, *cfg, protocol::frontend_component, admin->get());
+  if (!record)
+    apps::die("dynamo-frontend", record.error());
   spdlog::info("dynamo-frontend: listening on http://{}:{} (namespace {}, router {}{})", fo.http.host,
                (*fe)->port(), cfg->namespace_name, route::to_string(cfg->router.mode),
                cfg->router.standalone ? ", standalone" : "");
   int sig = apps::wait_for_shutdown();
   spdlog::info("dynamo-frontend: signal {}; draining (grace {} ms)", sig, cfg->shutdown_grace_ms);
   auto left = (*fe)->drain_and_stop(std::chrono::milliseconds(cfg->shutdown_grace_ms));
+  record->reset();
   admin->reset();
   watcher->reset();
   spdlog::info("dynamo-frontend: stopped ({} request(s) cut)", left);

@@ -4,18 +4,21 @@
 // targets as the <ns>/planner/decisions record that the launcher applies (or,
 // with --connector kubernetes, also scales the pools' Deployments); one JSON
 // line per decision on stdout. Wiring only.
+#include "actors/core/system.hpp"
 #include "apps/common/app_support.hpp"
 #include "apps/dynamo-planner/kubernetes_connector.hpp"
 #include "apps/dynamo-planner/planner_service.hpp"
 #include "planes/event/zmq_event_plane.hpp"
 #include "planes/http_client/http_client.hpp"
 #include "runtime/core/log.hpp"
+#include "runtime/protocol/components.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -196,6 +199,18 @@ int main(int argc, char** argv) {
   auto service = apps::planner_service::start(**discovery, make_subscriber, std::move(sc));
   if (!service)
     apps::die("dynamo-planner", service.error());
+  // The admin API (health, instances, drains forwarded to the workers' hosts;
+  // it supervises no actor) and the record that makes the planner visible.
+  auto rt = actors::make_actor_system(1);
+  auto admin = apps::start_admin(cfg->admin, "planner", *rt.system, **discovery, cfg->namespace_name, {});
+  if (!admin)
+    apps::die("dynamo-planner", admin.error());
+  std::map<std::string, std::string> meta;
+  if (!system->url.empty())
+    meta["system"] = system->url;
+  auto record = apps::publish_process(**discovery, *cfg, protocol::planner_component, admin->get(), std::move(meta));
+  if (!record)
+    apps::die("dynamo-planner", record.error());
   spdlog::info("planning {} pools of namespace {} every {} ms{}", cfg->pools.size(),
                cfg->namespace_name, cfg->planner.interval_ms, o.dry_run ? " (dry run)" : "");
 
@@ -224,6 +239,8 @@ int main(int argc, char** argv) {
   }
   cv.notify_all();
   ticker.join();
+  record->reset();
+  admin->reset();
   service->reset(); // stops the watch and the subscriber, removes the decisions record
   return 0;
 }

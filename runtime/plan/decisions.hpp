@@ -7,6 +7,7 @@
 
 #include "runtime/core/error.hpp"
 #include "runtime/plan/planner.hpp"
+#include "runtime/protocol/components.hpp"
 
 #include <cstdint>
 #include <map>
@@ -15,7 +16,7 @@
 
 namespace dynamo::plan {
 
-inline constexpr std::string_view decisions_component = "planner";
+inline constexpr std::string_view decisions_component = protocol::planner_component;
 inline constexpr std::string_view decisions_endpoint = "decisions";
 inline constexpr std::string_view replicas_key_prefix = "replicas.";
 inline constexpr std::string_view decision_id_key = "decision_id";

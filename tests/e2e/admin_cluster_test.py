@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """The admin API across a dynamo-launch cluster (docs/CLUSTER.md "Admin API"):
-two mocker workers, the admin API on every process with a bearer token. Checks that
-  - the frontend's GET /admin/instances shows each worker's admin URL;
+two mocker workers and a planner held at two replicas, the admin API on every
+process with a bearer token. Checks that
+  - the frontend's GET /admin/instances shows each worker's admin URL, and a
+    record of the frontend and of the planner (neither hosts a worker) with
+    theirs; the planner's admin API, found there, lists the same processes;
   - POST /admin/workers/<id>/drain on the FRONTEND's admin API (which hosts no
     worker) is forwarded to the worker's process: the worker becomes draining
     and every request still succeeds, on the other worker;
@@ -32,6 +35,7 @@ def write_config(path, root, port):
 discovery: {{backend: file, root: {root}, lease_ttl_ms: 1000}}
 frontend: {{host: 127.0.0.1, port: {port}}}
 admin: {{enabled: true, host: 127.0.0.1, port: 0, token: {TOKEN}}}
+planner: {{enabled: true, interval_ms: 1000, min_replicas: 2, max_replicas: 2}}
 shutdown_grace_ms: 1000
 """ + MOCKER_POOLS)
 
@@ -74,6 +78,27 @@ def run(args, work, procs):
     def workers():
         status, body = http("GET", admin + "/instances")
         return [i for i in body.get("instances", []) if i["key"].startswith("admintest/backend/")]
+
+    def processes(url):
+        status, body = http("GET", url + "/instances")
+        return {i["key"].split("/")[1]: i for i in body.get("instances", [])
+                if i["key"].split("/")[2] == "process"}
+
+    check(wait_for(lambda: set(processes(admin)) == {"frontend", "planner"}, 20),
+          f"/admin/instances lists the frontend's and the planner's process records ({sorted(processes(admin))})")
+    procs_seen = processes(admin)
+    if set(procs_seen) == {"frontend", "planner"}:
+        fe, pl = procs_seen["frontend"], procs_seen["planner"]
+        check(fe["admin_url"] + "/admin" == admin and fe["metadata"].get("role") == "frontend"
+              and fe["address"] == "",
+              f"the frontend's record names its admin URL and no request address ({fe})")
+        check(pl["admin_url"].startswith("http://127.0.0.1:") and pl["metadata"].get("role") == "planner",
+              f"the planner's record names its admin URL ({pl})")
+        status, body = http("GET", pl["admin_url"] + "/admin/health")
+        check(status == 200 and body.get("process") == "planner",
+              f"the planner's admin API answers at its published URL ({status} {body})")
+        check(set(processes(pl["admin_url"] + "/admin")) == {"frontend", "planner"},
+              "the planner's admin API lists the same process records")
 
     rows = workers()
     check(len(rows) == 2 and all(r["admin_url"].startswith("http://127.0.0.1:") for r in rows),

@@ -510,8 +510,10 @@ def run_phase(net, etcd_url, base, workers, transfer, reference, summary, kill, 
     # 0. discovery records publish each worker's own address; its system server answers from here
     prefix = "/dynamo/instances/multihost/"
     pids = {str(w.proc.pid) for w in workers.values()}
+    def worker_records():  # the frontend's own <ns>/frontend/process record is no worker's
+        return {k: v for k, v in etcd_records(etcd_url, prefix).items() if "/process/" not in k}
     recs = wait_for(lambda: (lambda r: r if {v.get("metadata", {}).get("pid") for v in r.values()} == pids
-                             else None)(etcd_records(etcd_url, prefix)), 120)
+                             else None)(worker_records()), 120)
     if not check(recs is not None, f"{transfer}: the prefill and both decode workers (only they) registered in etcd"):
         for w in workers.values():
             print(w.text()[-3000:], file=sys.stderr)
