@@ -56,8 +56,9 @@ using discovery_callback = std::function<void(const discovery_event&)>;
 class registration {
 public:
   virtual ~registration() = default;
-  [[nodiscard]] virtual expected<void> set_health(health_state h) = 0;
-  [[nodiscard]] virtual expected<void> set_metadata(std::map<std::string, std::string> m) = 0;
+  /// Rewrite the record's health / metadata; errc::closed once deregistered.
+  [[nodiscard]] expected<void> set_health(health_state h);
+  [[nodiscard]] expected<void> set_metadata(std::map<std::string, std::string> m);
   /// Removes the record now. Idempotent.
   [[nodiscard]] virtual expected<void> deregister() = 0;
   /// The record as last written (instance id and lease filled in).
@@ -65,6 +66,11 @@ public:
   /// Fault injection: stop renewing the lease, as a hung or killed process
   /// would; the record expires one TTL later.
   virtual void stop_keep_alive() = 0;
+
+protected:
+  /// Each backend's one write path: applies `change` to the record and stores
+  /// it (errc::closed once deregistered).
+  [[nodiscard]] virtual expected<void> update(const std::function<void(instance_record&)>& change) = 0;
 };
 
 /// An active watch. Destroying it stops the callbacks (waiting for one that is

@@ -204,12 +204,6 @@ public:
   reg_handle(std::shared_ptr<core> c, std::shared_ptr<reg_state> st) : core_(std::move(c)), st_(std::move(st)) {}
   ~reg_handle() override { (void)deregister(); }
 
-  [[nodiscard]] expected<void> set_health(health_state h) override {
-    return update([h](instance_record& r) { r.health = h; });
-  }
-  [[nodiscard]] expected<void> set_metadata(std::map<std::string, std::string> m) override {
-    return update([&m](instance_record& r) { r.metadata = std::move(m); });
-  }
   [[nodiscard]] expected<void> deregister() override {
     expected<void> out;
     {
@@ -245,8 +239,7 @@ public:
   }
 
 private:
-  template <class F>
-  expected<void> update(F&& change) {
+  [[nodiscard]] expected<void> update(const std::function<void(instance_record&)>& change) override {
     std::lock_guard lock{st_->mutex};
     if (st_->deregistered)
       return make_error(errc::closed, "registration already removed");

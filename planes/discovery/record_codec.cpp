@@ -30,6 +30,14 @@ std::string instance_record::key() const {
   return instance_path(endpoint, instance);
 }
 
+expected<void> registration::set_health(health_state h) {
+  return update([h](instance_record& r) { r.health = h; });
+}
+
+expected<void> registration::set_metadata(std::map<std::string, std::string> m) {
+  return update([&m](instance_record& r) { r.metadata = std::move(m); });
+}
+
 bool instance_record::same_content(const instance_record& o) const {
   return endpoint == o.endpoint && instance == o.instance &&
          request_address == o.request_address && event_address == o.event_address &&
