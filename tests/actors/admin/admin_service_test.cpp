@@ -3,19 +3,16 @@
 
 #include "tests/actors/admin/admin_test_util.hpp"
 #include "tests/support/http_client.hpp"
+#include "tests/support/loopback_listener.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <nlohmann/json.hpp>
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <condition_variable>
 #include <map>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -422,21 +419,33 @@ std::string url_of(const admin_service& svc) {
   return "http://127.0.0.1:" + std::to_string(svc.port());
 }
 
-/// A loopback socket that listens but never accepts: a host that hangs.
-struct silent_listener {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  uint16_t port = 0;
-  silent_listener() {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    BOOST_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    BOOST_REQUIRE(::listen(fd, 4) == 0);
-    socklen_t len = sizeof a;
-    BOOST_REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-    port = ntohs(a.sin_port);
+/// A host that hangs: it listens but never accepts.
+using silent_listener = dynamo::test::loopback_listener;
+
+/// A service whose drain of worker e1 is forwarded to a silent host and
+/// pending: sent, and the local drain tried (so the forward has begun).
+struct pending_forward {
+  fixture f;
+  std::unique_ptr<admin_service> svc;
+  silent_listener silent;
+  std::optional<http_client> client;
+  std::chrono::steady_clock::time_point sent;
+
+  explicit pending_forward(std::chrono::milliseconds timeout) {
+    admin_options o;
+    o.forward_timeout = timeout;
+    svc = f.start(o);
+    f.backend->elsewhere[0xe1] = "http://127.0.0.1:" + std::to_string(silent.port);
+    client.emplace(svc->port());
+    client->send("POST", "/admin/workers/e1/drain");
+    sent = std::chrono::steady_clock::now();
+    while (f.backend->calls().empty() && std::chrono::steady_clock::now() - sent < std::chrono::seconds(2))
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    BOOST_REQUIRE(f.backend->calls() == (std::vector<std::string>{"drain 00000000000000e1"}));
   }
-  ~silent_listener() { ::close(fd); }
+  [[nodiscard]] std::chrono::steady_clock::duration since_sent() const {
+    return std::chrono::steady_clock::now() - sent;
+  }
 };
 
 } // namespace
@@ -519,46 +528,23 @@ BOOST_AUTO_TEST_CASE(an_unreachable_host_is_502_and_a_silent_one_504) {
 }
 
 BOOST_AUTO_TEST_CASE(a_forward_to_a_silent_host_holds_up_no_other_request) {
-  fixture f;
-  admin_options o;
-  o.forward_timeout = std::chrono::milliseconds(3000);
-  auto svc = f.start(o);
-  silent_listener silent;
-  f.backend->elsewhere[0xe1] = "http://127.0.0.1:" + std::to_string(silent.port);
-  http_client pending{svc->port()};
-  pending.send("POST", "/admin/workers/e1/drain");
-  // The local drain is tried first; then the forward waits on the silent host.
-  auto t0 = std::chrono::steady_clock::now();
-  while (f.backend->calls().empty() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2))
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  BOOST_REQUIRE(f.backend->calls() == (std::vector<std::string>{"drain 00000000000000e1"}));
+  pending_forward p{std::chrono::milliseconds(3000)};
   // Every other request, backend calls included, is answered meanwhile.
-  BOOST_TEST(call(svc->port(), "GET", "/admin/health").status == 200u);
-  BOOST_TEST(call(svc->port(), "GET", "/admin/actors").status == 200u);
-  BOOST_TEST(call(svc->port(), "POST", "/admin/workers/ab/drain").status == 200u);
-  BOOST_TEST((std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(2000)));
-  auto r = pending.read_header();
-  BOOST_TEST(r.status == 504u);
-  BOOST_TEST((std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(2900)));
+  const uint16_t port = p.svc->port();
+  BOOST_TEST(call(port, "GET", "/admin/health").status == 200u);
+  BOOST_TEST(call(port, "GET", "/admin/actors").status == 200u);
+  BOOST_TEST(call(port, "POST", "/admin/workers/ab/drain").status == 200u);
+  BOOST_TEST((p.since_sent() < std::chrono::milliseconds(2000)));
+  BOOST_TEST(p.client->read_header().status == 504u);
+  BOOST_TEST((p.since_sent() >= std::chrono::milliseconds(2900)));
 }
 
 BOOST_AUTO_TEST_CASE(stop_answers_a_pending_forward_at_once) {
-  fixture f;
-  admin_options o;
-  o.forward_timeout = std::chrono::seconds(30);
-  auto svc = f.start(o);
-  silent_listener silent;
-  f.backend->elsewhere[0xe1] = "http://127.0.0.1:" + std::to_string(silent.port);
-  http_client pending{svc->port()};
-  pending.send("POST", "/admin/workers/e1/drain");
-  auto t0 = std::chrono::steady_clock::now();
-  while (f.backend->calls().empty() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2))
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  BOOST_REQUIRE(!f.backend->calls().empty());
-  std::this_thread::sleep_for(std::chrono::milliseconds(50)); // the forward is connected and waiting
-  svc->stop();
-  BOOST_TEST((std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5)));
-  auto status = pending.read_header().status;
+  pending_forward p{std::chrono::seconds(30)};
+  std::this_thread::sleep_for(std::chrono::milliseconds(50)); // connected and waiting
+  p.svc->stop();
+  BOOST_TEST((p.since_sent() < std::chrono::seconds(5)));
+  auto status = p.client->read_header().status;
   BOOST_TEST((status == 503u || status == 0u), "status " << status);
 }
 

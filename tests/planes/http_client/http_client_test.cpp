@@ -3,6 +3,8 @@
 #include "planes/http/responder.hpp"
 #include "planes/http/server.hpp"
 
+#include "tests/support/loopback_listener.hpp"
+
 #include <boost/test/unit_test.hpp>
 
 #include <netinet/in.h>
@@ -234,22 +236,15 @@ BOOST_AUTO_TEST_CASE(an_unused_token_changes_nothing) {
 BOOST_AUTO_TEST_CASE(a_cancel_while_connecting_ends_a_blocking_request_at_once) {
   // A loopback listener whose accept queue is full: the kernel drops further
   // SYNs, so the client's connect hangs (10 s) with no socket to shut down yet.
-  int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  BOOST_REQUIRE(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  BOOST_REQUIRE(::listen(lfd, 0) == 0);
-  socklen_t len = sizeof a;
-  BOOST_REQUIRE(::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  test::loopback_listener full{0};
   std::vector<int> fillers;
   for (int i = 0; i < 2; ++i) {
     int f = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-    (void) ::connect(f, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    (void) ::connect(f, reinterpret_cast<sockaddr*>(&full.addr), sizeof full.addr);
     fillers.push_back(f);
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  http::http_client client("127.0.0.1", ntohs(a.sin_port));
+  http::http_client client("127.0.0.1", full.port);
   auto token = std::make_shared<http::cancel_token>();
   std::thread canceller{[token] {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -264,7 +259,6 @@ BOOST_AUTO_TEST_CASE(a_cancel_while_connecting_ends_a_blocking_request_at_once) 
   BOOST_TEST((waited < std::chrono::seconds(2)));
   for (int f : fillers)
     ::close(f);
-  ::close(lfd);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
