@@ -7,6 +7,8 @@
 #include "planes/discovery/file_discovery.hpp"
 #include "runtime/mocker/mock_executor.hpp"
 #include "runtime/mocker/token_stream.hpp"
+#include "runtime/protocol/codec.hpp"
+#include "runtime/protocol/components.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -157,6 +159,35 @@ BOOST_AUTO_TEST_CASE(kv_routing_sends_a_repeated_prefix_to_the_worker_that_cache
     auto g2 = client->generate(make_request("kv-again-" + std::to_string(k), prompt, 4), again.cb());
     BOOST_REQUIRE(again.wait());
     BOOST_TEST(again.cached >= 60u, "prompt " << k << ": repeat hit " << again.cached << " cached tokens");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(process_records_are_never_taken_for_workers) {
+  cluster c(route::router_mode::round_robin);
+  // The frontend's and the planner's own records (apps::publish_process); the
+  // frontend's even made to look like a worker (the model's card, an address
+  // nothing serves): the endpoint alone keeps the router off them.
+  std::vector<std::unique_ptr<planes::registration>> regs;
+  for (auto component : {protocol::frontend_component, protocol::planner_component}) {
+    planes::instance_record rec;
+    rec.endpoint = {"dynamo", std::string{component}, std::string{protocol::process_endpoint}};
+    if (component == protocol::frontend_component) {
+      rec.request_address = "tcp://127.0.0.1:9";
+      rec.payload = protocol::encode(protocol::model_card{"mock", "mocker", 8192, 4, 1024, 64, 8192});
+    }
+    auto reg = c.discovery->register_instance(std::move(rec));
+    BOOST_REQUIRE(reg);
+    regs.push_back(std::move(*reg));
+  }
+  BOOST_REQUIRE_EQUAL(c.discovery->list("dynamo")->size(), 4u); // seen by every watcher
+  std::this_thread::sleep_for(500ms);                             // several discovery polls
+  BOOST_TEST(c.watcher->instance_count("mock") == 2u);
+  auto client = c.watcher->models()["mock"].client;
+  for (int i = 0; i < 6; ++i) { // round robin would reach a third instance
+    result r;
+    auto g = client->generate(make_request("p-" + std::to_string(i), {65, 66, 67}, 3), r.cb());
+    BOOST_REQUIRE(r.wait());
+    BOOST_TEST(!r.error, "request " << i);
   }
 }
 
