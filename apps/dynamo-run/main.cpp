@@ -82,7 +82,7 @@ expected<bool> parse(int argc, char** argv, run_options& o) {
     .option("admin-host", &o.admin.host, "admin API address (a non-loopback address needs --admin-token)")
     .option("admin-token", &o.admin.token, "bearer token for the admin API (or env:NAME)")
     .option("admin-forward-timeout-ms", &o.admin.forward_timeout_ms,
-            "how long a drain forwarded to another process's admin API may take (504 beyond; default 5000)")
+            "how long a drain forwarded to another process's admin API may take (504 beyond)")
     .option("discovery", &o.discovery, "discovery backend: memory | file ($DYNAMO_DISCOVERY_DIR) | etcd ($ETCD_ENDPOINTS)")
     .option("tool-call-parser", &o.tool_call_parser,
             "auto (from the chat template) | hermes | llama3_json | mistral | none (docs/TOOLS.md)")
