@@ -3,6 +3,7 @@
 #include "runtime/core/host.hpp"
 #include "runtime/core/http_url.hpp"
 #include "runtime/core/ids.hpp"
+#include "runtime/protocol/components.hpp"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -548,6 +549,12 @@ caf::error parse_sections(YAML::Node root, cluster_config& c) {
     DYN_TRY(parse_pool(pools[i], path, p));
     if (!names.insert(p.name).second)
       return make_error(errc::config_error, fmt::format("{}.name: '{}' is used twice", path, p.name));
+    // A pool's records are <ns>/<name>/generate: these names are the processes' own.
+    for (auto taken : {protocol::frontend_component, protocol::router_component, protocol::planner_component})
+      if (p.name == taken)
+        return make_error(errc::config_error,
+                          fmt::format("{}.name: '{}' is reserved (frontend, router and planner name the "
+                                      "cluster's own processes in discovery)", path, p.name));
     c.pools.push_back(std::move(p));
   }
   return s.check_unknown();

@@ -86,6 +86,9 @@ BOOST_AUTO_TEST_CASE(errors_name_the_field) {
   BOOST_TEST(error_of("pools: []") == "pools: expected a non-empty list of worker pools");
   BOOST_TEST(error_of("pools: [{name: b, model: m}, {name: b, model: m}]") ==
              "pools[1].name: 'b' is used twice");
+  for (std::string taken : {"frontend", "router", "planner"})
+    BOOST_TEST(error_of("pools: [{name: " + taken + ", model: m}]").find("pools[0].name: '" + taken +
+                                                                         "' is reserved") == 0u, taken);
   BOOST_TEST(error_of("router: {mode: fastest}\npools: [{name: b, model: m}]").find("router.mode") == 0);
   BOOST_TEST(error_of("router: {router_temperature: hot}\npools: [{name: b, model: m}]").find("router.router_temperature") == 0);
   BOOST_TEST(error_of("admin: {enabled: true, host: 0.0.0.0}\npools: [{name: b, model: m}]") ==
