@@ -1,6 +1,6 @@
 #include "actors/worker/engine_factory.hpp"
 #include "runtime/core/units.hpp"
-
+#include "runtime/engine/engine_core.hpp"
 #include "runtime/kvbm/disk_store.hpp"
 #include "runtime/mocker/mock_executor.hpp"
 #include "runtime/model/cpu_executor.hpp"
@@ -139,10 +139,7 @@ expected<engine_setup> prepare_cpu(const config::pool_config& pool, size_t kv_by
   s.plan.pool = pool;
   s.plan.kv_cache_bytes = kv_bytes;
   s.plan.detached = true;
-  uint32_t ctx = (*probe)->context_length();
-  if (ec.max_model_len)
-    ctx = std::min(ctx, ec.max_model_len);
-  s.plan.card = {pool.model, pool.model_path, ctx, xc.block_size, (*probe)->geometry().num_blocks,
+  s.plan.card = {pool.model, pool.model_path, engine::engine_core::max_model_len_of(**probe, ec), xc.block_size, (*probe)->geometry().num_blocks,
                  ec.max_num_seqs, ec.max_num_batched_tokens, c.n_embd};
   auto shared = *model;
   s.make_factory = [shared, xc, ec, pool](uint32_t index) -> engine_factory {
@@ -179,7 +176,7 @@ expected<engine_setup> prepare_cuda(const config::pool_config& pool) {
   engine_setup s;
   s.plan.pool = pool;
   s.plan.detached = true;
-  s.plan.card = {pool.model, pool.model_path, (*probe)->context_length(), xc.block_size,
+  s.plan.card = {pool.model, pool.model_path, engine::engine_core::max_model_len_of(**probe, ec), xc.block_size,
                  (*probe)->geometry().num_blocks, ec.max_num_seqs, ec.max_num_batched_tokens};
   // One GPU, one executor: the probe is handed to the first worker; more
   // workers per process on one device would each size KV from free memory.
