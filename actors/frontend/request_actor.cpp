@@ -220,9 +220,8 @@ void on_chunk(request_ptr self, const protocol::engine_output& out) {
     return;
   if (out.finish != protocol::finish_reason::none)
     st.backend_done = true;
-  if (out.finish == protocol::finish_reason::error) // the worker's code when it gave one (a 400 for a rejected prompt)
-    return fail(self, make_error(out.error_code != 0 ? static_cast<errc>(out.error_code) : errc::internal,
-                                 "backend error: " + out.error));
+  if (out.finish == protocol::finish_reason::error)
+    return fail(self, openai::backend_error(out.error_code, out.error));
   if (out.finish == protocol::finish_reason::cancelled)
     return fail(self, make_error(errc::closed, "the backend cancelled the generation"));
   if (!std::exchange(st.cached_seen, true))
