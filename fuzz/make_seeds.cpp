@@ -9,6 +9,7 @@
 #include "planes/request/request_wire.hpp"
 #include "planes/transfer/frame.hpp"
 #include "runtime/gguf/writer.hpp"
+#include "runtime/kvbm/segment_format.hpp"
 #include "runtime/protocol/codec.hpp"
 #include "runtime/protocol/disagg.hpp"
 #include "runtime/protocol/kv_event.hpp"
@@ -241,6 +242,43 @@ void admin_seeds() {
   seed("bodies", 3, "caf\xc3\xa9\0\xff\\\""sv);
 }
 
+// The disk tier's formats (fuzz_kvbm: mode byte, then the bytes).
+void kvbm_seeds() {
+  using namespace kvbm;
+  auto seed = [](const std::string& name, uint8_t mode, std::span<const std::byte> bytes) {
+    std::vector<std::byte> b{std::byte{mode}};
+    b.insert(b.end(), bytes.begin(), bytes.end());
+    put("fuzz_kvbm", name, b.data(), b.size());
+  };
+  live_index li;
+  li.tag = 5;
+  li.segments = {{1, 4096}, {2, 32}};
+  li.records = {{1, 32, 0, 0}, {1, 2000, 1, 0}};
+  seed("live_index", 0, encode_live_index(li));
+  // A segment's tail: its last record's payload, then the footer (extra file
+  // length 32 + the records before, segment id 7).
+  std::vector<std::byte> payload(40, std::byte{3});
+  std::vector<record_header> headers{make_record_header(11, std::nullopt, 111, payload),
+                                     make_record_header(12, uint64_t{11}, 112, payload)};
+  const uint64_t records_end = sizeof(segment_header) + 2 * (sizeof(record_header) + payload.size());
+  const segment_footer f = make_segment_footer(7, records_end, headers);
+  std::vector<std::byte> tail{std::byte{0}, std::byte{0}, std::byte{7}};
+  const uint64_t before = records_end; // bytes of the file before the footer, all in "extra"
+  tail[0] = std::byte(before >> 8);
+  tail[1] = std::byte(before & 0xff);
+  auto add = [&](const void* p, size_t n) {
+    const auto* b = static_cast<const std::byte*>(p);
+    tail.insert(tail.end(), b, b + n);
+  };
+  add(&f, sizeof f);
+  add(headers.data(), headers.size() * sizeof(record_header));
+  add(&f, sizeof f);
+  seed("segment_footer", 1, tail);
+  const std::byte spans[] = {std::byte{200}, std::byte{3}, std::byte{0}, std::byte{2}, std::byte{0},
+                             std::byte{0}, std::byte{6}, std::byte{0}, std::byte{1}, std::byte{2}, std::byte{9}};
+  seed("plan_reads", 2, spans);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -255,5 +293,6 @@ int main(int argc, char** argv) {
   etcd_seeds();
   transfer_seeds();
   admin_seeds();
+  kvbm_seeds();
   return 0;
 }

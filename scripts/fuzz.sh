@@ -11,7 +11,7 @@ seconds="${DYNAMO_FUZZ_SECONDS:-10}"
 corpus="${DYNAMO_FUZZ_CORPUS:-$build_dir/corpus}"
 jobs="${DYNAMO_JOBS:-$(nproc)}"
 all=(fuzz_gguf fuzz_jinja fuzz_tokenizer fuzz_openai fuzz_sse fuzz_protocol fuzz_vllm
-  fuzz_cluster_config fuzz_etcd fuzz_transfer fuzz_admin fuzz_http)
+  fuzz_cluster_config fuzz_etcd fuzz_transfer fuzz_admin fuzz_http fuzz_kvbm)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 export CCACHE_BASEDIR="$PWD"

@@ -35,7 +35,7 @@ case "$scope" in
 ci)
   asan_tests=(runtime_core_tests runtime_protocol_tests runtime_kv_tests
     planes_codec_tests planes_event_tests planes_request_tests)
-  fuzzers=(fuzz_protocol fuzz_vllm fuzz_etcd fuzz_transfer fuzz_admin fuzz_http)
+  fuzzers=(fuzz_protocol fuzz_vllm fuzz_etcd fuzz_transfer fuzz_admin fuzz_http fuzz_kvbm)
   tsan_tests=(runtime_core_tests runtime_protocol_tests runtime_kv_tests
     planes_codec_tests planes_event_tests planes_request_tests) ;;
 full)
@@ -47,7 +47,7 @@ full)
     planes_codec_tests planes_event_tests planes_request_tests planes_discovery_tests
     planes_http_tests planes_transfer_tests)
   fuzzers=(fuzz_protocol fuzz_vllm fuzz_etcd fuzz_gguf fuzz_jinja fuzz_tokenizer fuzz_openai
-    fuzz_sse fuzz_cluster_config fuzz_transfer fuzz_admin fuzz_http)
+    fuzz_sse fuzz_cluster_config fuzz_transfer fuzz_admin fuzz_http fuzz_kvbm)
   tsan_tests=(runtime_core_tests runtime_protocol_tests runtime_kv_tests runtime_route_tests
     runtime_engine_tests runtime_metrics_tests runtime_mocker_tests
     planes_codec_tests planes_event_tests planes_request_tests planes_discovery_tests) ;;

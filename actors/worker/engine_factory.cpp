@@ -1,5 +1,6 @@
 #include "actors/worker/engine_factory.hpp"
-
+#include "runtime/core/units.hpp"
+#include "runtime/engine/engine_core.hpp"
 #include "runtime/kvbm/disk_store.hpp"
 #include "runtime/mocker/mock_executor.hpp"
 #include "runtime/model/cpu_executor.hpp"
@@ -42,18 +43,18 @@ engine::engine_config with_kvbm(engine::engine_config ec, const config::pool_con
   const config::kvbm_options& k = pool.kvbm;
   if (!k.enabled())
     return ec;
-  ec.kvbm.host_bytes = static_cast<uint64_t>(k.host_gb * 1073741824.0);
-  ec.kvbm.disk_bytes = static_cast<uint64_t>(k.disk_gb * 1073741824.0);
+  ec.kvbm.host_bytes = gib_to_bytes(k.host_gb);
+  ec.kvbm.disk_bytes = gib_to_bytes(k.disk_gb);
   if (!k.disk_path.empty())
     ec.kvbm.disk_path = k.disk_path + "/" + pool.name + "-" + std::to_string(index);
   if (k.disk_readers)
     ec.kvbm.disk_readers = *k.disk_readers;
   if (k.disk_read_mb)
-    ec.kvbm.disk_read_bytes = static_cast<uint64_t>(*k.disk_read_mb * 1048576.0);
+    ec.kvbm.disk_read_bytes = mib_to_bytes(*k.disk_read_mb);
   if (k.disk_segment_mb)
-    ec.kvbm.disk_segment_bytes = static_cast<uint64_t>(*k.disk_segment_mb * 1048576.0);
+    ec.kvbm.disk_segment_bytes = mib_to_bytes(*k.disk_segment_mb);
   if (k.disk_min_free_gb)
-    ec.kvbm.disk_min_free_bytes = static_cast<uint64_t>(*k.disk_min_free_gb * 1073741824.0);
+    ec.kvbm.disk_min_free_bytes = gib_to_bytes(*k.disk_min_free_gb);
   if (k.disk_min_frequency)
     ec.kvbm.disk_filter.min_frequency = *k.disk_min_frequency;
   std::error_code ec_size;
@@ -116,8 +117,8 @@ expected<engine_setup> prepare_cpu(const config::pool_config& pool, size_t kv_by
   const model::decoder_config& c = (*model)->config();
   const size_t repacked = (*model)->repacked_bytes();
   spdlog::info("model {} loaded in {:.2f} s ({}, {:.1f} MiB of weights{}, {} layers, context {}{})", pool.model, secs,
-               c.arch_name(), (*model)->weight_bytes() / 1048576.0,
-               repacked ? fmt::format(" + {:.1f} MiB repacked for the CPU kernels", repacked / 1048576.0) : "",
+               c.arch_name(), (*model)->weight_bytes() / bytes_per_mib,
+               repacked ? fmt::format(" + {:.1f} MiB repacked for the CPU kernels", repacked / bytes_per_mib) : "",
                c.n_layer, c.context_length,
                c.is_moe() ? fmt::format(", {} of {} experts per token", c.moe.n_expert_used, c.moe.n_expert) : "");
   model::cpu_executor_config xc;
@@ -138,10 +139,7 @@ expected<engine_setup> prepare_cpu(const config::pool_config& pool, size_t kv_by
   s.plan.pool = pool;
   s.plan.kv_cache_bytes = kv_bytes;
   s.plan.detached = true;
-  uint32_t ctx = (*probe)->context_length();
-  if (ec.max_model_len)
-    ctx = std::min(ctx, ec.max_model_len);
-  s.plan.card = {pool.model, pool.model_path, ctx, xc.block_size, (*probe)->geometry().num_blocks,
+  s.plan.card = {pool.model, pool.model_path, engine::engine_core::max_model_len_of(**probe, ec), xc.block_size, (*probe)->geometry().num_blocks,
                  ec.max_num_seqs, ec.max_num_batched_tokens, c.n_embd};
   auto shared = *model;
   s.make_factory = [shared, xc, ec, pool](uint32_t index) -> engine_factory {
@@ -178,7 +176,7 @@ expected<engine_setup> prepare_cuda(const config::pool_config& pool) {
   engine_setup s;
   s.plan.pool = pool;
   s.plan.detached = true;
-  s.plan.card = {pool.model, pool.model_path, (*probe)->context_length(), xc.block_size,
+  s.plan.card = {pool.model, pool.model_path, engine::engine_core::max_model_len_of(**probe, ec), xc.block_size,
                  (*probe)->geometry().num_blocks, ec.max_num_seqs, ec.max_num_batched_tokens};
   // One GPU, one executor: the probe is handed to the first worker; more
   // workers per process on one device would each size KV from free memory.

@@ -2,6 +2,7 @@
 // mocker, CPU or CUDA) and writes the profile the SLA planner and
 // dynamo-configure size deployments from. Wiring only: runtime/plan/profiler.
 #include "actors/worker/engine_factory.hpp"
+#include "runtime/core/units.hpp"
 #include "apps/common/app_support.hpp"
 #include "runtime/core/cli.hpp"
 #include "runtime/core/log.hpp"
@@ -64,7 +65,7 @@ int main(int argc, char** argv) {
   sw.decode_steps = std::max(1u, steps);
   sw.repeats = std::max(1u, repeats);
 
-  auto setup = actors::prepare_engines(*pool, static_cast<size_t>(kv_cache_mib * 1048576.0));
+  auto setup = actors::prepare_engines(*pool, mib_to_bytes(kv_cache_mib));
   if (!setup)
     apps::die("dynamo-profile", setup.error());
   auto factory = setup->make_factory(0);

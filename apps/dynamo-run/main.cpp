@@ -3,6 +3,7 @@
 // request plane; the frontend discovers them, routes (round-robin, random or
 // KV-aware) and serves the OpenAI API over HTTP. Wiring only.
 #include "actors/core/system.hpp"
+#include "runtime/core/units.hpp"
 #include "actors/frontend/frontend_service.hpp"
 #include "actors/worker/engine_factory.hpp"
 #include "apps/common/app_support.hpp"
@@ -166,7 +167,7 @@ std::vector<std::unique_ptr<actors::worker_service>> start_workers(const run_opt
                                                                    std::shared_ptr<metrics::component_metrics> m) {
   std::vector<std::unique_ptr<actors::worker_service>> services;
   auto start_pool = [&](const std::string& component, protocol::disagg_role role, uint32_t n) {
-    auto setup = actors::prepare_engines(o.pool, static_cast<size_t>(o.kv_cache_mib * 1048576.0));
+    auto setup = actors::prepare_engines(o.pool, mib_to_bytes(o.kv_cache_mib));
     if (!setup)
       apps::die("dynamo-run", setup.error());
     actors::worker_service_config wc;

@@ -3,6 +3,7 @@
 // plane, serving the request plane, with a system server (/metrics, /health,
 // /live); drains on SIGTERM. Wiring only.
 #include "actors/core/system.hpp"
+#include "runtime/core/units.hpp"
 #include "actors/worker/engine_factory.hpp"
 #include "actors/worker/worker_service.hpp"
 #include "apps/common/app_support.hpp"
@@ -56,7 +57,7 @@ int main(int argc, char** argv) {
   auto discovery = apps::make_discovery(cfg->discovery);
   if (!discovery)
     apps::die("dynamo-worker", discovery.error());
-  auto setup = actors::prepare_engines(*pool, static_cast<size_t>(kv_cache_mib * 1048576.0));
+  auto setup = actors::prepare_engines(*pool, mib_to_bytes(kv_cache_mib));
   if (!setup)
     apps::die("dynamo-worker", setup.error());
   auto registry = std::make_shared<metrics::registry>();

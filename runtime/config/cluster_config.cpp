@@ -1,4 +1,5 @@
 #include "runtime/config/cluster_config.hpp"
+#include "runtime/core/units.hpp"
 
 #include "runtime/core/host.hpp"
 #include "runtime/core/http_url.hpp"
@@ -58,7 +59,7 @@ std::optional<option_error> check_kvbm_options(const kvbm_options& k) {
     return option_error{"disk_gb", "must be a size in GiB in [0, 1e6]"};
   if (k.disk_readers && outside(*k.disk_readers, 1, 256))
     return option_error{"disk_readers", "must be in [1, 256]"};
-  if (k.disk_read_mb && (outside(*k.disk_read_mb, 0, 1024) || *k.disk_read_mb * 1048576.0 < 4096))
+  if (k.disk_read_mb && (outside(*k.disk_read_mb, 0, 1024) || mib_to_bytes(*k.disk_read_mb) < 4096))
     return option_error{"disk_read_mb", "must be a size in MiB in [0.00390625 (4 KiB), 1024]"};
   if (k.disk_segment_mb && outside(*k.disk_segment_mb, 1, 1048576))
     return option_error{"disk_segment_mb", "must be a size in MiB in [1, 1048576]"};

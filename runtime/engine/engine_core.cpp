@@ -11,6 +11,13 @@
 
 namespace dynamo::engine {
 
+uint32_t engine_core::max_model_len_of(const executor& exec, const engine_config& cfg) noexcept {
+  const kv_geometry g = exec.geometry();
+  const uint64_t kv_tokens = uint64_t{cfg.num_blocks == 0 ? g.num_blocks : cfg.num_blocks} * g.block_size;
+  const uint32_t ctx = cfg.max_model_len == 0 ? exec.context_length() : std::min(cfg.max_model_len, exec.context_length());
+  return static_cast<uint32_t>(std::min<uint64_t>(ctx, kv_tokens));
+}
+
 expected<std::unique_ptr<engine_core>> engine_core::create(std::unique_ptr<executor> exec,
                                                            engine_config cfg) {
   if (exec == nullptr)
@@ -23,11 +30,7 @@ expected<std::unique_ptr<engine_core>> engine_core::create(std::unique_ptr<execu
   scheduler_config sc;
   sc.block_size = g.block_size;
   sc.num_blocks = cfg.num_blocks == 0 ? g.num_blocks : cfg.num_blocks;
-  // A lone sequence must always fit in the cache, or it could never finish.
-  const uint64_t kv_tokens = uint64_t{sc.num_blocks} * sc.block_size;
-  const uint32_t ctx = cfg.max_model_len == 0 ? exec->context_length()
-                                              : std::min(cfg.max_model_len, exec->context_length());
-  sc.max_model_len = static_cast<uint32_t>(std::min<uint64_t>(ctx, kv_tokens));
+  sc.max_model_len = max_model_len_of(*exec, cfg);
   sc.max_num_seqs = cfg.max_num_seqs;
   sc.max_num_batched_tokens = cfg.max_num_batched_tokens;
   sc.max_num_partial_prefills = cfg.max_num_partial_prefills;
@@ -194,7 +197,9 @@ std::string engine_core::apply_disagg(protocol::preprocessed_request& req, bool&
 
 expected<void> engine_core::add_request(protocol::preprocessed_request req) {
   std::string why = rejection(req);
-  uint8_t code = 0; // unknown, as for every rejection above
+  // What rejection() names is the request's own fault (a client error); a
+  // disaggregation refusal below stays unknown.
+  uint8_t code = why.empty() ? 0 : static_cast<uint8_t>(errc::invalid_argument);
   if (why.empty() && sched_.contains(req.request_id)) // before the connector hears of it
     return make_error(errc::invalid_argument, "request " + req.request_id + " is already in flight");
   bool save = false;

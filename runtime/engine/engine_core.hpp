@@ -72,6 +72,11 @@ public:
   /// Checks the configuration against the executor (config_error otherwise).
   [[nodiscard]] static expected<std::unique_ptr<engine_core>> create(std::unique_ptr<executor> exec,
                                                                      engine_config cfg = {});
+  /// The longest sequence (prompt + output) one request may have on `exec`
+  /// under `cfg`: its context length, `cfg.max_model_len`, and what the KV
+  /// cache holds (a lone sequence must always fit, or it could never finish).
+  /// What create()'s engine enforces and what a worker's model card publishes.
+  [[nodiscard]] static uint32_t max_model_len_of(const executor& exec, const engine_config& cfg) noexcept;
 
   /// Queues a request. A request that cannot run (empty prompt, prompt not
   /// shorter than the context length, max_tokens 0, `disagg` bytes that do not

@@ -1,5 +1,7 @@
 #include "runtime/kvbm/block_lru.hpp"
 
+#include <algorithm>
+
 namespace dynamo::kvbm {
 
 std::vector<block_lru::evicted> block_lru::insert(uint64_t hash, block_bytes bytes, uint32_t priority,
@@ -87,6 +89,19 @@ std::vector<uint64_t> block_lru::eviction_order() const {
   out.reserve(order_.size());
   for (const auto& [key, hash] : order_)
     out.push_back(hash);
+  return out;
+}
+
+std::vector<std::pair<uint64_t, uint32_t>> block_lru::use_order() const {
+  std::vector<std::pair<order_key, uint64_t>> keyed;
+  keyed.reserve(entries_.size());
+  for (const auto& [hash, e] : entries_)
+    keyed.emplace_back(e.key, hash);
+  std::sort(keyed.begin(), keyed.end());
+  std::vector<std::pair<uint64_t, uint32_t>> out;
+  out.reserve(keyed.size());
+  for (const auto& [key, hash] : keyed)
+    out.emplace_back(hash, key.first);
   return out;
 }
 

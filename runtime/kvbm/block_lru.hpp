@@ -54,6 +54,10 @@ public:
   [[nodiscard]] uint64_t capacity() const noexcept { return capacity_; }
   /// The leaves, from the next evicted to the last (for tests and diagnostics).
   [[nodiscard]] std::vector<uint64_t> eviction_order() const;
+  /// Every block with its priority, in the order of last use: lower priority
+  /// first, least recently used first within one (what a restart re-inserts
+  /// to keep the order: disk_store's live index).
+  [[nodiscard]] std::vector<std::pair<uint64_t, uint32_t>> use_order() const;
 
 private:
   using order_key = std::pair<uint32_t, uint64_t>; ///< (priority, last-use tick)

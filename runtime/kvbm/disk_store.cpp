@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <system_error>
 #include <tuple>
 #include <unordered_set>
@@ -28,6 +29,9 @@ namespace fs = std::filesystem;
 constexpr std::string_view segment_prefix = "seg-";
 constexpr std::string_view segment_suffix = ".kvs";
 constexpr std::string_view lock_name = "LOCK";
+constexpr std::string_view live_name = "LIVE";
+/// A live index longer than this is not read (24 bytes a block: 40 M blocks).
+constexpr uint64_t max_live_index_bytes = uint64_t{1} << 30;
 constexpr unsigned max_siblings = 16;
 
 std::string segment_path(const std::string& dir, uint64_t id) {
@@ -111,8 +115,7 @@ disk_store::disk_store(disk_store&& o) noexcept
 
 disk_store& disk_store::operator=(disk_store&& o) noexcept {
   if (this != &o) {
-    if (lock_fd_ >= 0)
-      ::close(lock_fd_);
+    close();
     cfg_ = std::move(o.cfg_);
     lock_fd_ = std::exchange(o.lock_fd_, -1);
     index_ = std::move(o.index_);
@@ -129,9 +132,63 @@ disk_store& disk_store::operator=(disk_store&& o) noexcept {
   return *this;
 }
 
-disk_store::~disk_store() {
-  if (lock_fd_ >= 0)
-    ::close(lock_fd_); // releases the directory; the segments stay for the next store
+disk_store::~disk_store() { close(); }
+
+void disk_store::close() {
+  if (lock_fd_ < 0)
+    return;
+  live_index live;
+  live.tag = cfg_.tag;
+  for (const auto& [id, seg] : segments_)
+    live.segments.push_back({id, seg.file->end()});
+  for (const auto& [hash, priority] : index_.use_order())
+    if (auto p = places_.find(hash); p != places_.end())
+      live.records.push_back({p->second.segment, p->second.offset, priority, 0});
+  const std::vector<std::byte> bytes = encode_live_index(live);
+  const std::string path = cfg_.path + "/" + std::string{live_name};
+  const std::string tmp = path + ".tmp";
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  std::error_code ec;
+  if (out.good())
+    fs::rename(tmp, path, ec);
+  if (!out.good() || ec) {
+    fs::remove(tmp, ec);
+    spdlog::warn("KVBM disk {}: could not write its live index; the next start restores blocks evicted since their "
+                 "segments were written",
+                 cfg_.path);
+  }
+  ::close(std::exchange(lock_fd_, -1)); // releases the directory; the segments stay for the next store
+}
+
+std::optional<live_index>
+disk_store::take_live_index(const std::map<uint64_t, std::shared_ptr<segment_file>>& found) const {
+  const std::string path = cfg_.path + "/" + std::string{live_name};
+  std::error_code ec;
+  const uint64_t size = fs::file_size(path, ec);
+  if (ec)
+    return std::nullopt; // none: the last store did not close cleanly (or there was none)
+  std::vector<std::byte> bytes;
+  if (size <= max_live_index_bytes) {
+    bytes.resize(size);
+    std::ifstream in(path, std::ios::binary);
+    in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size));
+    if (!in)
+      bytes.clear();
+  }
+  fs::remove(path, ec); // it holds only until the next write
+  std::optional<live_index> live = parse_live_index(bytes);
+  bool same = live && live->tag == cfg_.tag && live->segments.size() == found.size();
+  for (size_t k = 0; same && k < live->segments.size(); ++k) {
+    auto f = found.find(live->segments[k].id);
+    same = f != found.end() && f->second->end() == live->segments[k].end;
+  }
+  if (!same) {
+    spdlog::info("KVBM disk {}: its live index does not match the segments; restoring from them alone", cfg_.path);
+    return std::nullopt;
+  }
+  return live;
 }
 
 expected<disk_store> disk_store::open(disk_store_config cfg) {
@@ -185,30 +242,58 @@ void disk_store::rebuild() {
     }
     found.emplace((*f)->id(), std::move(*f));
   }
+  // Every segment's records (oldest first), by its footer or by a scan.
+  std::map<uint64_t, std::vector<segment_file::scanned>> records;
+  for (auto& [id, file] : found) {
+    std::optional<std::vector<segment_file::scanned>> r = file->read_footer();
+    ++(r ? rebuilt_.segments_from_footer : rebuilt_.segments_scanned);
+    records.emplace(id, r ? std::move(*r) : file->scan());
+  }
+  // The last store's live index, when it names exactly these segments as they
+  // are: then only its records come back, in its order and priorities.
+  std::optional<live_index> live = take_live_index(found);
+  rebuilt_.live_index = live.has_value();
+  std::map<std::pair<uint64_t, uint64_t>, uint64_t> live_rank; // (segment, offset) -> position
+  if (live)
+    for (uint64_t k = 0; k < live->records.size(); ++k)
+      live_rank.emplace(std::pair{live->records[k].segment, live->records[k].offset}, k);
   std::unordered_map<uint64_t, restored_block> meta;
+  std::unordered_map<uint64_t, uint64_t> rank; // hash -> position in the live index
   for (auto& [id, file] : found) {
     segments_.emplace(id, segment{file, 0, 0});
     next_id_ = std::max(next_id_, id + 1);
     active_ = id; // drop_place() keeps the segment being scanned
-    std::optional<std::vector<segment_file::scanned>> records = file->read_footer();
-    ++(records ? rebuilt_.segments_from_footer : rebuilt_.segments_scanned);
-    if (!records)
-      records = file->scan();
-    for (const segment_file::scanned& r : *records) { // oldest first
+    for (const segment_file::scanned& r : records.at(id)) { // oldest first
       const uint64_t h = r.header.sequence_hash;
+      auto ranked = live_rank.find({id, r.offset});
+      if (live && ranked == live_rank.end()) {
+        ++rebuilt_.evicted_records; // a hole the footer still lists
+        continue;
+      }
       drop_place(h); // an older copy (a compaction cut short): this one is newer
       const place p{id, r.offset, r.header.length};
       places_[h] = p;
       add_live(p);
       meta[h] = restored_block{h, r.header.tokens_hash, r.header.parent()};
+      if (live)
+        rank[h] = ranked->second;
     }
   }
-  // The policy's order: parents first, else the write order (the last written
-  // the most recent); past the capacity the oldest leaves go.
-  for (const restored_block& b : parents_first(meta))
-    for (block_lru::evicted& gone : index_.insert(b.sequence_hash, nullptr, 0, b.parent))
+  // The policy's order: the live index's, else the write order (the last
+  // written the most recent); parents first; past the capacity the oldest
+  // leaves go.
+  std::vector<std::tuple<uint64_t, uint64_t, uint64_t>> order; // (rank or segment, offset, hash)
+  order.reserve(places_.size());
+  for (const auto& [h, p] : places_)
+    order.emplace_back(live ? rank.at(h) : p.segment, live ? 0 : p.offset, h);
+  std::sort(order.begin(), order.end());
+  const std::vector<restored_block> listed = parents_first(meta, order);
+  for (const restored_block& b : listed) {
+    const uint32_t priority = live ? live->records[rank.at(b.sequence_hash)].priority : 0;
+    for (block_lru::evicted& gone : index_.insert(b.sequence_hash, nullptr, priority, b.parent))
       drop_place(gone.sequence_hash);
-  for (const restored_block& b : parents_first(meta))
+  }
+  for (const restored_block& b : listed)
     if (index_.contains(b.sequence_hash))
       restored_.push_back(b);
   active_ = 0; // appends go to a new segment
@@ -226,21 +311,19 @@ void disk_store::rebuild() {
     }
   }
   if (!segments_.empty() || rebuilt_.segments_scanned > 0)
-    spdlog::info("KVBM disk {}: {} blocks restored, {} segments read by their footer, {} scanned", cfg_.path,
-                 restored_.size(), rebuilt_.segments_from_footer, rebuilt_.segments_scanned);
+    spdlog::info("KVBM disk {}: {} blocks restored, {} segments read by their footer, {} scanned, {}", cfg_.path,
+                 restored_.size(), rebuilt_.segments_from_footer, rebuilt_.segments_scanned,
+                 rebuilt_.live_index ? fmt::format("order and {} evictions kept by the live index", rebuilt_.evicted_records)
+                                     : std::string{"no live index (write order)"});
 }
 
 std::vector<restored_block>
-disk_store::parents_first(const std::unordered_map<uint64_t, restored_block>& meta) const {
-  std::vector<std::tuple<uint64_t, uint64_t, uint64_t>> order; // (segment, offset, hash): write order
-  order.reserve(places_.size());
-  for (const auto& [h, p] : places_)
-    order.emplace_back(p.segment, p.offset, h);
-  std::sort(order.begin(), order.end());
+disk_store::parents_first(const std::unordered_map<uint64_t, restored_block>& meta,
+                          std::span<const std::tuple<uint64_t, uint64_t, uint64_t>> order) const {
   std::vector<restored_block> out;
   std::unordered_set<uint64_t> listed;
   std::vector<uint64_t> chain;
-  for (const auto& [seg, off, hash] : order) {
+  for (const auto& [key, offset, hash] : order) {
     // Up the parents held and not listed yet, then listed root first.
     chain.clear();
     for (std::optional<uint64_t> h = hash; h && places_.contains(*h) && !listed.contains(*h);) {

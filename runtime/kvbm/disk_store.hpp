@@ -15,7 +15,10 @@
 // Start-up: a segment is sealed when the next one opens (and, at open, a
 // scanned one is sealed after the scan): a footer after its last record lists
 // every record header, so a restart reads one index per segment instead of one
-// header per block (~180k small reads for 64 GiB of 368 KB blocks).
+// header per block (~180k small reads for 64 GiB of 368 KB blocks). The
+// footers list every record ever written, holes included; a store that closes
+// cleanly also writes a live index (segment_format.hpp), so the next one
+// restores only the blocks still held, in the policy's order and priorities.
 //
 // Space: a block evicted by the policy leaves a hole in its segment; a
 // segment with nothing live is deleted, and when the holes add up to more
@@ -95,8 +98,9 @@ class disk_store {
 public:
   /// Claims the directory, removes files of the old one-file-per-block
   /// format and segments of another tag, and scans the rest back into the
-  /// index (oldest first: the last written is the most recent). io_error
-  /// when no directory can be used.
+  /// index: the blocks the last store's live index lists, in its order, or
+  /// after a crash every record, oldest first (the last written the most
+  /// recent). io_error when no directory can be used.
   [[nodiscard]] static expected<disk_store> open(disk_store_config cfg);
   disk_store(disk_store&&) noexcept;
   disk_store& operator=(disk_store&&) noexcept;
@@ -128,6 +132,8 @@ public:
   struct rebuild_stats {
     uint64_t segments_from_footer = 0;
     uint64_t segments_scanned = 0;
+    bool live_index = false;      ///< the last store's live index held (it closed cleanly)
+    uint64_t evicted_records = 0; ///< records it did not list: blocks evicted into holes
   };
   [[nodiscard]] const rebuild_stats& rebuilt() const noexcept { return rebuilt_; }
 
@@ -161,9 +167,18 @@ private:
   [[nodiscard]] expected<void> claim();
   /// Scans the segments back into the index; removes foreign and dead ones.
   void rebuild();
-  /// The blocks placed, each after its parent (if placed), else in write order.
+  /// The blocks placed, in `order` ((key, key, hash) sorted), each after its
+  /// parent if placed.
   [[nodiscard]] std::vector<restored_block>
-  parents_first(const std::unordered_map<uint64_t, restored_block>& meta) const;
+  parents_first(const std::unordered_map<uint64_t, restored_block>& meta,
+                std::span<const std::tuple<uint64_t, uint64_t, uint64_t>> order) const;
+  /// Reads and removes the directory's live index; nullopt when there is none
+  /// or it does not name exactly the segments of `found` (after their footers
+  /// or scans set end()) with this store's tag.
+  [[nodiscard]] std::optional<live_index>
+  take_live_index(const std::map<uint64_t, std::shared_ptr<segment_file>>& found) const;
+  /// Writes the live index (at close) and releases the directory.
+  void close();
   /// Whether the file system keeps min_free_bytes after `bytes` more (false when statvfs fails).
   [[nodiscard]] bool room_for(uint64_t bytes) const;
   /// Appends a record (header null: `bytes` is a whole record), opening a new

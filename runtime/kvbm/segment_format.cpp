@@ -110,6 +110,66 @@ std::optional<std::vector<record_header>> parse_segment_footer(std::span<const s
   return records;
 }
 
+namespace {
+
+struct live_index_header {
+  uint32_t magic = live_index::magic_value;
+  uint32_t version = 1;
+  uint64_t tag = 0;
+  uint64_t segments = 0;
+  uint64_t records = 0;
+  uint64_t body_checksum = 0;   ///< XXH3-64 of the segments and records after it
+  uint64_t header_checksum = 0; ///< XXH3-64 of the 40 bytes before it
+};
+static_assert(sizeof(live_index_header) == 48);
+
+constexpr uint64_t segment_entry = sizeof(live_index::segment_end);
+constexpr uint64_t record_entry = sizeof(live_index::record_at);
+
+} // namespace
+
+std::vector<std::byte> encode_live_index(const live_index& index) {
+  const uint64_t seg_bytes = index.segments.size() * segment_entry;
+  const uint64_t rec_bytes = index.records.size() * record_entry;
+  std::vector<std::byte> out(sizeof(live_index_header) + seg_bytes + rec_bytes);
+  std::byte* body = out.data() + sizeof(live_index_header);
+  if (seg_bytes != 0)
+    std::memcpy(body, index.segments.data(), seg_bytes);
+  if (rec_bytes != 0)
+    std::memcpy(body + seg_bytes, index.records.data(), rec_bytes);
+  live_index_header h;
+  h.tag = index.tag;
+  h.segments = index.segments.size();
+  h.records = index.records.size();
+  h.body_checksum = XXH3_64bits(body, seg_bytes + rec_bytes);
+  h.header_checksum = header_checksum_of(h);
+  std::memcpy(out.data(), &h, sizeof h);
+  return out;
+}
+
+std::optional<live_index> parse_live_index(std::span<const std::byte> bytes) {
+  live_index_header h;
+  if (bytes.size() < sizeof h)
+    return std::nullopt;
+  std::memcpy(&h, bytes.data(), sizeof h);
+  const uint64_t body = bytes.size() - sizeof h;
+  if (h.magic != live_index::magic_value || h.version != 1 || h.header_checksum != header_checksum_of(h) ||
+      h.segments > body / segment_entry || h.records > body / record_entry ||
+      h.segments * segment_entry + h.records * record_entry != body ||
+      XXH3_64bits(bytes.data() + sizeof h, body) != h.body_checksum)
+    return std::nullopt;
+  live_index out;
+  out.tag = h.tag;
+  out.segments.resize(h.segments);
+  out.records.resize(h.records);
+  const std::byte* at = bytes.data() + sizeof h;
+  if (h.segments != 0)
+    std::memcpy(out.segments.data(), at, h.segments * segment_entry);
+  if (h.records != 0)
+    std::memcpy(out.records.data(), at + h.segments * segment_entry, h.records * record_entry);
+  return out;
+}
+
 uint64_t segment_tag(std::span<const char> identity, uint64_t block_bytes) noexcept {
   return XXH3_64bits_withSeed(identity.data(), identity.size(), block_bytes);
 }

@@ -99,6 +99,37 @@ static_assert(sizeof(segment_footer) == 48);
 [[nodiscard]] std::optional<std::vector<record_header>>
 parse_segment_footer(std::span<const std::byte> tail, uint64_t file_size, uint64_t segment_id);
 
+/// What a store held when it closed cleanly, written next to its segments
+/// ("LIVE") and removed by the next open: the records still indexed, in the
+/// policy's order (least recently used first, lower priority first), so a
+/// restart neither brings back blocks evicted into holes the footers still
+/// list nor forgets which blocks were hot. It holds only for the segments it
+/// names, each ending where it says; otherwise the footers and scans alone
+/// decide, as after a crash.
+struct live_index {
+  static constexpr uint32_t magic_value = 0x4c564b44; ///< "DKVL"
+  struct segment_end {
+    uint64_t id = 0;
+    uint64_t end = 0; ///< segment_file::end() at close
+  };
+  struct record_at {
+    uint64_t segment = 0;
+    uint64_t offset = 0;
+    uint32_t priority = 0;
+    uint32_t reserved = 0;
+  };
+  uint64_t tag = 0;
+  std::vector<segment_end> segments;
+  std::vector<record_at> records; ///< the policy's order, next evicted first
+};
+static_assert(sizeof(live_index::segment_end) == 16 && sizeof(live_index::record_at) == 24);
+
+/// The file's bytes: a 48-byte header (magic, version, tag, counts, body and
+/// header checksums), the segments, the records.
+[[nodiscard]] std::vector<std::byte> encode_live_index(const live_index& index);
+/// nullopt unless `bytes` is exactly one whole, intact live index.
+[[nodiscard]] std::optional<live_index> parse_live_index(std::span<const std::byte> bytes);
+
 /// The store's tag for blocks of `block_bytes` bytes described by `identity`
 /// (kvbm_config::disk_tag).
 [[nodiscard]] uint64_t segment_tag(std::span<const char> identity, uint64_t block_bytes) noexcept;

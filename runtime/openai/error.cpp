@@ -25,6 +25,10 @@ status_mapping map_errc(errc code) noexcept {
   return {500, "server_error", false};
 }
 
+caf::error backend_error(uint8_t error_code, const std::string& message) {
+  return make_error(error_code != 0 ? static_cast<errc>(error_code) : errc::internal, "backend error: " + message);
+}
+
 caf::error field_error(errc code, std::string param, std::string_view openai_code,
                        std::string message) {
   return caf::make_error(code, std::move(message), std::move(param), std::string{openai_code});

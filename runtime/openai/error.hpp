@@ -33,6 +33,11 @@ struct status_mapping {
 /// |   config_error, non-dynamo errors      |        |                       |
 [[nodiscard]] status_mapping map_errc(errc code) noexcept;
 
+/// The error of a generation a worker ended with finish_reason::error: its
+/// `error_code` when it gave one (a rejected prompt is invalid_argument: a
+/// 400), else internal; the message says it came from the backend.
+[[nodiscard]] caf::error backend_error(uint8_t error_code, const std::string& message);
+
 /// A client-facing error, ready to serialize.
 struct api_error {
   unsigned status = 500;

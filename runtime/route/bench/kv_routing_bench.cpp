@@ -10,6 +10,7 @@
 // the mocker's tiers hold hashes and charge onboarding time per block and
 // tier), with the KVBM-off / KVBM-on ratios.
 #include "runtime/kv/block_hash.hpp"
+#include "runtime/core/units.hpp"
 #include "runtime/mocker/mock_executor.hpp"
 #include "runtime/route/bench/kvbm_cpu_bench.hpp"
 #include "runtime/route/kv_router.hpp"
@@ -62,9 +63,9 @@ struct options {
 kvbm::kvbm_config kvbm_of(const options& o, std::string_view v) {
   kvbm::kvbm_config k;
   if (v == "host" || v == "host+disk")
-    k.host_bytes = static_cast<uint64_t>(o.kvbm_host_gb * 1073741824.0);
+    k.host_bytes = gib_to_bytes(o.kvbm_host_gb);
   if (v == "host+disk")
-    k.disk_bytes = static_cast<uint64_t>(o.kvbm_disk_gb * 1073741824.0);
+    k.disk_bytes = gib_to_bytes(o.kvbm_disk_gb);
   return k;
 }
 

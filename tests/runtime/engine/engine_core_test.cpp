@@ -73,6 +73,11 @@ BOOST_AUTO_TEST_CASE(context_length_is_clamped_to_the_kv_cache) {
   auto cfg = small();
   cfg.max_model_len = 20;
   BOOST_TEST(make_core(16, 32, nullptr, cfg)->max_model_len() == 20u);
+  // What a worker publishes on its model card is the same number.
+  BOOST_TEST(engine_core::max_model_len_of(fake_executor(4, 32, nullptr), small()) == 16u);
+  BOOST_TEST(engine_core::max_model_len_of(fake_executor(16, 32, nullptr), cfg) == 20u);
+  cfg.num_blocks = 2;
+  BOOST_TEST(engine_core::max_model_len_of(fake_executor(16, 32, nullptr), cfg) == 8u);
 }
 
 BOOST_AUTO_TEST_CASE(generates_until_max_tokens_and_reports_step_facts) {
@@ -104,6 +109,8 @@ BOOST_AUTO_TEST_CASE(invalid_requests_get_one_error_chunk) {
       BOOST_TEST(out[id].finish == finish_reason::error);
       BOOST_TEST(out[id].chunks == 1u);
       BOOST_TEST(out[id].tokens.empty());
+      // The request's own fault: the frontend answers 400, not 500.
+      BOOST_TEST(out[id].error_code == static_cast<uint8_t>(errc::invalid_argument));
     }
   }
   BOOST_TEST(out["long"].error.find("context length is 32") != std::string::npos);

@@ -53,6 +53,7 @@ struct stream {
   uint32_t cached_tokens = 0;
   uint32_t chunks = 0;
   std::string error;
+  uint8_t error_code = 0;          ///< the final chunk's (dynamo::errc)
   bool prefilled_locally = false;  ///< the first chunk's flag
   uint32_t flagged_chunks = 0;     ///< chunks with prefilled_locally set
 };
@@ -77,6 +78,7 @@ inline std::map<std::string, stream> run(engine::engine_core& core,
       s.tokens.insert(s.tokens.end(), o.output.token_ids.begin(), o.output.token_ids.end());
       s.finish = o.output.finish;
       s.error = o.output.error;
+      s.error_code = o.output.error_code;
     }
     if (events)
       events->insert(events->end(), r->kv_events.begin(), r->kv_events.end());

@@ -115,4 +115,36 @@ BOOST_AUTO_TEST_CASE(a_footer_round_trips_and_any_wrong_byte_rejects_it) {
   BOOST_TEST(empty->empty());
 }
 
+BOOST_AUTO_TEST_CASE(a_live_index_round_trips_and_any_wrong_byte_rejects_it) {
+  live_index li;
+  li.tag = 77;
+  li.segments = {{3, 1000}, {4, sizeof(segment_header)}};
+  li.records = {{3, 32, 0, 0}, {3, 200, 2, 0}, {4, 32, 1, 0}};
+  const std::vector<std::byte> bytes = encode_live_index(li);
+  BOOST_REQUIRE_EQUAL(bytes.size(), 48u + 2 * 16 + 3 * 24);
+  auto back = parse_live_index(bytes);
+  BOOST_REQUIRE(back.has_value());
+  BOOST_TEST(back->tag == 77u);
+  BOOST_REQUIRE_EQUAL(back->segments.size(), 2u);
+  BOOST_TEST(back->segments[0].end == 1000u);
+  BOOST_REQUIRE_EQUAL(back->records.size(), 3u);
+  BOOST_TEST(back->records[1].offset == 200u);
+  BOOST_TEST(back->records[1].priority == 2u);
+  BOOST_TEST(back->records[2].segment == 4u);
+  for (size_t k = 0; k < bytes.size(); ++k) { // any byte wrong
+    std::vector<std::byte> bad = bytes;
+    bad[k] ^= std::byte{0x10};
+    BOOST_TEST(!parse_live_index(bad).has_value(), "byte " << k);
+  }
+  for (size_t n = 0; n < bytes.size(); ++n) // cut anywhere
+    BOOST_TEST(!parse_live_index(std::span{bytes}.first(n)).has_value(), "length " << n);
+  std::vector<std::byte> longer = bytes;
+  longer.push_back(std::byte{0});
+  BOOST_TEST(!parse_live_index(longer).has_value());
+  // An empty store's index is valid too.
+  auto empty = parse_live_index(encode_live_index(live_index{}));
+  BOOST_REQUIRE(empty.has_value());
+  BOOST_TEST(empty->records.empty());
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -57,6 +57,16 @@ BOOST_AUTO_TEST_CASE(plain_errors_keep_their_message_without_param) {
   BOOST_TEST(e.code.empty());
 }
 
+BOOST_AUTO_TEST_CASE(a_backend_error_keeps_the_workers_code) {
+  auto rejected = to_api_error(backend_error(static_cast<uint8_t>(errc::invalid_argument), "the prompt has 475 tokens"));
+  BOOST_TEST(rejected.status == 400u);
+  BOOST_TEST(rejected.message == "backend error: the prompt has 475 tokens");
+  auto unknown = to_api_error(backend_error(0, "executor failed at step 9"));
+  BOOST_TEST(unknown.status == 500u);
+  BOOST_TEST(unknown.message.find("step 9") == std::string::npos);
+  BOOST_TEST(to_api_error(backend_error(static_cast<uint8_t>(errc::device_error), "gone")).status == 503u);
+}
+
 BOOST_AUTO_TEST_CASE(internal_details_never_reach_the_client) {
   auto e = to_api_error(make_error(errc::internal, "segment 0x7f.. exploded in kernel foo"));
   BOOST_TEST(e.status == 500u);
