@@ -6,8 +6,10 @@
 #   scripts/validate-configure.sh [BIN_DIR] -- [dynamo-configure options]
 # Defaults: ISL 1024, OSL 128, 20 req/s, 400 requests, TTFT 300 / ITL 30 ms p90,
 # 4 GPUs, the mocker. POOL_YAML=file profiles that file's first pool instead
-# (e.g. the CPU engine), PROFILE_ARGS adds dynamo-profile options. Needs
-# python3. Uses port 18571 and /tmp/dynamo-validate-configure.
+# (e.g. the CPU engine), PROFILE_ARGS adds dynamo-profile options; HANDOFF=0
+# skips dynamo-profile --handoff (the simulator then charges no hand-off unless
+# --transfer-ms is given). Needs python3. Uses port 18571 and
+# /tmp/dynamo-validate-configure.
 set -euo pipefail
 BIN=${1:-build/bin}
 shift || true
@@ -23,8 +25,11 @@ pools:
   - {name: backend, engine: mocker, model: mocker, mocker: {speedup_ratio: 1.0}}
 YAML
 fi
+HANDOFF_ARGS=()
+[[ "${HANDOFF:-1}" == 1 ]] && HANDOFF_ARGS=(--handoff --handoff-dir "$WORK/handoff")
 # shellcheck disable=SC2086
-"$BIN/dynamo-profile" --config "$WORK/profile-pool.yaml" --out "$WORK/profile.json" --log-level warn ${PROFILE_ARGS:-}
+"$BIN/dynamo-profile" --config "$WORK/profile-pool.yaml" --out "$WORK/profile.json" --log-level warn \
+  "${HANDOFF_ARGS[@]}" ${PROFILE_ARGS:-}
 "$BIN/dynamo-configure" --profile "$WORK/profile.json" --ttft-ms "${TTFT:-300}" --itl-ms "${ITL:-30}" \
   --isl "fixed:$ISL" --osl "fixed:$OSL" --rate "$RATE" --requests "$N" --gpu-budget "${GPUS:-4}" \
   --frontend-port "$PORT" --discovery-root "$WORK/discovery" --out "$WORK/winner.yaml" \
@@ -39,7 +44,7 @@ done
 sleep 2 # every worker registered (the frontend serves as soon as one has)
 "$BIN/dynamo-bench" --url "http://127.0.0.1:$PORT" --request-rate "$RATE" --concurrency 2000 \
   --num-requests "$N" --isl "$ISL" --osl "$OSL" --output "$WORK/bench.json" > /dev/null
-python3 - "$WORK/configure.json" "$WORK/bench.json" <<'PY'
+python3 - "$WORK/configure.json" "$WORK/bench.json" "$WORK/profile.json" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))["winner"]
 b = json.load(open(sys.argv[2]))
@@ -54,5 +59,8 @@ out = {
   "output_tokens_per_s": {"predicted": round(c["output_tokens_per_s"], 1), "measured": m_tps, "rel_err": err(c["output_tokens_per_s"], m_tps) if m_tps else None},
   "failed": b.get("failed"),
 }
+h = json.load(open(sys.argv[3])).get("handoff")
+if h:
+  out["profile_handoff"] = {"fixed_ms": round(h["fixed_ms"], 3), "per_block_ms": round(h["per_block_ms"], 4)}
 print(json.dumps(out, indent=1))
 PY

@@ -1,7 +1,11 @@
 // dynamo-profile: measures one worker's engine (a pool of a cluster config:
 // mocker, CPU or CUDA) and writes the profile the SLA planner and
-// dynamo-configure size deployments from. Wiring only: runtime/plan/profiler.
+// dynamo-configure size deployments from; with --handoff also what a
+// disaggregated hand-off costs on a launched cluster. Wiring only:
+// runtime/plan/profiler, apps/dynamo-profile/handoff_probe.
 #include "actors/worker/engine_factory.hpp"
+#include "apps/dynamo-launch/child_server.hpp"
+#include "apps/dynamo-profile/handoff_probe.hpp"
 #include "apps/common/app_support.hpp"
 #include "runtime/core/cli.hpp"
 #include "runtime/core/log.hpp"
@@ -12,6 +16,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <unistd.h>
 
 using namespace dynamo;
 
@@ -21,6 +26,11 @@ int main(int argc, char** argv) {
               contexts = "128,512,2048";
   uint32_t steps = 8, repeats = 1;
   double kv_cache_mib = 512;
+  bool handoff = false;
+  std::string handoff_isl = "256,1024,2048,4096";
+  profile_app::handoff_probe_config probe;
+  probe.launcher = apps::sibling_binary("dynamo-launch");
+  probe.work_dir = "/tmp/dynamo-profile-handoff-" + std::to_string(::getpid());
   cli c("dynamo-profile", "measure a worker's engine (prefill vs ISL and prefix hits, decode step vs batch "
                           "and context, KV capacity) and write the profile as JSON");
   c.option("config", &config_path, "cluster config file (YAML)")
@@ -33,6 +43,14 @@ int main(int argc, char** argv) {
     .option("steps", &steps, "measured decode steps per point")
     .option("repeats", &repeats, "measurements per prefill point (the fastest is kept)")
     .option("kv-cache-mib", &kv_cache_mib, "CPU engine KV cache budget in MiB (as dynamo-worker)")
+    .option("handoff", &handoff,
+            "also measure the prefill -> decode hand-off: launch the pool as 1 aggregated worker and as 1 "
+            "prefill + 1 decode (dynamo-launch), send the same prompts to both one at a time and fit the "
+            "extra TTFT as fixed + per KV block")
+    .option("handoff-isl", &handoff_isl, "--handoff: prompt lengths, comma-separated")
+    .option("handoff-requests", &probe.requests, "--handoff: measured requests per prompt length and cluster")
+    .option("launcher", &probe.launcher, "--handoff: the dynamo-launch binary (default: next to this one)")
+    .option("handoff-dir", &probe.work_dir, "--handoff: where the clusters' YAML and discovery go")
     .option("log-level", &log_level, "trace | debug | info | warn | error");
   if (auto code = cli_exit_code("dynamo-profile", c.parse(argc, argv)))
     return *code;
@@ -75,6 +93,16 @@ int main(int argc, char** argv) {
   p->engine = std::string{config::to_string(pool->engine)};
   p->model = pool->model;
   p->threads = pool->engine_opts.threads;
+  if (handoff) {
+    auto hi = parse_number_list<uint32_t>("handoff-isl", handoff_isl);
+    if (!hi)
+      apps::die("dynamo-profile", hi.error());
+    probe.isl = *hi;
+    auto cost = profile_app::measure_handoff(*pool, *p, probe, [](const std::string& line) { spdlog::info("{}", line); });
+    if (!cost)
+      apps::die("dynamo-profile", cost.error());
+    p->handoff = std::move(*cost);
+  }
   auto text = plan::to_json(*p).dump(2) + "\n";
   if (out_path.empty()) {
     std::cout << text;

@@ -37,7 +37,48 @@ double interpolate(const std::vector<std::pair<double, double>>& pts, double x, 
   return y1 + (y1 - y0) * (x - x1) / (x1 - x0);
 }
 
+uint32_t blocks_of(uint32_t isl, uint32_t block_size) {
+  const uint32_t b = std::max(1u, block_size);
+  return (isl + b - 1) / b;
+}
+
 } // namespace
+
+double handoff_cost::ms(uint32_t isl, uint32_t block_size) const noexcept {
+  return fixed_ms + per_block_ms * blocks_of(isl, block_size);
+}
+
+handoff_cost fit_handoff(std::vector<handoff_point> points, uint32_t block_size) {
+  handoff_cost c;
+  c.points = std::move(points);
+  const double n = static_cast<double>(c.points.size());
+  if (c.points.empty())
+    return c;
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto& p : c.points) {
+    const double x = blocks_of(p.isl, block_size), y = p.remote_ms - p.local_ms;
+    sx += x;
+    sy += y;
+    sxx += x * x;
+    sxy += x * y;
+  }
+  const double det = n * sxx - sx * sx;
+  if (det > 0) {
+    c.per_block_ms = (n * sxy - sx * sy) / det;
+    c.fixed_ms = (sy - c.per_block_ms * sx) / n;
+  } else {
+    c.fixed_ms = sy / n; // one block count only: a constant
+  }
+  if (c.per_block_ms < 0) {
+    c.per_block_ms = 0;
+    c.fixed_ms = sy / n;
+  }
+  if (c.fixed_ms < 0) {
+    c.fixed_ms = 0;
+    c.per_block_ms = sxx > 0 ? std::max(0.0, sxy / sxx) : 0; // through the origin
+  }
+  return c;
+}
 
 step_times::step_times(const engine_profile& p) {
   std::map<double, double> best; // isl -> ms, cold prompts only
@@ -154,6 +195,14 @@ nlohmann::json to_json(const engine_profile& p) {
   for (const auto& x : p.decode)
     j["decode"].push_back({{"batch", x.batch}, {"context", x.context}, {"step_ms", x.step_ms}});
   j["skipped"] = p.skipped;
+  if (p.handoff) {
+    auto& h = j["handoff"];
+    h["fixed_ms"] = p.handoff->fixed_ms;
+    h["per_block_ms"] = p.handoff->per_block_ms;
+    h["points"] = nlohmann::json::array();
+    for (const auto& x : p.handoff->points)
+      h["points"].push_back({{"isl", x.isl}, {"local_ms", x.local_ms}, {"remote_ms", x.remote_ms}});
+  }
   return j;
 }
 
@@ -177,6 +226,14 @@ expected<engine_profile> profile_from_json(const nlohmann::json& j) {
                           x.at("step_ms").get<double>()});
     if (j.contains("skipped"))
       p.skipped = j.at("skipped").get<std::vector<std::string>>();
+    if (j.contains("handoff")) {
+      const auto& h = j.at("handoff");
+      handoff_cost c{h.at("fixed_ms").get<double>(), h.at("per_block_ms").get<double>(), {}};
+      for (const auto& x : h.value("points", nlohmann::json::array()))
+        c.points.push_back({x.at("isl").get<uint32_t>(), x.at("local_ms").get<double>(),
+                            x.at("remote_ms").get<double>()});
+      p.handoff = std::move(c);
+    }
     return p;
   } catch (const nlohmann::json::exception& e) {
     return make_error(errc::invalid_argument, std::string{"profile JSON: "} + e.what());

@@ -30,6 +30,31 @@ struct decode_point {
   double step_ms = 0;         ///< mean time of one decode step of the whole batch
 };
 
+/// One ISL of the hand-off probe: median TTFT of the same prompt prefilled
+/// locally (one aggregated worker) and handed off (1 prefill + 1 decode worker).
+struct handoff_point {
+  uint32_t isl = 0;
+  double local_ms = 0;
+  double remote_ms = 0;
+};
+
+/// What a prefill -> decode hand-off adds to TTFT on the profiled cluster
+/// (routing to the prefill worker, the result back, the decode worker's
+/// admission and KV pull): fixed_ms + per_block_ms x the prompt's KV blocks.
+/// Fitted by fit_handoff from dynamo-profile --handoff's points.
+struct handoff_cost {
+  double fixed_ms = 0;
+  double per_block_ms = 0;
+  std::vector<handoff_point> points;
+  /// The charge for a prompt of `isl` tokens in blocks of `block_size`.
+  [[nodiscard]] double ms(uint32_t isl, uint32_t block_size) const noexcept;
+};
+
+/// Least-squares line of remote - local against ceil(isl / block_size), both
+/// terms kept >= 0 (a negative one is dropped and the other refitted alone).
+/// Empty points: zeros.
+[[nodiscard]] handoff_cost fit_handoff(std::vector<handoff_point> points, uint32_t block_size);
+
 struct engine_profile {
   std::string engine;         ///< "mocker", "cpu", "cuda"
   std::string model;
@@ -43,6 +68,7 @@ struct engine_profile {
   std::vector<prefill_point> prefill;
   std::vector<decode_point> decode;
   std::vector<std::string> skipped; ///< points that did not fit (context, KV), with why
+  std::optional<handoff_cost> handoff; ///< measured with --handoff; older profiles lack it
 };
 
 /// The profile's interpolation compiled once for fast lookups (the SLA

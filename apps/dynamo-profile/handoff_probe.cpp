@@ -1,0 +1,177 @@
+#include "apps/dynamo-profile/handoff_probe.hpp"
+
+#include "apps/dynamo-bench/load_generator.hpp"
+#include "apps/dynamo-launch/child_server.hpp"
+#include "runtime/configure/deployment_config.hpp"
+#include "runtime/metrics/exposition.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <thread>
+
+namespace dynamo::profile_app {
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr auto stop_grace = std::chrono::seconds(10);
+
+struct cluster {
+  std::string name;
+  uint16_t port = 0;
+  std::unique_ptr<http::http_client> client;
+};
+
+// The deployment dynamo-configure would write for one worker aggregated, or
+// 1 prefill + 1 decode that hands off every prompt (threshold 0).
+configure::deployment probe_deployment(const plan::engine_profile& p, bool disagg) {
+  configure::deployment d;
+  d.max_num_seqs = std::max(1u, p.max_num_seqs);
+  d.max_num_batched_tokens = std::max(1u, p.max_num_batched_tokens);
+  if (disagg) {
+    d.mode = configure::deployment_mode::disaggregated;
+    d.prefill_replicas = 1;
+    d.max_local_prefill_length = 0;
+  }
+  return d;
+}
+
+expected<cluster> start(apps::process_set& ps, const config::pool_config& pool, const plan::engine_profile& p,
+                        const handoff_probe_config& cfg, bool disagg) {
+  const std::string mode = disagg ? "disaggregated" : "aggregated";
+  auto port = apps::free_loopback_port();
+  if (!port)
+    return port.error();
+  configure::cluster_options o;
+  o.namespace_name = "handoff-probe-" + mode;
+  o.discovery_root = cfg.work_dir + "/" + mode + "-discovery";
+  o.frontend_port = *port;
+  o.model = pool.model;
+  o.model_path = pool.model_path;
+  auto c = configure::to_cluster_config(probe_deployment(p, disagg), p, o);
+  if (!c)
+    return c.error();
+  const std::string yaml = cfg.work_dir + "/" + mode + ".yaml";
+  std::error_code ec;
+  std::filesystem::create_directories(cfg.work_dir, ec);
+  if (std::ofstream f(yaml); !(f << configure::to_yaml(*c)))
+    return make_error(errc::io_error, "cannot write " + yaml);
+  cluster out{"dynamo-launch (" + mode + ")", *port, nullptr};
+  apps::process_spec spec{out.name, out.name, {cfg.launcher, "--config", yaml, "--log-level", cfg.log_level}};
+  spec.restart = false;
+  spec.die_with_parent = true;
+  spec.stdout_to_stderr = true;
+  ps.add(std::move(spec));
+  out.client = std::make_unique<http::http_client>("127.0.0.1", *port, 1);
+  if (auto ok = apps::wait_healthy(ps, out.name, *out.client, std::chrono::seconds(cfg.startup_timeout_s)); !ok)
+    return ok.error();
+  return out;
+}
+
+// The load generator's report for `n` prompts of `isl` tokens, one at a time.
+expected<json> send(const cluster& c, uint32_t isl, uint32_t n, uint32_t warmup, uint64_t seed) {
+  bench::load_config l;
+  l.port = c.port;
+  l.concurrency = 1;
+  l.num_requests = n;
+  l.warmup_requests = warmup;
+  l.isl = isl;
+  l.osl = 2; // a hand-off needs a token after the prefill's
+  l.seed = seed;
+  l.label = c.name;
+  auto report = bench::run_load(l);
+  if (!report)
+    return report.error();
+  auto j = json::parse(*report, nullptr, false);
+  if (j.is_discarded() || j.value("completed", uint64_t{0}) != n || j.value("failed", uint64_t{1}) != 0)
+    return make_error(errc::internal, fmt::format("{}: {} of {} requests of {} tokens completed", c.name,
+                                                  j.is_discarded() ? 0 : j.value("completed", uint64_t{0}), n, isl));
+  return j;
+}
+
+// dynamo_frontend_disagg_requests_total{prefill="remote"}.
+expected<double> remote_prefills(const cluster& c) {
+  auto m = c.client->request({"GET", "/metrics", "", ""}, std::chrono::seconds(5));
+  if (!m || m->status != 200)
+    return make_error(errc::io_error, c.name + ": GET /metrics failed");
+  auto page = metrics::parse_exposition(m->body);
+  if (!page)
+    return page.error();
+  return metrics::sum_samples(*page, "dynamo_frontend_disagg_requests_total", {{"prefill", "remote"}}).value_or(0);
+}
+
+// Until the frontend knows the prefill worker (it serves as soon as the decode
+// worker registers), prompts prefill locally: send single requests until one
+// is handed off.
+expected<void> wait_for_prefill_worker(apps::process_set& ps, const cluster& c, std::chrono::seconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (auto alive = apps::still_running(ps, c.name); !alive)
+      return alive.error();
+    if (auto r = send(c, 64, 1, 0, 7); !r)
+      return r.error();
+    auto remote = remote_prefills(c);
+    if (!remote)
+      return remote.error();
+    if (*remote > 0)
+      return {};
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return make_error(errc::timeout, c.name + ": no prompt was handed off to a prefill worker");
+}
+
+} // namespace
+
+expected<plan::handoff_cost> measure_handoff(const config::pool_config& pool, const plan::engine_profile& profile,
+                                             const handoff_probe_config& cfg,
+                                             const std::function<void(const std::string&)>& log) {
+  if (cfg.isl.empty() || cfg.requests == 0)
+    return make_error(errc::invalid_argument, "handoff probe: no ISL or no requests");
+  struct children { // stops both clusters on every path out
+    apps::process_set set;
+    ~children() { set.stop_all({}, stop_grace); }
+  } ch;
+  auto local = start(ch.set, pool, profile, cfg, false);
+  if (!local)
+    return local.error();
+  auto remote = start(ch.set, pool, profile, cfg, true);
+  if (!remote)
+    return remote.error();
+  if (auto ok = wait_for_prefill_worker(ch.set, *remote, std::chrono::seconds(cfg.startup_timeout_s)); !ok)
+    return ok.error();
+  auto before = remote_prefills(*remote);
+  if (!before)
+    return before.error();
+  std::vector<plan::handoff_point> points;
+  uint64_t seed = 1000;
+  for (uint32_t isl : cfg.isl) { // alternating, so both see the same machine
+    auto a = send(*local, isl, cfg.requests, cfg.warmup, ++seed);
+    if (!a)
+      return a.error();
+    auto d = send(*remote, isl, cfg.requests, cfg.warmup, ++seed);
+    if (!d)
+      return d.error();
+    plan::handoff_point pt{isl, (*a)["ttft_ms"].value("p50", 0.0), (*d)["ttft_ms"].value("p50", 0.0)};
+    log(fmt::format("hand-off: ISL {}: TTFT p50 {:.2f} ms local, {:.2f} ms handed off (+{:.2f})", isl, pt.local_ms,
+                    pt.remote_ms, pt.remote_ms - pt.local_ms));
+    points.push_back(pt);
+  }
+  auto after = remote_prefills(*remote);
+  if (!after)
+    return after.error();
+  const double sent = static_cast<double>(cfg.isl.size()) * (cfg.requests + cfg.warmup);
+  if (*after - *before < sent)
+    return make_error(errc::internal, fmt::format("{}: {} of {} prompts were handed off", remote->name,
+                                                  *after - *before, sent));
+  auto cost = plan::fit_handoff(std::move(points), profile.block_size);
+  log(fmt::format("hand-off: {:.3f} ms + {:.4f} ms per {}-token block", cost.fixed_ms, cost.per_block_ms,
+                  profile.block_size));
+  return cost;
+}
+
+} // namespace dynamo::profile_app
