@@ -101,6 +101,7 @@ struct options {
   double ttft = 0, itl = 0, percentile = 90, rate = 10, trace_rate = 0, prefix_share = 0, transfer_ms = -1;
   uint32_t requests = 400, prefix_groups = 0, budget = 8, gpus_per_worker = 1, trace_block_size = 512,
            front_rows = 25, port = 8000, seed = 1;
+  bool ignore_step_overhead = false;
 };
 
 cli make_cli(options& o) {
@@ -133,6 +134,8 @@ cli make_cli(options& o) {
     .option("transfer-ms", &o.transfer_ms,
             "prefill -> decode hand-off time per request (default: the profile's measured hand-off, "
             "dynamo-profile --handoff; 0 without one)")
+    .option("ignore-step-overhead", &o.ignore_step_overhead,
+            "time steps by the profile alone, without its measured step_overhead (dynamo-profile --handoff)")
     .option("out", &o.out_path, "write the winner's cluster YAML here")
     .option("json", &o.json_path, "write every result, the front and the winner as JSON here")
     .option("front", &o.front_rows, "Pareto front rows printed (all are in --json)")
@@ -295,6 +298,7 @@ int main(int argc, char** argv) {
   so.gpus_per_worker = o.gpus_per_worker;
   if (o.transfer_ms >= 0)
     so.transfer_ms = o.transfer_ms;
+  so.step_overhead = !o.ignore_step_overhead;
   simulator sim(*profile, so);
   if (!sim.usable())
     return fail(make_error(errc::invalid_argument,
@@ -304,6 +308,10 @@ int main(int argc, char** argv) {
              : profile->handoff ? "as dynamo-profile --handoff measured"
                                 : "none (the profile has no --handoff measurement)",
              sim.handoff_ms(1024));
+  fmt::print(stderr, "{}: step overhead {:.3f} ms + {:.4f} ms per sequence{}\n", program, sim.step_overhead_ms(0),
+             sim.step_overhead_ms(1) - sim.step_overhead_ms(0),
+             profile->overhead ? (o.ignore_step_overhead ? " (--ignore-step-overhead)" : " (measured)")
+                               : " (the profile has none)");
 
   double seconds = 0;
   const auto results = search(sim, enumerate(*space), *reqs, {o.ttft, o.itl}, seconds);

@@ -73,16 +73,26 @@ expected<cluster> start(apps::process_set& ps, const config::pool_config& pool, 
   return out;
 }
 
-// The load generator's report for `n` prompts of `isl` tokens, one at a time.
-expected<json> send(const cluster& c, uint32_t isl, uint32_t n, uint32_t warmup, uint64_t seed) {
+struct load {
+  uint32_t isl = 0;
+  uint32_t osl = 2; // a hand-off needs a token after the prefill's
+  uint32_t n = 1;
+  uint32_t concurrency = 1;
+  uint32_t warmup = 0;
+  uint64_t seed = 1;
+};
+
+// The load generator's report for `x.n` prompts, `x.concurrency` at a time.
+expected<json> send(const cluster& c, const load& x) {
+  const uint32_t isl = x.isl, n = x.n;
   bench::load_config l;
   l.port = c.port;
-  l.concurrency = 1;
+  l.concurrency = x.concurrency;
   l.num_requests = n;
-  l.warmup_requests = warmup;
+  l.warmup_requests = x.warmup;
   l.isl = isl;
-  l.osl = 2; // a hand-off needs a token after the prefill's
-  l.seed = seed;
+  l.osl = x.osl;
+  l.seed = x.seed;
   l.label = c.name;
   auto report = bench::run_load(l);
   if (!report)
@@ -113,7 +123,7 @@ expected<void> wait_for_prefill_worker(apps::process_set& ps, const cluster& c, 
   while (std::chrono::steady_clock::now() < deadline) {
     if (auto alive = apps::still_running(ps, c.name); !alive)
       return alive.error();
-    if (auto r = send(c, 64, 1, 0, 7); !r)
+    if (auto r = send(c, {.isl = 64, .seed = 7}); !r)
       return r.error();
     auto remote = remote_prefills(c);
     if (!remote)
@@ -125,13 +135,40 @@ expected<void> wait_for_prefill_worker(apps::process_set& ps, const cluster& c, 
   return make_error(errc::timeout, c.name + ": no prompt was handed off to a prefill worker");
 }
 
+// Batches of exactly b requests sent together on the aggregated worker: their
+// median inter-token gap is its decode step at batch b, as launched.
+expected<plan::step_overhead> measure_overhead(const cluster& local, const plan::step_times& times,
+                                               const plan::engine_profile& profile, const handoff_probe_config& cfg,
+                                               const std::function<void(const std::string&)>& log) {
+  std::vector<plan::overhead_point> points;
+  uint64_t seed = 2000;
+  for (uint32_t b : cfg.batch) {
+    if (b == 0 || (profile.max_num_seqs > 0 && b > profile.max_num_seqs))
+      continue;
+    auto r = send(local, {.isl = cfg.batch_isl, .osl = cfg.batch_osl, .n = b, .concurrency = b, .seed = ++seed});
+    if (!r)
+      return r.error();
+    const double ctx = cfg.batch_isl + cfg.batch_osl / 2.0;
+    plan::overhead_point pt{b, times.decode_step_ms(b, ctx), (*r)["itl_ms"].value("p50", 0.0)};
+    log(fmt::format("step overhead: batch {}: inter-token gap p50 {:.2f} ms, profile step {:.2f} ms (+{:.2f})", b,
+                    pt.measured_ms, pt.profile_ms, pt.measured_ms - pt.profile_ms));
+    points.push_back(pt);
+  }
+  auto o = plan::fit_step_overhead(std::move(points));
+  log(fmt::format("step overhead: {:.3f} ms + {:.4f} ms per sequence", o.fixed_ms, o.per_seq_ms));
+  return o;
+}
+
 } // namespace
 
-expected<plan::handoff_cost> measure_handoff(const config::pool_config& pool, const plan::engine_profile& profile,
-                                             const handoff_probe_config& cfg,
-                                             const std::function<void(const std::string&)>& log) {
+expected<cluster_costs> measure_cluster(const config::pool_config& pool, const plan::engine_profile& profile,
+                                        const handoff_probe_config& cfg,
+                                        const std::function<void(const std::string&)>& log) {
   if (cfg.isl.empty() || cfg.requests == 0)
     return make_error(errc::invalid_argument, "handoff probe: no ISL or no requests");
+  const plan::step_times times(profile);
+  if (!times.has_decode())
+    return make_error(errc::invalid_argument, "handoff probe: the profile has no decode points");
   struct children { // stops both clusters on every path out
     apps::process_set set;
     ~children() { set.stop_all({}, stop_grace); }
@@ -150,10 +187,10 @@ expected<plan::handoff_cost> measure_handoff(const config::pool_config& pool, co
   std::vector<plan::handoff_point> points;
   uint64_t seed = 1000;
   for (uint32_t isl : cfg.isl) { // alternating, so both see the same machine
-    auto a = send(*local, isl, cfg.requests, cfg.warmup, ++seed);
+    auto a = send(*local, {.isl = isl, .n = cfg.requests, .warmup = cfg.warmup, .seed = ++seed});
     if (!a)
       return a.error();
-    auto d = send(*remote, isl, cfg.requests, cfg.warmup, ++seed);
+    auto d = send(*remote, {.isl = isl, .n = cfg.requests, .warmup = cfg.warmup, .seed = ++seed});
     if (!d)
       return d.error();
     plan::handoff_point pt{isl, (*a)["ttft_ms"].value("p50", 0.0), (*d)["ttft_ms"].value("p50", 0.0)};
@@ -168,10 +205,15 @@ expected<plan::handoff_cost> measure_handoff(const config::pool_config& pool, co
   if (*after - *before < sent)
     return make_error(errc::internal, fmt::format("{}: {} of {} prompts were handed off", remote->name,
                                                   *after - *before, sent));
-  auto cost = plan::fit_handoff(std::move(points), profile.block_size);
-  log(fmt::format("hand-off: {:.3f} ms + {:.4f} ms per {}-token block", cost.fixed_ms, cost.per_block_ms,
-                  profile.block_size));
-  return cost;
+  cluster_costs out;
+  out.handoff = plan::fit_handoff(std::move(points), profile.block_size);
+  log(fmt::format("hand-off: {:.3f} ms + {:.4f} ms per {}-token block", out.handoff.fixed_ms,
+                  out.handoff.per_block_ms, profile.block_size));
+  auto overhead = measure_overhead(*local, times, profile, cfg, log);
+  if (!overhead)
+    return overhead.error();
+  out.overhead = std::move(*overhead);
+  return out;
 }
 
 } // namespace dynamo::profile_app

@@ -1,10 +1,12 @@
-// dynamo-profile --handoff: what a prefill -> decode hand-off adds to TTFT on
-// a real cluster of the profiled engine. Starts the clusters dynamo-configure
-// would write (configure::to_cluster_config) with dynamo-launch, one worker
-// aggregated and 1 prefill + 1 decode, sends the same prompts one at a time to
-// both (dynamo-bench's load generator) and fits the extra TTFT as fixed + per
-// KV block (plan::fit_handoff). measure_handoff() blocks its (main) thread and
-// never leaves children behind.
+// dynamo-profile --handoff: what a real cluster of the profiled engine adds to
+// the profile's times. Starts the clusters dynamo-configure would write
+// (configure::to_cluster_config) with dynamo-launch, one worker aggregated and
+// 1 prefill + 1 decode; sends the same prompts one at a time to both
+// (dynamo-bench's load generator) and fits the extra TTFT of the hand-off as
+// fixed + per KV block (plan::fit_handoff); runs batches of concurrent
+// requests on the aggregated worker and fits its inter-token gap beyond the
+// profile's decode step as fixed + per sequence (plan::fit_step_overhead).
+// measure_cluster() blocks its (main) thread and never leaves children behind.
 #pragma once
 
 #include "runtime/config/cluster_config.hpp"
@@ -24,15 +26,22 @@ struct handoff_probe_config {
   std::vector<uint32_t> isl{256, 1024, 2048, 4096};
   uint32_t requests = 10;               ///< measured per ISL and cluster (the median is kept)
   uint32_t warmup = 2;                  ///< unmeasured requests per ISL and cluster
+  std::vector<uint32_t> batch{1, 16, 64}; ///< step overhead: concurrent requests (<= max_num_seqs)
+  uint32_t batch_isl = 256, batch_osl = 64;  ///< step overhead: their prompt and output lengths
   std::string log_level = "warn";       ///< the launchers'
   uint32_t startup_timeout_s = 60;
 };
 
-/// The fitted cost with its points. Errors: a cluster that would not start or
-/// died, a failed request, a disaggregated cluster that prefilled locally.
-[[nodiscard]] expected<plan::handoff_cost> measure_handoff(const config::pool_config& pool,
-                                                           const plan::engine_profile& profile,
-                                                           const handoff_probe_config& cfg,
-                                                           const std::function<void(const std::string&)>& log);
+struct cluster_costs {
+  plan::handoff_cost handoff;
+  plan::step_overhead overhead;
+};
+
+/// The fitted costs with their points. Errors: a cluster that would not start
+/// or died, a failed request, a disaggregated cluster that prefilled locally.
+[[nodiscard]] expected<cluster_costs> measure_cluster(const config::pool_config& pool,
+                                                      const plan::engine_profile& profile,
+                                                      const handoff_probe_config& cfg,
+                                                      const std::function<void(const std::string&)>& log);
 
 } // namespace dynamo::profile_app

@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   uint32_t steps = 8, repeats = 1;
   double kv_cache_mib = 512;
   bool handoff = false;
-  std::string handoff_isl = "256,1024,2048,4096";
+  std::string handoff_isl = "256,1024,2048,4096", overhead_batch = "1,16,64";
   profile_app::handoff_probe_config probe;
   probe.launcher = apps::sibling_binary("dynamo-launch");
   probe.work_dir = "/tmp/dynamo-profile-handoff-" + std::to_string(::getpid());
@@ -46,9 +46,11 @@ int main(int argc, char** argv) {
     .option("handoff", &handoff,
             "also measure the prefill -> decode hand-off: launch the pool as 1 aggregated worker and as 1 "
             "prefill + 1 decode (dynamo-launch), send the same prompts to both one at a time and fit the "
-            "extra TTFT as fixed + per KV block")
+            "extra TTFT as fixed + per KV block; and batches of concurrent requests on the aggregated "
+            "worker, fitting their inter-token gap beyond the profile's step as fixed + per sequence")
     .option("handoff-isl", &handoff_isl, "--handoff: prompt lengths, comma-separated")
     .option("handoff-requests", &probe.requests, "--handoff: measured requests per prompt length and cluster")
+    .option("overhead-batch", &overhead_batch, "--handoff: concurrent-request batches for the step overhead")
     .option("launcher", &probe.launcher, "--handoff: the dynamo-launch binary (default: next to this one)")
     .option("handoff-dir", &probe.work_dir, "--handoff: where the clusters' YAML and discovery go")
     .option("log-level", &log_level, "trace | debug | info | warn | error");
@@ -98,10 +100,15 @@ int main(int argc, char** argv) {
     if (!hi)
       apps::die("dynamo-profile", hi.error());
     probe.isl = *hi;
-    auto cost = profile_app::measure_handoff(*pool, *p, probe, [](const std::string& line) { spdlog::info("{}", line); });
-    if (!cost)
-      apps::die("dynamo-profile", cost.error());
-    p->handoff = std::move(*cost);
+    auto ob = parse_number_list<uint32_t>("overhead-batch", overhead_batch);
+    if (!ob)
+      apps::die("dynamo-profile", ob.error());
+    probe.batch = *ob;
+    auto costs = profile_app::measure_cluster(*pool, *p, probe, [](const std::string& line) { spdlog::info("{}", line); });
+    if (!costs)
+      apps::die("dynamo-profile", costs.error());
+    p->handoff = std::move(costs->handoff);
+    p->overhead = std::move(costs->overhead);
   }
   auto text = plan::to_json(*p).dump(2) + "\n";
   if (out_path.empty()) {

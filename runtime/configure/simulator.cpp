@@ -276,7 +276,7 @@ struct simulator::state {
   void start_step(worker& w, double now) {
     admit_loaded(w, now);
     uint32_t budget = d->max_num_batched_tokens;
-    uint32_t decodes = 0, prefill_tokens = 0, partial = 0;
+    uint32_t decodes = 0, prefill_tokens = 0, partial = 0, prefills = 0;
     double ctx_sum = 0;
     for (seq& s : w.running) {
       s.chunk = 0;
@@ -290,6 +290,7 @@ struct simulator::state {
     for (seq& s : w.running)
       if (s.prefill_left > 0 && budget > 0) {
         s.chunk = chunk(s.prefill_left, budget);
+        ++prefills;
         budget -= s.chunk;
         prefill_tokens += s.chunk;
         partial += s.chunk < s.prefill_left ? 1 : 0;
@@ -314,6 +315,7 @@ struct simulator::state {
       budget -= n;
       prefill_tokens += n;
       partial += n < need ? 1 : 0;
+      ++prefills;
       cached_tokens += cached;
       prompt_tokens += q.isl;
       admit(w, s);
@@ -323,7 +325,8 @@ struct simulator::state {
       w.busy_until = never;
       return;
     }
-    const double ms = times.step_ms(prefill_tokens, decodes, decodes > 0 ? ctx_sum / decodes : 0);
+    const double ms = times.step_ms(prefill_tokens, decodes, decodes > 0 ? ctx_sum / decodes : 0) +
+                      sim.step_overhead_ms(decodes + prefills);
     w.busy = true;
     w.step_start = now;
     w.busy_until = now + std::max(ms, 1e-6);
@@ -454,7 +457,9 @@ simulator::simulator(const plan::engine_profile& profile, sim_options options)
     : times_(profile), options_(options), kv_tokens_(profile.max_kv_tokens > 0 ? profile.max_kv_tokens : 1u << 30),
       handoff_(options.transfer_ms ? plan::handoff_cost{*options.transfer_ms, 0, {}}
                                    : profile.handoff.value_or(plan::handoff_cost{})),
-      handoff_block_(profile.block_size), state_(std::make_unique<state>(*this, times_, options_, kv_tokens_)) {}
+      handoff_block_(profile.block_size),
+      overhead_(options.step_overhead ? profile.overhead.value_or(plan::step_overhead{}) : plan::step_overhead{}),
+      state_(std::make_unique<state>(*this, times_, options_, kv_tokens_)) {}
 
 simulator::~simulator() = default;
 

@@ -40,6 +40,9 @@ struct sim_options {
   /// cost (plan::handoff_cost, fixed + per KV block of the prompt); without
   /// either, 0.
   std::optional<double> transfer_ms;
+  /// Lengthen every engine step by the profile's measured step_overhead (what
+  /// a launched worker adds per step and sequence); false: the profile's times.
+  bool step_overhead = true;
   uint64_t max_steps = 5'000'000; ///< a guard; a run that hits it is marked incomplete
 };
 
@@ -74,6 +77,8 @@ public:
   [[nodiscard]] uint32_t kv_tokens() const noexcept { return kv_tokens_; }
   /// What a hand-off adds to the TTFT of a prompt of `isl` tokens.
   [[nodiscard]] double handoff_ms(uint32_t isl) const noexcept { return handoff_.ms(isl, handoff_block_); }
+  /// What a step of `seqs` sequences takes beyond the profile's step time.
+  [[nodiscard]] double step_overhead_ms(uint32_t seqs) const noexcept { return overhead_.ms(seqs); }
 
   /// Replays `requests` against `d`. Deterministic.
   [[nodiscard]] sim_result run(const deployment& d, const request_set& requests);
@@ -85,6 +90,7 @@ private:
   uint32_t kv_tokens_;
   plan::handoff_cost handoff_;   ///< --transfer-ms as a fixed term, else the profile's
   uint32_t handoff_block_;       ///< the profile's KV block tokens
+  plan::step_overhead overhead_; ///< the profile's when options.step_overhead, else zeros
   std::unique_ptr<state> state_; ///< buffers reused across runs
 };
 

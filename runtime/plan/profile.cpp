@@ -42,6 +42,32 @@ uint32_t blocks_of(uint32_t isl, uint32_t block_size) {
   return (isl + b - 1) / b;
 }
 
+// Least-squares line y = fixed + slope x, both kept >= 0: a negative slope is
+// dropped (the mean, flat), a negative intercept refits through the origin.
+// No points: zeros.
+std::pair<double, double> fit_line(const std::vector<std::pair<double, double>>& xy) {
+  if (xy.empty())
+    return {0, 0};
+  const double n = static_cast<double>(xy.size());
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto& [x, y] : xy) {
+    sx += x;
+    sy += y;
+    sxx += x * x;
+    sxy += x * y;
+  }
+  double fixed = sy / n, slope = 0; // one x only: a constant
+  if (const double det = n * sxx - sx * sx; det > 0) {
+    slope = (n * sxy - sx * sy) / det;
+    fixed = (sy - slope * sx) / n;
+  }
+  if (slope < 0)
+    return {sy / n >= 0 ? sy / n : 0, 0};
+  if (fixed < 0)
+    return {0, sxx > 0 ? std::max(0.0, sxy / sxx) : 0};
+  return {fixed, slope};
+}
+
 } // namespace
 
 double handoff_cost::ms(uint32_t isl, uint32_t block_size) const noexcept {
@@ -49,35 +75,19 @@ double handoff_cost::ms(uint32_t isl, uint32_t block_size) const noexcept {
 }
 
 handoff_cost fit_handoff(std::vector<handoff_point> points, uint32_t block_size) {
-  handoff_cost c;
-  c.points = std::move(points);
-  const double n = static_cast<double>(c.points.size());
-  if (c.points.empty())
-    return c;
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (const auto& p : c.points) {
-    const double x = blocks_of(p.isl, block_size), y = p.remote_ms - p.local_ms;
-    sx += x;
-    sy += y;
-    sxx += x * x;
-    sxy += x * y;
-  }
-  const double det = n * sxx - sx * sx;
-  if (det > 0) {
-    c.per_block_ms = (n * sxy - sx * sy) / det;
-    c.fixed_ms = (sy - c.per_block_ms * sx) / n;
-  } else {
-    c.fixed_ms = sy / n; // one block count only: a constant
-  }
-  if (c.per_block_ms < 0) {
-    c.per_block_ms = 0;
-    c.fixed_ms = sy / n;
-  }
-  if (c.fixed_ms < 0) {
-    c.fixed_ms = 0;
-    c.per_block_ms = sxx > 0 ? std::max(0.0, sxy / sxx) : 0; // through the origin
-  }
-  return c;
+  std::vector<std::pair<double, double>> xy;
+  for (const auto& p : points)
+    xy.emplace_back(blocks_of(p.isl, block_size), p.remote_ms - p.local_ms);
+  const auto [fixed, slope] = fit_line(xy);
+  return {fixed, slope, std::move(points)};
+}
+
+step_overhead fit_step_overhead(std::vector<overhead_point> points) {
+  std::vector<std::pair<double, double>> xy;
+  for (const auto& p : points)
+    xy.emplace_back(p.batch, p.measured_ms - p.profile_ms);
+  const auto [fixed, slope] = fit_line(xy);
+  return {fixed, slope, std::move(points)};
 }
 
 step_times::step_times(const engine_profile& p) {
@@ -203,6 +213,14 @@ nlohmann::json to_json(const engine_profile& p) {
     for (const auto& x : p.handoff->points)
       h["points"].push_back({{"isl", x.isl}, {"local_ms", x.local_ms}, {"remote_ms", x.remote_ms}});
   }
+  if (p.overhead) {
+    auto& o = j["step_overhead"];
+    o["fixed_ms"] = p.overhead->fixed_ms;
+    o["per_seq_ms"] = p.overhead->per_seq_ms;
+    o["points"] = nlohmann::json::array();
+    for (const auto& x : p.overhead->points)
+      o["points"].push_back({{"batch", x.batch}, {"profile_ms", x.profile_ms}, {"measured_ms", x.measured_ms}});
+  }
   return j;
 }
 
@@ -233,6 +251,14 @@ expected<engine_profile> profile_from_json(const nlohmann::json& j) {
         c.points.push_back({x.at("isl").get<uint32_t>(), x.at("local_ms").get<double>(),
                             x.at("remote_ms").get<double>()});
       p.handoff = std::move(c);
+    }
+    if (j.contains("step_overhead")) {
+      const auto& o = j.at("step_overhead");
+      step_overhead c{o.at("fixed_ms").get<double>(), o.at("per_seq_ms").get<double>(), {}};
+      for (const auto& x : o.value("points", nlohmann::json::array()))
+        c.points.push_back({x.at("batch").get<uint32_t>(), x.at("profile_ms").get<double>(),
+                            x.at("measured_ms").get<double>()});
+      p.overhead = std::move(c);
     }
     return p;
   } catch (const nlohmann::json::exception& e) {

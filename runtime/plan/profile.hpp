@@ -55,6 +55,30 @@ struct handoff_cost {
 /// Empty points: zeros.
 [[nodiscard]] handoff_cost fit_handoff(std::vector<handoff_point> points, uint32_t block_size);
 
+/// One batch of the step-overhead probe: the decode step the profile predicts
+/// for `batch` sequences and the median inter-token gap measured on a launched
+/// aggregated worker running exactly that batch.
+struct overhead_point {
+  uint32_t batch = 0;
+  double profile_ms = 0;
+  double measured_ms = 0;
+};
+
+/// What a launched worker adds to every engine step over the profile's time
+/// (the step's own compute, one token message per sequence, the frontend's
+/// delivery): fixed_ms + per_seq_ms x the sequences in the step. Fitted by
+/// fit_step_overhead from dynamo-profile --handoff's points.
+struct step_overhead {
+  double fixed_ms = 0;
+  double per_seq_ms = 0;
+  std::vector<overhead_point> points;
+  [[nodiscard]] double ms(uint32_t seqs) const noexcept { return fixed_ms + per_seq_ms * seqs; }
+};
+
+/// Least-squares line of measured - profile against batch, both terms >= 0
+/// (as fit_handoff).
+[[nodiscard]] step_overhead fit_step_overhead(std::vector<overhead_point> points);
+
 struct engine_profile {
   std::string engine;         ///< "mocker", "cpu", "cuda"
   std::string model;
@@ -69,6 +93,7 @@ struct engine_profile {
   std::vector<decode_point> decode;
   std::vector<std::string> skipped; ///< points that did not fit (context, KV), with why
   std::optional<handoff_cost> handoff; ///< measured with --handoff; older profiles lack it
+  std::optional<step_overhead> overhead; ///< measured with --handoff; older profiles lack it
 };
 
 /// The profile's interpolation compiled once for fast lookups (the SLA

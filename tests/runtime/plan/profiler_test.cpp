@@ -139,6 +139,15 @@ BOOST_AUTO_TEST_CASE(the_profile_round_trips_through_json) {
   BOOST_TEST(with->handoff->per_block_ms == 0.25);
   BOOST_TEST(with->handoff->points.at(0).isl == 256u);
   BOOST_TEST(with->handoff->points.at(0).remote_ms == 27.5);
+  BOOST_TEST(!with->overhead);
+  p.overhead = step_overhead{0.5, 0.03, {{16, 9.25, 10.5}}};
+  auto both = profile_from_json(nlohmann::json::parse(to_json(p).dump()));
+  BOOST_REQUIRE(both);
+  BOOST_REQUIRE(both->overhead);
+  BOOST_TEST(both->overhead->fixed_ms == 0.5);
+  BOOST_TEST(both->overhead->per_seq_ms == 0.03);
+  BOOST_TEST(both->overhead->points.at(0).batch == 16u);
+  BOOST_TEST(both->overhead->points.at(0).measured_ms == 10.5);
   BOOST_TEST(!profile_from_json(nlohmann::json::parse(R"({"engine":"cpu"})")));
 }
 
@@ -162,6 +171,16 @@ BOOST_AUTO_TEST_CASE(the_hand_off_fit_keeps_both_terms_non_negative) {
   BOOST_TEST(steep.fixed_ms == 0.0);
   BOOST_TEST(steep.per_block_ms == (10 * 1 + 20 * 6) / 500.0, boost::test_tools::tolerance(1e-12));
   BOOST_TEST(fit_handoff({}, 16).ms(1000, 16) == 0.0);
+}
+
+// Steps 0.5 ms + 0.125 ms per sequence longer than the profile's at batches
+// 1, 8 and 32 (profile times differ per batch: only the difference counts).
+BOOST_AUTO_TEST_CASE(the_step_overhead_fit_recovers_a_line) {
+  auto o = fit_step_overhead({{1, 8, 8.625}, {8, 9, 10.5}, {32, 12, 16.5}});
+  BOOST_TEST(o.fixed_ms == 0.5, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(o.per_seq_ms == 0.125, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(o.ms(4) == 1.0, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(fit_step_overhead({{1, 8, 7}}).ms(1) == 0.0); // faster than the profile: no credit
 }
 
 BOOST_AUTO_TEST_SUITE_END()
