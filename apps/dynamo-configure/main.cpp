@@ -310,7 +310,7 @@ int main(int argc, char** argv) {
              sim.handoff_ms(1024));
   fmt::print(stderr, "{}: step overhead {:.3f} ms + {:.4f} ms per sequence{}\n", program, sim.step_overhead_ms(0),
              sim.step_overhead_ms(1) - sim.step_overhead_ms(0),
-             profile->overhead ? (o.ignore_step_overhead ? " (--ignore-step-overhead)" : " (measured)")
+             profile->step_overhead ? (o.ignore_step_overhead ? " (--ignore-step-overhead)" : " (measured)")
                                : " (the profile has none)");
 
   double seconds = 0;

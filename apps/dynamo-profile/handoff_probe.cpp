@@ -137,10 +137,10 @@ expected<void> wait_for_prefill_worker(apps::process_set& ps, const cluster& c, 
 
 // Batches of exactly b requests sent together on the aggregated worker: their
 // median inter-token gap is its decode step at batch b, as launched.
-expected<plan::step_overhead> measure_overhead(const cluster& local, const plan::step_times& times,
+expected<plan::linear_cost> measure_overhead(const cluster& local, const plan::step_times& times,
                                                const plan::engine_profile& profile, const handoff_probe_config& cfg,
                                                const std::function<void(const std::string&)>& log) {
-  std::vector<plan::overhead_point> points;
+  std::vector<plan::cost_point> points;
   uint64_t seed = 2000;
   for (uint32_t b : cfg.batch) {
     if (b == 0 || (profile.max_num_seqs > 0 && b > profile.max_num_seqs))
@@ -149,13 +149,13 @@ expected<plan::step_overhead> measure_overhead(const cluster& local, const plan:
     if (!r)
       return r.error();
     const double ctx = cfg.batch_isl + cfg.batch_osl / 2.0;
-    plan::overhead_point pt{b, times.decode_step_ms(b, ctx), (*r)["itl_ms"].value("p50", 0.0)};
+    plan::cost_point pt{b, times.decode_step_ms(b, ctx), (*r)["itl_ms"].value("p50", 0.0)};
     log(fmt::format("step overhead: batch {}: inter-token gap p50 {:.2f} ms, profile step {:.2f} ms (+{:.2f})", b,
-                    pt.measured_ms, pt.profile_ms, pt.measured_ms - pt.profile_ms));
+                    pt.measured_ms, pt.base_ms, pt.measured_ms - pt.base_ms));
     points.push_back(pt);
   }
-  auto o = plan::fit_step_overhead(std::move(points));
-  log(fmt::format("step overhead: {:.3f} ms + {:.4f} ms per sequence", o.fixed_ms, o.per_seq_ms));
+  auto o = plan::fit_cost(std::move(points), [](uint32_t seqs) { return static_cast<double>(seqs); });
+  log(fmt::format("step overhead: {:.3f} ms + {:.4f} ms per sequence", o.fixed_ms, o.per_unit_ms));
   return o;
 }
 
@@ -184,7 +184,7 @@ expected<cluster_costs> measure_cluster(const config::pool_config& pool, const p
   auto before = remote_prefills(*remote);
   if (!before)
     return before.error();
-  std::vector<plan::handoff_point> points;
+  std::vector<plan::cost_point> points;
   uint64_t seed = 1000;
   for (uint32_t isl : cfg.isl) { // alternating, so both see the same machine
     auto a = send(*local, {.isl = isl, .n = cfg.requests, .warmup = cfg.warmup, .seed = ++seed});
@@ -193,9 +193,9 @@ expected<cluster_costs> measure_cluster(const config::pool_config& pool, const p
     auto d = send(*remote, {.isl = isl, .n = cfg.requests, .warmup = cfg.warmup, .seed = ++seed});
     if (!d)
       return d.error();
-    plan::handoff_point pt{isl, (*a)["ttft_ms"].value("p50", 0.0), (*d)["ttft_ms"].value("p50", 0.0)};
-    log(fmt::format("hand-off: ISL {}: TTFT p50 {:.2f} ms local, {:.2f} ms handed off (+{:.2f})", isl, pt.local_ms,
-                    pt.remote_ms, pt.remote_ms - pt.local_ms));
+    plan::cost_point pt{isl, (*a)["ttft_ms"].value("p50", 0.0), (*d)["ttft_ms"].value("p50", 0.0)};
+    log(fmt::format("hand-off: ISL {}: TTFT p50 {:.2f} ms local, {:.2f} ms handed off (+{:.2f})", isl, pt.base_ms,
+                    pt.measured_ms, pt.measured_ms - pt.base_ms));
     points.push_back(pt);
   }
   auto after = remote_prefills(*remote);
@@ -206,13 +206,14 @@ expected<cluster_costs> measure_cluster(const config::pool_config& pool, const p
     return make_error(errc::internal, fmt::format("{}: {} of {} prompts were handed off", remote->name,
                                                   *after - *before, sent));
   cluster_costs out;
-  out.handoff = plan::fit_handoff(std::move(points), profile.block_size);
+  const uint32_t block = profile.block_size;
+  out.handoff = plan::fit_cost(std::move(points), [block](uint32_t isl) { return plan::kv_blocks(isl, block); });
   log(fmt::format("hand-off: {:.3f} ms + {:.4f} ms per {}-token block", out.handoff.fixed_ms,
-                  out.handoff.per_block_ms, profile.block_size));
+                  out.handoff.per_unit_ms, block));
   auto overhead = measure_overhead(*local, times, profile, cfg, log);
   if (!overhead)
     return overhead.error();
-  out.overhead = std::move(*overhead);
+  out.step_overhead = std::move(*overhead);
   return out;
 }
 

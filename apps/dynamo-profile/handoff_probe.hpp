@@ -3,9 +3,9 @@
 // (configure::to_cluster_config) with dynamo-launch, one worker aggregated and
 // 1 prefill + 1 decode; sends the same prompts one at a time to both
 // (dynamo-bench's load generator) and fits the extra TTFT of the hand-off as
-// fixed + per KV block (plan::fit_handoff); runs batches of concurrent
+// fixed + per KV block (plan::fit_cost); runs batches of concurrent
 // requests on the aggregated worker and fits its inter-token gap beyond the
-// profile's decode step as fixed + per sequence (plan::fit_step_overhead).
+// profile's decode step as fixed + per sequence.
 // measure_cluster() blocks its (main) thread and never leaves children behind.
 #pragma once
 
@@ -33,8 +33,8 @@ struct handoff_probe_config {
 };
 
 struct cluster_costs {
-  plan::handoff_cost handoff;
-  plan::step_overhead overhead;
+  plan::linear_cost handoff;       ///< per KV block of the prompt
+  plan::linear_cost step_overhead; ///< per sequence in a step
 };
 
 /// The fitted costs with their points. Errors: a cluster that would not start

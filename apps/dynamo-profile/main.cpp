@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
     if (!costs)
       apps::die("dynamo-profile", costs.error());
     p->handoff = std::move(costs->handoff);
-    p->overhead = std::move(costs->overhead);
+    p->step_overhead = std::move(costs->step_overhead);
   }
   auto text = plan::to_json(*p).dump(2) + "\n";
   if (out_path.empty()) {

@@ -455,10 +455,10 @@ struct simulator::state {
 
 simulator::simulator(const plan::engine_profile& profile, sim_options options)
     : times_(profile), options_(options), kv_tokens_(profile.max_kv_tokens > 0 ? profile.max_kv_tokens : 1u << 30),
-      handoff_(options.transfer_ms ? plan::handoff_cost{*options.transfer_ms, 0, {}}
-                                   : profile.handoff.value_or(plan::handoff_cost{})),
+      handoff_(options.transfer_ms ? plan::linear_cost{*options.transfer_ms, 0, {}}
+                                   : profile.handoff.value_or(plan::linear_cost{})),
       handoff_block_(profile.block_size),
-      overhead_(options.step_overhead ? profile.overhead.value_or(plan::step_overhead{}) : plan::step_overhead{}),
+      overhead_(options.step_overhead ? profile.step_overhead.value_or(plan::linear_cost{}) : plan::linear_cost{}),
       state_(std::make_unique<state>(*this, times_, options_, kv_tokens_)) {}
 
 simulator::~simulator() = default;

@@ -37,7 +37,7 @@ struct sim_options {
   uint32_t block_size = 16;      ///< KV block tokens (the router's decode-block load)
   uint32_t gpus_per_worker = 1;
   /// Prefill -> decode hand-off, per request: overrides the profile's measured
-  /// cost (plan::handoff_cost, fixed + per KV block of the prompt); without
+  /// cost (engine_profile::handoff, fixed + per KV block of the prompt); without
   /// either, 0.
   std::optional<double> transfer_ms;
   /// Lengthen every engine step by the profile's measured step_overhead (what
@@ -76,7 +76,9 @@ public:
   [[nodiscard]] const sim_options& options() const noexcept { return options_; }
   [[nodiscard]] uint32_t kv_tokens() const noexcept { return kv_tokens_; }
   /// What a hand-off adds to the TTFT of a prompt of `isl` tokens.
-  [[nodiscard]] double handoff_ms(uint32_t isl) const noexcept { return handoff_.ms(isl, handoff_block_); }
+  [[nodiscard]] double handoff_ms(uint32_t isl) const noexcept {
+    return handoff_.ms(plan::kv_blocks(isl, handoff_block_));
+  }
   /// What a step of `seqs` sequences takes beyond the profile's step time.
   [[nodiscard]] double step_overhead_ms(uint32_t seqs) const noexcept { return overhead_.ms(seqs); }
 
@@ -88,9 +90,9 @@ private:
   plan::step_times times_;
   sim_options options_;
   uint32_t kv_tokens_;
-  plan::handoff_cost handoff_;   ///< --transfer-ms as a fixed term, else the profile's
+  plan::linear_cost handoff_;    ///< --transfer-ms as a fixed term, else the profile's
   uint32_t handoff_block_;       ///< the profile's KV block tokens
-  plan::step_overhead overhead_; ///< the profile's when options.step_overhead, else zeros
+  plan::linear_cost overhead_;   ///< the profile's when options.step_overhead, else zeros
   std::unique_ptr<state> state_; ///< buffers reused across runs
 };
 

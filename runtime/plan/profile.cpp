@@ -37,17 +37,45 @@ double interpolate(const std::vector<std::pair<double, double>>& pts, double x, 
   return y1 + (y1 - y0) * (x - x1) / (x1 - x0);
 }
 
-uint32_t blocks_of(uint32_t isl, uint32_t block_size) {
-  const uint32_t b = std::max(1u, block_size);
-  return (isl + b - 1) / b;
+// JSON field names of a linear_cost: the hand-off's and the step overhead's.
+struct cost_names {
+  const char* per_unit;
+  const char* x;
+  const char* base;
+  const char* measured;
+};
+constexpr cost_names handoff_names{"per_block_ms", "isl", "local_ms", "remote_ms"};
+constexpr cost_names overhead_names{"per_seq_ms", "batch", "profile_ms", "measured_ms"};
+
+nlohmann::json cost_to_json(const linear_cost& c, const cost_names& n) {
+  nlohmann::json j{{"fixed_ms", c.fixed_ms}, {n.per_unit, c.per_unit_ms}, {"points", nlohmann::json::array()}};
+  for (const auto& x : c.points)
+    j["points"].push_back({{n.x, x.x}, {n.base, x.base_ms}, {n.measured, x.measured_ms}});
+  return j;
 }
 
-// Least-squares line y = fixed + slope x, both kept >= 0: a negative slope is
-// dropped (the mean, flat), a negative intercept refits through the origin.
-// No points: zeros.
-std::pair<double, double> fit_line(const std::vector<std::pair<double, double>>& xy) {
-  if (xy.empty())
-    return {0, 0};
+linear_cost cost_from_json(const nlohmann::json& j, const cost_names& n) {
+  linear_cost c{j.at("fixed_ms").get<double>(), j.at(n.per_unit).get<double>(), {}};
+  for (const auto& x : j.value("points", nlohmann::json::array()))
+    c.points.push_back({x.at(n.x).get<uint32_t>(), x.at(n.base).get<double>(), x.at(n.measured).get<double>()});
+  return c;
+}
+
+} // namespace
+
+uint32_t kv_blocks(uint32_t tokens, uint32_t block_size) noexcept {
+  const uint32_t b = std::max(1u, block_size);
+  return (tokens + b - 1) / b;
+}
+
+linear_cost fit_cost(std::vector<cost_point> points, const std::function<double(uint32_t)>& units_of) {
+  linear_cost c;
+  c.points = std::move(points);
+  if (c.points.empty())
+    return c;
+  std::vector<std::pair<double, double>> xy;
+  for (const auto& p : c.points)
+    xy.emplace_back(units_of(p.x), p.measured_ms - p.base_ms);
   const double n = static_cast<double>(xy.size());
   double sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (const auto& [x, y] : xy) {
@@ -61,33 +89,16 @@ std::pair<double, double> fit_line(const std::vector<std::pair<double, double>>&
     slope = (n * sxy - sx * sy) / det;
     fixed = (sy - slope * sx) / n;
   }
-  if (slope < 0)
-    return {sy / n >= 0 ? sy / n : 0, 0};
-  if (fixed < 0)
-    return {0, sxx > 0 ? std::max(0.0, sxy / sxx) : 0};
-  return {fixed, slope};
-}
-
-} // namespace
-
-double handoff_cost::ms(uint32_t isl, uint32_t block_size) const noexcept {
-  return fixed_ms + per_block_ms * blocks_of(isl, block_size);
-}
-
-handoff_cost fit_handoff(std::vector<handoff_point> points, uint32_t block_size) {
-  std::vector<std::pair<double, double>> xy;
-  for (const auto& p : points)
-    xy.emplace_back(blocks_of(p.isl, block_size), p.remote_ms - p.local_ms);
-  const auto [fixed, slope] = fit_line(xy);
-  return {fixed, slope, std::move(points)};
-}
-
-step_overhead fit_step_overhead(std::vector<overhead_point> points) {
-  std::vector<std::pair<double, double>> xy;
-  for (const auto& p : points)
-    xy.emplace_back(p.batch, p.measured_ms - p.profile_ms);
-  const auto [fixed, slope] = fit_line(xy);
-  return {fixed, slope, std::move(points)};
+  if (slope < 0) {
+    fixed = std::max(0.0, sy / n);
+    slope = 0;
+  } else if (fixed < 0) {
+    fixed = 0;
+    slope = sxx > 0 ? std::max(0.0, sxy / sxx) : 0;
+  }
+  c.fixed_ms = fixed;
+  c.per_unit_ms = slope;
+  return c;
 }
 
 step_times::step_times(const engine_profile& p) {
@@ -205,22 +216,10 @@ nlohmann::json to_json(const engine_profile& p) {
   for (const auto& x : p.decode)
     j["decode"].push_back({{"batch", x.batch}, {"context", x.context}, {"step_ms", x.step_ms}});
   j["skipped"] = p.skipped;
-  if (p.handoff) {
-    auto& h = j["handoff"];
-    h["fixed_ms"] = p.handoff->fixed_ms;
-    h["per_block_ms"] = p.handoff->per_block_ms;
-    h["points"] = nlohmann::json::array();
-    for (const auto& x : p.handoff->points)
-      h["points"].push_back({{"isl", x.isl}, {"local_ms", x.local_ms}, {"remote_ms", x.remote_ms}});
-  }
-  if (p.overhead) {
-    auto& o = j["step_overhead"];
-    o["fixed_ms"] = p.overhead->fixed_ms;
-    o["per_seq_ms"] = p.overhead->per_seq_ms;
-    o["points"] = nlohmann::json::array();
-    for (const auto& x : p.overhead->points)
-      o["points"].push_back({{"batch", x.batch}, {"profile_ms", x.profile_ms}, {"measured_ms", x.measured_ms}});
-  }
+  if (p.handoff)
+    j["handoff"] = cost_to_json(*p.handoff, handoff_names);
+  if (p.step_overhead)
+    j["step_overhead"] = cost_to_json(*p.step_overhead, overhead_names);
   return j;
 }
 
@@ -244,22 +243,10 @@ expected<engine_profile> profile_from_json(const nlohmann::json& j) {
                           x.at("step_ms").get<double>()});
     if (j.contains("skipped"))
       p.skipped = j.at("skipped").get<std::vector<std::string>>();
-    if (j.contains("handoff")) {
-      const auto& h = j.at("handoff");
-      handoff_cost c{h.at("fixed_ms").get<double>(), h.at("per_block_ms").get<double>(), {}};
-      for (const auto& x : h.value("points", nlohmann::json::array()))
-        c.points.push_back({x.at("isl").get<uint32_t>(), x.at("local_ms").get<double>(),
-                            x.at("remote_ms").get<double>()});
-      p.handoff = std::move(c);
-    }
-    if (j.contains("step_overhead")) {
-      const auto& o = j.at("step_overhead");
-      step_overhead c{o.at("fixed_ms").get<double>(), o.at("per_seq_ms").get<double>(), {}};
-      for (const auto& x : o.value("points", nlohmann::json::array()))
-        c.points.push_back({x.at("batch").get<uint32_t>(), x.at("profile_ms").get<double>(),
-                            x.at("measured_ms").get<double>()});
-      p.overhead = std::move(c);
-    }
+    if (j.contains("handoff"))
+      p.handoff = cost_from_json(j.at("handoff"), handoff_names);
+    if (j.contains("step_overhead"))
+      p.step_overhead = cost_from_json(j.at("step_overhead"), overhead_names);
     return p;
   } catch (const nlohmann::json::exception& e) {
     return make_error(errc::invalid_argument, std::string{"profile JSON: "} + e.what());

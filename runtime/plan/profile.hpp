@@ -10,6 +10,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <utility>
 #include <string>
@@ -30,54 +31,34 @@ struct decode_point {
   double step_ms = 0;         ///< mean time of one decode step of the whole batch
 };
 
-/// One ISL of the hand-off probe: median TTFT of the same prompt prefilled
-/// locally (one aggregated worker) and handed off (1 prefill + 1 decode worker).
-struct handoff_point {
-  uint32_t isl = 0;
-  double local_ms = 0;
-  double remote_ms = 0;
-};
-
-/// What a prefill -> decode hand-off adds to TTFT on the profiled cluster
-/// (routing to the prefill worker, the result back, the decode worker's
-/// admission and KV pull): fixed_ms + per_block_ms x the prompt's KV blocks.
-/// Fitted by fit_handoff from dynamo-profile --handoff's points.
-struct handoff_cost {
-  double fixed_ms = 0;
-  double per_block_ms = 0;
-  std::vector<handoff_point> points;
-  /// The charge for a prompt of `isl` tokens in blocks of `block_size`.
-  [[nodiscard]] double ms(uint32_t isl, uint32_t block_size) const noexcept;
-};
-
-/// Least-squares line of remote - local against ceil(isl / block_size), both
-/// terms kept >= 0 (a negative one is dropped and the other refitted alone).
-/// Empty points: zeros.
-[[nodiscard]] handoff_cost fit_handoff(std::vector<handoff_point> points, uint32_t block_size);
-
-/// One batch of the step-overhead probe: the decode step the profile predicts
-/// for `batch` sequences and the median inter-token gap measured on a launched
-/// aggregated worker running exactly that batch.
-struct overhead_point {
-  uint32_t batch = 0;
-  double profile_ms = 0;
+/// One point of dynamo-profile --handoff's probes: at `x` (a hand-off's prompt
+/// tokens, or a step's sequences) the baseline took `base_ms` (the same prompt
+/// prefilled locally, or the profile's decode step) and the launched cluster
+/// `measured_ms` (the prompt handed off, or the median inter-token gap).
+struct cost_point {
+  uint32_t x = 0;
+  double base_ms = 0;
   double measured_ms = 0;
 };
 
-/// What a launched worker adds to every engine step over the profile's time
-/// (the step's own compute, one token message per sequence, the frontend's
-/// delivery): fixed_ms + per_seq_ms x the sequences in the step. Fitted by
-/// fit_step_overhead from dynamo-profile --handoff's points.
-struct step_overhead {
+/// What a launched cluster adds over its baseline, as a line fixed_ms +
+/// per_unit_ms x units, with the points it was fitted to (fit_cost). The
+/// hand-off's units are the prompt's KV blocks (kv_blocks), the step
+/// overhead's the sequences in the step.
+struct linear_cost {
   double fixed_ms = 0;
-  double per_seq_ms = 0;
-  std::vector<overhead_point> points;
-  [[nodiscard]] double ms(uint32_t seqs) const noexcept { return fixed_ms + per_seq_ms * seqs; }
+  double per_unit_ms = 0;
+  std::vector<cost_point> points;
+  [[nodiscard]] double ms(double units) const noexcept { return fixed_ms + per_unit_ms * units; }
 };
 
-/// Least-squares line of measured - profile against batch, both terms >= 0
-/// (as fit_handoff).
-[[nodiscard]] step_overhead fit_step_overhead(std::vector<overhead_point> points);
+/// KV blocks of `tokens` tokens (block_size 0 counts as 1).
+[[nodiscard]] uint32_t kv_blocks(uint32_t tokens, uint32_t block_size) noexcept;
+
+/// Least-squares line of measured - base against units_of(x), both terms kept
+/// >= 0: a negative slope is dropped (the mean, flat; at least 0), a negative
+/// intercept refits through the origin. No points: zeros.
+[[nodiscard]] linear_cost fit_cost(std::vector<cost_point> points, const std::function<double(uint32_t)>& units_of);
 
 struct engine_profile {
   std::string engine;         ///< "mocker", "cpu", "cuda"
@@ -92,8 +73,13 @@ struct engine_profile {
   std::vector<prefill_point> prefill;
   std::vector<decode_point> decode;
   std::vector<std::string> skipped; ///< points that did not fit (context, KV), with why
-  std::optional<handoff_cost> handoff; ///< measured with --handoff; older profiles lack it
-  std::optional<step_overhead> overhead; ///< measured with --handoff; older profiles lack it
+  /// Measured with dynamo-profile --handoff (older profiles lack both): the
+  /// extra TTFT of a prefill -> decode hand-off (routing to the prefill worker,
+  /// the result back, the decode worker's admission and KV pull) per KV block
+  /// of the prompt, and what a launched worker adds to every step (its own
+  /// compute, a token message per sequence, the frontend) per sequence.
+  std::optional<linear_cost> handoff;
+  std::optional<linear_cost> step_overhead;
 };
 
 /// The profile's interpolation compiled once for fast lookups (the SLA

@@ -111,7 +111,7 @@ BOOST_AUTO_TEST_CASE(disaggregated_hand_off) {
 BOOST_AUTO_TEST_CASE(the_profiles_hand_off_is_charged_per_block) {
   plan::engine_profile p = constant_profile(10, 2);
   p.block_size = 16;
-  p.handoff = plan::handoff_cost{2, 0.5, {}};
+  p.handoff = plan::linear_cost{2, 0.5, {}};
   sim_options o;
   o.percentile = 100; // no transfer_ms: the profile's
   simulator measured(p, o);
@@ -129,7 +129,7 @@ BOOST_AUTO_TEST_CASE(the_profiles_hand_off_is_charged_per_block) {
 // 2 + 1.5. Without it, the profile's: TTFT 10 and 20, gaps 10, 2, 2, 2.
 BOOST_AUTO_TEST_CASE(the_profiles_step_overhead_lengthens_every_step) {
   plan::engine_profile p = constant_profile(10, 2);
-  p.overhead = plan::step_overhead{1, 0.5, {}};
+  p.step_overhead = plan::linear_cost{1, 0.5, {}};
   const auto rs = requests({{0, 100, 3}, {0, 100, 3}});
   simulator sim(p, at(100));
   auto r = sim.run(agg(1), rs);
