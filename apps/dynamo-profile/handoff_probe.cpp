@@ -2,6 +2,7 @@
 
 #include "apps/dynamo-bench/load_generator.hpp"
 #include "apps/dynamo-launch/child_server.hpp"
+#include "runtime/bench/stats.hpp"
 #include "runtime/configure/deployment_config.hpp"
 #include "runtime/metrics/exposition.hpp"
 
@@ -135,6 +136,28 @@ expected<void> wait_for_prefill_worker(apps::process_set& ps, const cluster& c, 
   return make_error(errc::timeout, c.name + ": no prompt was handed off to a prefill worker");
 }
 
+// The median TTFT of prompts of `isl` tokens prefilled locally and handed off,
+// sent in pairs, one request at a time (each a new prompt), so that both see
+// the same machine however its load drifts; the first cfg.warmup pairs are
+// not counted.
+expected<plan::cost_point> handoff_point(const cluster& local, const cluster& remote, uint32_t isl,
+                                         const handoff_probe_config& cfg, uint64_t& seed) {
+  bench::sample_set a, d;
+  for (uint32_t i = 0; i < cfg.warmup + cfg.requests; ++i) {
+    auto x = send(local, {.isl = isl, .seed = ++seed});
+    if (!x)
+      return x.error();
+    auto y = send(remote, {.isl = isl, .seed = ++seed});
+    if (!y)
+      return y.error();
+    if (i >= cfg.warmup) {
+      a.add((*x)["ttft_ms"].value("p50", 0.0));
+      d.add((*y)["ttft_ms"].value("p50", 0.0));
+    }
+  }
+  return plan::cost_point{isl, a.percentile(50), d.percentile(50)};
+}
+
 // Batches of exactly b requests sent together on the aggregated worker: their
 // median inter-token gap is its decode step at batch b, as launched.
 expected<plan::linear_cost> measure_overhead(const cluster& local, const plan::step_times& times,
@@ -186,17 +209,13 @@ expected<cluster_costs> measure_cluster(const config::pool_config& pool, const p
     return before.error();
   std::vector<plan::cost_point> points;
   uint64_t seed = 1000;
-  for (uint32_t isl : cfg.isl) { // alternating, so both see the same machine
-    auto a = send(*local, {.isl = isl, .n = cfg.requests, .warmup = cfg.warmup, .seed = ++seed});
-    if (!a)
-      return a.error();
-    auto d = send(*remote, {.isl = isl, .n = cfg.requests, .warmup = cfg.warmup, .seed = ++seed});
-    if (!d)
-      return d.error();
-    plan::cost_point pt{isl, (*a)["ttft_ms"].value("p50", 0.0), (*d)["ttft_ms"].value("p50", 0.0)};
-    log(fmt::format("hand-off: ISL {}: TTFT p50 {:.2f} ms local, {:.2f} ms handed off (+{:.2f})", isl, pt.base_ms,
-                    pt.measured_ms, pt.measured_ms - pt.base_ms));
-    points.push_back(pt);
+  for (uint32_t isl : cfg.isl) {
+    auto pt = handoff_point(*local, *remote, isl, cfg, seed);
+    if (!pt)
+      return pt.error();
+    log(fmt::format("hand-off: ISL {}: TTFT p50 {:.2f} ms local, {:.2f} ms handed off (+{:.2f})", isl, pt->base_ms,
+                    pt->measured_ms, pt->measured_ms - pt->base_ms));
+    points.push_back(*pt);
   }
   auto after = remote_prefills(*remote);
   if (!after)

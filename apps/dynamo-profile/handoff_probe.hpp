@@ -1,7 +1,7 @@
 // dynamo-profile --handoff: what a real cluster of the profiled engine adds to
 // the profile's times. Starts the clusters dynamo-configure would write
 // (configure::to_cluster_config) with dynamo-launch, one worker aggregated and
-// 1 prefill + 1 decode; sends the same prompts one at a time to both
+// 1 prefill + 1 decode; sends prompts one at a time to both in turn
 // (dynamo-bench's load generator) and fits the extra TTFT of the hand-off as
 // fixed + per KV block (plan::fit_cost); runs batches of concurrent
 // requests on the aggregated worker and fits its inter-token gap beyond the
