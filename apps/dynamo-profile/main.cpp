@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <unistd.h>
@@ -30,7 +31,8 @@ int main(int argc, char** argv) {
   std::string handoff_isl = "256,1024,2048,4096", overhead_batch = "1,16,64";
   profile_app::handoff_probe_config probe;
   probe.launcher = apps::sibling_binary("dynamo-launch");
-  probe.work_dir = "/tmp/dynamo-profile-handoff-" + std::to_string(::getpid());
+  const std::string temp_dir = "/tmp/dynamo-profile-handoff-" + std::to_string(::getpid());
+  probe.work_dir = temp_dir;
   cli c("dynamo-profile", "measure a worker's engine (prefill vs ISL and prefix hits, decode step vs batch "
                           "and context, KV capacity) and write the profile as JSON");
   c.option("config", &config_path, "cluster config file (YAML)")
@@ -45,14 +47,15 @@ int main(int argc, char** argv) {
     .option("kv-cache-mib", &kv_cache_mib, "CPU engine KV cache budget in MiB (as dynamo-worker)")
     .option("handoff", &handoff,
             "also measure the prefill -> decode hand-off: launch the pool as 1 aggregated worker and as 1 "
-            "prefill + 1 decode (dynamo-launch), send the same prompts to both one at a time and fit the "
+            "prefill + 1 decode (dynamo-launch), send prompts to both in turn, one at a time, and fit the "
             "extra TTFT as fixed + per KV block; and batches of concurrent requests on the aggregated "
             "worker, fitting their inter-token gap beyond the profile's step as fixed + per sequence")
     .option("handoff-isl", &handoff_isl, "--handoff: prompt lengths, comma-separated")
-    .option("handoff-requests", &probe.requests, "--handoff: measured requests per prompt length and cluster")
+    .option("handoff-requests", &probe.requests, "--handoff: measured pairs (local, handed off) per prompt length")
     .option("overhead-batch", &overhead_batch, "--handoff: concurrent-request batches for the step overhead")
     .option("launcher", &probe.launcher, "--handoff: the dynamo-launch binary (default: next to this one)")
-    .option("handoff-dir", &probe.work_dir, "--handoff: where the clusters' YAML and discovery go")
+    .option("handoff-dir", &probe.work_dir, "--handoff: keep the clusters' YAML and discovery here (default: a "
+                                           "temporary directory, removed)")
     .option("log-level", &log_level, "trace | debug | info | warn | error");
   if (auto code = cli_exit_code("dynamo-profile", c.parse(argc, argv)))
     return *code;
@@ -105,6 +108,10 @@ int main(int argc, char** argv) {
       apps::die("dynamo-profile", ob.error());
     probe.batch = *ob;
     auto costs = profile_app::measure_cluster(*pool, *p, probe, [](const std::string& line) { spdlog::info("{}", line); });
+    if (probe.work_dir == temp_dir) {
+      std::error_code ec;
+      std::filesystem::remove_all(temp_dir, ec);
+    }
     if (!costs)
       apps::die("dynamo-profile", costs.error());
     p->handoff = std::move(costs->handoff);
