@@ -23,7 +23,7 @@ using namespace dynamo;
 
 int main(int argc, char** argv) {
   std::string config_path, pool_name, out_path, log_level;
-  std::string isl = "128,256,512,1024,2048,4096", hits = "0,0.5,0.9", batches = "1,2,4,8,16,32,64",
+  std::string isl = "128,256,512,1024,2048,4096,6144,8192", hits = "0,0.5,0.9", batches = "1,2,4,8,16,32,64",
               contexts = "128,512,1024,2048";
   uint32_t steps = 8, repeats = 1;
   double kv_cache_mib = 512;
