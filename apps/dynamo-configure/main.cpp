@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -308,6 +309,13 @@ int main(int argc, char** argv) {
              : profile->handoff ? "as dynamo-profile --handoff measured"
                                 : "none (the profile has no --handoff measurement)",
              sim.handoff_ms(1024));
+  uint32_t profiled = 0; // the longest cold prompt the profile timed
+  for (const auto& x : profile->prefill)
+    profiled = x.prefix_hit == 0 ? std::max(profiled, x.isl) : profiled;
+  if (const auto& t = space->max_num_batched_tokens; !t.empty() && *std::max_element(t.begin(), t.end()) > profiled)
+    fmt::print(stderr, "{}: note: steps past {} prompt tokens are extrapolated from the profile's last two prefill "
+                       "points (dynamo-profile --isl up to {} measures them)\n",
+               program, profiled, *std::max_element(t.begin(), t.end()));
   fmt::print(stderr, "{}: step overhead {:.3f} ms + {:.4f} ms per sequence{}\n", program, sim.step_overhead_ms(0),
              sim.step_overhead_ms(1) - sim.step_overhead_ms(0),
              profile->step_overhead ? (o.ignore_step_overhead ? " (--ignore-step-overhead)" : " (measured)")
