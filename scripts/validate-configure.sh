@@ -5,9 +5,13 @@
 # Poisson rate, ISL and OSL; prints predicted vs measured as one JSON object.
 #   scripts/validate-configure.sh [BIN_DIR] -- [dynamo-configure options]
 # Defaults: ISL 1024, OSL 128, 20 req/s, 400 requests, TTFT 300 / ITL 30 ms p90,
-# 4 GPUs, the mocker. POOL_YAML=file profiles that file's first pool instead
-# (e.g. the CPU engine), PROFILE_ARGS adds dynamo-profile options. Needs
-# python3. Uses port 18571 and /tmp/dynamo-validate-configure.
+# 4 GPUs, the mocker. SEED (1) seeds both the simulated and the sent Poisson
+# arrivals (dynamo-bench --arrival-seed): the same arrival times for both.
+# POOL_YAML=file profiles that file's first pool instead (e.g. the CPU
+# engine), PROFILE_ARGS adds dynamo-profile options; HANDOFF=0 skips
+# dynamo-profile --handoff (no measured hand-off or step overhead: the
+# simulator charges neither unless --transfer-ms is given). Needs python3.
+# Uses port 18571 and /tmp/dynamo-validate-configure.
 set -euo pipefail
 BIN=${1:-build/bin}
 shift || true
@@ -23,12 +27,15 @@ pools:
   - {name: backend, engine: mocker, model: mocker, mocker: {speedup_ratio: 1.0}}
 YAML
 fi
+HANDOFF_ARGS=()
+[[ "${HANDOFF:-1}" == 1 ]] && HANDOFF_ARGS=(--handoff --handoff-dir "$WORK/handoff")
 # shellcheck disable=SC2086
-"$BIN/dynamo-profile" --config "$WORK/profile-pool.yaml" --out "$WORK/profile.json" --log-level warn ${PROFILE_ARGS:-}
+"$BIN/dynamo-profile" --config "$WORK/profile-pool.yaml" --out "$WORK/profile.json" --log-level warn \
+  "${HANDOFF_ARGS[@]}" ${PROFILE_ARGS:-}
 "$BIN/dynamo-configure" --profile "$WORK/profile.json" --ttft-ms "${TTFT:-300}" --itl-ms "${ITL:-30}" \
   --isl "fixed:$ISL" --osl "fixed:$OSL" --rate "$RATE" --requests "$N" --gpu-budget "${GPUS:-4}" \
   --frontend-port "$PORT" --discovery-root "$WORK/discovery" --out "$WORK/winner.yaml" \
-  --json "$WORK/configure.json" --front 10 "$@"
+  --json "$WORK/configure.json" --front 10 --seed "${SEED:-1}" "$@"
 "$BIN/dynamo-launch" --config "$WORK/winner.yaml" --log-level warn > "$WORK/launch.log" 2>&1 &
 LAUNCH=$!
 trap 'kill -TERM $LAUNCH 2>/dev/null; wait $LAUNCH 2>/dev/null || true' EXIT
@@ -38,8 +45,8 @@ for _ in $(seq 1 300); do
 done
 sleep 2 # every worker registered (the frontend serves as soon as one has)
 "$BIN/dynamo-bench" --url "http://127.0.0.1:$PORT" --request-rate "$RATE" --concurrency 2000 \
-  --num-requests "$N" --isl "$ISL" --osl "$OSL" --output "$WORK/bench.json" > /dev/null
-python3 - "$WORK/configure.json" "$WORK/bench.json" <<'PY'
+  --arrival-seed "${SEED:-1}" --num-requests "$N" --isl "$ISL" --osl "$OSL" --output "$WORK/bench.json" > /dev/null
+python3 - "$WORK/configure.json" "$WORK/bench.json" "$WORK/profile.json" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))["winner"]
 b = json.load(open(sys.argv[2]))
@@ -54,5 +61,8 @@ out = {
   "output_tokens_per_s": {"predicted": round(c["output_tokens_per_s"], 1), "measured": m_tps, "rel_err": err(c["output_tokens_per_s"], m_tps) if m_tps else None},
   "failed": b.get("failed"),
 }
+h = json.load(open(sys.argv[3])).get("handoff")
+if h:
+  out["profile_handoff"] = {"fixed_ms": round(h["fixed_ms"], 3), "per_block_ms": round(h["per_block_ms"], 4)}
 print(json.dumps(out, indent=1))
 PY

@@ -189,6 +189,8 @@ void start_one(http::http_client& client, const load_config& cfg, run_state& st,
 void drive(http::http_client& client, const load_config& cfg, run_state& st, uint32_t count,
            bool measured, std::mt19937_64& rng, const rate_schedule* sched = nullptr) {
   std::exponential_distribution<double> gap(cfg.request_rate > 0 ? cfg.request_rate : 1.0);
+  std::mt19937_64 own_arrivals{cfg.arrival_seed};
+  std::mt19937_64& arrivals = cfg.arrival_seed > 0 ? own_arrivals : rng;
   const auto t0 = clock::now();
   auto next_arrival = t0;
   double at = 0;
@@ -206,7 +208,7 @@ void drive(http::http_client& client, const load_config& cfg, run_state& st, uin
     if (sched != nullptr) {
       st.cv.wait_until(lk, next_arrival, [] { return false; });
     } else if (cfg.request_rate > 0) {
-      next_arrival += std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(gap(rng)));
+      next_arrival += std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(gap(arrivals)));
       st.cv.wait_until(lk, next_arrival, [] { return false; });
     }
     st.cv.wait(lk, [&] { return st.in_flight < cfg.concurrency; });
@@ -338,7 +340,8 @@ expected<std::string> run_load(const load_config& in) {
                       {"concurrency", cfg.concurrency}, {"request_rate", cfg.request_rate},
                       {"num_requests", cfg.num_requests}, {"isl", cfg.isl}, {"osl", cfg.osl},
                       {"long_fraction", cfg.long_fraction}, {"long_isl", cfg.long_isl},
-                      {"long_osl", cfg.long_osl}, {"seed", cfg.seed}};
+                      {"long_osl", cfg.long_osl}, {"seed", cfg.seed},
+                      {"arrival_seed", cfg.arrival_seed}};
   report["completed"] = st.completed;
   report["failed"] = st.failed;
   report["errors"] = st.first_errors;

@@ -32,6 +32,10 @@ struct load_config {
   uint32_t long_osl = 16;
   uint32_t token_lo = 32, token_hi = 126; ///< range of random prompt token ids
   uint64_t seed = 1;
+  /// > 0: Poisson gaps from their own RNG seeded with this, so that they are
+  /// dynamo-configure --seed's arrivals for fixed lengths (its traffic draws
+  /// nothing else then); 0: from the prompts' RNG.
+  uint64_t arrival_seed = 0;
   uint32_t io_threads = 1;
   std::string label;
   /// Open loop whose rate follows "t:rate,..." (runtime/bench/rate_schedule):

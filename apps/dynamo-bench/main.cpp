@@ -13,7 +13,7 @@ int main(int argc, char** argv) {
   dynamo::bench::load_config cfg;
   dynamo::bench::storm_config storm;
   std::string url = "http://127.0.0.1:8000", output, mode = "load";
-  int64_t seed = 1;
+  int64_t seed = 1, arrival_seed = 0;
   dynamo::cli cli("dynamo-bench",
                   "load generator for OpenAI-compatible servers (TTFT, ITL, throughput as JSON)");
   cli.option("mode", &mode, "load (TTFT, ITL, throughput) | cancel-storm (TTFT idle vs. after cancelled streams)")
@@ -32,6 +32,9 @@ int main(int argc, char** argv) {
     .option("token-lo", &cfg.token_lo, "smallest random prompt token id")
     .option("token-hi", &cfg.token_hi, "largest random prompt token id")
     .option("seed", &seed, "RNG seed for prompts and arrivals")
+    .option("arrival-seed", &arrival_seed,
+            "> 0: Poisson arrivals from their own RNG seeded so (dynamo-configure --seed N --isl fixed:.. "
+            "--osl fixed:.. simulates the same arrivals)")
     .option("io-threads", &cfg.io_threads, "client I/O threads")
     .option("rate-schedule", &cfg.rate_schedule, "open loop whose rate follows t:rate,... (seconds:requests/s, linear between); the run lasts the schedule")
     .option("sla-ttft-ms", &cfg.sla_ttft_ms, "with --sla-itl-ms: report the share of requests meeting both (TTFT, mean ITL)")
@@ -55,6 +58,7 @@ int main(int argc, char** argv) {
   if (auto code = dynamo::cli_exit_code("dynamo-bench", cli.parse(argc, argv)))
     return *code;
   cfg.seed = static_cast<uint64_t>(seed);
+  cfg.arrival_seed = static_cast<uint64_t>(std::max<int64_t>(0, arrival_seed));
   // A path after the server (e.g. /v1) is ignored: the routes are fixed.
   auto u = dynamo::parse_http_url(url.find("://") == std::string::npos ? "http://" + url : url, "--url");
   if (!u) {

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -98,9 +99,10 @@ struct options {
   std::string modes = "agg,disagg", seqs = "16,32,64,128,256", tokens = "1024,2048,4096,8192",
               thresholds = "0,256,512,1024,2048", routers = "kv,round-robin";
   std::string ns = "dynamo", discovery_root, model, model_path;
-  double ttft = 0, itl = 0, percentile = 90, rate = 10, trace_rate = 0, prefix_share = 0, transfer_ms = 0;
+  double ttft = 0, itl = 0, percentile = 90, rate = 10, trace_rate = 0, prefix_share = 0, transfer_ms = -1;
   uint32_t requests = 400, prefix_groups = 0, budget = 8, gpus_per_worker = 1, trace_block_size = 512,
            front_rows = 25, port = 8000, seed = 1;
+  bool ignore_step_overhead = false;
 };
 
 cli make_cli(options& o) {
@@ -130,7 +132,11 @@ cli make_cli(options& o) {
     .option("max-num-batched-tokens", &o.tokens, "values to try, comma-separated")
     .option("thresholds", &o.thresholds, "disagg max_local_prefill_length values to try")
     .option("routers", &o.routers, "router modes to try: kv, round-robin, random")
-    .option("transfer-ms", &o.transfer_ms, "prefill -> decode KV hand-off time per request")
+    .option("transfer-ms", &o.transfer_ms,
+            "prefill -> decode hand-off time per request (default: the profile's measured hand-off, "
+            "dynamo-profile --handoff; 0 without one)")
+    .option("ignore-step-overhead", &o.ignore_step_overhead,
+            "time steps by the profile alone, without its measured step_overhead (dynamo-profile --handoff)")
     .option("out", &o.out_path, "write the winner's cluster YAML here")
     .option("json", &o.json_path, "write every result, the front and the winner as JSON here")
     .option("front", &o.front_rows, "Pareto front rows printed (all are in --json)")
@@ -291,11 +297,29 @@ int main(int argc, char** argv) {
   sim_options so;
   so.percentile = o.percentile;
   so.gpus_per_worker = o.gpus_per_worker;
-  so.transfer_ms = o.transfer_ms;
+  if (o.transfer_ms >= 0)
+    so.transfer_ms = o.transfer_ms;
+  so.step_overhead = !o.ignore_step_overhead;
   simulator sim(*profile, so);
   if (!sim.usable())
     return fail(make_error(errc::invalid_argument,
                            o.profile_path + ": the profile needs prefill (prefix_hit 0) and decode points"));
+  fmt::print(stderr, "{}: hand-off charge {} (1024-token prompt: {:.2f} ms)\n", program,
+             o.transfer_ms >= 0 ? "--transfer-ms"
+             : profile->handoff ? "as dynamo-profile --handoff measured"
+                                : "none (the profile has no --handoff measurement)",
+             sim.handoff_ms(1024));
+  uint32_t profiled = 0; // the longest cold prompt the profile timed
+  for (const auto& x : profile->prefill)
+    profiled = x.prefix_hit == 0 ? std::max(profiled, x.isl) : profiled;
+  if (const auto& t = space->max_num_batched_tokens; !t.empty() && *std::max_element(t.begin(), t.end()) > profiled)
+    fmt::print(stderr, "{}: note: steps past {} prompt tokens are extrapolated from the profile's last two prefill "
+                       "points (dynamo-profile --isl up to {} measures them)\n",
+               program, profiled, *std::max_element(t.begin(), t.end()));
+  fmt::print(stderr, "{}: step overhead {:.3f} ms + {:.4f} ms per sequence{}\n", program, sim.step_overhead_ms(0),
+             sim.step_overhead_ms(1) - sim.step_overhead_ms(0),
+             profile->step_overhead ? (o.ignore_step_overhead ? " (--ignore-step-overhead)" : " (measured)")
+                               : " (the profile has none)");
 
   double seconds = 0;
   const auto results = search(sim, enumerate(*space), *reqs, {o.ttft, o.itl}, seconds);

@@ -1,6 +1,6 @@
 #include "apps/dynamo-disagg-bench/disagg_bench.hpp"
 
-#include "apps/dynamo-launch/process_set.hpp"
+#include "apps/dynamo-launch/child_server.hpp"
 #include "planes/http_client/http_client.hpp"
 #include "runtime/metrics/exposition.hpp"
 
@@ -8,21 +8,15 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include <arpa/inet.h>
 #include <array>
 #include <chrono>
-#include <netinet/in.h>
 #include <sstream>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <thread>
 #include <unistd.h>
 
 namespace dynamo::disagg_bench {
 
 namespace {
 
-using clock = std::chrono::steady_clock;
 using json = nlohmann::json;
 
 constexpr auto stop_grace = std::chrono::seconds(10);
@@ -30,23 +24,6 @@ constexpr auto stop_grace = std::chrono::seconds(10);
 struct disagg_counts {
   uint64_t remote = 0, local_fallback = 0;
 };
-
-// A loopback port that was free a moment ago (bind port 0, read it, close).
-expected<uint16_t> free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0)
-    return make_error(errc::io_error, "socket() failed");
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-            ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
-  ::close(fd);
-  if (!ok)
-    return make_error(errc::io_error, "cannot find a free loopback port");
-  return ntohs(a.sin_port);
-}
 
 std::vector<std::string> server_argv(const bench_config& c, bool disagg, uint16_t port) {
   std::vector<std::string> a{c.dynamo_run, "in=http", "out=mocker",
@@ -65,33 +42,6 @@ std::vector<std::string> server_argv(const bench_config& c, bool disagg, uint16_
   else
     a.insert(a.end(), {"--num-workers", std::to_string(c.prefill_workers + c.decode_workers)});
   return a;
-}
-
-// An error when the child `name` has exited (it never restarts).
-expected<void> still_running(apps::process_set& ps, const std::string& name) {
-  ps.poll();
-  auto* e = ps.find(name);
-  if (e && !e->exit_status)
-    return {};
-  int st = e && e->exit_status ? *e->exit_status : 0;
-  auto how = WIFEXITED(st) ? fmt::format("exit code {}", WEXITSTATUS(st))
-                           : fmt::format("signal {}", WTERMSIG(st));
-  return make_error(errc::closed, fmt::format("{} exited ({}); see its log above", name, how));
-}
-
-// Waits until the server answers /health with 200, i.e. a model is registered.
-expected<void> wait_ready(apps::process_set& ps, const std::string& name, http::http_client& client,
-                          std::chrono::seconds timeout) {
-  auto deadline = clock::now() + timeout;
-  while (clock::now() < deadline) {
-    if (auto alive = still_running(ps, name); !alive)
-      return alive.error();
-    auto h = client.request({"GET", "/health", "", ""}, std::chrono::seconds(2));
-    if (h && h->status == 200)
-      return {};
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return make_error(errc::timeout, fmt::format("{} not healthy within {} s", name, timeout.count()));
 }
 
 // Sums dynamo_frontend_disagg_requests_total{...,prefill="remote"|"local_fallback"}.
@@ -116,7 +66,7 @@ struct mode_result {
 // scrape /metrics. `ps` stops the child (also on error, in its owner).
 expected<mode_result> run_mode(const bench_config& c, bool disagg, apps::process_set& ps) {
   const std::string name = disagg ? "dynamo-run (disaggregated)" : "dynamo-run (aggregated)";
-  auto port = free_port();
+  auto port = apps::free_loopback_port();
   if (!port)
     return port.error();
   apps::process_spec spec{name, name, server_argv(c, disagg, *port)};
@@ -125,7 +75,7 @@ expected<mode_result> run_mode(const bench_config& c, bool disagg, apps::process
   spec.stdout_to_stderr = true;
   ps.add(std::move(spec));
   http::http_client client("127.0.0.1", *port, 1);
-  if (auto ok = wait_ready(ps, name, client, std::chrono::seconds(c.startup_timeout_s)); !ok)
+  if (auto ok = apps::wait_healthy(ps, name, client, std::chrono::seconds(c.startup_timeout_s)); !ok)
     return ok.error();
   spdlog::info("disagg-bench: {} ready on port {}; running the load", name, *port);
 
@@ -136,7 +86,7 @@ expected<mode_result> run_mode(const bench_config& c, bool disagg, apps::process
   auto report = bench::run_load(load);
   if (!report)
     return report.error();
-  if (auto alive = still_running(ps, name); !alive)
+  if (auto alive = apps::still_running(ps, name); !alive)
     return alive.error();
   mode_result r{json::parse(*report, nullptr, false), {}};
   if (r.report.is_discarded())

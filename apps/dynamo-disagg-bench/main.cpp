@@ -2,27 +2,17 @@
 // on the mocker, aggregated vs disaggregated, in one run; prints JSON. Exit
 // status 1 when --check finds the report wrong, 2 when the run fails. Wiring only.
 #include "apps/dynamo-disagg-bench/disagg_bench.hpp"
+#include "apps/dynamo-launch/child_server.hpp"
 #include "runtime/core/cli.hpp"
 #include "runtime/core/log.hpp"
 
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 
-namespace {
-
-std::string sibling_dynamo_run() {
-  std::error_code ec;
-  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string{"dynamo-run"} : (self.parent_path() / "dynamo-run").string();
-}
-
-} // namespace
-
 int main(int argc, char** argv) {
   dynamo::disagg_bench::bench_config cfg;
-  cfg.dynamo_run = sibling_dynamo_run();
+  cfg.dynamo_run = dynamo::apps::sibling_binary("dynamo-run");
   auto& load = cfg.load;
   load.concurrency = 32;
   load.num_requests = 300;

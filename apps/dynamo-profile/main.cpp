@@ -1,27 +1,39 @@
 // dynamo-profile: measures one worker's engine (a pool of a cluster config:
 // mocker, CPU or CUDA) and writes the profile the SLA planner and
-// dynamo-configure size deployments from. Wiring only: runtime/plan/profiler.
+// dynamo-configure size deployments from; with --handoff also what a
+// disaggregated hand-off costs on a launched cluster. Wiring only:
+// runtime/plan/profiler, apps/dynamo-profile/handoff_probe.
 #include "actors/worker/engine_factory.hpp"
-#include "runtime/core/units.hpp"
+#include "apps/dynamo-launch/child_server.hpp"
+#include "apps/dynamo-profile/handoff_probe.hpp"
 #include "apps/common/app_support.hpp"
 #include "runtime/core/cli.hpp"
 #include "runtime/core/log.hpp"
+#include "runtime/core/units.hpp"
 #include "runtime/plan/profiler.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <unistd.h>
 
 using namespace dynamo;
 
 int main(int argc, char** argv) {
   std::string config_path, pool_name, out_path, log_level;
-  std::string isl = "128,256,512,1024,2048,4096", hits = "0,0.5,0.9", batches = "1,2,4,8,16,32,64",
-              contexts = "128,512,2048";
+  std::string isl = "128,256,512,1024,2048,4096,6144,8192", hits = "0,0.5,0.9", batches = "1,2,4,8,16,32,64",
+              contexts = "128,512,1024,2048";
   uint32_t steps = 8, repeats = 1;
   double kv_cache_mib = 512;
+  bool handoff = false;
+  std::string handoff_isl = "256,1024,2048,4096", overhead_batch = "1,16,64";
+  profile_app::handoff_probe_config probe;
+  probe.launcher = apps::sibling_binary("dynamo-launch");
+  const std::string temp_dir = "/tmp/dynamo-profile-handoff-" + std::to_string(::getpid());
+  probe.work_dir = temp_dir;
   cli c("dynamo-profile", "measure a worker's engine (prefill vs ISL and prefix hits, decode step vs batch "
                           "and context, KV capacity) and write the profile as JSON");
   c.option("config", &config_path, "cluster config file (YAML)")
@@ -34,6 +46,17 @@ int main(int argc, char** argv) {
     .option("steps", &steps, "measured decode steps per point")
     .option("repeats", &repeats, "measurements per prefill point (the fastest is kept)")
     .option("kv-cache-mib", &kv_cache_mib, "CPU engine KV cache budget in MiB (as dynamo-worker)")
+    .option("handoff", &handoff,
+            "also measure the prefill -> decode hand-off: launch the pool as 1 aggregated worker and as 1 "
+            "prefill + 1 decode (dynamo-launch), send prompts to both in turn, one at a time, and fit the "
+            "extra TTFT as fixed + per KV block; and batches of concurrent requests on the aggregated "
+            "worker, fitting their inter-token gap beyond the profile's step as fixed + per sequence")
+    .option("handoff-isl", &handoff_isl, "--handoff: prompt lengths, comma-separated")
+    .option("handoff-requests", &probe.requests, "--handoff: measured pairs (local, handed off) per prompt length")
+    .option("overhead-batch", &overhead_batch, "--handoff: concurrent-request batches for the step overhead")
+    .option("launcher", &probe.launcher, "--handoff: the dynamo-launch binary (default: next to this one)")
+    .option("handoff-dir", &probe.work_dir, "--handoff: keep the clusters' YAML and discovery here (default: a "
+                                           "temporary directory, removed)")
     .option("log-level", &log_level, "trace | debug | info | warn | error");
   if (auto code = cli_exit_code("dynamo-profile", c.parse(argc, argv)))
     return *code;
@@ -76,6 +99,25 @@ int main(int argc, char** argv) {
   p->engine = std::string{config::to_string(pool->engine)};
   p->model = pool->model;
   p->threads = pool->engine_opts.threads;
+  if (handoff) {
+    auto hi = parse_number_list<uint32_t>("handoff-isl", handoff_isl);
+    if (!hi)
+      apps::die("dynamo-profile", hi.error());
+    probe.isl = *hi;
+    auto ob = parse_number_list<uint32_t>("overhead-batch", overhead_batch);
+    if (!ob)
+      apps::die("dynamo-profile", ob.error());
+    probe.batch = *ob;
+    auto costs = profile_app::measure_cluster(*pool, *p, probe, [](const std::string& line) { spdlog::info("{}", line); });
+    if (probe.work_dir == temp_dir) {
+      std::error_code ec;
+      std::filesystem::remove_all(temp_dir, ec);
+    }
+    if (!costs)
+      apps::die("dynamo-profile", costs.error());
+    p->handoff = std::move(costs->handoff);
+    p->step_overhead = std::move(costs->step_overhead);
+  }
   auto text = plan::to_json(*p).dump(2) + "\n";
   if (out_path.empty()) {
     std::cout << text;

@@ -83,6 +83,7 @@ std::string describe(const deployment& d) {
 }
 
 struct simulator::state {
+  const simulator& sim;
   const plan::step_times& times;
   const sim_options& opt;
   uint32_t kv_cap;
@@ -100,7 +101,8 @@ struct simulator::state {
   sim_result r;
   double cached_tokens = 0, prompt_tokens = 0, out_tokens = 0, last_done = 0;
 
-  state(const plan::step_times& t, const sim_options& o, uint32_t cap) : times(t), opt(o), kv_cap(cap) {}
+  state(const simulator& s, const plan::step_times& t, const sim_options& o, uint32_t cap)
+      : sim(s), times(t), opt(o), kv_cap(cap) {}
 
   const sim_request& req(uint32_t i) const { return rs->requests[i]; }
 
@@ -256,8 +258,8 @@ struct simulator::state {
   // Sequences at the head of the queue whose KV came from a prefill worker:
   // they need blocks, not step tokens, and decode in this very step. One that
   // waited for a slot has its KV pulled now and its first token sent (a queue
-  // for the decode worker's slots is part of TTFT; the pull is transfer_ms,
-  // charged before the hand-off).
+  // for the decode worker's slots is part of TTFT; the hand-off's own cost,
+  // simulator::handoff_ms, is charged before it reaches the decode router).
   void admit_loaded(worker& w, double now) {
     while (!w.waiting.empty() && w.waiting.front().handed_off && w.running.size() < d->max_num_seqs) {
       seq s = w.waiting.front();
@@ -274,7 +276,7 @@ struct simulator::state {
   void start_step(worker& w, double now) {
     admit_loaded(w, now);
     uint32_t budget = d->max_num_batched_tokens;
-    uint32_t decodes = 0, prefill_tokens = 0, partial = 0;
+    uint32_t decodes = 0, prefill_tokens = 0, partial = 0, prefills = 0;
     double ctx_sum = 0;
     for (seq& s : w.running) {
       s.chunk = 0;
@@ -288,6 +290,7 @@ struct simulator::state {
     for (seq& s : w.running)
       if (s.prefill_left > 0 && budget > 0) {
         s.chunk = chunk(s.prefill_left, budget);
+        ++prefills;
         budget -= s.chunk;
         prefill_tokens += s.chunk;
         partial += s.chunk < s.prefill_left ? 1 : 0;
@@ -312,6 +315,7 @@ struct simulator::state {
       budget -= n;
       prefill_tokens += n;
       partial += n < need ? 1 : 0;
+      ++prefills;
       cached_tokens += cached;
       prompt_tokens += q.isl;
       admit(w, s);
@@ -321,7 +325,8 @@ struct simulator::state {
       w.busy_until = never;
       return;
     }
-    const double ms = times.step_ms(prefill_tokens, decodes, decodes > 0 ? ctx_sum / decodes : 0);
+    const double ms = times.step_ms(prefill_tokens, decodes, decodes > 0 ? ctx_sum / decodes : 0) +
+                      sim.step_overhead_ms(decodes + prefills);
     w.busy = true;
     w.step_start = now;
     w.busy_until = now + std::max(ms, 1e-6);
@@ -353,7 +358,7 @@ struct simulator::state {
         if (s.prefill_left == 0) {
           remember_prompt(w, s.req);
           if (w.prefill_only && req(s.req).osl > 1) { // the decode worker takes it from here
-            handoffs.push({now + opt.transfer_ms, s.req});
+            handoffs.push({now + sim.handoff_ms(req(s.req).isl), s.req});
             w.kv_used -= s.context;
             unbook(w, s.req);
             continue;
@@ -450,7 +455,11 @@ struct simulator::state {
 
 simulator::simulator(const plan::engine_profile& profile, sim_options options)
     : times_(profile), options_(options), kv_tokens_(profile.max_kv_tokens > 0 ? profile.max_kv_tokens : 1u << 30),
-      state_(std::make_unique<state>(times_, options_, kv_tokens_)) {}
+      handoff_(options.transfer_ms ? plan::linear_cost{*options.transfer_ms, 0, {}}
+                                   : profile.handoff.value_or(plan::linear_cost{})),
+      handoff_block_(profile.block_size),
+      overhead_(options.step_overhead ? profile.step_overhead.value_or(plan::linear_cost{}) : plan::linear_cost{}),
+      state_(std::make_unique<state>(*this, times_, options_, kv_tokens_)) {}
 
 simulator::~simulator() = default;
 

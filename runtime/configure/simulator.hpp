@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace dynamo::configure {
@@ -35,7 +36,13 @@ struct sim_options {
   double percentile = 90;        ///< of TTFT and ITL, nearest rank
   uint32_t block_size = 16;      ///< KV block tokens (the router's decode-block load)
   uint32_t gpus_per_worker = 1;
-  double transfer_ms = 0;        ///< prefill -> decode KV hand-off, per request
+  /// Prefill -> decode hand-off, per request: overrides the profile's measured
+  /// cost (engine_profile::handoff, fixed + per KV block of the prompt); without
+  /// either, 0.
+  std::optional<double> transfer_ms;
+  /// Lengthen every engine step by the profile's measured step_overhead (what
+  /// a launched worker adds per step and sequence); false: the profile's times.
+  bool step_overhead = true;
   uint64_t max_steps = 5'000'000; ///< a guard; a run that hits it is marked incomplete
 };
 
@@ -68,6 +75,12 @@ public:
   [[nodiscard]] bool usable() const noexcept;
   [[nodiscard]] const sim_options& options() const noexcept { return options_; }
   [[nodiscard]] uint32_t kv_tokens() const noexcept { return kv_tokens_; }
+  /// What a hand-off adds to the TTFT of a prompt of `isl` tokens.
+  [[nodiscard]] double handoff_ms(uint32_t isl) const noexcept {
+    return handoff_.ms(plan::kv_blocks(isl, handoff_block_));
+  }
+  /// What a step of `seqs` sequences takes beyond the profile's step time.
+  [[nodiscard]] double step_overhead_ms(uint32_t seqs) const noexcept { return overhead_.ms(seqs); }
 
   /// Replays `requests` against `d`. Deterministic.
   [[nodiscard]] sim_result run(const deployment& d, const request_set& requests);
@@ -77,6 +90,9 @@ private:
   plan::step_times times_;
   sim_options options_;
   uint32_t kv_tokens_;
+  plan::linear_cost handoff_;    ///< --transfer-ms as a fixed term, else the profile's
+  uint32_t handoff_block_;       ///< the profile's KV block tokens
+  plan::linear_cost overhead_;   ///< the profile's when options.step_overhead, else zeros
   std::unique_ptr<state> state_; ///< buffers reused across runs
 };
 

@@ -37,7 +37,69 @@ double interpolate(const std::vector<std::pair<double, double>>& pts, double x, 
   return y1 + (y1 - y0) * (x - x1) / (x1 - x0);
 }
 
+// JSON field names of a linear_cost: the hand-off's and the step overhead's.
+struct cost_names {
+  const char* per_unit;
+  const char* x;
+  const char* base;
+  const char* measured;
+};
+constexpr cost_names handoff_names{"per_block_ms", "isl", "local_ms", "remote_ms"};
+constexpr cost_names overhead_names{"per_seq_ms", "batch", "profile_ms", "measured_ms"};
+
+nlohmann::json cost_to_json(const linear_cost& c, const cost_names& n) {
+  nlohmann::json j{{"fixed_ms", c.fixed_ms}, {n.per_unit, c.per_unit_ms}, {"points", nlohmann::json::array()}};
+  for (const auto& x : c.points)
+    j["points"].push_back({{n.x, x.x}, {n.base, x.base_ms}, {n.measured, x.measured_ms}});
+  return j;
+}
+
+linear_cost cost_from_json(const nlohmann::json& j, const cost_names& n) {
+  linear_cost c{j.at("fixed_ms").get<double>(), j.at(n.per_unit).get<double>(), {}};
+  for (const auto& x : j.value("points", nlohmann::json::array()))
+    c.points.push_back({x.at(n.x).get<uint32_t>(), x.at(n.base).get<double>(), x.at(n.measured).get<double>()});
+  return c;
+}
+
 } // namespace
+
+uint32_t kv_blocks(uint32_t tokens, uint32_t block_size) noexcept {
+  const uint32_t b = std::max(1u, block_size);
+  return (tokens + b - 1) / b;
+}
+
+linear_cost fit_cost(std::vector<cost_point> points, const std::function<double(uint32_t)>& units_of) {
+  linear_cost c;
+  c.points = std::move(points);
+  if (c.points.empty())
+    return c;
+  std::vector<std::pair<double, double>> xy;
+  for (const auto& p : c.points)
+    xy.emplace_back(units_of(p.x), p.measured_ms - p.base_ms);
+  const double n = static_cast<double>(xy.size());
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto& [x, y] : xy) {
+    sx += x;
+    sy += y;
+    sxx += x * x;
+    sxy += x * y;
+  }
+  double fixed = sy / n, slope = 0; // one x only: a constant
+  if (const double det = n * sxx - sx * sx; det > 0) {
+    slope = (n * sxy - sx * sy) / det;
+    fixed = (sy - slope * sx) / n;
+  }
+  if (slope < 0) {
+    fixed = std::max(0.0, sy / n);
+    slope = 0;
+  } else if (fixed < 0) {
+    fixed = 0;
+    slope = sxx > 0 ? std::max(0.0, sxy / sxx) : 0;
+  }
+  c.fixed_ms = fixed;
+  c.per_unit_ms = slope;
+  return c;
+}
 
 step_times::step_times(const engine_profile& p) {
   std::map<double, double> best; // isl -> ms, cold prompts only
@@ -154,6 +216,10 @@ nlohmann::json to_json(const engine_profile& p) {
   for (const auto& x : p.decode)
     j["decode"].push_back({{"batch", x.batch}, {"context", x.context}, {"step_ms", x.step_ms}});
   j["skipped"] = p.skipped;
+  if (p.handoff)
+    j["handoff"] = cost_to_json(*p.handoff, handoff_names);
+  if (p.step_overhead)
+    j["step_overhead"] = cost_to_json(*p.step_overhead, overhead_names);
   return j;
 }
 
@@ -177,6 +243,10 @@ expected<engine_profile> profile_from_json(const nlohmann::json& j) {
                           x.at("step_ms").get<double>()});
     if (j.contains("skipped"))
       p.skipped = j.at("skipped").get<std::vector<std::string>>();
+    if (j.contains("handoff"))
+      p.handoff = cost_from_json(j.at("handoff"), handoff_names);
+    if (j.contains("step_overhead"))
+      p.step_overhead = cost_from_json(j.at("step_overhead"), overhead_names);
     return p;
   } catch (const nlohmann::json::exception& e) {
     return make_error(errc::invalid_argument, std::string{"profile JSON: "} + e.what());

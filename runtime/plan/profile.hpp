@@ -10,6 +10,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <utility>
 #include <string>
@@ -30,6 +31,35 @@ struct decode_point {
   double step_ms = 0;         ///< mean time of one decode step of the whole batch
 };
 
+/// One point of dynamo-profile --handoff's probes: at `x` (a hand-off's prompt
+/// tokens, or a step's sequences) the baseline took `base_ms` (the same prompt
+/// prefilled locally, or the profile's decode step) and the launched cluster
+/// `measured_ms` (the prompt handed off, or the median inter-token gap).
+struct cost_point {
+  uint32_t x = 0;
+  double base_ms = 0;
+  double measured_ms = 0;
+};
+
+/// What a launched cluster adds over its baseline, as a line fixed_ms +
+/// per_unit_ms x units, with the points it was fitted to (fit_cost). The
+/// hand-off's units are the prompt's KV blocks (kv_blocks), the step
+/// overhead's the sequences in the step.
+struct linear_cost {
+  double fixed_ms = 0;
+  double per_unit_ms = 0;
+  std::vector<cost_point> points;
+  [[nodiscard]] double ms(double units) const noexcept { return fixed_ms + per_unit_ms * units; }
+};
+
+/// KV blocks of `tokens` tokens (block_size 0 counts as 1).
+[[nodiscard]] uint32_t kv_blocks(uint32_t tokens, uint32_t block_size) noexcept;
+
+/// Least-squares line of measured - base against units_of(x), both terms kept
+/// >= 0: a negative slope is dropped (the mean, flat; at least 0), a negative
+/// intercept refits through the origin. No points: zeros.
+[[nodiscard]] linear_cost fit_cost(std::vector<cost_point> points, const std::function<double(uint32_t)>& units_of);
+
 struct engine_profile {
   std::string engine;         ///< "mocker", "cpu", "cuda"
   std::string model;
@@ -43,6 +73,13 @@ struct engine_profile {
   std::vector<prefill_point> prefill;
   std::vector<decode_point> decode;
   std::vector<std::string> skipped; ///< points that did not fit (context, KV), with why
+  /// Measured with dynamo-profile --handoff (older profiles lack both): the
+  /// extra TTFT of a prefill -> decode hand-off (routing to the prefill worker,
+  /// the result back, the decode worker's admission and KV pull) per KV block
+  /// of the prompt, and what a launched worker adds to every step (its own
+  /// compute, a token message per sequence, the frontend) per sequence.
+  std::optional<linear_cost> handoff;
+  std::optional<linear_cost> step_overhead;
 };
 
 /// The profile's interpolation compiled once for fast lookups (the SLA

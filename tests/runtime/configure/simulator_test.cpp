@@ -104,6 +104,48 @@ BOOST_AUTO_TEST_CASE(disaggregated_hand_off) {
   BOOST_TEST(local.ttft_ms == 10.0);
 }
 
+// The profile's measured hand-off: 2 ms + 0.5 ms per 16-token block of the
+// prompt. 100 tokens are 7 blocks: the KV reaches the decode worker at
+// 10 + 2 + 3.5 (TTFT 15.5); 300 tokens, 19 blocks: 10 + 2 + 9.5 (21.5).
+// --transfer-ms replaces it with its own constant (1 ms: TTFT 11).
+BOOST_AUTO_TEST_CASE(the_profiles_hand_off_is_charged_per_block) {
+  plan::engine_profile p = constant_profile(10, 2);
+  p.block_size = 16;
+  p.handoff = plan::linear_cost{2, 0.5, {}};
+  sim_options o;
+  o.percentile = 100; // no transfer_ms: the profile's
+  simulator measured(p, o);
+  BOOST_TEST(measured.handoff_ms(100) == 5.5);
+  BOOST_TEST(measured.run(one_to_one(), requests({{0, 100, 3}})).ttft_ms == 15.5);
+  BOOST_TEST(measured.run(one_to_one(), requests({{0, 300, 3}})).ttft_ms == 21.5);
+  simulator overridden(p, at(100, 1.0));
+  BOOST_TEST(overridden.handoff_ms(300) == 1.0);
+  BOOST_TEST(overridden.run(one_to_one(), requests({{0, 300, 3}})).ttft_ms == 11.0);
+}
+
+// The profile's measured step overhead, 1 ms + 0.5 ms per sequence in the
+// step. A's prefill alone: 10 + 1.5 (TTFT 11.5); B's prefill with A's decode:
+// 10 + 2 (B's TTFT 23.5, A's gap 12); both decode: 2 + 2 (gaps 4); B alone:
+// 2 + 1.5. Without it, the profile's: TTFT 10 and 20, gaps 10, 2, 2, 2.
+BOOST_AUTO_TEST_CASE(the_profiles_step_overhead_lengthens_every_step) {
+  plan::engine_profile p = constant_profile(10, 2);
+  p.step_overhead = plan::linear_cost{1, 0.5, {}};
+  const auto rs = requests({{0, 100, 3}, {0, 100, 3}});
+  simulator sim(p, at(100));
+  auto r = sim.run(agg(1), rs);
+  BOOST_TEST(r.ttft_ms == 23.5);
+  BOOST_TEST(r.mean_ttft_ms == 17.5);
+  BOOST_TEST(r.itl_ms == 12.0);
+  BOOST_TEST(r.mean_itl_ms == (12 + 4 + 4 + 3.5) / 4.0);
+  sim_options off = at(100);
+  off.step_overhead = false;
+  simulator plain(p, off);
+  auto q = plain.run(agg(1), rs);
+  BOOST_TEST(q.ttft_ms == 20.0);
+  BOOST_TEST(q.mean_ttft_ms == 15.0);
+  BOOST_TEST(q.mean_itl_ms == 4.0);
+}
+
 // max_num_seqs 1 on both workers: B's prompt waits for A's (prefill 0-10,
 // 10-20); A's KV arrives at 11 (TTFT 11), its last token at 29; B's hand-off
 // (t=21) waits for A's slot: its KV is pulled at 29 (TTFT 29), last token 47.

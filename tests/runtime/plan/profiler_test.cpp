@@ -130,7 +130,61 @@ BOOST_AUTO_TEST_CASE(the_profile_round_trips_through_json) {
   BOOST_TEST(back->prefill.at(0).ms == 12.5);
   BOOST_TEST(back->decode.at(0).step_ms == 3.25);
   BOOST_TEST(back->skipped.at(0) == "x");
+  BOOST_TEST(!back->handoff); // a profile without the probe (every older file) loads without one
+  p.handoff = linear_cost{1.5, 0.25, {{256, 20, 27.5}}};
+  auto with = profile_from_json(nlohmann::json::parse(to_json(p).dump()));
+  BOOST_REQUIRE(with);
+  BOOST_REQUIRE(with->handoff);
+  BOOST_TEST(with->handoff->fixed_ms == 1.5);
+  BOOST_TEST(with->handoff->per_unit_ms == 0.25);
+  BOOST_TEST(to_json(p)["handoff"]["per_block_ms"] == 0.25);
+  BOOST_TEST(with->handoff->points.at(0).x == 256u);
+  BOOST_TEST(with->handoff->points.at(0).measured_ms == 27.5);
+  BOOST_TEST(!with->step_overhead);
+  p.step_overhead = linear_cost{0.5, 0.03, {{16, 9.25, 10.5}}};
+  auto both = profile_from_json(nlohmann::json::parse(to_json(p).dump()));
+  BOOST_REQUIRE(both);
+  BOOST_REQUIRE(both->step_overhead);
+  BOOST_TEST(both->step_overhead->fixed_ms == 0.5);
+  BOOST_TEST(both->step_overhead->per_unit_ms == 0.03);
+  BOOST_TEST(to_json(p)["step_overhead"]["per_seq_ms"] == 0.03);
+  BOOST_TEST(both->step_overhead->points.at(0).x == 16u);
+  BOOST_TEST(both->step_overhead->points.at(0).measured_ms == 10.5);
   BOOST_TEST(!profile_from_json(nlohmann::json::parse(R"({"engine":"cpu"})")));
+}
+
+// Extra TTFT 4 ms + 0.25 ms per 16-token block: 10, 20 and 40 blocks (the
+// last one partial: 625 tokens are 40 blocks) lie on the line.
+BOOST_AUTO_TEST_CASE(the_cost_fit_recovers_a_line_in_kv_blocks) {
+  auto blocks = [](uint32_t isl) { return static_cast<double>(kv_blocks(isl, 16)); };
+  auto c = fit_cost({{160, 50, 56.5}, {320, 90, 99}, {625, 170, 184}}, blocks);
+  BOOST_TEST(c.fixed_ms == 4.0, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(c.per_unit_ms == 0.25, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(c.points.size() == 3u);
+  BOOST_TEST(c.ms(kv_blocks(161, 16)) == 4 + 0.25 * 11, boost::test_tools::tolerance(1e-9));
+}
+
+// Steps 0.5 ms + 0.125 ms per sequence longer than the profile's at batches
+// 1, 8 and 32 (the baselines differ per batch: only the difference counts).
+BOOST_AUTO_TEST_CASE(the_cost_fit_recovers_a_line_in_sequences) {
+  auto c = fit_cost({{1, 8, 8.625}, {8, 9, 10.5}, {32, 12, 16.5}}, [](uint32_t b) { return double(b); });
+  BOOST_TEST(c.fixed_ms == 0.5, boost::test_tools::tolerance(1e-9));
+  BOOST_TEST(c.per_unit_ms == 0.125, boost::test_tools::tolerance(1e-9));
+}
+
+// A falling extra (noise) is no negative per-unit cost: the mean, flat; one
+// that would need a negative fixed term keeps a slope through the origin; a
+// point faster than its baseline gets no credit.
+BOOST_AUTO_TEST_CASE(the_cost_fit_keeps_both_terms_non_negative) {
+  auto blocks = [](uint32_t isl) { return static_cast<double>(kv_blocks(isl, 16)); };
+  auto flat = fit_cost({{160, 50, 58}, {320, 90, 96}}, blocks);
+  BOOST_TEST(flat.per_unit_ms == 0.0);
+  BOOST_TEST(flat.fixed_ms == 7.0);
+  auto steep = fit_cost({{160, 0, 1}, {320, 0, 6}}, blocks); // line: -4 + 0.5 x blocks
+  BOOST_TEST(steep.fixed_ms == 0.0);
+  BOOST_TEST(steep.per_unit_ms == (10 * 1 + 20 * 6) / 500.0, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(fit_cost({{1, 8, 7}}, blocks).ms(1) == 0.0);
+  BOOST_TEST(fit_cost({}, blocks).ms(1000) == 0.0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
