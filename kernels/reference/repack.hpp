@@ -1,4 +1,4 @@
-// The lane layouts: Q4_K, Q6_K and IQ4_XS super-blocks, and groups of 8
+// The lane layouts: Q4_K, Q5_K, Q6_K and IQ4_XS super-blocks, and groups of 8
 // consecutive Q4_0 or IQ4_NL blocks, repacked at model load so that the matmul
 // kernels hold eight 32-value blocks in the eight 32-bit lanes of a vector.
 // Called by the model loader (one copy per matrix, quantized, never wider) and
@@ -26,6 +26,15 @@ struct block_q4_k_lanes {
   uint8_t qs[qk_k / 2];
 };
 static_assert(sizeof(block_q4_k_lanes) == 148);
+
+/// Q5_K in lanes: Q4_K's lanes for the low 4 bits, then the fifth bits:
+/// bit v of qh[4 * j + e % 4] is bit 4 of element e of sub-block j, v = e / 4
+/// (so a shift and a mask of one 32-byte load give vector v's bit 4).
+struct block_q5_k_lanes {
+  block_q4_k_lanes low;
+  uint8_t qh[qk_k / 8];
+};
+static_assert(sizeof(block_q5_k_lanes) == sizeof(block_q5_k) + 4);
 
 /// Q6_K in lanes, with the same element order: the low 4 bits of vector v
 /// are nibbles of ql as in Q4_K; its high 2 bits are bits 2 * (v % 4) and up
@@ -61,7 +70,7 @@ struct block_iq4_xs_lanes {
 };
 static_assert(sizeof(block_iq4_xs_lanes) == sizeof(block_iq4_xs) + 2);
 
-/// True for the types that have a lane layout (Q4_0, IQ4_NL, IQ4_XS, Q4_K, Q6_K).
+/// True for the types that have a lane layout (Q4_0, IQ4_NL, IQ4_XS, Q4_K, Q5_K, Q6_K).
 [[nodiscard]] bool has_lanes(tensor_type t) noexcept;
 
 /// Bytes per row of k elements in the lane layout; 0 without one.

@@ -14,8 +14,8 @@ namespace test = dynamo::kernels::ref::test;
 
 namespace {
 
-const tensor_type lane_types[] = {tensor_type::q4_0, tensor_type::iq4_nl, tensor_type::iq4_xs, tensor_type::q4_k,
-                                  tensor_type::q6_k};
+const tensor_type lane_types[] = {tensor_type::q4_0, tensor_type::iq4_nl, tensor_type::iq4_xs,
+                                  tensor_type::q4_k, tensor_type::q5_k,   tensor_type::q6_k};
 
 /// A random weight with its lane-layout copy attached.
 struct lane_weight {
@@ -90,6 +90,23 @@ BOOST_AUTO_TEST_CASE(q4_0_groups_keep_each_block_scale_and_nibbles) {
     BOOST_TEST((g.qs[4 * j + 1] >> 4) == (in[j].qs[5] & 0x0f));
     BOOST_TEST((g.qs[64 + 4 * j] & 0x0f) == (in[j].qs[0] >> 4));
   }
+}
+
+BOOST_AUTO_TEST_CASE(q5_k_keeps_the_q4_k_lanes_and_moves_each_fifth_bit_to_its_lane) {
+  const lane_weight lw(tensor_type::q5_k, 256, 1, 11);
+  const auto& in = *static_cast<const block_q5_k*>(lw.w.view.row(0));
+  const auto& g = *reinterpret_cast<const block_q5_k_lanes*>(lw.lanes.data());
+  block_q4_k as_q4{in.d, in.dmin, {}, {}};
+  std::memcpy(as_q4.scales, in.scales, sizeof in.scales);
+  std::memcpy(as_q4.qs, in.qs, sizeof in.qs);
+  const auto low = repack_lanes({tensor_type::q4_k, 256, 1, &as_q4});
+  BOOST_TEST(std::memcmp(&g.low, low.data(), sizeof g.low) == 0);
+  for (uint32_t j = 0; j < 8; ++j) {
+    // Element 13 of sub-block j (bit j of in.qh[13]) is vector 3, lane byte 4j + 1.
+    BOOST_TEST(((g.qh[4 * j + 1] >> 3) & 1) == ((in.qh[13] >> j) & 1));
+    BOOST_TEST(((g.qh[4 * j + 3] >> 7) & 1) == ((in.qh[31] >> j) & 1));
+  }
+  BOOST_TEST(lanes_row_bytes(tensor_type::q5_k, 512) == 2 * (sizeof(block_q5_k) + 4));
 }
 
 BOOST_AUTO_TEST_CASE(rows_not_a_multiple_of_256_keep_the_row_layout) {
