@@ -89,6 +89,13 @@ void repack_q4_0(const block_q4_0* in, block_q4_0_lanes& out) {
   repack_nibbles([in](uint32_t j) { return in[j].qs; }, out.qs);
 }
 
+void repack_q8_0(const block_q8_0* in, block_q8_0_lanes& out) {
+  for (uint32_t j = 0; j < 8; ++j) {
+    out.d[j] = in[j].d;
+    for (uint32_t e = 0; e < 32; ++e) out.qs[32 * (e / 4) + 4 * j + e % 4] = in[j].qs[e];
+  }
+}
+
 void repack_iq4_xs(const block_iq4_xs* b, block_iq4_xs_lanes& out) {
   const block_iq4_xs& in = *b;
   out.d = in.d;
@@ -135,6 +142,7 @@ row_repacker repacker(tensor_type t) {
   switch (t) {
     case tensor_type::q4_0:
     case tensor_type::iq4_nl: return repack_row<block_q4_0, block_q4_0_lanes, 8, repack_q4_0>;
+    case tensor_type::q8_0: return repack_row<block_q8_0, block_q8_0_lanes, 8, repack_q8_0>;
     case tensor_type::iq4_xs: return repack_row<block_iq4_xs, block_iq4_xs_lanes, 1, repack_iq4_xs>;
     case tensor_type::q4_k: return repack_row<block_q4_k, block_q4_k_lanes, 1, repack_q4_k>;
     case tensor_type::q5_k: return repack_row<block_q5_k, block_q5_k_lanes, 1, repack_q5_k>;
@@ -152,6 +160,7 @@ size_t lanes_row_bytes(tensor_type t, uint32_t k) noexcept {
   switch (t) {
     case tensor_type::q4_0: return nb * sizeof(block_q4_0_lanes);
     case tensor_type::iq4_nl: return nb * sizeof(block_iq4_nl_lanes);
+    case tensor_type::q8_0: return nb * sizeof(block_q8_0_lanes);
     case tensor_type::iq4_xs: return nb * sizeof(block_iq4_xs_lanes);
     case tensor_type::q4_k: return nb * sizeof(block_q4_k_lanes);
     case tensor_type::q5_k: return nb * sizeof(block_q5_k_lanes);
@@ -181,7 +190,10 @@ void dequantize_lanes_row(tensor_type t, const void* row, float* y, uint32_t k) 
       for (uint32_t e = 0; e < 32; ++e) {
         const nibble_at at = lanes_nibble(j, e);
         float& out = y[qk_k * g + 32 * j + e];
-        if (t == tensor_type::q4_0 || t == tensor_type::iq4_nl) {
+        if (t == tensor_type::q8_0) {
+          const auto& b = static_cast<const block_q8_0_lanes*>(row)[g];
+          out = fp16_to_fp32(b.d[j]) * static_cast<float>(b.qs[32 * (e / 4) + 4 * j + e % 4]);
+        } else if (t == tensor_type::q4_0 || t == tensor_type::iq4_nl) {
           const auto& b = static_cast<const block_q4_0_lanes*>(row)[g];
           const int q = (b.qs[at.byte] >> at.shift) & 0x0f;
           out = fp16_to_fp32(b.d[j]) * static_cast<float>(t == tensor_type::q4_0 ? q - 8 : iq4nl_values[q]);

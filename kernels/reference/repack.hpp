@@ -1,5 +1,5 @@
 // The lane layouts: Q4_K, Q5_K, Q6_K and IQ4_XS super-blocks, and groups of 8
-// consecutive Q4_0 or IQ4_NL blocks, repacked at model load so that the matmul
+// consecutive Q4_0, IQ4_NL or Q8_0 blocks, repacked at model load so that the matmul
 // kernels hold eight 32-value blocks in the eight 32-bit lanes of a vector.
 // Called by the model loader (one copy per matrix, quantized, never wider) and
 // by the matmul. Pure functions; any thread.
@@ -61,6 +61,15 @@ static_assert(sizeof(block_q4_0_lanes) == 8 * sizeof(block_q4_0));
 struct block_iq4_nl_lanes : block_q4_0_lanes {};
 static_assert(sizeof(block_iq4_nl_lanes) == 8 * sizeof(block_iq4_nl));
 
+/// Q8_0 in lanes: 8 consecutive blocks of a row as one group, d[j] block
+/// j's fp16 scale; element e of block j is qs[32 * (e / 4) + 4 * j + e % 4]
+/// (vector e / 4, lane j, as the nibbles of the 4-bit layouts).
+struct block_q8_0_lanes {
+  uint16_t d[8];
+  int8_t qs[qk_k];
+};
+static_assert(sizeof(block_q8_0_lanes) == 8 * sizeof(block_q8_0));
+
 /// IQ4_XS in lanes: the nibbles as in IQ4_NL's groups (sub-block j's at
 /// IQ4_NL's block j), the 6-bit scales unpacked to sc[j] = ls_j - 32.
 struct block_iq4_xs_lanes {
@@ -70,7 +79,7 @@ struct block_iq4_xs_lanes {
 };
 static_assert(sizeof(block_iq4_xs_lanes) == sizeof(block_iq4_xs) + 2);
 
-/// True for the types that have a lane layout (Q4_0, IQ4_NL, IQ4_XS, Q4_K, Q5_K, Q6_K).
+/// True for the types that have a lane layout (Q4_0, IQ4_NL, Q8_0, IQ4_XS, Q4_K, Q5_K, Q6_K).
 [[nodiscard]] bool has_lanes(tensor_type t) noexcept;
 
 /// Bytes per row of k elements in the lane layout; 0 without one.

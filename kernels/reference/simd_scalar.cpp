@@ -277,6 +277,13 @@ void lanes_iq4_nl(const block_iq4_nl_lanes& w, const act_lanes& x, uint32_t g, f
   }
 }
 
+void lanes_q8_0(const block_q8_0_lanes& w, const act_lanes& x, uint32_t g, float* acc) {
+  for (uint32_t j = 0; j < 8; ++j) {
+    const int32_t s = lanes_sum(x.b[g], j, 0, 8, [&](uint32_t v, uint32_t b) { return int{w.qs[32 * v + b]}; });
+    acc[j] = std::fma(fp16_to_fp32(w.d[j]) * x.d[8 * g + j], static_cast<float>(s), acc[j]);
+  }
+}
+
 void lanes_iq4_xs(const block_iq4_xs_lanes& w, const act_lanes& x, uint32_t g, float* acc) {
   const float d = fp16_to_fp32(w.d);
   for (uint32_t j = 0; j < 8; ++j) {
@@ -422,6 +429,7 @@ constexpr kernel_table table{dot_q_rows<q4_1_fmt>,
                              dot_s_rows<iq4_xs_fmt>,
                              dot_l_rows<block_q4_0_lanes, lanes_q4_0>,
                              dot_l_rows<block_iq4_nl_lanes, lanes_iq4_nl>,
+                             dot_l_rows<block_q8_0_lanes, lanes_q8_0>,
                              dot_l_rows<block_iq4_xs_lanes, lanes_iq4_xs>,
                              dot_l_rows<block_q4_k_lanes, lanes_q4_k>,
                              dot_l_rows<block_q5_k_lanes, lanes_q5_k>,
