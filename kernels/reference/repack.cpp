@@ -1,5 +1,6 @@
 #include "kernels/reference/repack.hpp"
 
+#include <cstddef>
 
 namespace dynamo::kernels::ref {
 namespace {
@@ -35,7 +36,9 @@ void q6_k_values(const block_q6_k& b, uint8_t* q) {
   }
 }
 
-void repack_q4_k(const block_q4_k& in, block_q4_k_lanes& out) {
+/// Q4_K, and the low 4 bits of Q5_K (the same scales and nibbles).
+template <class Block>
+void repack_k4(const Block& in, block_q4_k_lanes& out) {
   out.d = in.d;
   out.dmin = in.dmin;
   for (uint32_t j = 0; j < 8; ++j) {
@@ -49,6 +52,18 @@ void repack_q4_k(const block_q4_k& in, block_q4_k_lanes& out) {
         out.qs[32 * p + 4 * j + e] = static_cast<uint8_t>(lo | (hi << 4));
       }
     }
+  }
+}
+
+void repack_q4_k(const block_q4_k* in, block_q4_k_lanes& out) { repack_k4(*in, out); }
+
+void repack_q5_k(const block_q5_k* in, block_q5_k_lanes& out) {
+  repack_k4(*in, out.low);
+  for (uint32_t b = 0; b < 32; ++b) { // byte 4j + e of the lanes' qh: bit v is element 4v + e's
+    const uint32_t j = b / 4, e = b % 4;
+    uint32_t bits = 0;
+    for (uint32_t v = 0; v < 8; ++v) bits |= ((in->qh[4 * v + e] >> j) & 1u) << v;
+    out.qh[b] = static_cast<uint8_t>(bits);
   }
 }
 
@@ -66,14 +81,23 @@ void repack_nibbles(Qs qs, uint8_t* out) {
   }
 }
 
-/// Q4_0 and IQ4_NL (the same block layout).
-template <class Block>
-void repack_q4_0(const Block* in, block_q4_0_lanes& out) {
+/// Q4_0, and IQ4_NL read as Q4_0: the same block layout (fp16 d, then 16
+/// nibble bytes), only the nibbles mean other values.
+static_assert(sizeof(block_iq4_nl) == sizeof(block_q4_0) && offsetof(block_iq4_nl, qs) == offsetof(block_q4_0, qs));
+void repack_q4_0(const block_q4_0* in, block_q4_0_lanes& out) {
   for (uint32_t j = 0; j < 8; ++j) out.d[j] = in[j].d;
   repack_nibbles([in](uint32_t j) { return in[j].qs; }, out.qs);
 }
 
-void repack_iq4_xs(const block_iq4_xs& in, block_iq4_xs_lanes& out) {
+void repack_q8_0(const block_q8_0* in, block_q8_0_lanes& out) {
+  for (uint32_t j = 0; j < 8; ++j) {
+    out.d[j] = in[j].d;
+    for (uint32_t e = 0; e < 32; ++e) out.qs[32 * (e / 4) + 4 * j + e % 4] = in[j].qs[e];
+  }
+}
+
+void repack_iq4_xs(const block_iq4_xs* b, block_iq4_xs_lanes& out) {
+  const block_iq4_xs& in = *b;
   out.d = in.d;
   for (uint32_t j = 0; j < 8; ++j) {
     const int ls = ((in.scales_l[j / 2] >> (4 * (j % 2))) & 0x0f) | (((in.scales_h >> (2 * j)) & 3) << 4);
@@ -82,7 +106,8 @@ void repack_iq4_xs(const block_iq4_xs& in, block_iq4_xs_lanes& out) {
   repack_nibbles([&in](uint32_t j) { return in.qs + 16 * j; }, out.qs);
 }
 
-void repack_q6_k(const block_q6_k& in, block_q6_k_lanes& out) {
+void repack_q6_k(const block_q6_k* b, block_q6_k_lanes& out) {
+  const block_q6_k& in = *b;
   uint8_t q[qk_k];
   q6_k_values(in, q);
   for (uint32_t j = 0; j < 8; ++j) {
@@ -103,20 +128,42 @@ void repack_q6_k(const block_q6_k& in, block_q6_k_lanes& out) {
   out.d = in.d;
 }
 
+/// One row: ng groups of PerGroup file blocks each into ng lane blocks.
+template <class In, class Out, uint32_t PerGroup, void (*Group)(const In*, Out&)>
+void repack_row(const void* src, std::byte* dst, size_t ng) {
+  const auto* in = static_cast<const In*>(src);
+  auto* out = reinterpret_cast<Out*>(dst);
+  for (size_t g = 0; g < ng; ++g) Group(in + PerGroup * g, out[g]);
+}
+
+using row_repacker = void (*)(const void* src, std::byte* dst, size_t ng);
+
+row_repacker repacker(tensor_type t) {
+  switch (t) {
+    case tensor_type::q4_0:
+    case tensor_type::iq4_nl: return repack_row<block_q4_0, block_q4_0_lanes, 8, repack_q4_0>;
+    case tensor_type::q8_0: return repack_row<block_q8_0, block_q8_0_lanes, 8, repack_q8_0>;
+    case tensor_type::iq4_xs: return repack_row<block_iq4_xs, block_iq4_xs_lanes, 1, repack_iq4_xs>;
+    case tensor_type::q4_k: return repack_row<block_q4_k, block_q4_k_lanes, 1, repack_q4_k>;
+    case tensor_type::q5_k: return repack_row<block_q5_k, block_q5_k_lanes, 1, repack_q5_k>;
+    case tensor_type::q6_k: return repack_row<block_q6_k, block_q6_k_lanes, 1, repack_q6_k>;
+    default: return nullptr;
+  }
+}
+
 } // namespace
 
-bool has_lanes(tensor_type t) noexcept {
-  return t == tensor_type::q4_0 || t == tensor_type::iq4_nl || t == tensor_type::iq4_xs || t == tensor_type::q4_k ||
-         t == tensor_type::q6_k;
-}
+bool has_lanes(tensor_type t) noexcept { return repacker(t) != nullptr; }
 
 size_t lanes_row_bytes(tensor_type t, uint32_t k) noexcept {
   const size_t nb = k / qk_k;
   switch (t) {
     case tensor_type::q4_0: return nb * sizeof(block_q4_0_lanes);
     case tensor_type::iq4_nl: return nb * sizeof(block_iq4_nl_lanes);
+    case tensor_type::q8_0: return nb * sizeof(block_q8_0_lanes);
     case tensor_type::iq4_xs: return nb * sizeof(block_iq4_xs_lanes);
     case tensor_type::q4_k: return nb * sizeof(block_q4_k_lanes);
+    case tensor_type::q5_k: return nb * sizeof(block_q5_k_lanes);
     case tensor_type::q6_k: return nb * sizeof(block_q6_k_lanes);
     default: return 0;
   }
@@ -131,32 +178,10 @@ std::vector<std::byte> repack_lanes(const weight_matrix& w) {
 }
 
 void repack_lanes_rows(const weight_matrix& w, uint32_t r0, uint32_t r1, std::byte* out) noexcept {
+  const row_repacker repack = repacker(w.type);
+  if (repack == nullptr) return;
   const size_t out_row = lanes_row_bytes(w.type, w.k);
-  const size_t nb = w.k / qk_k;
-  for (uint32_t r = r0; r < r1; ++r) {
-    std::byte* dst = out + out_row * r;
-    if (w.type == tensor_type::q4_0) {
-      const auto* in = static_cast<const block_q4_0*>(w.row(r));
-      auto* o = reinterpret_cast<block_q4_0_lanes*>(dst);
-      for (size_t g = 0; g < nb; ++g) repack_q4_0(in + 8 * g, o[g]);
-    } else if (w.type == tensor_type::iq4_nl) {
-      const auto* in = static_cast<const block_iq4_nl*>(w.row(r));
-      auto* o = reinterpret_cast<block_iq4_nl_lanes*>(dst);
-      for (size_t g = 0; g < nb; ++g) repack_q4_0(in + 8 * g, o[g]);
-    } else if (w.type == tensor_type::iq4_xs) {
-      const auto* in = static_cast<const block_iq4_xs*>(w.row(r));
-      auto* o = reinterpret_cast<block_iq4_xs_lanes*>(dst);
-      for (size_t g = 0; g < nb; ++g) repack_iq4_xs(in[g], o[g]);
-    } else if (w.type == tensor_type::q4_k) {
-      const auto* in = static_cast<const block_q4_k*>(w.row(r));
-      auto* o = reinterpret_cast<block_q4_k_lanes*>(dst);
-      for (size_t g = 0; g < nb; ++g) repack_q4_k(in[g], o[g]);
-    } else {
-      const auto* in = static_cast<const block_q6_k*>(w.row(r));
-      auto* o = reinterpret_cast<block_q6_k_lanes*>(dst);
-      for (size_t g = 0; g < nb; ++g) repack_q6_k(in[g], o[g]);
-    }
-  }
+  for (uint32_t r = r0; r < r1; ++r) repack(w.row(r), out + out_row * r, w.k / qk_k);
 }
 
 void dequantize_lanes_row(tensor_type t, const void* row, float* y, uint32_t k) noexcept {
@@ -165,7 +190,10 @@ void dequantize_lanes_row(tensor_type t, const void* row, float* y, uint32_t k) 
       for (uint32_t e = 0; e < 32; ++e) {
         const nibble_at at = lanes_nibble(j, e);
         float& out = y[qk_k * g + 32 * j + e];
-        if (t == tensor_type::q4_0 || t == tensor_type::iq4_nl) {
+        if (t == tensor_type::q8_0) {
+          const auto& b = static_cast<const block_q8_0_lanes*>(row)[g];
+          out = fp16_to_fp32(b.d[j]) * static_cast<float>(b.qs[32 * (e / 4) + 4 * j + e % 4]);
+        } else if (t == tensor_type::q4_0 || t == tensor_type::iq4_nl) {
           const auto& b = static_cast<const block_q4_0_lanes*>(row)[g];
           const int q = (b.qs[at.byte] >> at.shift) & 0x0f;
           out = fp16_to_fp32(b.d[j]) * static_cast<float>(t == tensor_type::q4_0 ? q - 8 : iq4nl_values[q]);
@@ -173,11 +201,14 @@ void dequantize_lanes_row(tensor_type t, const void* row, float* y, uint32_t k) 
           const auto& b = static_cast<const block_iq4_xs_lanes*>(row)[g];
           const float dl = fp16_to_fp32(b.d) * static_cast<float>(b.sc[j]);
           out = dl * static_cast<float>(iq4nl_values[(b.qs[at.byte] >> at.shift) & 0x0f]);
-        } else if (t == tensor_type::q4_k) {
-          const auto& b = static_cast<const block_q4_k_lanes*>(row)[g];
+        } else if (t == tensor_type::q4_k || t == tensor_type::q5_k) {
+          const bool q5 = t == tensor_type::q5_k;
+          const auto& b = q5 ? static_cast<const block_q5_k_lanes*>(row)[g].low : static_cast<const block_q4_k_lanes*>(row)[g];
           const float dj = fp16_to_fp32(b.d) * static_cast<float>(b.sc[j]);
           const float mj = fp16_to_fp32(b.dmin) * static_cast<float>(b.m[j]);
-          out = dj * static_cast<float>((b.qs[at.byte] >> at.shift) & 0x0f) - mj;
+          uint32_t q = (b.qs[at.byte] >> at.shift) & 0x0f;
+          if (q5) q |= ((static_cast<const block_q5_k_lanes*>(row)[g].qh[4 * j + e % 4] >> (e / 4)) & 1u) << 4;
+          out = dj * static_cast<float>(q) - mj;
         } else {
           const auto& b = static_cast<const block_q6_k_lanes*>(row)[g];
           const nibble_at hi = lanes_high2(j, e);

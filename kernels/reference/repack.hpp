@@ -1,5 +1,5 @@
-// The lane layouts: Q4_K, Q6_K and IQ4_XS super-blocks, and groups of 8
-// consecutive Q4_0 or IQ4_NL blocks, repacked at model load so that the matmul
+// The lane layouts: Q4_K, Q5_K, Q6_K and IQ4_XS super-blocks, and groups of 8
+// consecutive Q4_0, IQ4_NL or Q8_0 blocks, repacked at model load so that the matmul
 // kernels hold eight 32-value blocks in the eight 32-bit lanes of a vector.
 // Called by the model loader (one copy per matrix, quantized, never wider) and
 // by the matmul. Pure functions; any thread.
@@ -27,6 +27,15 @@ struct block_q4_k_lanes {
 };
 static_assert(sizeof(block_q4_k_lanes) == 148);
 
+/// Q5_K in lanes: Q4_K's lanes for the low 4 bits, then the fifth bits:
+/// bit v of qh[4 * j + e % 4] is bit 4 of element e of sub-block j, v = e / 4
+/// (so a shift and a mask of one 32-byte load give vector v's bit 4).
+struct block_q5_k_lanes {
+  block_q4_k_lanes low;
+  uint8_t qh[qk_k / 8];
+};
+static_assert(sizeof(block_q5_k_lanes) == sizeof(block_q5_k) + 4);
+
 /// Q6_K in lanes, with the same element order: the low 4 bits of vector v
 /// are nibbles of ql as in Q4_K; its high 2 bits are bits 2 * (v % 4) and up
 /// of byte 32 * (v / 4) + 4 * j + e % 4 of qh. sc[8 * h + j] is the scale of
@@ -52,6 +61,15 @@ static_assert(sizeof(block_q4_0_lanes) == 8 * sizeof(block_q4_0));
 struct block_iq4_nl_lanes : block_q4_0_lanes {};
 static_assert(sizeof(block_iq4_nl_lanes) == 8 * sizeof(block_iq4_nl));
 
+/// Q8_0 in lanes: 8 consecutive blocks of a row as one group, d[j] block
+/// j's fp16 scale; element e of block j is qs[32 * (e / 4) + 4 * j + e % 4]
+/// (vector e / 4, lane j, as the nibbles of the 4-bit layouts).
+struct block_q8_0_lanes {
+  uint16_t d[8];
+  int8_t qs[qk_k];
+};
+static_assert(sizeof(block_q8_0_lanes) == 8 * sizeof(block_q8_0));
+
 /// IQ4_XS in lanes: the nibbles as in IQ4_NL's groups (sub-block j's at
 /// IQ4_NL's block j), the 6-bit scales unpacked to sc[j] = ls_j - 32.
 struct block_iq4_xs_lanes {
@@ -61,7 +79,7 @@ struct block_iq4_xs_lanes {
 };
 static_assert(sizeof(block_iq4_xs_lanes) == sizeof(block_iq4_xs) + 2);
 
-/// True for the types that have a lane layout (Q4_0, IQ4_NL, IQ4_XS, Q4_K, Q6_K).
+/// True for the types that have a lane layout (Q4_0, IQ4_NL, Q8_0, IQ4_XS, Q4_K, Q5_K, Q6_K).
 [[nodiscard]] bool has_lanes(tensor_type t) noexcept;
 
 /// Bytes per row of k elements in the lane layout; 0 without one.

@@ -122,15 +122,15 @@ using dot_s_fn = void (*)(const void* w, size_t row_bytes, uint32_t n_rows, cons
 using dot_f_fn = void (*)(const void* w, size_t row_bytes, uint32_t n_rows, const float* const* x, uint32_t nt,
                           uint32_t k, float* y, size_t y_stride);
 
-/// The lane-layout types (Q4_0, IQ4_NL, IQ4_XS, Q4_K, Q6_K in
+/// The lane-layout types (Q4_0, IQ4_NL, Q8_0, IQ4_XS, Q4_K, Q5_K, Q6_K in
 /// kernels/reference/repack.hpp), same contract against lane activations; nb
-/// is a multiple of 8. Per group g (Q4_0, IQ4_NL: 8 blocks; the others a
+/// is a multiple of 8. Per group g (Q4_0, IQ4_NL, Q8_0: 8 blocks; the others a
 /// super-block) and block j: the exact int32 dot S_j of its 32 integer
 /// weights with block 8g+j of x (Q4_0: q - 8; IQ4_NL, IQ4_XS: the table
-/// level; Q4_K: q; Q6_K: two sums, elements 0..15 and 16..31, of q - 32),
-/// converted to float; with c_j = dw_j * d_x (Q4_0, IQ4_NL: dw_j = d_j;
-/// IQ4_XS: d * (ls_j - 32); Q4_K: d * sc_j; Q6_K: d * sc of each half),
-/// acc[j] = fma(c_j, S_j, acc[j]) per sum, and for Q4_K then acc[j] =
+/// level; Q8_0, Q4_K, Q5_K: q; Q6_K: two sums, elements 0..15 and 16..31, of q - 32),
+/// converted to float; with c_j = dw_j * d_x (Q4_0, IQ4_NL, Q8_0: dw_j = d_j;
+/// IQ4_XS: d * (ls_j - 32); Q4_K, Q5_K: d * sc_j; Q6_K: d * sc of each half),
+/// acc[j] = fma(c_j, S_j, acc[j]) per sum, and for Q4_K and Q5_K then acc[j] =
 /// fma(dmin * -m_j, s_x, acc[j]). Result: the tree sum of acc (as hsum);
 /// batch-invariant, the same bits on every path. The bits differ from the
 /// row kernels' (other summation order), not the accuracy.
@@ -140,7 +140,7 @@ using dot_l_fn = void (*)(const void* w, size_t row_bytes, uint32_t n_rows, cons
 struct kernel_table {
   dot_q_fn dot_q4_1, dot_q5_0, dot_q5_1, dot_q8_0, dot_q5_k, dot_iq4_nl;
   dot_s_fn dot_q4_0, dot_q4_k, dot_q6_k, dot_iq4_xs;
-  dot_l_fn dot_q4_0_lanes, dot_iq4_nl_lanes, dot_iq4_xs_lanes, dot_q4_k_lanes, dot_q6_k_lanes;
+  dot_l_fn dot_q4_0_lanes, dot_iq4_nl_lanes, dot_q8_0_lanes, dot_iq4_xs_lanes, dot_q4_k_lanes, dot_q5_k_lanes, dot_q6_k_lanes;
   dot_f_fn dot_f32, dot_f16, dot_bf16;
   /// Quantizes nb*32 floats into nb activation blocks.
   void (*quantize_act)(const float* x, block_q16_act* y, uint32_t nb);
@@ -186,8 +186,10 @@ struct integer_dots {
   switch (t) {
     case tensor_type::q4_0: return kt.dot_q4_0_lanes;
     case tensor_type::iq4_nl: return kt.dot_iq4_nl_lanes;
+    case tensor_type::q8_0: return kt.dot_q8_0_lanes;
     case tensor_type::iq4_xs: return kt.dot_iq4_xs_lanes;
     case tensor_type::q4_k: return kt.dot_q4_k_lanes;
+    case tensor_type::q5_k: return kt.dot_q5_k_lanes;
     case tensor_type::q6_k: return kt.dot_q6_k_lanes;
     default: return nullptr;
   }

@@ -277,6 +277,13 @@ void lanes_iq4_nl(const block_iq4_nl_lanes& w, const act_lanes& x, uint32_t g, f
   }
 }
 
+void lanes_q8_0(const block_q8_0_lanes& w, const act_lanes& x, uint32_t g, float* acc) {
+  for (uint32_t j = 0; j < 8; ++j) {
+    const int32_t s = lanes_sum(x.b[g], j, 0, 8, [&](uint32_t v, uint32_t b) { return int{w.qs[32 * v + b]}; });
+    acc[j] = std::fma(fp16_to_fp32(w.d[j]) * x.d[8 * g + j], static_cast<float>(s), acc[j]);
+  }
+}
+
 void lanes_iq4_xs(const block_iq4_xs_lanes& w, const act_lanes& x, uint32_t g, float* acc) {
   const float d = fp16_to_fp32(w.d);
   for (uint32_t j = 0; j < 8; ++j) {
@@ -285,16 +292,26 @@ void lanes_iq4_xs(const block_iq4_xs_lanes& w, const act_lanes& x, uint32_t g, f
   }
 }
 
-void lanes_q4_k(const block_q4_k_lanes& w, const act_lanes& x, uint32_t g, float* acc) {
+/// Q4_K, and Q5_K with its fifth bits qh (null for Q4_K).
+void lanes_k4(const block_q4_k_lanes& w, const uint8_t* qh, const act_lanes& x, uint32_t g, float* acc) {
   const float d = fp16_to_fp32(w.d), dmin = fp16_to_fp32(w.dmin);
   for (uint32_t j = 0; j < 8; ++j) {
     const int32_t s = lanes_sum(x.b[g], j, 0, 8, [&](uint32_t v, uint32_t b) {
-      return (w.qs[32 * (v / 2) + b] >> (4 * (v % 2))) & 0x0f;
+      const int q = (w.qs[32 * (v / 2) + b] >> (4 * (v % 2))) & 0x0f;
+      return qh == nullptr ? q : q | (((qh[b] >> v) & 1) << 4);
     });
     const float c = d * static_cast<float>(w.sc[j]) * x.d[8 * g + j];
     acc[j] = std::fma(c, static_cast<float>(s), acc[j]);
     acc[j] = std::fma(dmin * -static_cast<float>(w.m[j]), x.s[8 * g + j], acc[j]);
   }
+}
+
+void lanes_q4_k(const block_q4_k_lanes& w, const act_lanes& x, uint32_t g, float* acc) {
+  lanes_k4(w, nullptr, x, g, acc);
+}
+
+void lanes_q5_k(const block_q5_k_lanes& w, const act_lanes& x, uint32_t g, float* acc) {
+  lanes_k4(w.low, w.qh, x, g, acc);
 }
 
 void lanes_q6_k(const block_q6_k_lanes& w, const act_lanes& x, uint32_t g, float* acc) {
@@ -412,8 +429,10 @@ constexpr kernel_table table{dot_q_rows<q4_1_fmt>,
                              dot_s_rows<iq4_xs_fmt>,
                              dot_l_rows<block_q4_0_lanes, lanes_q4_0>,
                              dot_l_rows<block_iq4_nl_lanes, lanes_iq4_nl>,
+                             dot_l_rows<block_q8_0_lanes, lanes_q8_0>,
                              dot_l_rows<block_iq4_xs_lanes, lanes_iq4_xs>,
                              dot_l_rows<block_q4_k_lanes, lanes_q4_k>,
+                             dot_l_rows<block_q5_k_lanes, lanes_q5_k>,
                              dot_l_rows<block_q6_k_lanes, lanes_q6_k>,
                              dot_f_rows<widen_f32>,
                              dot_f_rows<widen_f16>,

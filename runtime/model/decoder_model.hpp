@@ -1,6 +1,6 @@
 // A loaded decoder model: the GGUF file (kept mapped), its config, and views
 // of every weight in its stored type (1-D norm, bias and RoPE-factor vectors
-// widened to fp32; Q4_0, IQ4_NL, IQ4_XS, Q4_K and Q6_K matrices also
+// widened to fp32; Q4_0, IQ4_NL, Q8_0, IQ4_XS, Q4_K, Q5_K and Q6_K matrices also
 // repacked for the CPU matmul, still quantized). Built once by load(); immutable afterwards, shared by threads.
 #pragma once
 
@@ -81,7 +81,7 @@ struct decoder_weights {
 
 /// How load() prepares the weights.
 struct load_options {
-  /// Give the matrices whose CPU matmul is faster in the lane layout (Q4_0, IQ4_NL, IQ4_XS, Q4_K, Q6_K;
+  /// Give the matrices whose CPU matmul is faster in the lane layout (Q4_0, IQ4_NL, Q8_0, IQ4_XS, Q4_K, Q5_K, Q6_K;
   /// kernels/reference/repack.hpp) a repacked copy: quantized, the same size,
   /// in anonymous memory; the mapped file is still what everything else reads.
   /// The CUDA engine, which never runs the CPU matmul, turns it off.

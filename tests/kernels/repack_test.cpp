@@ -8,14 +8,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <random>
 
 using namespace dynamo::kernels::ref;
 namespace test = dynamo::kernels::ref::test;
 
 namespace {
 
-const tensor_type lane_types[] = {tensor_type::q4_0, tensor_type::iq4_nl, tensor_type::iq4_xs, tensor_type::q4_k,
-                                  tensor_type::q6_k};
+const tensor_type lane_types[] = {tensor_type::q4_0, tensor_type::iq4_nl, tensor_type::q8_0, tensor_type::iq4_xs,
+                                  tensor_type::q4_k, tensor_type::q5_k,   tensor_type::q6_k};
 
 /// A random weight with its lane-layout copy attached.
 struct lane_weight {
@@ -73,9 +74,10 @@ BOOST_AUTO_TEST_CASE(the_lane_layout_holds_the_same_values) {
       BOOST_TEST(std::memcmp(got.data(), lw.w.dequantized.data() + r * 512, 512 * sizeof(float)) == 0, type_name(t));
     }
   }
-  BOOST_TEST(!has_lanes(tensor_type::q8_0));
-  BOOST_TEST(lanes_row_bytes(tensor_type::q8_0, 512) == 0u);
+  BOOST_TEST(!has_lanes(tensor_type::q4_1));
+  BOOST_TEST(lanes_row_bytes(tensor_type::q4_1, 512) == 0u);
   BOOST_TEST(lanes_row_bytes(tensor_type::q4_0, 512) == 2 * 8 * sizeof(block_q4_0)); // same bytes as the rows
+  BOOST_TEST(lanes_row_bytes(tensor_type::q8_0, 512) == 2 * 8 * sizeof(block_q8_0));
 }
 
 BOOST_AUTO_TEST_CASE(q4_0_groups_keep_each_block_scale_and_nibbles) {
@@ -89,6 +91,54 @@ BOOST_AUTO_TEST_CASE(q4_0_groups_keep_each_block_scale_and_nibbles) {
     // element 16 (high nibble of qs[0]) is vector 4, the low nibble of byte 64 + 4j.
     BOOST_TEST((g.qs[4 * j + 1] >> 4) == (in[j].qs[5] & 0x0f));
     BOOST_TEST((g.qs[64 + 4 * j] & 0x0f) == (in[j].qs[0] >> 4));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(q5_k_keeps_the_q4_k_lanes_and_moves_each_fifth_bit_to_its_lane) {
+  const lane_weight lw(tensor_type::q5_k, 256, 1, 11);
+  const auto& in = *static_cast<const block_q5_k*>(lw.w.view.row(0));
+  const auto& g = *reinterpret_cast<const block_q5_k_lanes*>(lw.lanes.data());
+  block_q4_k as_q4{in.d, in.dmin, {}, {}};
+  std::memcpy(as_q4.scales, in.scales, sizeof in.scales);
+  std::memcpy(as_q4.qs, in.qs, sizeof in.qs);
+  const auto low = repack_lanes({tensor_type::q4_k, 256, 1, &as_q4});
+  BOOST_TEST(std::memcmp(&g.low, low.data(), sizeof g.low) == 0);
+  for (uint32_t j = 0; j < 8; ++j) {
+    // Element 13 of sub-block j (bit j of in.qh[13]) is vector 3, lane byte 4j + 1.
+    BOOST_TEST(((g.qh[4 * j + 1] >> 3) & 1) == ((in.qh[13] >> j) & 1));
+    BOOST_TEST(((g.qh[4 * j + 3] >> 7) & 1) == ((in.qh[31] >> j) & 1));
+  }
+  BOOST_TEST(lanes_row_bytes(tensor_type::q5_k, 512) == 2 * (sizeof(block_q5_k) + 4));
+}
+
+BOOST_AUTO_TEST_CASE(q8_0_bytes_of_every_value_incl_minus_128_give_the_same_bits_on_every_path) {
+  // The quantizer never writes -128; files may. Random bytes cover it.
+  const uint32_t k = 512, n = 5, n_tokens = 3;
+  test::owned_weight w(tensor_type::q8_0, k, n, 12);
+  auto* blocks = reinterpret_cast<block_q8_0*>(w.bytes.data());
+  std::mt19937 rng(14);
+  for (size_t i = 0; i < w.bytes.size() / sizeof(block_q8_0); ++i) {
+    for (uint32_t e = 0; e < 32; ++e) blocks[i].qs[e] = static_cast<int8_t>(rng() & 0xff);
+  }
+  std::fill_n(blocks[0].qs, 32, int8_t{-128}); // a whole block at the extreme, and one element
+  blocks[17].qs[9] = -128;
+  for (uint32_t r = 0; r < n; ++r) dequantize_row(w.view.type, w.view.row(r), w.dequantized.data() + r * k, k);
+  auto lanes = repack_lanes(w.view);
+  weight_matrix view = w.view;
+  view.lanes = lanes.data();
+  view.lanes_stride = lanes_row_bytes(tensor_type::q8_0, k);
+  auto x = test::random_floats(n_tokens * k, 13, -3.0f, 3.0f);
+  for (size_t i = 0; i < x.size(); i += 31) x[i] *= 300.0f;
+  std::vector<float> want;
+  {
+    test::isa_guard g(cpu_isa::scalar);
+    want = run(view, x, n_tokens, nullptr);
+  }
+  check_near_exact(w, x, n_tokens, want);
+  for (const cpu_isa isa : test::runnable_isas()) {
+    test::isa_guard g(isa);
+    const auto got = run(view, x, n_tokens, nullptr);
+    BOOST_TEST(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0, to_string(isa));
   }
 }
 
