@@ -116,8 +116,15 @@ void child_process::kill_hard() {
 }
 
 void child_process::signal(int sig) {
-  if (pid_ > 0)
-    ::kill(pid_, sig);
+  if (pid_ <= 0 || ::kill(pid_, sig) != 0 || sig != SIGSTOP)
+    return;
+  // kill() returns before the child has stopped: a child busy on another core
+  // could still finish what the test meant to catch it in (a flaky
+  // stopped_child_receiver_times_out). Wait until it is stopped (or gone),
+  // leaving its state to be waited for again (WNOWAIT).
+  siginfo_t info{};
+  while (::waitid(P_PID, static_cast<id_t>(pid_), &info, WSTOPPED | WEXITED | WNOWAIT) != 0 && errno == EINTR) {
+  }
 }
 
 } // namespace dynamo::test

@@ -29,7 +29,8 @@ public:
   [[nodiscard]] std::optional<std::string> read_line(std::chrono::milliseconds timeout = std::chrono::seconds{20});
   /// SIGKILL and reap. Idempotent.
   void kill_hard();
-  /// Sends `sig` (SIGSTOP / SIGCONT, say) to the child.
+  /// Sends `sig` (SIGSTOP / SIGCONT, say) to the child; SIGSTOP returns once
+  /// the child has stopped.
   void signal(int sig);
 
 private:
