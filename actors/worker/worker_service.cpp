@@ -92,7 +92,7 @@ start_slot(caf::actor_system& sys, planes::discovery_plane& discovery,
   rec.metadata = {{std::string{protocol::role_metadata_key}, std::string{protocol::to_string(cfg.role)}},
                   {"model", cfg.card.name},
                   {"index", std::to_string(index)},
-                  {"pid", std::to_string(::getpid())}};
+                  {std::string{protocol::pid_metadata_key}, std::to_string(::getpid())}};
   if (!cfg.system_url.empty())
     rec.metadata["system"] = cfg.system_url;
   if (!cfg.admin_url.empty())

@@ -328,7 +328,7 @@ publish_process(planes::discovery_plane& discovery, const config::cluster_config
   rec.endpoint = {cfg.namespace_name, std::string{component}, std::string{protocol::process_endpoint}};
   rec.metadata = std::move(metadata);
   rec.metadata[std::string{protocol::role_metadata_key}] = std::string{component};
-  rec.metadata["pid"] = std::to_string(::getpid()); // as the workers' records
+  rec.metadata[std::string{protocol::pid_metadata_key}] = std::to_string(::getpid());
   if (auto url = published_admin_url(cfg, admin); !url.empty())
     rec.metadata[std::string{admin::admin_url_key}] = std::move(url);
   return discovery.register_instance(std::move(rec));

@@ -6,6 +6,7 @@
 #include "runtime/bench/stats.hpp"
 #include "runtime/metrics/exposition.hpp"
 #include "runtime/mocker/token_stream.hpp"
+#include "runtime/protocol/disagg.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -92,7 +93,7 @@ worker_view workers_of(planes::discovery_plane& d) {
     if (r.health != planes::health_state::ready)
       continue;
     ++v.ready;
-    if (auto it = r.metadata.find("pid"); it != r.metadata.end())
+    if (auto it = r.metadata.find(std::string{protocol::pid_metadata_key}); it != r.metadata.end())
       v.pids.push_back(std::stoi(it->second));
   }
   return v;

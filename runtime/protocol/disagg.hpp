@@ -47,6 +47,9 @@ enum class kv_transport_kind : uint8_t { automatic = 0, inproc = 1, tcp = 2, ucx
 inline constexpr std::string_view kv_push_endpoint = "kv_push";
 /// The discovery metadata key under which a worker publishes its role (to_string(disagg_role)).
 inline constexpr std::string_view role_metadata_key = "role";
+/// The discovery metadata key under which every process record (workers, and
+/// the frontend's and planner's process records) names its pid.
+inline constexpr std::string_view pid_metadata_key = "pid";
 
 /// What a prefill worker hands back (in the final chunk of a prefill request).
 struct kv_prefill_result {
