@@ -5,6 +5,7 @@
 // admin HTTP server calls them from its I/O threads) and may block briefly.
 #pragma once
 
+#include "runtime/admin/admin_forward.hpp"
 #include "runtime/admin/admin_types.hpp"
 #include "runtime/core/error.hpp"
 
@@ -25,10 +26,10 @@ public:
   /// Drains (true) or undrains (false) a worker hosted by this process.
   /// errc::not_found when this process does not host it.
   [[nodiscard]] virtual expected<void> drain(uint64_t instance_id, bool on) = 0;
-  /// The admin URL published by the process that hosts `instance_id` (see
-  /// runtime/admin/admin_forward.hpp): nullopt when no record has the
-  /// instance, "" when its process publishes none.
-  [[nodiscard]] virtual expected<std::optional<std::string>> host_admin_url(uint64_t instance_id) = 0;
+  /// What discovery says about `instance_id` (runtime/admin/admin_forward.hpp):
+  /// its process's admin URL ("" when it publishes none) and whether it is a
+  /// worker at all; nullopt when no record has the instance.
+  [[nodiscard]] virtual expected<std::optional<instance_host>> host_of(uint64_t instance_id) = 0;
   /// Restarts the named supervised actor. errc::not_found for an unknown name.
   [[nodiscard]] virtual expected<void> restart(const std::string& actor_name) = 0;
 };

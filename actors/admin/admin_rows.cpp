@@ -2,6 +2,7 @@
 
 #include "actors/core/supervisor.hpp"
 #include "runtime/admin/admin_forward.hpp"
+#include "runtime/protocol/components.hpp"
 
 #include <caf/all.hpp>
 
@@ -100,16 +101,23 @@ expected<std::vector<instance_row>> instance_rows(planes::discovery_plane& disco
   return rows;
 }
 
-expected<std::optional<std::string>> find_host_admin_url(planes::discovery_plane& discovery,
-                                                         uint64_t instance_id,
-                                                         std::string_view prefix) {
-  auto rows = instance_rows(discovery, prefix);
-  if (!rows)
-    return std::move(rows.error());
-  for (auto& row : *rows)
-    if (row.instance_id == instance_id)
-      return std::optional<std::string>{std::move(row.admin_url)};
-  return std::optional<std::string>{};
+expected<std::optional<instance_host>> find_instance_host(planes::discovery_plane& discovery,
+                                                          uint64_t instance_id,
+                                                          std::string_view prefix) {
+  auto records = discovery.list(prefix);
+  if (!records)
+    return std::move(records.error());
+  for (auto& rec : *records) {
+    if (rec.instance != instance_id)
+      continue;
+    instance_host host;
+    if (auto it = rec.metadata.find(std::string{admin_url_key}); it != rec.metadata.end())
+      host.admin_url = it->second;
+    if (protocol::hosts_no_worker(rec.endpoint.component_name, rec.endpoint.endpoint_name))
+      host.non_worker = rec.endpoint.component_name;
+    return std::optional<instance_host>{std::move(host)};
+  }
+  return std::optional<instance_host>{};
 }
 
 } // namespace dynamo::admin

@@ -44,10 +44,12 @@ collect_actor_rows(caf::actor_system& sys, const supervisor_list& supervisors,
 [[nodiscard]] expected<std::vector<instance_row>> instance_rows(planes::discovery_plane& discovery,
                                                                 std::string_view prefix = {});
 
-/// The admin URL published with `instance_id`'s record under `prefix`
-/// (admin_backend::host_admin_url): nullopt when no live record has it.
-[[nodiscard]] expected<std::optional<std::string>>
-find_host_admin_url(planes::discovery_plane& discovery, uint64_t instance_id,
-                    std::string_view prefix = {});
+/// `instance_id`'s live record under `prefix` as an instance_host
+/// (admin_backend::host_of): the admin URL it publishes, and its component when
+/// that is a frontend, router or planner process rather than a worker; nullopt
+/// when no live record has it.
+[[nodiscard]] expected<std::optional<instance_host>>
+find_instance_host(planes::discovery_plane& discovery, uint64_t instance_id,
+                   std::string_view prefix = {});
 
 } // namespace dynamo::admin

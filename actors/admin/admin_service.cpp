@@ -119,14 +119,14 @@ void drain_or_forward(admin_backend& backend, const call& c, const forwarding& f
   auto& res = *res_ptr;
   bool on = c.what == op::drain;
   auto local = backend.drain(c.instance, on);
-  std::optional<std::string> host_url;
+  std::optional<instance_host> host;
   if (!local && code_of(local.error()) == errc::not_found && !c.forwarded) {
-    auto found = backend.host_admin_url(c.instance);
+    auto found = backend.host_of(c.instance);
     if (!found)
       return respond_error(res, found.error());
-    host_url = std::move(*found);
+    host = std::move(*found);
   }
-  auto d = route_drain(local, c.forwarded, host_url);
+  auto d = route_drain(local, c.forwarded, host);
   switch (d.route) {
     case drain_route::answer:
       if (!local)

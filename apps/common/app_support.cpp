@@ -260,8 +260,8 @@ public:
     return make_error(errc::not_found, fmt::format("worker {:016x} is not hosted by this process", id));
   }
 
-  expected<std::optional<std::string>> host_admin_url(uint64_t id) override {
-    return admin::find_host_admin_url(discovery_, id, ns_);
+  expected<std::optional<admin::instance_host>> host_of(uint64_t id) override {
+    return admin::find_instance_host(discovery_, id, ns_);
   }
 
   expected<void> restart(const std::string& name) override {

@@ -13,24 +13,28 @@ std::string advertised_admin_url(std::string_view bind_host, std::string_view ad
 }
 
 drain_decision route_drain(const expected<void>& local, bool forwarded,
-                           const std::optional<std::string>& host_admin_url) {
+                           const std::optional<instance_host>& host) {
   drain_decision d;
   if (local || code_of(local.error()) != errc::not_found)
     return d;
   d.route = drain_route::not_found;
   if (forwarded) {
-    d.why = "worker is not hosted by the process this request was forwarded to";
+    d.why = "discovery names this process as its host (stale record?)";
     return d;
   }
-  if (!host_admin_url) {
+  if (!host) {
     d.why = "no instance with this id in discovery";
     return d;
   }
-  if (host_admin_url->empty()) {
+  if (!host->non_worker.empty()) {
+    d.why = "it is the record of a " + host->non_worker + " process, and only workers drain";
+    return d;
+  }
+  if (host->admin_url.empty()) {
     d.why = "the process hosting this worker publishes no admin URL (admin disabled there?)";
     return d;
   }
-  auto url = parse_http_url(*host_admin_url, "admin URL");
+  auto url = parse_http_url(host->admin_url, "admin URL");
   if (!url) {
     d.why = "the hosting process publishes a bad " + message_of(url.error());
     return d;

@@ -33,6 +33,14 @@ enum class drain_route {
   not_found, ///< 404 with `why`
 };
 
+/// What discovery says about the instance a drain names: the admin URL its
+/// process publishes ("" when none) and, for a record that is not a worker's
+/// (a frontend, router or planner process), that process's component name.
+struct instance_host {
+  std::string admin_url;
+  std::string non_worker; ///< "" for a worker; else e.g. "frontend"
+};
+
 struct drain_decision {
   drain_route route = drain_route::answer;
   http_url to;     ///< for forward
@@ -41,10 +49,11 @@ struct drain_decision {
 
 /// After this process's own drain answered `local`: anything but
 /// errc::not_found is answered; a request that was `forwarded` already is not
-/// forwarded again (loop guard); otherwise `host_admin_url` decides: nullopt
-/// (no record has the instance), "" (its host publishes no admin URL) or an
-/// unparsable URL give not_found, a good one forward.
+/// forwarded again (loop guard); otherwise `host` decides: nullopt (no record
+/// has the instance), a non-worker record, "" (its host publishes no admin URL)
+/// or an unparsable URL give not_found, a good one forward. `why` says which,
+/// in words that do not repeat the local error.
 [[nodiscard]] drain_decision route_drain(const expected<void>& local, bool forwarded,
-                                         const std::optional<std::string>& host_admin_url);
+                                         const std::optional<instance_host>& host);
 
 } // namespace dynamo::admin

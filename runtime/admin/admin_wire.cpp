@@ -4,12 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include <arpa/inet.h>
-
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <cstring>
 
 namespace dynamo::admin {
 
@@ -42,23 +39,6 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
 }
 
 } // namespace
-
-bool is_loopback_host(std::string_view host) {
-  if (equal_ignore_case(host, "localhost"))
-    return true;
-  std::string text{host};
-  unsigned char v4[4];
-  if (::inet_pton(AF_INET, text.c_str(), v4) == 1)
-    return v4[0] == 127;
-  unsigned char v6[16];
-  if (::inet_pton(AF_INET6, text.c_str(), v6) != 1)
-    return false;
-  static constexpr unsigned char loopback[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
-  static constexpr unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  if (std::memcmp(v6, loopback, 16) == 0)
-    return true;
-  return std::memcmp(v6, mapped, 12) == 0 && v6[12] == 127;
-}
 
 bool bearer_matches(std::string_view authorization, std::string_view token) {
   constexpr std::string_view scheme = "Bearer";

@@ -1,6 +1,6 @@
 // The pure pieces of the admin REST API (actors/admin/admin_service): the
-// constant-time bearer check (the token is resolved by runtime/core/secret),
-// loopback detection, instance id parsing, and the JSON bodies. Used by
+// constant-time bearer check (the token is resolved by runtime/core/secret;
+// loopback detection is runtime/core/host), instance id parsing, and the JSON bodies. Used by
 // admin_service, its tests and fuzz/fuzz_admin.cpp. Pure functions; safe from any thread.
 #pragma once
 
@@ -14,9 +14,6 @@
 #include <vector>
 
 namespace dynamo::admin {
-
-/// True for loopback literals (127.0.0.0/8, ::1, ::ffff:127.x) and "localhost".
-[[nodiscard]] bool is_loopback_host(std::string_view host);
 
 /// True when `authorization` is "Bearer <token>" (scheme case-insensitive).
 /// The token comparison takes time that depends only on the lengths.

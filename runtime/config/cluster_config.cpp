@@ -71,8 +71,7 @@ std::optional<option_error> check_kvbm_options(const kvbm_options& k) {
 }
 
 std::optional<option_error> check_admin_config(const admin_config& a) {
-  bool loopback = a.host == "127.0.0.1" || a.host == "localhost" || a.host == "::1";
-  if (a.enabled && !loopback && a.token.empty())
+  if (a.enabled && !is_loopback_host(a.host) && a.token.empty())
     return option_error{"token", "is required when the admin API listens on a public interface"};
   if (a.forward_timeout_ms < 1 || a.forward_timeout_ms > 600000)
     return option_error{"forward_timeout_ms", "must be in [1, 600000] ms"};
@@ -551,11 +550,10 @@ caf::error parse_sections(YAML::Node root, cluster_config& c) {
     if (!names.insert(p.name).second)
       return make_error(errc::config_error, fmt::format("{}.name: '{}' is used twice", path, p.name));
     // A pool's records are <ns>/<name>/generate: these names are the processes' own.
-    for (auto taken : {protocol::frontend_component, protocol::router_component, protocol::planner_component})
-      if (p.name == taken)
-        return make_error(errc::config_error,
-                          fmt::format("{}.name: '{}' is reserved (frontend, router and planner name the "
-                                      "cluster's own processes in discovery)", path, p.name));
+    if (protocol::is_reserved_component(p.name))
+      return make_error(errc::config_error,
+                        fmt::format("{}.name: '{}' is reserved (frontend, router and planner name the "
+                                    "cluster's own processes in discovery)", path, p.name));
     c.pools.push_back(std::move(p));
   }
   return s.check_unknown();

@@ -1,7 +1,7 @@
 // Hosts in plane addresses: which bind hosts are wildcards (reachable from
-// nowhere when advertised) and the address a bound socket advertises. Used by
-// the cluster config's validation and by the planes when they publish where
-// they listen. Pure functions; any thread.
+// nowhere when advertised) or loopback (reachable from this machine only), and
+// the address a bound socket advertises. Used by the cluster config's
+// validation, the admin service and the planes. Pure functions; any thread.
 #pragma once
 
 #include <string>
@@ -11,6 +11,10 @@ namespace dynamo {
 
 /// "0.0.0.0", "::", "[::]", "*" or "": listens on every interface, names none.
 [[nodiscard]] bool is_wildcard_host(std::string_view host) noexcept;
+
+/// True for loopback literals (127.0.0.0/8, ::1, ::ffff:127.x) and "localhost"
+/// (any case). A bracketed "[::1]" is a URL's spelling, not a host: false.
+[[nodiscard]] bool is_loopback_host(std::string_view host);
 
 /// `host` as a URL writes it: an IPv6 literal in brackets, anything else as it is.
 [[nodiscard]] std::string url_host(std::string_view host);

@@ -20,4 +20,18 @@ inline constexpr std::string_view planner_component = "planner";
 /// process (role_metadata_key) and its admin URL (admin::admin_url_key).
 inline constexpr std::string_view process_endpoint = "process";
 
+/// frontend, router or planner: names no worker pool may take (the cluster
+/// config refuses them), so a record under one is never a worker's.
+[[nodiscard]] constexpr bool is_reserved_component(std::string_view component) noexcept {
+  return component == frontend_component || component == router_component ||
+         component == planner_component;
+}
+
+/// True for the records of processes that host no worker: any process record,
+/// and anything published under a reserved component.
+[[nodiscard]] constexpr bool hosts_no_worker(std::string_view component,
+                                             std::string_view endpoint) noexcept {
+  return endpoint == process_endpoint || is_reserved_component(component);
+}
+
 } // namespace dynamo::protocol

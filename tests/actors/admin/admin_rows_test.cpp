@@ -217,9 +217,18 @@ BOOST_AUTO_TEST_CASE(instance_rows_mirror_the_discovery_plane) {
   BOOST_TEST(a.admin_url == "http://10.0.0.5:8123");
   BOOST_TEST(rows->at(1).health == "ready");
   BOOST_TEST(rows->at(1).admin_url == "");
-  BOOST_TEST(find_host_admin_url(**plane, 0xab).value().value_or("none") == "http://10.0.0.5:8123");
-  BOOST_TEST(find_host_admin_url(**plane, 0xcd).value().value_or("none") == "");
-  BOOST_TEST(!find_host_admin_url(**plane, 0xef).value().has_value());
+  auto host = [&](uint64_t id) { return find_instance_host(**plane, id).value(); };
+  BOOST_TEST(host(0xab).value().admin_url == "http://10.0.0.5:8123");
+  BOOST_TEST(host(0xab).value().non_worker == "");
+  BOOST_TEST(host(0xcd).value().admin_url == "");
+  BOOST_TEST(!host(0xef).has_value());
+  auto frontend = record("frontend", 0x12);
+  frontend.endpoint.endpoint_name = "process";
+  frontend.request_address.clear();
+  auto w3 = (*plane)->register_instance(frontend);
+  BOOST_REQUIRE(w3);
+  BOOST_TEST(host(0x12).value().non_worker == "frontend");
+  BOOST_TEST(host(0xab).value().non_worker == "");
   auto only = instance_rows(**plane, "dyn/prefill");
   BOOST_REQUIRE(only);
   BOOST_REQUIRE_EQUAL(only->size(), 1u);
@@ -243,8 +252,8 @@ public:
   expected<void> drain(uint64_t, bool) override {
     return make_error(errc::not_found, "no workers hosted here");
   }
-  expected<std::optional<std::string>> host_admin_url(uint64_t id) override {
-    return find_host_admin_url(plane_, id);
+  expected<std::optional<instance_host>> host_of(uint64_t id) override {
+    return find_instance_host(plane_, id);
   }
   expected<void> restart(const std::string& name) override {
     return restart_actor(sys_, sups_, name);

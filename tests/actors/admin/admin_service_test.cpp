@@ -77,11 +77,11 @@ public:
     return {};
   }
 
-  expected<std::optional<std::string>> host_admin_url(uint64_t instance_id) override {
+  expected<std::optional<instance_host>> host_of(uint64_t instance_id) override {
     auto it = elsewhere.find(instance_id);
     if (it == elsewhere.end())
-      return std::optional<std::string>{};
-    return std::optional<std::string>{it->second};
+      return std::optional<instance_host>{};
+    return std::optional<instance_host>{it->second};
   }
 
   expected<void> restart(const std::string& name) override {
@@ -98,7 +98,7 @@ public:
   }
 
   std::set<uint64_t> hosted{0xab, 0xcd};
-  std::map<uint64_t, std::string> elsewhere; ///< host_admin_url's answers (none: no record)
+  std::map<uint64_t, instance_host> elsewhere; ///< host_of's answers (none: no record)
   bool fail_instances = false;
   bool throw_in_actors = false;
   bool block_actors = false;
@@ -435,7 +435,7 @@ struct pending_forward {
     admin_options o;
     o.forward_timeout = timeout;
     svc = f.start(o);
-    f.backend->elsewhere[0xe1] = "http://127.0.0.1:" + std::to_string(silent.port);
+    f.backend->elsewhere[0xe1] = {"http://127.0.0.1:" + std::to_string(silent.port)};
     client.emplace(svc->port());
     client->send("POST", "/admin/workers/e1/drain");
     sent = std::chrono::steady_clock::now();
@@ -460,7 +460,7 @@ BOOST_AUTO_TEST_CASE(a_drain_for_another_process_reaches_it_with_the_token) {
   o.token = "s3cret";
   auto host_svc = admin_service::start(o, host);
   BOOST_REQUIRE(host_svc);
-  here->elsewhere[0xef] = url_of(**host_svc);
+  here->elsewhere[0xef] = {url_of(**host_svc)};
   auto svc = admin_service::start(o, here);
   BOOST_REQUIRE(svc);
   auto d = call((*svc)->port(), "POST", "/admin/workers/ef/drain", "Bearer s3cret");
@@ -481,8 +481,8 @@ BOOST_AUTO_TEST_CASE(a_forwarded_request_is_never_forwarded_again) {
   auto svc_b = admin_service::start({}, b);
   BOOST_REQUIRE(svc_a);
   BOOST_REQUIRE(svc_b);
-  a->elsewhere[0xef] = url_of(**svc_b); // each names the other: a loop if forwarded twice
-  b->elsewhere[0xef] = url_of(**svc_a);
+  a->elsewhere[0xef] = {url_of(**svc_b)}; // each names the other: a loop if forwarded twice
+  b->elsewhere[0xef] = {url_of(**svc_a)};
   auto r = call((*svc_a)->port(), "POST", "/admin/workers/ef/drain");
   BOOST_TEST(r.status == 404u);
   BOOST_TEST(error_code(r) == "not_found");
@@ -493,7 +493,7 @@ BOOST_AUTO_TEST_CASE(a_forwarded_request_is_never_forwarded_again) {
 BOOST_AUTO_TEST_CASE(unknown_and_unpublished_hosts_are_404) {
   fixture f;
   auto svc = f.start();
-  f.backend->elsewhere[0xee] = "";
+  f.backend->elsewhere[0xee] = {""};
   BOOST_TEST(call(svc->port(), "POST", "/admin/workers/ef/drain").status == 404u);
   auto r = call(svc->port(), "POST", "/admin/workers/ee/drain");
   BOOST_TEST(r.status == 404u);
@@ -506,10 +506,10 @@ BOOST_AUTO_TEST_CASE(an_unreachable_host_is_502_and_a_silent_one_504) {
   o.forward_timeout = std::chrono::milliseconds(200);
   auto svc = f.start(o);
   silent_listener silent;
-  f.backend->elsewhere[0xe1] = "http://127.0.0.1:" + std::to_string(silent.port);
+  f.backend->elsewhere[0xe1] = {"http://127.0.0.1:" + std::to_string(silent.port)};
   {
     silent_listener closed; // bound, then closed: nothing listens on its port
-    f.backend->elsewhere[0xe2] = "http://127.0.0.1:" + std::to_string(closed.port);
+    f.backend->elsewhere[0xe2] = {"http://127.0.0.1:" + std::to_string(closed.port)};
   }
   auto t0 = std::chrono::steady_clock::now();
   auto hung = call(svc->port(), "POST", "/admin/workers/e1/drain");

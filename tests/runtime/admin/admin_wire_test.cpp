@@ -16,14 +16,6 @@ inline std::ostream& boost_test_print_type(std::ostream& os, errc code) {
 
 BOOST_AUTO_TEST_SUITE(admin_wire)
 
-BOOST_AUTO_TEST_CASE(loopback_hosts) {
-  for (auto h : {"127.0.0.1", "127.1.2.3", "::1", "localhost", "LocalHost", "::ffff:127.0.0.1"})
-    BOOST_TEST(is_loopback_host(h), h);
-  for (auto h : {"0.0.0.0", "::", "10.0.0.1", "128.0.0.1", "example.com", "", "[::1]",
-                 "::ffff:10.0.0.1", "127.0.0.1 "})
-    BOOST_TEST(!is_loopback_host(h), h);
-}
-
 BOOST_AUTO_TEST_CASE(bearer_check) {
   BOOST_TEST(bearer_matches("Bearer abc", "abc"));
   BOOST_TEST(bearer_matches("bearer abc", "abc"));

@@ -93,6 +93,10 @@ BOOST_AUTO_TEST_CASE(errors_name_the_field) {
   BOOST_TEST(error_of("router: {router_temperature: hot}\npools: [{name: b, model: m}]").find("router.router_temperature") == 0);
   BOOST_TEST(error_of("admin: {enabled: true, host: 0.0.0.0}\npools: [{name: b, model: m}]") ==
              "admin.token: is required when the admin API listens on a public interface");
+  // The same loopback test as the admin service's own (runtime/core/host): no token needed.
+  for (std::string host : {"127.0.0.2", "'::ffff:127.0.0.1'", "LOCALHOST"})
+    BOOST_TEST(parse_cluster_config("admin: {enabled: true, host: " + host +
+                                    "}\npools: [{name: b, model: m}]").engaged(), host);
   for (std::string ms : {"0", "600001"})
     BOOST_TEST(error_of("admin: {forward_timeout_ms: " + ms + "}\npools: [{name: b, model: m}]") ==
                "admin.forward_timeout_ms: must be in [1, 600000] ms", ms);

@@ -13,6 +13,14 @@ BOOST_AUTO_TEST_CASE(wildcards_name_no_interface) {
     BOOST_TEST(!is_wildcard_host(h), h);
 }
 
+BOOST_AUTO_TEST_CASE(loopback_hosts) {
+  for (auto h : {"127.0.0.1", "127.1.2.3", "::1", "localhost", "LocalHost", "::ffff:127.0.0.1"})
+    BOOST_TEST(is_loopback_host(h), h);
+  for (auto h : {"0.0.0.0", "::", "10.0.0.1", "128.0.0.1", "example.com", "", "[::1]",
+                 "::ffff:10.0.0.1", "127.0.0.1 "})
+    BOOST_TEST(!is_loopback_host(h), h);
+}
+
 BOOST_AUTO_TEST_CASE(the_host_of_a_bound_endpoint_is_replaced) {
   BOOST_TEST(with_host("tcp://0.0.0.0:41234", "10.0.0.5") == "tcp://10.0.0.5:41234");
   BOOST_TEST(with_host("tcp://[::]:5555", "10.0.0.5") == "tcp://10.0.0.5:5555");
