@@ -3,6 +3,7 @@
 // instance ids, loopback hosts, token specs (runtime/core/secret), and the JSON bodies built from
 // hostile strings. Input: selector byte, then "a \0 b" (b optional).
 #include "runtime/admin/admin_wire.hpp"
+#include "runtime/core/host.hpp"
 #include "runtime/core/ids.hpp"
 #include "runtime/core/secret.hpp"
 
