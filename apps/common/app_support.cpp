@@ -321,16 +321,15 @@ std::string published_admin_url(const config::cluster_config& cfg, const admin::
 }
 
 expected<std::unique_ptr<planes::registration>>
-publish_process(planes::discovery_plane& discovery, const config::cluster_config& cfg,
-                std::string_view component, const admin::admin_service* admin,
-                std::map<std::string, std::string> metadata) {
+publish_process(planes::discovery_plane& discovery, std::string_view ns, std::string_view component,
+                std::string admin_url, std::map<std::string, std::string> metadata) {
   planes::instance_record rec;
-  rec.endpoint = {cfg.namespace_name, std::string{component}, std::string{protocol::process_endpoint}};
+  rec.endpoint = {std::string{ns}, std::string{component}, std::string{protocol::process_endpoint}};
   rec.metadata = std::move(metadata);
   rec.metadata[std::string{protocol::role_metadata_key}] = std::string{component};
   rec.metadata[std::string{protocol::pid_metadata_key}] = std::to_string(::getpid());
-  if (auto url = published_admin_url(cfg, admin); !url.empty())
-    rec.metadata[std::string{admin::admin_url_key}] = std::move(url);
+  if (!admin_url.empty())
+    rec.metadata[std::string{admin::admin_url_key}] = std::move(admin_url);
   return discovery.register_instance(std::move(rec));
 }
 

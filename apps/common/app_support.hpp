@@ -112,15 +112,15 @@ start_admin(const config::admin_config& cfg, std::string process_kind, caf::acto
 [[nodiscard]] std::string published_admin_url(const config::cluster_config& cfg,
                                               const admin::admin_service* svc);
 
-/// Publishes a process that hosts no worker (frontend, planner; component
-/// from runtime/protocol/components.hpp) as <ns>/<component>/process, so that
-/// GET /admin/instances lists it: metadata role=<component>, pid, admin=its
-/// published_admin_url (when `admin` runs) and `metadata`. No request address:
-/// routers never take it for a worker. Destroying the registration removes it.
+/// Publishes a process under namespace `ns` that is a frontend or planner
+/// (component from runtime/protocol/components.hpp) as <ns>/<component>/process,
+/// so that GET /admin/instances lists it: metadata role=<component>, pid,
+/// admin=`admin_url` (see published_admin_url; none when "") and `metadata`. No
+/// request address: routers never take it for a worker. Destroying the
+/// registration removes it.
 [[nodiscard]] expected<std::unique_ptr<planes::registration>>
-publish_process(planes::discovery_plane& discovery, const config::cluster_config& cfg,
-                std::string_view component, const admin::admin_service* admin,
-                std::map<std::string, std::string> metadata = {});
+publish_process(planes::discovery_plane& discovery, std::string_view ns, std::string_view component,
+                std::string admin_url, std::map<std::string, std::string> metadata = {});
 
 /// A worker process's system server (config::system_config, Dynamo's
 /// DYN_SYSTEM_PORT): GET /metrics renders `registry` (uptime refreshed first),

@@ -80,7 +80,8 @@ int main(int argc, char** argv) {
   if (!admin)
     apps::die("dynamo-frontend", admin.error());
   // Hosts no worker: its own record makes it (and its admin URL) visible.
-  auto record = apps::publish_process(**discovery, *cfg, protocol::frontend_component, admin->get());
+  auto record = apps::publish_process(**discovery, cfg->namespace_name, protocol::frontend_component,
+                                      apps::published_admin_url(*cfg, admin->get()));
   if (!record)
     apps::die("dynamo-frontend", record.error());
   spdlog::info("dynamo-frontend: listening on http://{}:{} (namespace {}, router {}{})", fo.http.host,

@@ -208,7 +208,8 @@ int main(int argc, char** argv) {
   std::map<std::string, std::string> meta;
   if (!system->url.empty())
     meta["system"] = system->url;
-  auto record = apps::publish_process(**discovery, *cfg, protocol::planner_component, admin->get(), std::move(meta));
+  auto record = apps::publish_process(**discovery, cfg->namespace_name, protocol::planner_component,
+                                      apps::published_admin_url(*cfg, admin->get()), std::move(meta));
   if (!record)
     apps::die("dynamo-planner", record.error());
   spdlog::info("planning {} pools of namespace {} every {} ms{}", cfg->pools.size(),

@@ -8,12 +8,15 @@
 #include "actors/worker/engine_factory.hpp"
 #include "apps/common/app_support.hpp"
 #include "runtime/core/log.hpp"
+#include "runtime/protocol/components.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
+#include <mutex>
 
 using namespace dynamo;
 
@@ -160,11 +163,19 @@ expected<void> finish_options(run_options& o) {
   return {};
 }
 
+/// The workers the admin API drains: filled once they have started (the admin
+/// API starts first, so that their records publish its URL).
+struct hosted_workers {
+  std::mutex mutex;
+  std::vector<actors::worker_service*> list;
+};
+
 // Aggregated: one pool "backend". Disaggregated: "prefill" (role prefill)
 // and "backend" (role decode) over the same model. Dies on a start-up error.
 std::vector<std::unique_ptr<actors::worker_service>> start_workers(const run_options& o, caf::actor_system& sys,
                                                                    planes::discovery_plane& discovery,
-                                                                   std::shared_ptr<metrics::component_metrics> m) {
+                                                                   std::shared_ptr<metrics::component_metrics> m,
+                                                                   const std::string& admin_url) {
   std::vector<std::unique_ptr<actors::worker_service>> services;
   auto start_pool = [&](const std::string& component, protocol::disagg_role role, uint32_t n) {
     auto setup = actors::prepare_engines(o.pool, mib_to_bytes(o.kv_cache_mib));
@@ -178,6 +189,7 @@ std::vector<std::unique_ptr<actors::worker_service>> start_workers(const run_opt
     wc.detached = setup->plan.detached;
     wc.kv_transport = o.disagg_opts.transfer;
     wc.metrics = m;
+    wc.admin_url = admin_url;
     auto svc = actors::worker_service::start(sys, discovery, wc, setup->make_factory);
     if (!svc)
       apps::die("dynamo-run", svc.error());
@@ -230,8 +242,6 @@ int main(int argc, char** argv) {
   auto component = metrics::component_metrics::create(*(*fe)->shared_metrics_registry());
   if (!component)
     apps::die("dynamo-run", component.error());
-  auto services = start_workers(o, *rt.system, **discovery, std::move(*component));
-
   actors::model_watcher_config mw;
   mw.router.mode = o.router.mode;
   mw.router.kv = o.router.kv;
@@ -242,14 +252,30 @@ int main(int argc, char** argv) {
   if (!watcher)
     apps::die("dynamo-run", watcher.error());
 
-  std::vector<actors::worker_service*> hosted;
-  for (auto& svc : services)
-    hosted.push_back(svc.get());
-  auto admin = apps::start_admin(o.admin, "dynamo-run", *rt.system, **discovery, "dynamo",
-                                 [hosted] { return hosted; },
+  const std::string ns{config::default_namespace};
+  auto hosted = std::make_shared<hosted_workers>();
+  auto admin = apps::start_admin(o.admin, "dynamo-run", *rt.system, **discovery, ns,
+                                 [hosted] {
+                                   std::lock_guard lock{hosted->mutex};
+                                   return hosted->list;
+                                 },
                                  [w = watcher->get()] { return w->supervisors(); });
   if (!admin)
     apps::die("dynamo-run", admin.error());
+  // A loopback or named admin host is published as it is; a wildcard is not.
+  const std::string admin_url =
+    *admin ? admin::advertised_admin_url(o.admin.host, "", (*admin)->port()) : std::string{};
+  auto services = start_workers(o, *rt.system, **discovery, std::move(*component), admin_url);
+  {
+    std::lock_guard lock{hosted->mutex};
+    for (auto& svc : services)
+      hosted->list.push_back(svc.get());
+  }
+  // Serves the HTTP API as a frontend does: its record makes the process (and
+  // its admin URL) visible to GET /admin/instances.
+  auto record = apps::publish_process(**discovery, ns, protocol::frontend_component, admin_url);
+  if (!record)
+    apps::die("dynamo-run", record.error());
   auto shape = o.disagg ? fmt::format("{} prefill + {} decode x {}", o.prefill_workers, o.decode_workers,
                                       config::to_string(o.pool.engine))
                         : fmt::format("{} x {}", o.pool.replicas, config::to_string(o.pool.engine));
@@ -261,6 +287,7 @@ int main(int argc, char** argv) {
   auto left = (*fe)->drain_and_stop(grace);
   for (auto& svc : services)
     (void) svc->shutdown(std::chrono::milliseconds(100));
+  record->reset();
   admin->reset();
   watcher->reset();
   services.clear();

@@ -210,8 +210,11 @@ struct planner_config {
   std::string profile;                  ///< sla: dynamo-profile JSON, for every pool
 };
 
+/// The namespace of a cluster whose config names none, and of dynamo-run.
+inline constexpr std::string_view default_namespace = "dynamo";
+
 struct cluster_config {
-  std::string namespace_name = "dynamo";
+  std::string namespace_name{default_namespace};
   std::string plane_host = "127.0.0.1"; ///< where request/event plane and KV transfer sockets bind
   /// The host this process publishes in discovery for those sockets ("":
   /// plane_host). Needed when plane_host is a wildcard (0.0.0.0); set per

@@ -9,7 +9,8 @@ process with a bearer token. Checks that
     worker) is forwarded to the worker's process: the worker becomes draining
     and every request still succeeds, on the other worker;
   - undrain the same way makes it ready again;
-  - an unknown instance is 404 and a request without the token 401.
+  - an unknown instance is 404 and a request without the token 401; a drain of
+    the frontend's own id is 404 saying it is no worker.
 
 usage: admin_cluster_test.py --launch PATH [--keep-logs]
 """
@@ -99,6 +100,12 @@ def run(args, work, procs):
               f"the planner's admin API answers at its published URL ({status} {body})")
         check(set(processes(pl["admin_url"] + "/admin")) == {"frontend", "planner"},
               "the planner's admin API lists the same process records")
+        # Asked of the planner, a drain of the frontend's id is refused there
+        # (no forward to a process that hosts no worker), with the reason once.
+        status, body = http("POST", f"{pl['admin_url']}/admin/workers/{fe['instance_id']}/drain")
+        msg = body.get("error", {}).get("message", "")
+        check(status == 404 and "frontend process" in msg and msg.count("not hosted") <= 1,
+              f"a drain of the frontend's id is 404 saying it is no worker ({status} {msg})")
 
     rows = workers()
     check(len(rows) == 2 and all(r["admin_url"].startswith("http://127.0.0.1:") for r in rows),
