@@ -1,4 +1,5 @@
 #include "runtime/configure/traffic.hpp"
+#include "runtime/kv/block_count.hpp"
 
 #include <fmt/format.h>
 
@@ -156,8 +157,8 @@ request_set requests_from_trace(const std::vector<route::trace_record>& records,
     r.isl = std::max(1u, rec.input_length);
     r.osl = std::max(1u, rec.output_length);
     r.first_block = static_cast<uint32_t>(out.block_ids.size());
-    r.num_blocks = std::min<uint32_t>(static_cast<uint32_t>(rec.hash_ids.size()),
-                                      (r.isl + out.block_tokens - 1) / out.block_tokens);
+    r.num_blocks = static_cast<uint32_t>(
+      std::min<uint64_t>(rec.hash_ids.size(), kv::blocks_for_tokens(r.isl, out.block_tokens)));
     uint64_t id = 0;
     for (uint32_t b = 0; b < r.num_blocks; ++b) {
       id = mix(id, rec.hash_ids[b]);

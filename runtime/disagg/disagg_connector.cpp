@@ -1,4 +1,5 @@
 #include "runtime/disagg/disagg_connector.hpp"
+#include "runtime/kv/block_count.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -17,7 +18,7 @@ std::string load_refusal(const protocol::kv_prefill_result& r, size_t prompt_len
   if (r.num_tokens != prompt_len)
     return "prefill covers " + std::to_string(r.num_tokens) + " tokens, the prompt has " +
            std::to_string(prompt_len);
-  if (r.block_ids.size() != (prompt_len + block_size - 1) / block_size)
+  if (r.block_ids.size() != kv::blocks_for_tokens(prompt_len, block_size))
     return std::to_string(r.block_ids.size()) + " prefill blocks for " + std::to_string(prompt_len) +
            " tokens of block size " + std::to_string(block_size);
   return {};

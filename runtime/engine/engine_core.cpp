@@ -1,4 +1,5 @@
 #include "runtime/engine/engine_core.hpp"
+#include "runtime/kv/block_count.hpp"
 
 #include "runtime/kv/block_hash.hpp"
 #include "runtime/protocol/codec.hpp"
@@ -149,7 +150,7 @@ std::string engine_core::rejection(const protocol::preprocessed_request& req) co
            std::to_string(sched_.config().max_num_seqs) + " sequences at once";
   const uint64_t bs = sched_.config().block_size;
   const uint64_t fork_blocks = req.token_ids.size() % bs != 0 ? o.n - 1 : 0;
-  if ((req.token_ids.size() + bs - 1) / bs + fork_blocks > sched_.config().num_blocks)
+  if (kv::blocks_for_tokens(req.token_ids.size(), bs) + fork_blocks > sched_.config().num_blocks)
     return "the prompt and the copies of its last block for " + std::to_string(o.n) +
            " choices need more KV blocks than this worker has (" +
            std::to_string(sched_.config().num_blocks) + ")";

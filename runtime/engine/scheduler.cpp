@@ -1,4 +1,5 @@
 #include "runtime/engine/scheduler.hpp"
+#include "runtime/kv/block_count.hpp"
 
 #include "runtime/engine/stop_check.hpp"
 
@@ -264,7 +265,7 @@ std::optional<protocol::kv_prefill_result> scheduler::release_completed(sequence
   std::vector<uint32_t> blocks = kv_.detach(s.id);
   // The table covers the prompt (a prefill generates one token, whose KV is
   // never computed); anything past the prompt's blocks is not saved.
-  const size_t prompt_blocks = (s.num_prompt + cfg_.block_size - 1) / cfg_.block_size;
+  const size_t prompt_blocks = kv::blocks_for_tokens(s.num_prompt, cfg_.block_size);
   if (blocks.size() > prompt_blocks) {
     kv_.free_detached(std::span<const uint32_t>{blocks}.subspan(prompt_blocks));
     blocks.resize(prompt_blocks);

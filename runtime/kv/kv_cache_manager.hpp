@@ -5,6 +5,7 @@
 #pragma once
 
 #include "runtime/kv/block_pool.hpp"
+#include "runtime/kv/block_count.hpp"
 #include "runtime/kv/token_blocks.hpp"
 
 #include <cstdint>
@@ -118,7 +119,7 @@ private:
   };
 
   [[nodiscard]] uint32_t blocks_for(uint32_t num_tokens) const noexcept {
-    return (num_tokens + block_size_ - 1) / block_size_;
+    return static_cast<uint32_t>(blocks_for_tokens(num_tokens, block_size_));
   }
 
   uint32_t block_size_;

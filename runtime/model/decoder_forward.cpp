@@ -1,4 +1,5 @@
 #include "runtime/model/decoder_forward.hpp"
+#include "runtime/kv/block_count.hpp"
 
 #include "kernels/reference/bias_add.hpp"
 #include "kernels/reference/embedding.hpp"
@@ -42,7 +43,7 @@ expected<void> decoder_forward::check(const engine::batch& b, const kv_cache_sha
       return bad_entry(e, "positions up to " + std::to_string(end) + " exceed the context length " +
                               std::to_string(c.context_length));
     }
-    const uint64_t blocks_needed = (end + kv.block_size - 1) / kv.block_size;
+    const uint64_t blocks_needed = kv::blocks_for_tokens(end, kv.block_size);
     if (e.block_table.size() < blocks_needed) {
       return bad_entry(e, "block table has " + std::to_string(e.block_table.size()) + " blocks, " +
                               std::to_string(blocks_needed) + " needed");

@@ -1,4 +1,5 @@
 #include "runtime/route/kv_router.hpp"
+#include "runtime/kv/block_count.hpp"
 
 #include "runtime/kv/block_hash.hpp"
 
@@ -33,7 +34,7 @@ void kv_router::cost_candidates(const route_request& r, std::span<const uint64_t
   const double weight = r.overrides.overlap_score_weight.value_or(config_.overlap_score_weight);
   const bool track_prefill =
       r.overrides.track_prefill_tokens.value_or(config_.router_track_prefill_tokens);
-  const uint64_t request_blocks = (uint64_t{isl} + block_size_ - 1) / block_size_;
+  const uint64_t request_blocks = kv::blocks_for_tokens(isl, block_size_);
   out.clear();
   for (const worker_key& w : r.candidates) {
     candidate_cost c;

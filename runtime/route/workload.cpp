@@ -1,5 +1,6 @@
 #include "runtime/route/workload.hpp"
 
+#include "runtime/kv/block_count.hpp"
 #include "runtime/route/flat_map.hpp"
 
 #include <fmt/format.h>
@@ -28,10 +29,6 @@ double exponential(std::mt19937_64& rng, double mean) {
   return -mean * std::log1p(-uniform(rng));
 }
 
-uint32_t blocks_for(uint64_t tokens, uint32_t block) {
-  return static_cast<uint32_t>((tokens + block - 1) / block);
-}
-
 /// One conversation: the ids of its full history blocks so far.
 struct session_state {
   std::vector<uint64_t> full_ids; ///< ids of the complete blocks of the history
@@ -57,7 +54,7 @@ void emit_session(const workload_config& c, uint64_t session, uint64_t start_ms,
     uint32_t kept = static_cast<uint32_t>(s.history_tokens / c.trace_block_size);
     kept = std::min<uint32_t>(kept, static_cast<uint32_t>(s.full_ids.size()));
     r.hash_ids.assign(s.full_ids.begin(), s.full_ids.begin() + kept);
-    while (r.hash_ids.size() < blocks_for(input, c.trace_block_size))
+    while (r.hash_ids.size() < kv::blocks_for_tokens(input, c.trace_block_size))
       r.hash_ids.push_back(next_id++);
     // The next turn re-sends this prompt and the reply: its full blocks stay.
     s.history_tokens = input + r.output_length;
@@ -78,7 +75,7 @@ std::vector<trace_record> generate_workload(const workload_config& c) {
   // System prompts: full blocks get ids shared by every session using them.
   std::vector<std::vector<uint64_t>> system_ids(cfg.system_prompts);
   for (auto& ids : system_ids)
-    for (uint32_t b = 0; b < blocks_for(cfg.system_prompt_tokens, cfg.trace_block_size); ++b)
+    for (uint32_t b = 0; b < kv::blocks_for_tokens(cfg.system_prompt_tokens, cfg.trace_block_size); ++b)
       ids.push_back(next_id++);
   std::vector<trace_record> out;
   double start = 0;

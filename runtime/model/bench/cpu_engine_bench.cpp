@@ -8,6 +8,7 @@
 // step as the scheduler does, applied by the sampler), alternating with
 // unguided runs, and the mask's share of a step is reported.
 #include "runtime/model/cpu_executor.hpp"
+#include "runtime/kv/block_count.hpp"
 #include "runtime/core/cli.hpp"
 
 #include "runtime/grammar/json_schema.hpp"
@@ -156,7 +157,7 @@ struct stopwatch {
 std::vector<engine::batch_entry> make_prompts(uint32_t n, uint32_t prompt, uint32_t total, uint32_t block_size,
                                               uint32_t vocab) {
   std::mt19937 rng(7);
-  const uint32_t blocks_per_seq = (total + block_size - 1) / block_size;
+  const auto blocks_per_seq = static_cast<uint32_t>(kv::blocks_for_tokens(total, block_size));
   std::vector<engine::batch_entry> es(n);
   for (uint32_t s = 0; s < n; ++s) {
     es[s].seq_id = s;

@@ -1,5 +1,6 @@
 #include "runtime/model/cuda/cuda_executor.hpp"
 
+#include "runtime/kv/block_count.hpp"
 #include "runtime/model/cuda/cuda_state.hpp"
 
 #include "kernels/cuda_check.cuh"
@@ -352,7 +353,7 @@ expected<std::unique_ptr<cuda_executor>> cuda_executor::create(std::shared_ptr<c
   s->config.max_graph_batch = std::min({config.max_graph_batch, config.max_num_seqs, config.max_num_tokens});
   s->max_model_len = config.max_model_len == 0 ? s->cfg.context_length
                                                : std::min(config.max_model_len, s->cfg.context_length);
-  s->table_stride = (s->max_model_len + config.block_size - 1) / config.block_size;
+  s->table_stride = static_cast<uint32_t>(kv::blocks_for_tokens(s->max_model_len, config.block_size));
   s->process_seed = config.process_seed ? *config.process_seed
                                         : (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
   if (config.cuda_graphs) s->buckets = graph_buckets(s->config.max_graph_batch);
