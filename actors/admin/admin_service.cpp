@@ -35,8 +35,7 @@ struct call {
   bool forwarded = false; ///< arrived with forwarded_header: never forwarded again
 };
 
-/// A forward, run on a thread of its own with the token that abandons it.
-using forward_work = std::function<void(const std::shared_ptr<http::cancel_token>&)>;
+using forward_work = admin_service::forward_work;
 
 /// What forwarding a drain needs from the service.
 struct forwarding {
@@ -314,7 +313,7 @@ void admin_service::run_jobs() {
   }
 }
 
-bool admin_service::spawn_forward(std::function<void(const std::shared_ptr<http::cancel_token>&)> work) {
+bool admin_service::spawn_forward(forward_work work) {
   std::lock_guard lock{mutex_};
   // Join the finished ones first (each has returned from its work already).
   for (auto it = forwards_.begin(); it != forwards_.end();) {

@@ -54,6 +54,9 @@ struct admin_options {
 /// 401 (checked before routing, so nothing is revealed without it).
 class admin_service {
 public:
+  /// A forwarded drain's body, run on a thread of its own with the token that abandons it.
+  using forward_work = std::function<void(const std::shared_ptr<http::cancel_token>&)>;
+
   /// errc::config_error (naming admin_options.token) when the host is not
   /// loopback and no token is set, or an "env:NAME" token is unset or empty;
   /// errc::invalid_argument without a backend; errc::io_error when binding fails.
@@ -86,7 +89,7 @@ private:
   struct forward; ///< one forwarded drain in flight: its thread and cancel token
   /// Runs `work` on a thread of its own; false when max_queued forwards are in
   /// flight or stopping. stop() cancels and joins them.
-  [[nodiscard]] bool spawn_forward(std::function<void(const std::shared_ptr<http::cancel_token>&)> work);
+  [[nodiscard]] bool spawn_forward(forward_work work);
 
   std::shared_ptr<admin_backend> backend_;
   std::string token_;
