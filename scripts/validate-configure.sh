@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Issue 16 item 4: dynamo-configure's prediction against a measured run.
 # Profiles the mocker (dynamo-profile), searches (dynamo-configure), launches
-# the winner (dynamo-launch) and drives it with dynamo-bench at the same
-# Poisson rate, ISL and OSL; prints predicted vs measured as one JSON object.
+# the winner (dynamo-launch) and drives it with dynamo-bench with the very
+# requests the search simulated (dynamo-configure --write-trace, dynamo-bench
+# --trace: the same arrivals, lengths and shared prefixes); prints predicted vs
+# measured as one JSON object.
 #   scripts/validate-configure.sh [BIN_DIR] -- [dynamo-configure options]
 # Defaults: ISL 1024, OSL 128, 20 req/s, 400 requests, TTFT 300 / ITL 30 ms p90,
-# 4 GPUs, the mocker. SEED (1) seeds both the simulated and the sent Poisson
-# arrivals (dynamo-bench --arrival-seed): the same arrival times for both.
+# 4 GPUs, the mocker. ISL and OSL take dynamo-configure's forms too
+# (normal:1024,256, uniform:64,256; a bare number is fixed); SEED (1) seeds the
+# traffic.
 # POOL_YAML=file profiles that file's first pool instead (e.g. the CPU
 # engine), PROFILE_ARGS adds dynamo-profile options; HANDOFF=0 skips
 # dynamo-profile --handoff (no measured hand-off or step overhead: the
@@ -33,9 +36,12 @@ HANDOFF_ARGS=()
 "$BIN/dynamo-profile" --config "$WORK/profile-pool.yaml" --out "$WORK/profile.json" --log-level warn \
   "${HANDOFF_ARGS[@]}" ${PROFILE_ARGS:-}
 "$BIN/dynamo-configure" --profile "$WORK/profile.json" --ttft-ms "${TTFT:-300}" --itl-ms "${ITL:-30}" \
-  --isl "fixed:$ISL" --osl "fixed:$OSL" --rate "$RATE" --requests "$N" --gpu-budget "${GPUS:-4}" \
+  --isl "$ISL" --osl "$OSL" --rate "$RATE" --requests "$N" --gpu-budget "${GPUS:-4}" \
   --frontend-port "$PORT" --discovery-root "$WORK/discovery" --out "$WORK/winner.yaml" \
-  --json "$WORK/configure.json" --front 10 --seed "${SEED:-1}" "$@"
+  --json "$WORK/configure.json" --front 10 --seed "${SEED:-1}" --write-trace "$WORK/traffic.jsonl" "$@" \
+  2> "$WORK/configure.err" || { cat "$WORK/configure.err" >&2; exit 1; }
+cat "$WORK/configure.err" >&2
+BLOCK=$(sed -n 's/.*--trace-block-size \([0-9]*\).*/\1/p' "$WORK/configure.err" | head -1)
 "$BIN/dynamo-launch" --config "$WORK/winner.yaml" --log-level warn > "$WORK/launch.log" 2>&1 &
 LAUNCH=$!
 trap 'kill -TERM $LAUNCH 2>/dev/null; wait $LAUNCH 2>/dev/null || true' EXIT
@@ -44,8 +50,8 @@ for _ in $(seq 1 300); do
   sleep 0.2
 done
 sleep 2 # every worker registered (the frontend serves as soon as one has)
-"$BIN/dynamo-bench" --url "http://127.0.0.1:$PORT" --request-rate "$RATE" --concurrency 2000 \
-  --arrival-seed "${SEED:-1}" --num-requests "$N" --isl "$ISL" --osl "$OSL" --output "$WORK/bench.json" > /dev/null
+"$BIN/dynamo-bench" --url "http://127.0.0.1:$PORT" --concurrency 2000 --trace "$WORK/traffic.jsonl" \
+  --trace-block-size "${BLOCK:-64}" --num-requests 0 --output "$WORK/bench.json" > /dev/null
 python3 - "$WORK/configure.json" "$WORK/bench.json" "$WORK/profile.json" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))["winner"]

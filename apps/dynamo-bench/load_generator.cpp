@@ -7,6 +7,7 @@
 #include "runtime/bench/sse_parser.hpp"
 #include "runtime/core/http_url.hpp"
 #include "runtime/bench/stats.hpp"
+#include "runtime/route/workload.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -14,6 +15,7 @@
 #include <array>
 #include <chrono>
 #include <condition_variable>
+#include <fstream>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -38,6 +40,44 @@ struct request_plan {
   uint32_t isl = 0, osl = 0;
   double at = 0; ///< seconds from the measured run's start to its sending
 };
+
+/// A trace to replay: each request's sending time (seconds from the run's
+/// start), prompt tokens and max_tokens.
+struct trace_plan {
+  std::vector<double> at_s;
+  std::vector<std::vector<uint32_t>> prompts;
+  std::vector<uint32_t> osl;
+};
+
+/// cfg.trace_path as a trace_plan (see load_config::trace_path).
+expected<trace_plan> load_trace(const load_config& cfg) {
+  std::ifstream in(cfg.trace_path);
+  if (!in)
+    return make_error(errc::io_error, "cannot read trace " + cfg.trace_path);
+  auto records = route::read_jsonl(in);
+  if (!records)
+    return std::move(records.error());
+  trace_plan plan;
+  const std::vector<double> at_ms = route::trace_arrivals_ms(*records, cfg.trace_rate, cfg.num_requests);
+  if (at_ms.empty())
+    return make_error(errc::invalid_argument, "trace " + cfg.trace_path + " has no requests");
+  const uint32_t span = cfg.token_hi - cfg.token_lo + 1;
+  for (size_t i = 0; i < at_ms.size(); ++i) {
+    const auto& rec = (*records)[i];
+    auto tokens = route::synthesize_tokens(rec, cfg.trace_block_size, span);
+    if (rec.input_length == 0 || tokens.size() < rec.input_length)
+      return make_error(errc::invalid_argument,
+                        fmt::format("trace {} line {}: {} hash ids of {} tokens do not cover input_length {}",
+                                    cfg.trace_path, i + 1, rec.hash_ids.size(), cfg.trace_block_size,
+                                    rec.input_length));
+    for (auto& t : tokens)
+      t += cfg.token_lo;
+    plan.at_s.push_back(at_ms[i] / 1000.0);
+    plan.prompts.push_back(std::move(tokens));
+    plan.osl.push_back(std::max(1u, rec.output_length));
+  }
+  return plan;
+}
 
 /// One timeline window of a measured run, by sending time.
 struct window_stats {
@@ -185,27 +225,41 @@ void start_one(http::http_client& client, const load_config& cfg, run_state& st,
 }
 
 // Sends `count` requests, closed loop (concurrency cap) or open loop (rate),
-// or (`sched`) as many as the schedule's arrivals.
+// or (`sched`) as many as the schedule's arrivals, or (`trace`) the trace's.
 void drive(http::http_client& client, const load_config& cfg, run_state& st, uint32_t count,
-           bool measured, std::mt19937_64& rng, const rate_schedule* sched = nullptr) {
+           bool measured, std::mt19937_64& rng, const rate_schedule* sched = nullptr,
+           const trace_plan* trace = nullptr) {
   std::exponential_distribution<double> gap(cfg.request_rate > 0 ? cfg.request_rate : 1.0);
   std::mt19937_64 own_arrivals{cfg.arrival_seed};
   std::mt19937_64& arrivals = cfg.arrival_seed > 0 ? own_arrivals : rng;
   const auto t0 = clock::now();
   auto next_arrival = t0;
   double at = 0;
+  if (trace != nullptr)
+    count = static_cast<uint32_t>(trace->at_s.size());
   for (uint32_t i = 0; sched != nullptr || i < count; ++i) {
-    if (sched != nullptr) {
-      const auto next = sched->next_arrival(at, rng);
-      if (!next)
-        break;
-      at = *next;
+    if (sched != nullptr || trace != nullptr) {
+      if (sched != nullptr) {
+        const auto next = sched->next_arrival(at, rng);
+        if (!next)
+          break;
+        at = *next;
+      } else {
+        at = trace->at_s[i];
+      }
       next_arrival = t0 + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(at));
     }
-    auto plan = pick_class(cfg, rng);
-    std::string body = make_body(cfg, plan.isl, plan.osl, rng);
+    request_plan plan;
+    std::string body;
+    if (trace != nullptr) {
+      plan = {short_class, static_cast<uint32_t>(trace->prompts[i].size()), trace->osl[i]};
+      body = make_body(cfg, trace->prompts[i], plan.osl);
+    } else {
+      plan = pick_class(cfg, rng);
+      body = make_body(cfg, plan.isl, plan.osl, rng);
+    }
     std::unique_lock lk{st.mtx};
-    if (sched != nullptr) {
+    if (sched != nullptr || trace != nullptr) {
       st.cv.wait_until(lk, next_arrival, [] { return false; });
     } else if (cfg.request_rate > 0) {
       next_arrival += std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(gap(arrivals)));
@@ -291,6 +345,10 @@ expected<void> validate(const load_config& cfg) {
   if (!cfg.rate_schedule.empty())
     if (auto s = rate_schedule::parse(cfg.rate_schedule); !s)
       return bad(message_of(s.error()));
+  if (!cfg.trace_path.empty() && (cfg.endpoint != "completions" || !cfg.rate_schedule.empty() ||
+                                  cfg.trace_block_size == 0 || cfg.trace_rate < 0))
+    return bad("a trace replays on the completions endpoint, without a rate schedule, "
+               "with trace_block_size > 0 and trace_rate >= 0");
   if ((cfg.sla_ttft_ms > 0) != (cfg.sla_itl_ms > 0) || cfg.sla_ttft_ms < 0 || cfg.sla_itl_ms < 0)
     return bad("sla_ttft_ms and sla_itl_ms: both > 0, or neither");
   if (!cfg.replicas_url.empty())
@@ -326,9 +384,16 @@ expected<std::string> run_load(const load_config& in) {
                                                 cfg.gpus_per_replica);
     sampler->start();
   }
+  std::optional<trace_plan> trace;
+  if (!cfg.trace_path.empty()) {
+    auto t = load_trace(cfg);
+    if (!t)
+      return t.error();
+    trace = std::move(*t);
+  }
   run_state st;
   auto t0 = clock::now();
-  drive(client, cfg, st, cfg.num_requests, true, rng, sched ? &*sched : nullptr);
+  drive(client, cfg, st, cfg.num_requests, true, rng, sched ? &*sched : nullptr, trace ? &*trace : nullptr);
   double wall = seconds_between(t0, clock::now());
   if (sampler)
     sampler->stop();
@@ -342,6 +407,9 @@ expected<std::string> run_load(const load_config& in) {
                       {"long_fraction", cfg.long_fraction}, {"long_isl", cfg.long_isl},
                       {"long_osl", cfg.long_osl}, {"seed", cfg.seed},
                       {"arrival_seed", cfg.arrival_seed}};
+  if (trace)
+    report["config"]["trace"] = {{"path", cfg.trace_path}, {"block_size", cfg.trace_block_size},
+                                 {"rate", cfg.trace_rate}, {"requests", trace->at_s.size()}};
   report["completed"] = st.completed;
   report["failed"] = st.failed;
   report["errors"] = st.first_errors;

@@ -37,6 +37,16 @@ struct load_config {
   /// nothing else then); 0: from the prompts' RNG.
   uint64_t arrival_seed = 0;
   uint32_t io_threads = 1;
+  /// A Mooncake-style JSONL trace (route::read_jsonl) to replay instead of
+  /// synthetic traffic (completions only): each record's arrival
+  /// (route::trace_arrivals_ms, rescaled to trace_rate requests/s when > 0),
+  /// input_length prompt tokens synthesized from its hash_ids at
+  /// trace_block_size tokens each (equal ids, equal blocks), and
+  /// output_length as max_tokens. num_requests > 0 keeps the first ones.
+  /// dynamo-configure --trace (or --write-trace) simulates the same requests.
+  std::string trace_path;
+  uint32_t trace_block_size = 512;
+  double trace_rate = 0;
   std::string label;
   /// Open loop whose rate follows "t:rate,..." (runtime/bench/rate_schedule):
   /// the run lasts the schedule; num_requests and request_rate are unused.

@@ -35,6 +35,10 @@ int main(int argc, char** argv) {
     .option("arrival-seed", &arrival_seed,
             "> 0: Poisson arrivals from their own RNG seeded so (dynamo-configure --seed N --isl fixed:.. "
             "--osl fixed:.. simulates the same arrivals)")
+    .option("trace", &cfg.trace_path, "replay this Mooncake-style JSONL trace (completions): its arrivals, "
+                                      "prompt blocks (hash_ids) and output lengths; --num-requests N > 0 keeps the first N, 0 all")
+    .option("trace-block-size", &cfg.trace_block_size, "tokens per trace hash id")
+    .option("trace-rate", &cfg.trace_rate, "rescale the trace's timestamps to this many requests per second (0: as recorded)")
     .option("io-threads", &cfg.io_threads, "client I/O threads")
     .option("rate-schedule", &cfg.rate_schedule, "open loop whose rate follows t:rate,... (seconds:requests/s, linear between); the run lasts the schedule")
     .option("sla-ttft-ms", &cfg.sla_ttft_ms, "with --sla-itl-ms: report the share of requests meeting both (TTFT, mean ITL)")
@@ -54,7 +58,8 @@ int main(int argc, char** argv) {
             "  dynamo-bench --long-fraction 0.1 --long-isl 4096 --long-osl 16   # chat + long prompts\n"
             "  dynamo-bench --mode cancel-storm --endpoint chat --isl 512 --osl 8 --storm 50 --cancel-after-ms 500\n"
             "  dynamo-bench --rate-schedule 0:2,60:16,120:2 --concurrency 4096 --sla-ttft-ms 500 --sla-itl-ms 20 \\\n"
-            "      --replicas-url http://127.0.0.1:9090/metrics   # bursty load against an SLA planner");
+            "      --replicas-url http://127.0.0.1:9090/metrics   # bursty load against an SLA planner\n"
+            "  dynamo-bench --trace traffic.jsonl --trace-block-size 64 --concurrency 4096   # dynamo-configure --write-trace");
   if (auto code = dynamo::cli_exit_code("dynamo-bench", cli.parse(argc, argv)))
     return *code;
   cfg.seed = static_cast<uint64_t>(seed);

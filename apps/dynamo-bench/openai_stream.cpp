@@ -18,11 +18,25 @@ expected<std::string> resolve_model(http::http_client& client) {
   return j["data"][0].value("id", std::string{});
 }
 
+namespace {
+
+json body_head(const load_config& cfg, uint32_t osl) {
+  return json{{"model", cfg.model}, {"max_tokens", osl}, {"stream", true},
+              {"stream_options", {{"include_usage", true}}}, {"ignore_eos", true},
+              {"temperature", 0}};
+}
+
+} // namespace
+
+std::string make_body(const load_config& cfg, const std::vector<uint32_t>& prompt, uint32_t osl) {
+  json body = body_head(cfg, osl);
+  body["prompt"] = prompt;
+  return body.dump();
+}
+
 std::string make_body(const load_config& cfg, uint32_t isl, uint32_t osl, std::mt19937_64& rng) {
   std::uniform_int_distribution<uint32_t> tok(cfg.token_lo, cfg.token_hi);
-  json body{{"model", cfg.model}, {"max_tokens", osl}, {"stream", true},
-            {"stream_options", {{"include_usage", true}}}, {"ignore_eos", true},
-            {"temperature", 0}};
+  json body = body_head(cfg, osl);
   if (cfg.endpoint == "chat") {
     static const char* words[] = {"alpha", "beta", "gamma", "delta", "river", "stone",
                                   "cloud", "market", "engine", "paper", "light", "music"};

@@ -12,6 +12,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dynamo::bench {
 
@@ -24,6 +25,10 @@ namespace dynamo::bench {
 /// ignore_eos, temperature 0, include_usage.
 [[nodiscard]] std::string make_body(const load_config& cfg, uint32_t isl, uint32_t osl,
                                     std::mt19937_64& rng);
+
+/// A streaming completions request for these prompt token ids, otherwise as
+/// make_body's.
+[[nodiscard]] std::string make_body(const load_config& cfg, const std::vector<uint32_t>& prompt, uint32_t osl);
 
 /// "/v1/chat/completions" or "/v1/completions".
 [[nodiscard]] std::string_view target_of(const load_config& cfg) noexcept;

@@ -95,7 +95,7 @@ void print_row(const evaluated& e) {
 }
 
 struct options {
-  std::string profile_path, isl = "fixed:512", osl = "fixed:128", trace_path, out_path, json_path;
+  std::string profile_path, isl = "fixed:512", osl = "fixed:128", trace_path, write_trace, out_path, json_path;
   std::string modes = "agg,disagg", seqs = "16,32,64,128,256", tokens = "1024,2048,4096,8192",
               thresholds = "0,256,512,1024,2048", routers = "kv,round-robin";
   std::string ns = "dynamo", discovery_root, model, model_path;
@@ -125,6 +125,8 @@ cli make_cli(options& o) {
     .option("trace", &o.trace_path, "Mooncake-style JSONL trace instead of --isl/--osl (dynamo-route-workload writes one)")
     .option("trace-block-size", &o.trace_block_size, "tokens per trace hash id")
     .option("trace-rate", &o.trace_rate, "rescale the trace's timestamps to this many requests per second (0: as recorded)")
+    .option("write-trace", &o.write_trace, "write the simulated requests here as a JSONL trace, which `dynamo-bench --trace "
+                                           "FILE --trace-block-size <its block size, printed>` sends as simulated")
     .option("gpu-budget", &o.budget, "GPUs of all workers together")
     .option("gpus-per-worker", &o.gpus_per_worker, "GPUs one worker (the profiled engine) uses")
     .option("modes", &o.modes, "agg, disagg or both")
@@ -212,6 +214,19 @@ expected<request_set> make_traffic(const options& o) {
   }
   if (reqs.requests.empty())
     return make_error(errc::invalid_argument, "no requests to simulate");
+  if (!o.write_trace.empty()) {
+    // Simulate what the file says (whole-ms timestamps), so that a replay of
+    // it is exactly the simulated traffic.
+    const auto records = to_trace(reqs);
+    std::ofstream out(o.write_trace);
+    route::write_jsonl(out, records);
+    if (!out.flush())
+      return make_error(errc::io_error, "cannot write trace " + o.write_trace);
+    const uint32_t block = reqs.block_tokens;
+    reqs = requests_from_trace(records, block, 0, 0);
+    fmt::print(stderr, "{}: wrote {} requests to {} (dynamo-bench --trace {} --trace-block-size {})\n", program,
+               records.size(), o.write_trace, o.write_trace, block);
+  }
   return reqs;
 }
 

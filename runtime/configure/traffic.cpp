@@ -121,7 +121,7 @@ request_set make_requests(const traffic_spec& spec) {
     r.isl = draw(spec.isl, rng);
     r.osl = draw(spec.osl, rng);
     r.first_block = static_cast<uint32_t>(out.block_ids.size());
-    r.num_blocks = (r.isl + bt - 1) / bt;
+    r.num_blocks = static_cast<uint32_t>(kv::blocks_for_tokens(r.isl, bt));
     uint64_t group = 0, shared_blocks = 0;
     if (spec.prefix_groups > 0 && spec.prefix_share > 0) {
       group = 1 + std::uniform_int_distribution<uint64_t>(0, spec.prefix_groups - 1)(rng);
@@ -139,21 +139,30 @@ request_set make_requests(const traffic_spec& spec) {
   return out;
 }
 
+std::vector<route::trace_record> to_trace(const request_set& set) {
+  std::vector<route::trace_record> out;
+  out.reserve(set.requests.size());
+  for (const auto& r : set.requests) {
+    route::trace_record rec;
+    rec.timestamp_ms = static_cast<uint64_t>(std::llround(std::max(0.0, r.arrival_ms)));
+    rec.input_length = r.isl;
+    rec.output_length = r.osl;
+    const auto first = set.block_ids.begin() + r.first_block;
+    rec.hash_ids.assign(first, first + r.num_blocks);
+    out.push_back(std::move(rec));
+  }
+  return out;
+}
+
 request_set requests_from_trace(const std::vector<route::trace_record>& records, uint32_t trace_block_size,
                                 double rate, size_t limit) {
   request_set out;
   out.block_tokens = std::max(1u, trace_block_size);
-  size_t n = limit > 0 ? std::min(limit, records.size()) : records.size();
-  double scale = 1;
-  if (rate > 0 && n > 1) {
-    double span_s = static_cast<double>(records[n - 1].timestamp_ms - records[0].timestamp_ms) / 1000.0;
-    if (span_s > 0)
-      scale = (static_cast<double>(n - 1) / rate) / span_s;
-  }
-  for (size_t i = 0; i < n; ++i) {
+  const std::vector<double> arrivals = route::trace_arrivals_ms(records, rate, limit);
+  for (size_t i = 0; i < arrivals.size(); ++i) {
     const auto& rec = records[i];
     sim_request r;
-    r.arrival_ms = static_cast<double>(rec.timestamp_ms - records[0].timestamp_ms) * scale;
+    r.arrival_ms = arrivals[i];
     r.isl = std::max(1u, rec.input_length);
     r.osl = std::max(1u, rec.output_length);
     r.first_block = static_cast<uint32_t>(out.block_ids.size());

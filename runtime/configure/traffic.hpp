@@ -69,4 +69,11 @@ struct request_set {
 [[nodiscard]] request_set requests_from_trace(const std::vector<route::trace_record>& records,
                                               uint32_t trace_block_size, double rate, size_t limit);
 
+/// `set` as trace records (timestamps rounded to whole ms; hash ids: the
+/// requests' block ids, at set.block_tokens tokens each), for
+/// dynamo-configure --write-trace: requests_from_trace(to_trace(set),
+/// set.block_tokens, 0, 0) is the same traffic, which dynamo-bench --trace
+/// then sends.
+[[nodiscard]] std::vector<route::trace_record> to_trace(const request_set& set);
+
 } // namespace dynamo::configure

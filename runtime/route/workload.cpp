@@ -105,6 +105,23 @@ std::vector<uint32_t> synthesize_tokens(const trace_record& r, uint32_t block, u
   return tokens;
 }
 
+std::vector<double> trace_arrivals_ms(const std::vector<trace_record>& records, double rate, size_t limit) {
+  const size_t n = limit > 0 ? std::min(limit, records.size()) : records.size();
+  double scale = 1;
+  if (rate > 0 && n > 1) {
+    const double span_s =
+      (static_cast<double>(records[n - 1].timestamp_ms) - static_cast<double>(records[0].timestamp_ms)) / 1000.0;
+    if (span_s > 0)
+      scale = (static_cast<double>(n - 1) / rate) / span_s;
+  }
+  std::vector<double> at(n);
+  // A record stamped before the first (an unsorted file) arrives with it.
+  for (size_t i = 0; i < n; ++i)
+    at[i] = std::max(0.0, static_cast<double>(records[i].timestamp_ms) -
+                            static_cast<double>(records[0].timestamp_ms)) * scale;
+  return at;
+}
+
 workload_stats analyze_workload(const std::vector<trace_record>& records) {
   workload_stats st;
   st.requests = records.size();

@@ -47,6 +47,13 @@ struct workload_config {
                                                       uint32_t trace_block_size,
                                                       uint32_t vocab = 49152);
 
+/// Arrival times (ms after the first) of the first `limit` records (all when
+/// 0): their timestamps, rescaled when rate > 0 so that the span from first
+/// to last arrival is (n - 1) / rate seconds. What dynamo-configure simulates
+/// from a trace and what dynamo-bench --trace sends: one rule for both.
+[[nodiscard]] std::vector<double> trace_arrivals_ms(const std::vector<trace_record>& records, double rate,
+                                                    size_t limit);
+
 struct workload_stats {
   size_t requests = 0;
   double mean_input_length = 0;

@@ -2,6 +2,9 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
+#include <cmath>
+
 using namespace dynamo;
 using namespace dynamo::configure;
 
@@ -62,6 +65,34 @@ BOOST_AUTO_TEST_CASE(traces_chain_their_hash_ids) {
   auto fast = requests_from_trace(recs, 512, 4.0, 2); // 2 requests at 4/s: 250 ms apart
   BOOST_TEST(fast.requests.size() == 2u);
   BOOST_TEST(fast.requests[1].arrival_ms == 250.0);
+}
+
+BOOST_AUTO_TEST_CASE(written_traffic_reads_back_as_the_same_requests) {
+  traffic_spec t;
+  t.isl = {length_dist::kind::normal, 300, 120};
+  t.osl = {length_dist::kind::uniform, 4, 40};
+  t.rate = 30;
+  t.requests = 100;
+  t.prefix_groups = 3;
+  t.prefix_share = 0.6;
+  const auto a = make_requests(t);
+  const auto recs = to_trace(a);
+  BOOST_TEST_REQUIRE(recs.size() == a.requests.size());
+  const auto b = requests_from_trace(recs, a.block_tokens, 0, 0);
+  BOOST_TEST_REQUIRE(b.requests.size() == a.requests.size());
+  for (size_t i = 0; i < a.requests.size(); ++i) {
+    const auto &x = a.requests[i], &y = b.requests[i];
+    // Whole-ms timestamps, measured from the first arrival (which is 0).
+    BOOST_TEST(std::abs(y.arrival_ms - x.arrival_ms) <= 0.5);
+    BOOST_TEST(y.arrival_ms == std::round(y.arrival_ms));
+    BOOST_TEST((x.isl == y.isl && x.osl == y.osl && x.num_blocks == y.num_blocks));
+    // Shared prefixes stay shared, and only them: block by block against request 0.
+    const auto& z = a.requests[0];
+    const auto& w = b.requests[0];
+    for (uint32_t k = 0; k < std::min(x.num_blocks, z.num_blocks); ++k)
+      BOOST_TEST((a.block_ids[x.first_block + k] == a.block_ids[z.first_block + k]) ==
+                 (b.block_ids[y.first_block + k] == b.block_ids[w.first_block + k]));
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -89,6 +89,22 @@ BOOST_AUTO_TEST_CASE(tokens_follow_hash_ids_so_equal_ids_give_equal_tokens) {
     BOOST_TEST(t < 100u);
 }
 
+BOOST_AUTO_TEST_CASE(trace_arrivals_are_rescaled_cut_and_never_negative) {
+  std::vector<trace_record> recs(4);
+  recs[0].timestamp_ms = 1000;
+  recs[1].timestamp_ms = 1100;
+  recs[2].timestamp_ms = 1400;
+  recs[3].timestamp_ms = 900; // unsorted: arrives with the first
+  auto as_is = trace_arrivals_ms(recs, 0, 3);
+  BOOST_TEST(as_is == (std::vector<double>{0, 100, 400}), boost::test_tools::per_element());
+  auto at_10 = trace_arrivals_ms(recs, 10.0, 3); // 2 gaps at 10/s: the span is 200 ms
+  BOOST_TEST(at_10 == (std::vector<double>{0, 50, 200}), boost::test_tools::per_element());
+  auto all = trace_arrivals_ms(recs, 0, 0);
+  BOOST_TEST(all.size() == 4u);
+  BOOST_TEST(all[3] == 0.0);
+  BOOST_TEST(trace_arrivals_ms({}, 5.0, 0).empty());
+}
+
 BOOST_AUTO_TEST_CASE(reuse_ratio_counts_blocks_seen_before) {
   std::vector<trace_record> t{{0, 8, 1, {1, 2}, 0}, {1000, 12, 1, {1, 2, 3}, 0},
                               {3000, 4, 1, {4}, 0}};
