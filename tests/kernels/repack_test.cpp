@@ -214,6 +214,42 @@ BOOST_AUTO_TEST_CASE(every_path_gives_the_scalar_lane_kernels_bits_near_the_exac
   }
 }
 
+BOOST_AUTO_TEST_CASE(every_row_and_token_count_of_one_kernel_call_gives_the_scalar_bits) {
+  // The VNNI path's K-quant kernels take two rows per 512-bit vector and an
+  // odd last row alone: every n_rows 1..9 and nt 1..4 of a direct call
+  // against the scalar kernel, rows past n_rows left alone.
+  const uint32_t k = 512, nb = k / 32, max_rows = 9, nt_max = detail::max_dot_tokens;
+  auto x = test::random_floats(nt_max * k, 41, -3.0f, 3.0f);
+  for (size_t i = 0; i < x.size(); i += 53) x[i] *= 300.0f;
+  std::vector<detail::block_q16_act> q(nt_max * nb);
+  std::vector<detail::block_q16_lanes> b(nt_max * nb / 8);
+  std::vector<float> ds(2 * nt_max * nb);
+  std::vector<detail::act_lanes> xl(nt_max);
+  for (uint32_t t = 0; t < nt_max; ++t) {
+    detail::scalar_kernels().quantize_act(x.data() + t * k, q.data() + t * nb, nb);
+    float* d = ds.data() + 2 * t * nb;
+    detail::lanes_act(q.data() + t * nb, nb, b.data() + t * nb / 8, d, d + nb);
+    xl[t] = {b.data() + t * nb / 8, d, d + nb};
+  }
+  for (const tensor_type t : lane_types) {
+    const lane_weight lw(t, k, max_rows, 43);
+    const detail::dot_l_fn want_dot = detail::lanes_dot(detail::scalar_kernels(), t);
+    for (const cpu_isa isa : test::runnable_isas()) {
+      test::isa_guard g(isa);
+      const detail::dot_l_fn dot = detail::lanes_dot(detail::active_kernels(), t);
+      for (uint32_t n_rows = 1; n_rows <= max_rows; ++n_rows) {
+        for (uint32_t nt = 1; nt <= nt_max; ++nt) {
+          std::vector<float> want(nt_max * max_rows, NAN), got(want);
+          want_dot(lw.lanes.data(), lw.view.lanes_stride, n_rows, xl.data(), nt, nb, want.data(), max_rows);
+          dot(lw.lanes.data(), lw.view.lanes_stride, n_rows, xl.data(), nt, nb, got.data(), max_rows);
+          BOOST_TEST(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0,
+                     type_name(t) << " " << to_string(isa) << " rows " << n_rows << " tokens " << nt);
+        }
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_token_result_does_not_depend_on_the_rest_of_the_batch) {
   const uint32_t k = 512, n = 13, n_tokens = 7;
   for (const tensor_type t : lane_types) {
