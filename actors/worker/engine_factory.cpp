@@ -110,7 +110,7 @@ expected<engine_setup> prepare_mocker(const config::pool_config& pool) {
 expected<engine_setup> prepare_cpu(const config::pool_config& pool, size_t kv_bytes) {
   auto t0 = std::chrono::steady_clock::now();
   spdlog::info("loading model {} from {} ...", pool.model, pool.model_path);
-  auto model = model::decoder_model::load(pool.model_path, {.cpu_repack = pool.engine_opts.cpu_repack});
+  auto model = model::decoder_model::load(pool.model_path, {.cpu_repack = pool.engine_opts.cpu_repack, .threads = pool.engine_opts.threads});
   if (!model)
     return model.error();
   auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

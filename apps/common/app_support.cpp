@@ -116,8 +116,8 @@ void add_cpu_repack_flag(cli& c, std::optional<bool>& on) {
              return {};
            },
            "on | off: CPU engine: give the Q4_0, IQ4_NL, Q8_0, IQ4_XS, Q4_K, Q5_K and Q6_K matrices a repacked copy at load, for faster "
-           "matmuls (default on, or the pool's engine_args.cpu_repack); off saves that much RAM and the "
-           "load time it takes");
+           "matmuls (default on, or the pool's engine_args.cpu_repack); the copy replaces the file's pages in RAM, "
+           "so off saves only the load time it takes and the layouts' few extra bytes");
 }
 
 void add_kvbm_flags(cli& c, kvbm_flags& f) {

@@ -1,6 +1,7 @@
 #include "kernels/reference/repack.hpp"
 
 #include <cstddef>
+#include <cstring>
 
 namespace dynamo::kernels::ref {
 namespace {
@@ -21,22 +22,32 @@ nibble_at lanes_high2(uint32_t j, uint32_t e) {
   return {32 * (v / 4) + 4 * j + e % 4, 2 * (v % 4)};
 }
 
-/// The 256 quants of a Q6_K super-block (0..63), element order.
+uint32_t load4(const uint8_t* p) {
+  uint32_t v = 0;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+void store4(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
+
+/// The 256 quants of a Q6_K super-block (0..63), element order; 4 at a time.
 void q6_k_values(const block_q6_k& b, uint8_t* q) {
   for (int half = 0; half < 2; ++half) {
     const uint8_t* ql = b.ql + 64 * half;
     const uint8_t* qh = b.qh + 32 * half;
     for (int g = 0; g < 4; ++g) {
-      for (int l = 0; l < 32; ++l) {
-        const uint8_t lo = ql[l + 32 * (g % 2)];
-        q[128 * half + 32 * g + l] =
-            static_cast<uint8_t>((g < 2 ? lo & 0x0f : lo >> 4) | (((qh[l] >> (2 * g)) & 3) << 4));
+      for (int l = 0; l < 32; l += 4) {
+        const uint32_t lo = load4(ql + l + 32 * (g % 2));
+        const uint32_t low4 = (g < 2 ? lo : lo >> 4) & 0x0f0f0f0fu;
+        store4(q + 128 * half + 32 * g + l, low4 | (((load4(qh + l) >> (2 * g)) & 0x03030303u) << 4));
       }
     }
   }
 }
 
-/// Q4_K, and the low 4 bits of Q5_K (the same scales and nibbles).
+/// Q4_K, and the low 4 bits of Q5_K (the same scales and nibbles). Four
+/// elements at a time (a uint32 of bytes; loading ~1 s of a 0.6B model was
+/// these loops, byte by byte).
 template <class Block>
 void repack_k4(const Block& in, block_q4_k_lanes& out) {
   out.d = in.d;
@@ -46,24 +57,34 @@ void repack_k4(const Block& in, block_q4_k_lanes& out) {
     // Element i of sub-block j: nibble j % 2 of in.qs[32 * (j / 2) + i].
     const uint8_t* q = in.qs + 32 * (j / 2);
     const uint32_t shift = 4 * (j % 2);
-    for (uint32_t p = 0; p < 4; ++p) {
-      for (uint32_t e = 0; e < 4; ++e) { // vectors 2p (low nibble) and 2p + 1 (high)
-        const uint32_t lo = (q[8 * p + e] >> shift) & 0x0f, hi = (q[8 * p + 4 + e] >> shift) & 0x0f;
-        out.qs[32 * p + 4 * j + e] = static_cast<uint8_t>(lo | (hi << 4));
-      }
+    for (uint32_t p = 0; p < 4; ++p) { // elements 8p..8p+3 (low nibbles) and 8p+4..8p+7 (high)
+      store4(out.qs + 32 * p + 4 * j,
+             ((load4(q + 8 * p) >> shift) & 0x0f0f0f0fu) | (((load4(q + 8 * p + 4) >> shift) & 0x0f0f0f0fu) << 4));
     }
   }
 }
 
 void repack_q4_k(const block_q4_k* in, block_q4_k_lanes& out) { repack_k4(*in, out); }
 
+/// The 8x8 bit matrix of x's bytes transposed: bit c of byte r to bit r of byte c.
+uint64_t transpose_bits8x8(uint64_t x) {
+  uint64_t t = (x ^ (x >> 7)) & 0x00aa00aa00aa00aaull;
+  x ^= t ^ (t << 7);
+  t = (x ^ (x >> 14)) & 0x0000cccc0000ccccull;
+  x ^= t ^ (t << 14);
+  t = (x ^ (x >> 28)) & 0x00000000f0f0f0f0ull;
+  return x ^ t ^ (t << 28);
+}
+
 void repack_q5_k(const block_q5_k* in, block_q5_k_lanes& out) {
   repack_k4(*in, out.low);
-  for (uint32_t b = 0; b < 32; ++b) { // byte 4j + e of the lanes' qh: bit v is element 4v + e's
-    const uint32_t j = b / 4, e = b % 4;
-    uint32_t bits = 0;
-    for (uint32_t v = 0; v < 8; ++v) bits |= ((in->qh[4 * v + e] >> j) & 1u) << v;
-    out.qh[b] = static_cast<uint8_t>(bits);
+  // Byte 4j + e of the lanes' qh: bit v is element 4v + e's, i.e. bit j of
+  // in->qh[4v + e]: per e, an 8x8 bit transpose.
+  for (uint32_t e = 0; e < 4; ++e) {
+    uint64_t rows = 0;
+    for (uint32_t v = 0; v < 8; ++v) rows |= static_cast<uint64_t>(in->qh[4 * v + e]) << (8 * v);
+    const uint64_t cols = transpose_bits8x8(rows);
+    for (uint32_t j = 0; j < 8; ++j) out.qh[4 * j + e] = static_cast<uint8_t>(cols >> (8 * j));
   }
 }
 
@@ -92,7 +113,7 @@ void repack_q4_0(const block_q4_0* in, block_q4_0_lanes& out) {
 void repack_q8_0(const block_q8_0* in, block_q8_0_lanes& out) {
   for (uint32_t j = 0; j < 8; ++j) {
     out.d[j] = in[j].d;
-    for (uint32_t e = 0; e < 32; ++e) out.qs[32 * (e / 4) + 4 * j + e % 4] = in[j].qs[e];
+    for (uint32_t u = 0; u < 8; ++u) std::memcpy(out.qs + 32 * u + 4 * j, in[j].qs + 4 * u, 4); // elements 4u..4u+3
   }
 }
 
@@ -113,16 +134,13 @@ void repack_q6_k(const block_q6_k* b, block_q6_k_lanes& out) {
   for (uint32_t j = 0; j < 8; ++j) {
     out.sc[j] = in.scales[2 * j];
     out.sc[8 + j] = in.scales[2 * j + 1];
-    const uint8_t* v = q + 32 * j; // vector u holds elements 4u..4u+3
-    for (uint32_t e = 0; e < 4; ++e) {
-      for (uint32_t p = 0; p < 4; ++p) {
-        out.ql[32 * p + 4 * j + e] = static_cast<uint8_t>((v[8 * p + e] & 0x0f) | ((v[8 * p + 4 + e] & 0x0f) << 4));
-      }
-      for (uint32_t h = 0; h < 2; ++h) {
-        uint32_t bits = 0;
-        for (uint32_t u = 0; u < 4; ++u) bits |= static_cast<uint32_t>(v[4 * (4 * h + u) + e] >> 4) << (2 * u);
-        out.qh[32 * h + 4 * j + e] = static_cast<uint8_t>(bits);
-      }
+    const uint8_t* v = q + 32 * j; // vector u holds elements 4u..4u+3; 4 elements (e) at a time
+    for (uint32_t p = 0; p < 4; ++p)
+      store4(out.ql + 32 * p + 4 * j, (load4(v + 8 * p) & 0x0f0f0f0fu) | ((load4(v + 8 * p + 4) & 0x0f0f0f0fu) << 4));
+    for (uint32_t h = 0; h < 2; ++h) {
+      uint32_t bits = 0;
+      for (uint32_t u = 0; u < 4; ++u) bits |= ((load4(v + 4 * (4 * h + u)) >> 4) & 0x03030303u) << (2 * u);
+      store4(out.qh + 32 * h + 4 * j, bits);
     }
   }
   out.d = in.d;

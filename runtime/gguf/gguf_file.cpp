@@ -2,6 +2,7 @@
 
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <utility>
@@ -317,6 +318,23 @@ expected<void> file_parser::run() {
 }
 
 // ---- file ---------------------------------------------------------------
+
+std::span<const std::byte> whole_pages_inside(std::span<const std::byte> range, size_t page) noexcept {
+  const auto begin = reinterpret_cast<uintptr_t>(range.data());
+  const uintptr_t end = begin + range.size();
+  const uintptr_t first = (begin + page - 1) & ~uintptr_t(page - 1); // rounded up
+  const uintptr_t last = end & ~uintptr_t(page - 1);                 // rounded down
+  if (range.empty() || first < begin || last <= first) return {};
+  return range.subspan(first - begin, last - first);
+}
+
+void file::release_pages(std::span<const std::byte> range) const noexcept {
+  const auto at = reinterpret_cast<uintptr_t>(range.data()), base = reinterpret_cast<uintptr_t>(bytes_.data());
+  if (map_ == nullptr || at < base || at - base > bytes_.size() || range.size() > bytes_.size() - (at - base)) return;
+  static const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const auto pages = whole_pages_inside(range, page);
+  if (!pages.empty()) (void)::madvise(const_cast<std::byte*>(pages.data()), pages.size(), MADV_DONTNEED);
+}
 
 file::~file() {
   if (map_)

@@ -1,7 +1,7 @@
 // A parsed GGUF file: header, metadata key/values, tensor infos, and zero-copy
 // access to tensor bytes through a read-only mmap (or an owned buffer in tests).
 // The model loader, tokenizer loader and tools call it. Immutable after open():
-// safe for concurrent readers; views it hands out live as long as the file.
+// safe for concurrent readers (release_pages() included); views it hands out live as long as the file.
 #pragma once
 
 #include "runtime/core/error.hpp"
@@ -44,6 +44,11 @@ struct tensor_info {
   [[nodiscard]] uint64_t n_rows() const noexcept { return ne[1] * ne[2] * ne[3]; }
   [[nodiscard]] uint64_t row_bytes() const noexcept { return n_rows() ? n_bytes / n_rows() : 0; }
 };
+
+/// The whole `page`-byte pages inside `range` (`page` a power of two): what
+/// file::release_pages() drops. Empty when no page fits (a range shorter than a
+/// page, or one that only straddles a boundary); never reaches outside `range`.
+[[nodiscard]] std::span<const std::byte> whole_pages_inside(std::span<const std::byte> range, size_t page) noexcept;
 
 struct metadata_kv {
   std::string_view key;
@@ -102,6 +107,13 @@ public:
   /// For files opened from disk the data starts at a multiple of alignment()
   /// from a page-aligned base, so it may be read as block_q4_1[] etc. directly.
   [[nodiscard]] std::span<const std::byte> tensor_data(const tensor_info& t) const noexcept;
+  /// Lets the OS take back this process's resident copies of the whole pages
+  /// inside `range` (a part of tensor_data(); the CPU repack calls it once a
+  /// matrix has its lane copy). For files opened from disk only: the mapping is
+  /// read-only and MAP_SHARED, so a later read faults the same bytes back in from
+  /// the page cache, costing time and RSS, never content. A no-op for in-memory
+  /// images (MADV_DONTNEED would zero their bytes) and for a range outside the file.
+  void release_pages(std::span<const std::byte> range) const noexcept;
   /// Dequantizes row `row` (ne[0] floats) into `out`.
   [[nodiscard]] expected<void> dequantize_row(const tensor_info& t, uint64_t row, std::span<float> out) const;
   /// The whole tensor as fp32, rows in order (n_elements floats).

@@ -12,7 +12,7 @@ cpu_executor::cpu_executor(std::shared_ptr<const decoder_model> model, std::uniq
       sampler_(process_seed) {}
 
 expected<std::unique_ptr<cpu_executor>> cpu_executor::create(const cpu_executor_config& config) {
-  auto model = decoder_model::load(config.model_path, {.cpu_repack = config.cpu_repack});
+  auto model = decoder_model::load(config.model_path, {.cpu_repack = config.cpu_repack, .threads = config.threads});
   if (!model) return model.error();
   return create(std::move(*model), config);
 }

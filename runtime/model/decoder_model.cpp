@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdlib>
 
 namespace dynamo::model {
@@ -287,9 +288,12 @@ owned_bytes huge_page_bytes(size_t bytes) {
 
 /// Attaches a lane copy to every matrix of a type where it pays, all in one
 /// huge-page arena (64-byte aligned each); returns the arena (null when
-/// nothing pays) and its used bytes. Runs on all cores (a 0.6B model's
-/// repacked matrices take ~1 s on one).
-expected<owned_bytes> repack(decoder_weights& w, size_t& total) {
+/// nothing pays) and its used bytes. Runs on `threads` threads (a 0.6B model's
+/// repacked matrices take ~1 s on one) in blocks of rows claimed in matrix
+/// order. Each block's whole source pages, and a matrix's boundary pages once
+/// its last block is done, leave the process (gguf::file::release_pages): the
+/// peak holds the copies and the blocks in flight, not both copies.
+expected<owned_bytes> repack(decoder_weights& w, const gguf::file& f, unsigned threads, size_t& total) {
   std::vector<weight_matrix*> ms;
   total = 0;
   for_each_matmul_weight(w, [&](weight_matrix& m) {
@@ -304,21 +308,34 @@ expected<owned_bytes> repack(decoder_weights& w, size_t& total) {
   struct task {
     const weight_matrix* m;
     uint32_t r0, r1;
-    std::byte* dst; ///< the matrix's copy
+    std::byte* dst;               ///< the matrix's copy
+    std::atomic<uint32_t>* left;  ///< the matrix's blocks not yet done
   };
   std::vector<task> tasks;
+  std::vector<std::atomic<uint32_t>> left(ms.size());
   constexpr uint32_t rows_per_task = 512;
   size_t at = 0;
-  for (weight_matrix* m : ms) {
+  for (size_t i = 0; i < ms.size(); ++i) {
+    weight_matrix* m = ms[i];
     std::byte* dst = arena.get() + at;
     m->lanes = dst;
     at += (m->lanes_stride * m->n + 63) / 64 * 64;
-    for (uint32_t r = 0; r < m->n; r += rows_per_task) tasks.push_back({m, r, std::min(m->n, r + rows_per_task), dst});
+    left[i] = (m->n + rows_per_task - 1) / rows_per_task;
+    for (uint32_t r = 0; r < m->n; r += rows_per_task)
+      tasks.push_back({m, r, std::min(m->n, r + rows_per_task), dst, &left[i]});
   }
-  kernels::ref::thread_pool pool;
+  kernels::ref::thread_pool pool(threads);
   pool.parallel_for(static_cast<uint32_t>(tasks.size()), [&](uint32_t i) {
-    kernels::ref::repack_lanes_rows(*tasks[i].m, tasks[i].r0, tasks[i].r1, tasks[i].dst);
+    const task& t = tasks[i];
+    kernels::ref::repack_lanes_rows(*t.m, t.r0, t.r1, t.dst);
+    const auto* src = static_cast<const std::byte*>(t.m->data);
+    f.release_pages({src + t.m->stride() * t.r0, t.m->stride() * (t.r1 - t.r0)});
+    if (t.left->fetch_sub(1, std::memory_order_acq_rel) == 1) f.release_pages({src, t.m->stride() * t.m->n});
   });
+  if (w.tied_embeddings) { // the lookup reads the copy too (kernels/reference/embedding.hpp): released pages stay out
+    w.token_embd.lanes = w.output.lanes;
+    w.token_embd.lanes_stride = w.output.lanes_stride;
+  }
   return arena;
 }
 
@@ -347,7 +364,7 @@ expected<std::shared_ptr<const decoder_model>> decoder_model::from_file(std::sha
   m->config_ = std::move(*config);
   m->weights_ = std::move(*weights);
   if (options.cpu_repack) {
-    auto r = repack(m->weights_, m->repacked_bytes_);
+    auto r = repack(m->weights_, *m->file_, options.threads, m->repacked_bytes_);
     if (!r) return r.error();
     if (*r != nullptr) m->repacked_.push_back(std::move(*r));
   }

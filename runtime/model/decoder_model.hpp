@@ -82,10 +82,15 @@ struct decoder_weights {
 /// How load() prepares the weights.
 struct load_options {
   /// Give the matrices whose CPU matmul is faster in the lane layout (Q4_0, IQ4_NL, Q8_0, IQ4_XS, Q4_K, Q5_K, Q6_K;
-  /// kernels/reference/repack.hpp) a repacked copy: quantized, the same size,
-  /// in anonymous memory; the mapped file is still what everything else reads.
-  /// The CUDA engine, which never runs the CPU matmul, turns it off.
+  /// kernels/reference/repack.hpp) a repacked copy: quantized, about the same
+  /// size, in anonymous memory. The copied file pages then leave the process
+  /// (gguf::file::release_pages); what still reads the file (the token embedding
+  /// lookup, also when it is the tied LM head; reference mode) faults back the
+  /// pages it touches. The CUDA engine, which never runs the CPU matmul, turns it off.
   bool cpu_repack = true;
+  /// Threads for the repack, the caller included; 0 = hardware threads
+  /// (cpu_executor passes its compute threads).
+  unsigned threads = 0;
 };
 
 class decoder_model {

@@ -10,8 +10,11 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <unistd.h>
 
 using namespace dynamo;
@@ -289,6 +292,104 @@ BOOST_AUTO_TEST_CASE(row_access_is_bounds_checked) {
   BOOST_TEST(code_of(f->dequantize_row(*f->find_tensor("t"), 2, row).error()) == errc::invalid_argument);
   row.resize(31);
   BOOST_TEST(code_of(f->dequantize_row(*f->find_tensor("t"), 0, row).error()) == errc::invalid_argument);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(reader_pages)
+
+namespace {
+
+constexpr size_t page = 4096;
+
+/// Kilobytes of `addr`'s mapping resident in this process (/proc/self/smaps "Rss:").
+long rss_kib_of_mapping(const void* addr) {
+  std::ifstream in("/proc/self/smaps");
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
+      inside = lo <= a && a < hi;
+    } else if (inside && line.rfind("Rss:", 0) == 0) {
+      return std::stol(line.substr(4));
+    }
+  }
+  return -1;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(whole_pages_inside_is_the_largest_page_aligned_interior) {
+  const size_t n_pages = 6;
+  std::unique_ptr<std::byte, void (*)(void*)> buf(static_cast<std::byte*>(std::aligned_alloc(page, n_pages * page)),
+                                                  std::free);
+  BOOST_REQUIRE(buf != nullptr);
+  const std::span<const std::byte> all(buf.get(), n_pages * page);
+  // Spot checks: aligned, unaligned at both ends, shorter than a page, straddling one boundary, empty.
+  BOOST_TEST(whole_pages_inside(all.subspan(0, 2 * page), page).data() == all.data());
+  BOOST_TEST(whole_pages_inside(all.subspan(0, 2 * page), page).size() == 2 * page);
+  BOOST_TEST(whole_pages_inside(all.subspan(100, 3 * page - 95), page).data() == all.data() + page);
+  BOOST_TEST(whole_pages_inside(all.subspan(100, 3 * page - 95), page).size() == 2 * page);
+  BOOST_TEST(whole_pages_inside(all.subspan(100, 100), page).empty());
+  BOOST_TEST(whole_pages_inside(all.subspan(page - 10, 20), page).empty());
+  BOOST_TEST(whole_pages_inside(all.subspan(1, page), page).empty());
+  BOOST_TEST(whole_pages_inside(all.subspan(7, 0), page).empty());
+  // Every start and length around the boundaries against counting the pages one by one.
+  for (size_t off : {size_t{0}, size_t{1}, size_t{31}, size_t{32}, page - 1, page, page + 1}) {
+    for (size_t len : {size_t{0}, size_t{1}, page - 1, page, page + 1, 2 * page - 1, 2 * page, 3 * page + 7}) {
+      BOOST_TEST_CONTEXT("offset " << off << " length " << len) {
+        const auto range = all.subspan(off, len);
+        const auto got = whole_pages_inside(range, page);
+        size_t first = n_pages, count = 0;
+        for (size_t p = 0; p < n_pages; ++p) {
+          if (p * page >= off && (p + 1) * page <= off + len) {
+            first = std::min(first, p);
+            ++count;
+          }
+        }
+        BOOST_TEST(got.size() == count * page);
+        if (count > 0) BOOST_TEST(got.data() == all.data() + first * page);
+        BOOST_TEST(reinterpret_cast<uintptr_t>(got.data()) % page == 0u);
+        BOOST_TEST((got.empty() || (got.data() >= range.data() && got.data() + got.size() <= range.data() + len)));
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(release_leaves_in_memory_images_alone) {
+  // The image's bytes live on the heap: MADV_DONTNEED there would zero them.
+  writer w;
+  BOOST_REQUIRE(w.add_tensor("t", {4096, 4}, tensor_type::f32, ramp(4 * 4096, 0.5f)));
+  auto f = parse(w);
+  const tensor_info& t = *f->find_tensor("t");
+  const auto before = *f->dequantize(t);
+  f->release_pages(f->tensor_data(t));
+  BOOST_TEST(*f->dequantize(t) == before, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(released_pages_of_a_mapped_file_leave_rss_and_read_back_the_same) {
+  writer w;
+  BOOST_REQUIRE(w.add_tensor("t", {4096, 16}, tensor_type::f32, ramp(16 * 4096, 0.25f)));
+  auto path = std::filesystem::temp_directory_path() / ("dynamo_gguf_pages_" + std::to_string(::getpid()) + ".gguf");
+  BOOST_REQUIRE(w.write(path.string()));
+  auto f = file::open(path.string());
+  std::filesystem::remove(path);
+  BOOST_REQUIRE_MESSAGE(f, error_text(f));
+  const tensor_info& t = *(*f)->find_tensor("t");
+  const auto data = (*f)->tensor_data(t);
+  const auto expected = *parse(w)->dequantize(*parse(w)->find_tensor("t"));
+  BOOST_TEST(*(*f)->dequantize(t) == expected, boost::test_tools::per_element()); // every page resident
+  const long before = rss_kib_of_mapping(data.data());
+  const auto pages = whole_pages_inside(data, static_cast<size_t>(::sysconf(_SC_PAGESIZE)));
+  BOOST_REQUIRE(!pages.empty());
+  (*f)->release_pages(data);
+  const long after = rss_kib_of_mapping(data.data());
+  BOOST_TEST(after >= 0);
+  BOOST_TEST(after <= before - static_cast<long>(pages.size() / 1024));
+  BOOST_TEST(*(*f)->dequantize(t) == expected, boost::test_tools::per_element()); // faulted back in
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -168,6 +168,7 @@ BOOST_AUTO_TEST_CASE(tiny_files_of_every_type_load_tokenize_and_run_a_cpu_step) 
       o.n_ff = 512;
       o.type = type;
       o.medium_mix = mix;
+      o.tied_embeddings = mix; // the mixes' Q6_K LM head is then token_embd, repacked
       o.threads = 2;
       temp_path tmp("gguf-random-" + label);
       auto bytes = write_random_model(o, tmp.path);
@@ -204,6 +205,11 @@ BOOST_AUTO_TEST_CASE(tiny_files_of_every_type_load_tokenize_and_run_a_cpu_step) 
       BOOST_TEST(std::fabs(mean) < 0.002);
       BOOST_TEST(sd == 0.02, boost::test_tools::tolerance(0.1));
       BOOST_TEST((*m)->weights().layers[0].attn_norm[5] == 1.0f);
+      // A tied table is looked up in its lane copy, whose file pages load released.
+      const auto& wt = (*m)->weights();
+      BOOST_TEST(wt.tied_embeddings == mix);
+      BOOST_TEST(wt.token_embd.lanes == (mix ? wt.output.lanes : nullptr));
+      if (mix) BOOST_TEST(wt.output.lanes != nullptr);
 
       model::cpu_executor_config xc;
       xc.block_size = 16;
