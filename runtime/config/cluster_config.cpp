@@ -327,6 +327,7 @@ caf::error parse_planner_extras(section& p, planner_config& c) {
   DYN_TRY(p.read("kalman_r", c.kalman_r));
   DYN_TRY(p.read("kalman_min_points", c.kalman_min_points));
   DYN_TRY(p.read("pending_timeout_ms", c.pending_timeout_ms));
+  DYN_TRY(p.read("scale_down_stabilization_ms", c.scale_down_stabilization_ms));
   DYN_TRY(p.read("max_gpu_budget", c.max_gpu_budget));
   DYN_TRY(p.read("gpus_per_worker", c.gpus_per_worker));
   DYN_TRY(p.read("throughput_scaling", c.throughput_scaling));

@@ -191,6 +191,11 @@ struct planner_config {
   /// A decision is pending until the pool's observed replicas reach its target
   /// or this long has passed; no new action for that pool meanwhile.
   uint32_t pending_timeout_ms = 120000;
+  /// Scale-down stabilization (as Kubernetes' HPA): a pool's target goes down
+  /// only to the highest replica count proposed within this window, so one
+  /// quiet interval does not give back a replica the next one needs again.
+  /// Scaling up is immediate. 0: off.
+  uint32_t scale_down_stabilization_ms = 15000;
   int64_t max_gpu_budget = -1;          ///< GPUs across pools (negative: unlimited)
   uint32_t gpus_per_worker = 1;         ///< a replica costs workers_per_process x this
   // Throughput (SLA) lower bound from the frontend's traffic (dynamo_frontend_* metrics).

@@ -306,6 +306,26 @@ uint32_t planner::propose(size_t i, const window& w, pool_status& st) const {
   return proposed;
 }
 
+uint32_t planner::stabilize(size_t i, uint32_t proposed, int64_t now_ms, pool_status& st) {
+  auto& recent = state_[i].proposals;
+  const int64_t window = cfg_.scale_down_stabilization_ms;
+  while (!recent.empty() && recent.front().first <= now_ms - window)
+    recent.pop_front();
+  if (window > 0)
+    recent.emplace_back(now_ms, proposed);
+  const uint32_t target = state_[i].target;
+  if (proposed >= target || recent.empty())
+    return proposed;
+  uint32_t highest = proposed;
+  for (const auto& [_, n] : recent)
+    highest = std::max(highest, n);
+  if (highest == proposed)
+    return proposed;
+  const uint32_t held = std::min(highest, target);
+  st.verdict += fmt::format(" (held at {}: {} proposed within the last {} ms)", held, highest, window);
+  return held;
+}
+
 step_result planner::step(int64_t now_ms) {
   step_result out;
   std::vector<uint32_t> proposed(specs_.size());
@@ -331,7 +351,7 @@ step_result planner::step(int64_t now_ms) {
     if (ps.pending && (st.observed == ps.target ||
                        now_ms - ps.pending_since_ms >= static_cast<int64_t>(cfg_.pending_timeout_ms)))
       ps.pending = false; // reached, or given up waiting: a new action may follow
-    proposed[i] = propose(i, w, st);
+    proposed[i] = stabilize(i, propose(i, w, st), now_ms, st);
     out.pools.push_back(std::move(st));
   }
 

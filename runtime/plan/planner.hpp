@@ -124,6 +124,8 @@ private:
     std::map<engine_key, std::deque<sample>> samples;
     predictor load;
     predictor waiting;
+    /// (step time, proposal) within scale_down_stabilization_ms, oldest first.
+    std::deque<std::pair<int64_t, uint32_t>> proposals;
   };
   struct traffic_state {
     predictor rate, isl, osl, hit;
@@ -141,6 +143,9 @@ private:
   [[nodiscard]] window summarize(size_t i, int64_t now_ms);
   [[nodiscard]] std::optional<uint32_t> throughput_floor(size_t i, pool_status& st) const;
   [[nodiscard]] uint32_t propose(size_t i, const window& w, pool_status& st) const;
+  /// `proposed` after scale-down stabilization (planner_config::scale_down_stabilization_ms);
+  /// records it among the pool's recent proposals.
+  [[nodiscard]] uint32_t stabilize(size_t i, uint32_t proposed, int64_t now_ms, pool_status& st);
 
   config::planner_config cfg_;
   predictor_config predictor_cfg_;

@@ -18,6 +18,7 @@ config::planner_config base_config() {
   c.predictor = "moving_average";
   c.predictor_window = 3;
   c.pending_timeout_ms = 5000;
+  c.scale_down_stabilization_ms = 0; // its own test below
   return c;
 }
 
@@ -308,6 +309,43 @@ BOOST_AUTO_TEST_CASE(sla_mode_sizes_decode_from_the_profile_both_ways) {
   auto down = tick(p, "dec", {1, 2}, 0.9f, 2000);  // high KV usage does not matter in sla mode
   BOOST_REQUIRE_EQUAL(down.decisions.size(), 1u);
   BOOST_TEST(down.decisions[0].target == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(scale_down_waits_for_the_stabilization_window_scale_up_does_not) {
+  auto c = base_config();
+  c.mode = "sla";
+  c.predictor = "constant";
+  c.ttft_ms = 100;
+  c.itl_ms = 16;
+  c.scale_down_stabilization_ms = 3000;
+  auto spec = pool("dec", worker_role::decode, 1);
+  engine_profile prof; // as above: one engine sustains 250 output tokens/s
+  prof.max_num_seqs = 64;
+  prof.max_kv_tokens = 100000;
+  prof.prefill = {{100, 0.0, 0, 10.0}};
+  prof.decode = {{1, 100, 10.0}, {4, 100, 16.0}};
+  spec.profile = prof;
+  auto p = make(c, {spec});
+  p.set_instances("dec", 1);
+  p.observe_traffic("m", traffic{10.0, 80, 40, 0}); // 1.6 engines: up to 2 at once
+  auto up = tick(p, "dec", {1}, 0.1f, 1000);
+  BOOST_REQUIRE_EQUAL(up.decisions.size(), 1u);
+  BOOST_TEST(up.decisions[0].target == 2u);
+  p.set_instances("dec", 2);
+  p.observe_traffic("m", traffic{1.0, 80, 40, 0}); // one engine would do
+  for (int64_t t : {2000, 3000}) {                  // 2 was proposed at 1000: held
+    auto held = tick(p, "dec", {1, 2}, 0.1f, t);
+    BOOST_TEST(held.decisions.empty(), t);
+    BOOST_TEST(held.pools[0].verdict.find("held at 2") != std::string::npos, held.pools[0].verdict);
+  }
+  auto down = tick(p, "dec", {1, 2}, 0.1f, 4000); // 1000 is out of the window
+  BOOST_REQUIRE_EQUAL(down.decisions.size(), 1u);
+  BOOST_TEST(down.decisions[0].target == 1u);
+  p.set_instances("dec", 1);
+  p.observe_traffic("m", traffic{10.0, 80, 40, 0}); // and straight back up, without waiting
+  auto again = tick(p, "dec", {1}, 0.1f, 5000);
+  BOOST_REQUIRE_EQUAL(again.decisions.size(), 1u);
+  BOOST_TEST(again.decisions[0].target == 2u);
 }
 
 BOOST_AUTO_TEST_CASE(observed_replicas_count_processes) {
