@@ -80,6 +80,7 @@ struct cluster {
     c.planner.min_replicas = 1;
     c.planner.max_replicas = 3;
     c.planner.predictor = "constant";
+    c.planner.scale_down_stabilization_ms = 0; // scripted up and down within a second
     plan::pool_spec pre, dec;
     pre.name = "prefill";
     pre.role = config::worker_role::prefill;
