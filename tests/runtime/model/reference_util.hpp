@@ -1,6 +1,7 @@
 // Runs the independent float64 numpy reference (decoder_ref.py) from C++
 // tests and parses what it prints: last-position logits with an optional
-// greedy continuation, or per-step top-k log-probs for a batch of models;
+// greedy continuation, the final hidden state, every prompt token's log-prob,
+// or per-step top-k log-probs for a batch of models;
 // and our engine's log-probs at the reference's steps. Test code only; each
 // reference call starts one python3 process.
 #pragma once
@@ -89,6 +90,26 @@ inline std::vector<double> run_reference_hidden(const std::string& model, const 
   BOOST_REQUIRE_EQUAL(pclose(p), 0);
   BOOST_REQUIRE_EQUAL(h.size(), n_embd);
   return h;
+}
+
+/// The reference's log-prob of each prompt token after the first under the
+/// distribution at the position before it (decoder_ref.py --prompt-logprobs).
+inline std::vector<double> run_reference_prompt_logprobs(const std::string& model, const std::vector<uint32_t>& ids) {
+  std::ostringstream cmd;
+  cmd << python() << " " << reference_script() << " --model '" << model << "' --prompt-logprobs";
+  for (uint32_t id : ids) cmd << " " << id;
+  FILE* p = popen(cmd.str().c_str(), "r");
+  BOOST_REQUIRE(p != nullptr);
+  std::vector<double> lps;
+  char line[1024];
+  size_t n_prompt = 0;
+  if (std::fgets(line, sizeof line, p) != nullptr) std::sscanf(line, "n_prompt %zu", &n_prompt);
+  while (lps.size() + 1 < n_prompt && std::fgets(line, sizeof line, p) != nullptr)
+    lps.push_back(std::strtod(line, nullptr));
+  BOOST_REQUIRE_EQUAL(pclose(p), 0);
+  BOOST_REQUIRE_EQUAL(n_prompt, ids.size());
+  BOOST_REQUIRE_EQUAL(lps.size() + 1, n_prompt);
+  return lps;
 }
 
 /// One greedy step of the reference: its top-k (id, log-prob), most likely
