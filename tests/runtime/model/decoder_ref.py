@@ -22,7 +22,7 @@ Modes:
       prints `n_embd <E>` and E lines: the last position's hidden state after
       the final norm (what an embedding request returns).
   decoder_ref.py --model M --prompt-logprobs ID...
-      prints `n_prompt <P>` and P - 1 lines: the log-softmax at position p - 1
+      prints `n_logprobs <P - 1>` and P - 1 lines: the log-softmax at position p - 1
       of ids[p], for p = 1 .. P - 1 (one position at a time through the cache).
   decoder_ref.py --batch FILE --greedy N --top K
       FILE has lines `<model path> <id> <id> ...`; for each, prints one JSON
@@ -283,7 +283,7 @@ def main():
     m = Model(a.model)
     ids = list(a.ids)
     if a.prompt_logprobs:
-        cache, out = Cache(m), [f"n_prompt {len(ids)}"]
+        cache, out = Cache(m), [f"n_logprobs {len(ids) - 1}"]
         for p in range(1, len(ids)):
             lp = log_softmax(forward(m, np.array([ids[p - 1]], dtype=np.int64), cache))
             out.append(repr(float(lp[ids[p]])))
