@@ -258,7 +258,11 @@ constexpr std::string_view document = R"json({
           "created": {"type": "integer"}, "model": {"type": "string"},
           "choices": {"type": "array", "items": {"type": "object", "properties": {
             "index": {"type": "integer"}, "text": {"type": "string"},
-            "logprobs": {"nullable": true},
+            "logprobs": {"type": "object", "nullable": true, "description": "With echo the prompt's tokens come first; the first one's token_logprobs and top_logprobs entries are null.", "properties": {
+              "tokens": {"type": "array", "items": {"type": "string"}},
+              "token_logprobs": {"type": "array", "items": {"type": "number", "nullable": true}},
+              "top_logprobs": {"type": "array", "items": {"type": "object", "nullable": true, "additionalProperties": {"type": "number"}}},
+              "text_offset": {"type": "array", "items": {"type": "integer"}}}},
             "finish_reason": {"type": "string", "nullable": true, "enum": ["stop", "length"]}}}},
           "usage": {"allOf": [{"$ref": "#/components/schemas/Usage"}], "nullable": true}
         }
