@@ -101,6 +101,33 @@ BOOST_AUTO_TEST_CASE(a_scored_prompt_is_computed_whole_despite_a_prefix_cache_hi
   BOOST_TEST(out.at(0).output.prompt_logprobs.size() == 9u);
 }
 
+BOOST_AUTO_TEST_CASE(a_scored_prompt_preempted_midway_gathers_each_position_once) {
+  engine::engine_config cfg;
+  cfg.max_num_batched_tokens = 4;
+  cfg.num_blocks = 5; // 20 tokens: "a" decoding needs the blocks "b" is prefilling into
+  auto ex = std::make_unique<scoring_executor>();
+  auto* seen = ex.get();
+  auto made = engine_core::create(std::move(ex), cfg);
+  BOOST_REQUIRE(made);
+  engine_core& core = **made;
+  BOOST_REQUIRE(core.add_request(request("a", iota_tokens(7, 1), 12)));
+  const auto prompt = iota_tokens(10, 50);
+  BOOST_REQUIRE(core.add_request(scored("b", prompt)));
+  std::vector<protocol::engine_output> b;
+  for (const auto& o : drain(core))
+    if (o.request_id == "b") b.push_back(o.output);
+  BOOST_TEST(core.sched().num_preemptions() >= 1u);
+  size_t asked_51 = 0; // b's prompt was recomputed: its first target was asked for again
+  for (const auto& t : seen->targets)
+    asked_51 += std::count(t.begin(), t.end(), 51u);
+  BOOST_TEST(asked_51 >= 2u);
+  BOOST_REQUIRE(!b.empty());
+  BOOST_TEST(b[0].error.empty(), b[0].error);
+  BOOST_REQUIRE_EQUAL(b[0].prompt_logprobs.size(), 9u);
+  for (uint32_t p = 1; p < 10; ++p)
+    BOOST_TEST(b[0].prompt_logprobs[p - 1].logprob == fake_logprob(prompt[p], p));
+}
+
 BOOST_AUTO_TEST_CASE(a_one_token_prompt_has_no_prompt_logprobs) {
   auto core = make_core(std::make_unique<scoring_executor>());
   BOOST_REQUIRE(core->add_request(scored("a", {7})));
