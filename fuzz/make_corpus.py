@@ -67,6 +67,8 @@ completion = [
     {"model": "m", "prompt": ["a", "b"], "max_tokens": 3, "echo": True, "logprobs": 2, "stream": True},
     {"model": "m", "prompt": [1, 2, 3], "stop": "x", "suffix": None, "best_of": 1},
     {"model": "m", "prompt": [[1, 2], [3]], "min_tokens": 1, "ignore_eos": True},
+    {"model": "m", "prompt": "The cat sat", "max_tokens": 0, "echo": True, "logprobs": 1,
+     "temperature": 0},
 ]
 for body in completion:
     put("fuzz_openai", b"\1" + json.dumps(body).encode())

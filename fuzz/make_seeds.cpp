@@ -57,6 +57,8 @@ void protocol_seeds() {
   req.stop.stop_token_ids = {2};
   req.stop.max_tokens = 16;
   put_tagged("preprocessed_request", 0, protocol::encode(req));
+  req.sampling.prompt_logprobs = 1; // echo + logprobs on /v1/completions
+  put_tagged("preprocessed_request_prompt_logprobs", 0, protocol::encode(req));
 
   protocol::engine_output out;
   out.token_ids = {9, 10};
@@ -64,6 +66,9 @@ void protocol_seeds() {
   out.logprobs.resize(2);
   out.logprobs[0].top.push_back({});
   put_tagged("engine_output", 1, protocol::encode(out));
+  out.prompt_logprobs.resize(3);
+  out.prompt_logprobs[1].top.push_back({7, -0.25f});
+  put_tagged("engine_output_prompt_logprobs", 1, protocol::encode(out));
 
   protocol::router_event ev;
   ev.worker_id = 3;

@@ -278,6 +278,15 @@ expected<protocol::preprocessed_request> preprocess(const openai::completion_req
   return openai::preprocess_completion(r, m.card, *m.tokenizer, std::move(id));
 }
 
+std::optional<openai::response_assembler::options::echo_prompt>
+echo_of(const openai::chat_request&, const protocol::preprocessed_request&) {
+  return std::nullopt;
+}
+std::optional<openai::response_assembler::options::echo_prompt>
+echo_of(const openai::completion_request& r, const protocol::preprocessed_request& pre) {
+  return openai::echo_prompt_of(r, pre);
+}
+
 /// Responses / Anthropic: the request becomes a chat body (st.job.body) and
 /// the dialect that translates the answer back. False when it was rejected.
 bool translate(request_ptr self) {
@@ -333,7 +342,8 @@ void begin(request_ptr self) {
                         .stop_token_ids = pre->stop.stop_token_ids,
                         .prompt_tokens = pre->prompt_tokens,
                         .include_special = st.parsing.include_special,
-                        .parse = st.parsing.parser});
+                        .parse = st.parsing.parser,
+                        .echo = echo_of(*req, *pre)});
   if (st.job.responder->client_gone())
     return on_gone(self);
   st.job.responder->on_disconnect(

@@ -119,6 +119,8 @@ struct migrating_request : engine::generation, std::enable_shared_from_this<migr
         j->overrides.overlap_score_weight = 0.0;
       }
       j->request.token_ids.insert(j->request.token_ids.end(), generated.begin(), generated.end());
+      if (!generated.empty()) // the first chunk carried them
+        j->request.sampling.prompt_logprobs.reset();
       j->request.stop.max_tokens -= static_cast<uint32_t>(generated.size());
       if (j->request.stop.min_tokens > generated.size())
         j->request.stop.min_tokens -= static_cast<uint32_t>(generated.size());

@@ -11,6 +11,7 @@ namespace dynamo::disagg {
 bool may_prefill_remotely(const protocol::preprocessed_request& r, int prefill_instances,
                           uint32_t max_local_prefill_length) noexcept {
   return prefill_instances > 0 && r.disagg.empty() && r.sampling.n <= 1 && !r.embed &&
+         !r.sampling.prompt_logprobs &&
          r.token_ids.size() >= max_local_prefill_length;
 }
 

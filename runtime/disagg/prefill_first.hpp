@@ -23,7 +23,8 @@ inline constexpr std::string_view prefill_request_suffix = "-prefill";
 /// remotely at all? Needs a prefill instance, a request that is not itself a
 /// leg (no disagg bytes), one choice (a prefill result carries one first
 /// token), not an embedding (it is a prefill already: it runs where it is
-/// routed) and a prompt of at least `max_local_prefill_length` tokens.
+/// routed), no prompt logprobs (the worker that computes the prompt reports
+/// them: served aggregated) and a prompt of at least `max_local_prefill_length` tokens.
 [[nodiscard]] bool may_prefill_remotely(const protocol::preprocessed_request& r, int prefill_instances,
                                         uint32_t max_local_prefill_length) noexcept;
 

@@ -30,6 +30,9 @@ namespace {
     return broken(i, "no tokens");
   if (e.embed && e.sample)
     return broken(i, "an embed entry does not sample");
+  if (e.prompt_targets.size() > e.tokens.size())
+    return broken(i, std::to_string(e.prompt_targets.size()) + " prompt targets for " +
+                         std::to_string(e.tokens.size()) + " tokens");
   const uint64_t end = uint64_t{e.start_pos} + e.tokens.size();
   if (uint64_t{e.block_table.size()} * g.block_size < end)
     return broken(i, "block table of " + std::to_string(e.block_table.size()) +

@@ -160,9 +160,26 @@ std::string engine_core::rejection(const protocol::preprocessed_request& req) co
   if (o.logprobs && *o.logprobs > protocol::max_top_logprobs)
     return "logprobs asks for " + std::to_string(*o.logprobs) + " alternatives; at most " +
            std::to_string(protocol::max_top_logprobs);
+  if (o.prompt_logprobs)
+    if (std::string why = prompt_logprobs_rejection(req); !why.empty())
+      return why;
   if (o.logit_bias.size() > protocol::max_logit_bias)
     return "logit_bias has " + std::to_string(o.logit_bias.size()) + " entries; at most " +
            std::to_string(protocol::max_logit_bias);
+  return {};
+}
+
+std::string engine_core::prompt_logprobs_rejection(const protocol::preprocessed_request& req) const {
+  const protocol::sampling_options& o = req.sampling;
+  if (!exec_->computes_prompt_logprobs())
+    return "the " + exec_->name() + " executor does not compute prompt logprobs";
+  if (*o.prompt_logprobs > protocol::max_top_logprobs)
+    return "prompt_logprobs asks for " + std::to_string(*o.prompt_logprobs) + " alternatives; at most " +
+           std::to_string(protocol::max_top_logprobs);
+  if (o.n != 1 || !req.disagg.empty())
+    return "prompt logprobs need n = 1 and no disaggregation role";
+  if (req.prompt_tokens != 0 && req.prompt_tokens != req.token_ids.size())
+    return "prompt logprobs cannot be asked for again after output was generated (a migration)";
   return {};
 }
 

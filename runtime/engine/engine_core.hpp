@@ -188,6 +188,9 @@ private:
               std::chrono::milliseconds hold_ttl, disagg::disagg_connector::clock_fn clock,
               std::shared_ptr<gram::grammar_cache> grammars);
   [[nodiscard]] std::string rejection(const protocol::preprocessed_request& req) const;
+  /// rejection() for a request with sampling.prompt_logprobs: what this
+  /// executor and the request's shape do not allow ("" when fine).
+  [[nodiscard]] std::string prompt_logprobs_rejection(const protocol::preprocessed_request& req) const;
   /// The grammar state of a guided request past its output tokens (nullopt
   /// when it is not guided), or why it cannot run.
   [[nodiscard]] expected<std::optional<gram::matcher>> guide_of(const protocol::preprocessed_request& req);

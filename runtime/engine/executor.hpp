@@ -53,6 +53,11 @@ struct batch_entry {
   /// the logits of the entry with this seq_id (the prompt's last step, earlier
   /// in this batch, with the same edits) with this entry's own RNG stream.
   std::optional<uint64_t> fork_of;
+  /// Prompt logprobs (sampling.prompt_logprobs): the prompt token at
+  /// position start_pos + i + 1 for each token i < prompt_targets.size()
+  /// (<= tokens.size()); the executor returns the logprob of each under the
+  /// raw distribution at token i (batch_result::prompt_logprobs). Empty: none.
+  std::vector<uint32_t> prompt_targets;
 };
 
 /// Copy block `src`'s KV into block `dst` before the step's forward pass
@@ -77,6 +82,9 @@ struct batch_result {
   /// Aligned with batch::entries where any entry has `embed`, else may be
   /// empty: the final-norm hidden state (n_embd floats) of each embed entry.
   std::vector<std::vector<float>> embeddings;
+  /// Aligned with batch::entries where any entry has prompt_targets, else may
+  /// be empty: one logprob per target, with sampling.prompt_logprobs alternatives.
+  std::vector<std::vector<protocol::token_logprob>> prompt_logprobs;
   /// Simulated compute time (mocker only; zero for real executors).
   std::chrono::microseconds simulated{0};
 };
@@ -121,6 +129,10 @@ public:
   /// Whether execute() answers batch_entry::embed; engine_core refuses embed
   /// requests otherwise.
   [[nodiscard]] virtual bool computes_embeddings() const noexcept { return false; }
+
+  /// Whether execute() answers batch_entry::prompt_targets; engine_core
+  /// refuses requests with sampling.prompt_logprobs otherwise.
+  [[nodiscard]] virtual bool computes_prompt_logprobs() const noexcept { return false; }
 
   /// The KV memory behind the block ids, for KV transfers; nullopt when the
   /// executor has none to expose (the mocker, an executor not wired for it).

@@ -154,7 +154,9 @@ void scheduler::admit_waiting(uint32_t& budget, uint32_t num_partial, std::vecto
     }
     if (budget == 0 || num_admitted() + 1 + s.pending_forks > cfg_.max_num_seqs)
       break;
-    const kv::computed_blocks prefix = kv_.find_computed_blocks(s.tokens);
+    // Positions served from the prefix cache would have no logits.
+    const kv::computed_blocks prefix =
+        s.gathers_prompt_logprobs() ? kv::computed_blocks{} : kv_.find_computed_blocks(s.tokens);
     const uint32_t remaining = s.tokens.size() - prefix.num_tokens;
     uint32_t n = chunk_size(remaining, budget);
     s.num_computed = prefix.num_tokens; // for fork_blocks(); restored when it stays waiting
@@ -294,6 +296,11 @@ batch_entry scheduler::make_entry(sequence& s, uint32_t num_new) {
   e.sampling = s.sampling;
   e.sample_position = s.num_computed + num_new;
   e.choice = s.choice;
+  if (s.gathers_prompt_logprobs() && s.num_computed + 1 < s.num_prompt) { // token i predicts the prompt token after it
+    const uint32_t end = std::min(s.num_computed + num_new + 1, s.num_prompt);
+    const auto targets = s.tokens.tokens().subspan(s.num_computed + 1, end - s.num_computed - 1);
+    e.prompt_targets.assign(targets.begin(), targets.end());
+  }
   if (e.sample) {
     const bool mask = s.num_output < s.stop.min_tokens; // stop tokens cannot be drawn yet
     e.logit_edits = s.edits.edits(mask ? std::span<const uint32_t>{s.stop.stop_token_ids}
@@ -434,6 +441,9 @@ std::vector<request_output> scheduler::update(const batch& b, const batch_result
     sequence& s = it->second;
     s.num_computed += static_cast<uint32_t>(e.tokens.size());
     kv_.cache_blocks(s.id, s.tokens, s.num_computed);
+    if (!e.prompt_targets.empty())
+      gather_prompt_logprobs(s, e, i < r.prompt_logprobs.size() ? std::span{r.prompt_logprobs[i]}
+                                                                 : std::span<const protocol::token_logprob>{});
     if (e.embed) {
       out.push_back(embedding_output(s, i < r.embeddings.size() ? r.embeddings[i] : std::vector<float>{}));
       finished.push_back(s.id);
@@ -450,6 +460,8 @@ std::vector<request_output> scheduler::update(const batch& b, const batch_result
       o.output.error = "executor returned no token for a sampling entry";
     } else if (s.sampling.logprobs && lp == nullptr) {
       o.output.error = "executor returned no logprobs for a request that asked for them";
+    } else if (s.gathers_prompt_logprobs()) {
+      o.output.error = "executor returned no logprobs for some prompt tokens";
     } else {
       o.output.token_ids.push_back(*token);
       if (s.sampling.logprobs)
@@ -463,6 +475,8 @@ std::vector<request_output> scheduler::update(const batch& b, const batch_result
     end_choice(s, finish, o.output);
     if (!s.first_chunk_sent) {
       o.output.cached_tokens = s.cached_tokens;
+      if (finish != protocol::finish_reason::error)
+        o.output.prompt_logprobs = std::move(s.prompt_logprobs);
       s.first_chunk_sent = true;
     }
     if (finish == protocol::finish_reason::error) // one failed choice ends them all
@@ -475,6 +489,15 @@ std::vector<request_output> scheduler::update(const batch& b, const batch_result
   for (uint64_t id : finished)
     forget(id);
   return out;
+}
+
+void scheduler::gather_prompt_logprobs(sequence& s, const batch_entry& e,
+                                       std::span<const protocol::token_logprob> lps) {
+  // Target i is prompt position start_pos + i + 1; a recompute after
+  // preemption gives again what is held already.
+  for (size_t i = 0; i < lps.size() && i < e.prompt_targets.size(); ++i)
+    if (e.start_pos + i == s.prompt_logprobs.size())
+      s.prompt_logprobs.push_back(lps[i]);
 }
 
 request_output scheduler::embedding_output(sequence& s, std::vector<float> embedding) {

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -228,6 +229,9 @@ private:
   /// Largest n' <= n such that the table can cover num_computed + n' tokens.
   [[nodiscard]] uint32_t fitting_chunk(const sequence& s, uint32_t n) const;
   [[nodiscard]] protocol::finish_reason append_token(sequence& s, uint32_t token);
+  /// Appends the prompt logprobs the executor computed for entry `e` of `s`
+  /// (`lps`, aligned with e.prompt_targets) that `s` does not hold yet.
+  static void gather_prompt_logprobs(sequence& s, const batch_entry& e, std::span<const protocol::token_logprob> lps);
   /// The one chunk of an embed request: `embedding` (error when empty), finish stop.
   [[nodiscard]] request_output embedding_output(sequence& s, std::vector<float> embedding);
   void forget(uint64_t id);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace dynamo::engine {
 
@@ -45,6 +46,14 @@ struct sequence {
   /// Guided decoding: the grammar state after the tokens generated so far
   /// (a fork copies its parent's); the mask of each sample comes from it.
   std::optional<gram::matcher> guide;
+  /// sampling.prompt_logprobs: the logprobs of prompt tokens 1 .. size()
+  /// gathered so far (over prefill chunks); sent with the first chunk.
+  std::vector<protocol::token_logprob> prompt_logprobs;
+
+  /// Prompt logprobs still to gather: the prompt is computed without the prefix cache.
+  [[nodiscard]] bool gathers_prompt_logprobs() const noexcept {
+    return sampling.prompt_logprobs && !first_chunk_sent && prompt_logprobs.size() + 1 < num_prompt;
+  }
 
   /// Tokens still to compute; 1 for a decode, more for a (re)prefill.
   [[nodiscard]] uint32_t remaining() const noexcept { return tokens.size() - num_computed; }

@@ -103,6 +103,12 @@ expected<engine::batch_result> mock_executor::execute(const engine::batch& b) {
       r.embeddings.resize(b.entries.size());
       r.embeddings[i] = embedding(e.tokens.back(), e.start_pos + static_cast<uint32_t>(e.tokens.size()) - 1);
     }
+    if (!e.prompt_targets.empty()) {
+      r.prompt_logprobs.resize(b.entries.size());
+      for (size_t j = 0; j < e.prompt_targets.size(); ++j)
+        r.prompt_logprobs[i].push_back(prompt_logprob(e.prompt_targets[j], e.start_pos + static_cast<uint32_t>(j) + 1,
+                                                      e.sampling.prompt_logprobs.value_or(0)));
+    }
     if (!e.sample) {
       r.sampled.emplace_back(std::nullopt);
       continue;

@@ -1,7 +1,8 @@
 // The mocker: an engine::executor that computes nothing; it checks each batch,
 // emits mocker::next_token per sampling entry (in the stream of the entry's
 // seed and choice; logprobs of a point mass: 0 for the token, which is its
-// only alternative) and mocker::embedding per embed entry, and reports
+// only alternative), mocker::embedding per embed entry and
+// mocker::prompt_logprob per prompt target, and reports
 // Dynamo's mocker step time, so routing, planning and fault tolerance run at
 // fleet scale without a GPU. Block copies are checked, not done (no KV
 // bytes). Called by engine_core from its one thread: not thread-safe.
@@ -88,6 +89,8 @@ public:
   [[nodiscard]] std::string name() const override { return "mocker"; }
   /// Embed entries get mocker::embedding of their last token.
   [[nodiscard]] bool computes_embeddings() const noexcept override { return true; }
+  /// Prompt targets get mocker::prompt_logprob.
+  [[nodiscard]] bool computes_prompt_logprobs() const noexcept override { return true; }
   /// No KV bytes: kv_memory() stays nullopt; this names transfer_layout(cfg).
   [[nodiscard]] std::optional<protocol::kv_layout> kv_transfer_layout() override { return layout_; }
   [[nodiscard]] std::chrono::microseconds simulated_onboard_time(uint64_t host_blocks,

@@ -29,6 +29,13 @@ std::vector<float> embedding(uint32_t last, uint32_t position) {
   return out;
 }
 
+protocol::token_logprob prompt_logprob(uint32_t target, uint32_t position, uint32_t k) {
+  protocol::token_logprob lp;
+  lp.logprob = -0.1f * static_cast<float>(1 + kernels::rng_mix(uint64_t{target} << 32 | position) % 50);
+  if (k > 0) lp.top.push_back({target, lp.logprob});
+  return lp;
+}
+
 std::optional<std::vector<uint32_t>> scripted_reply(std::span<const uint32_t> tokens) {
   static constexpr std::string_view open = "<mock_reply>", close = "</mock_reply>";
   auto matches = [&](size_t at, std::string_view s) {

@@ -7,6 +7,8 @@
 // seeds differ. Used by mock_executor and tests; pure, thread-safe.
 #pragma once
 
+#include "runtime/protocol/llm.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -39,6 +41,11 @@ inline constexpr uint32_t embedding_size = 64;
 /// prompt token of an embed request): embedding_size values in [-1, 1), a
 /// pure function of both, so equal prompt endings give equal embeddings.
 [[nodiscard]] std::vector<float> embedding(uint32_t last, uint32_t position);
+
+/// The mocker's logprob of prompt token `target` at `position` (>= 1): a
+/// pure function of both in [-5, -0.1], with `target` as its one
+/// alternative when k > 0 (well-formed, not a distribution).
+[[nodiscard]] protocol::token_logprob prompt_logprob(uint32_t target, uint32_t position, uint32_t k);
 
 /// The `n` tokens the mocker generates after `tokens` in `stream`.
 /// REQUIRES: !tokens.empty().

@@ -1,6 +1,7 @@
 #include "runtime/model/cpu_executor.hpp"
 
 #include <cstddef>
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -74,7 +75,28 @@ expected<engine::batch_result> cpu_executor::execute(const engine::batch& b) {
                                                     ", which has no logits in this batch");
     sample(i, logits->row(row));
   }
+  prompt_logprobs(b, logits->prompt_entry, r);
   return r;
+}
+
+void cpu_executor::prompt_logprobs(const engine::batch& b, std::span<const uint32_t> row_entry,
+                                   engine::batch_result& r) {
+  if (row_entry.empty()) return;
+  constexpr uint32_t slice = 32; // rows of logits held at once
+  const uint32_t n_vocab = forward_.model().config().n_vocab;
+  r.prompt_logprobs.resize(b.entries.size());
+  for (size_t row0 = 0; row0 < row_entry.size(); row0 += slice) {
+    const auto rows = static_cast<uint32_t>(std::min<size_t>(slice, row_entry.size() - row0));
+    const std::span<const float> logits = forward_.prompt_head(row0, rows);
+    for (uint32_t j = 0; j < rows; ++j) {
+      const engine::batch_entry& e = b.entries[row_entry[row0 + j]];
+      auto& out = r.prompt_logprobs[row_entry[row0 + j]];
+      const uint32_t k = std::min(e.sampling.prompt_logprobs.value_or(0), protocol::max_top_logprobs);
+      // The raw distribution: temperature 1, no edits (vLLM's prompt logprobs).
+      out.push_back(sampler_.logprobs(logits.subspan(size_t(j) * n_vocab, n_vocab), 1.0f,
+                                      e.prompt_targets[out.size()], k));
+    }
+  }
 }
 
 engine::kv_geometry cpu_executor::geometry() const noexcept {

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 
 namespace dynamo::model {
@@ -49,6 +50,8 @@ public:
   [[nodiscard]] std::string name() const override { return "cpu"; }
   /// Embed entries get the final-norm hidden state of their last token.
   [[nodiscard]] bool computes_embeddings() const noexcept override { return true; }
+  /// Prompt targets get the log-softmax of the raw logits at their token.
+  [[nodiscard]] bool computes_prompt_logprobs() const noexcept override { return true; }
   /// The host KV cache: blocks at block_bytes() stride, layout "head-major"
   /// ([layer][K,V][kv head][token][head_dim], kv_cache.hpp's real order).
   [[nodiscard]] std::optional<engine::kv_memory_view> kv_memory() override;
@@ -60,6 +63,9 @@ public:
 private:
   cpu_executor(std::shared_ptr<const decoder_model> model, std::unique_ptr<kernels::ref::thread_pool> pool,
                std::unique_ptr<kv_cache> cache, uint64_t process_seed, forward_options options);
+
+  /// The logprobs of every prompt row (forward_logits::prompt_entry) into r.prompt_logprobs.
+  void prompt_logprobs(const engine::batch& b, std::span<const uint32_t> row_entry, engine::batch_result& r);
 
   std::unique_ptr<kernels::ref::thread_pool> pool_;
   std::unique_ptr<kv_cache> cache_;

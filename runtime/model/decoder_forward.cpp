@@ -57,6 +57,10 @@ expected<void> decoder_forward::check(const engine::batch& b, const kv_cache_sha
     for (uint32_t t : e.tokens) {
       if (t >= c.n_vocab) return bad_entry(e, "token id " + std::to_string(t) + " >= vocabulary size");
     }
+    if (e.prompt_targets.size() > e.tokens.size()) return bad_entry(e, "more prompt targets than tokens");
+    for (uint32_t t : e.prompt_targets) {
+      if (t >= c.n_vocab) return bad_entry(e, "prompt target " + std::to_string(t) + " >= vocabulary size");
+    }
     total += e.tokens.size();
   }
   if (total != b.num_tokens) {
@@ -77,6 +81,8 @@ void decoder_forward::prepare(const engine::batch& b, uint32_t block_size) {
   sample_entries_.clear();
   embed_tokens_.clear();
   embed_entries_.clear();
+  prompt_tokens_.clear();
+  prompt_entries_.clear();
   for (uint32_t i = 0; i < b.entries.size(); ++i) {
     const auto& e = b.entries[i];
     if (e.fork_of) continue; // no tokens, no logits row of its own
@@ -96,6 +102,10 @@ void decoder_forward::prepare(const engine::batch& b, uint32_t block_size) {
     if (e.embed) {
       embed_tokens_.push_back(first + n - 1);
       embed_entries_.push_back(i);
+    }
+    for (uint32_t j = 0; j < e.prompt_targets.size(); ++j) {
+      prompt_tokens_.push_back(first + j);
+      prompt_entries_.push_back(i);
     }
   }
   const size_t T = n_tokens_;
@@ -130,6 +140,7 @@ void decoder_forward::prepare(const engine::batch& b, uint32_t block_size) {
   fit(hs_, sample_tokens_.size() * c.n_embd);
   fit(logits_, sample_tokens_.size() * c.n_vocab);
   fit(he_, embed_tokens_.size() * c.n_embd);
+  fit(hp_, prompt_tokens_.size() * c.n_embd);
 }
 
 void decoder_forward::matmul(const float* x, size_t x_stride, uint32_t n_tokens, std::span<const weight_matrix> w,
@@ -276,6 +287,7 @@ void decoder_forward::run_head() {
   const decoder_config& c = model_->config();
   // Only the rows we sample or embed need the last residual add and the final norm.
   final_norm(embed_tokens_, he_.data());
+  final_norm(prompt_tokens_, hp_.data()); // their logits: prompt_head()
   if (sample_tokens_.empty()) return;
   final_norm(sample_tokens_, hs_.data());
   const auto rows = static_cast<uint32_t>(sample_tokens_.size());
@@ -302,7 +314,16 @@ expected<forward_logits> decoder_forward::run(const engine::batch& b, kv_cache& 
   out.n_embd = c.n_embd;
   out.hidden = {he_.data(), embed_tokens_.size() * c.n_embd};
   out.hidden_entry = embed_entries_;
+  out.prompt_entry = prompt_entries_;
   return out;
+}
+
+std::span<const float> decoder_forward::prompt_head(size_t row0, uint32_t rows) {
+  const decoder_config& c = model_->config();
+  if (prompt_logits_.size() < size_t(rows) * c.n_vocab) prompt_logits_.resize(size_t(rows) * c.n_vocab);
+  matmul(hp_.data() + row0 * c.n_embd, c.n_embd, rows, {&model_->weights().output, 1}, prompt_logits_.data(),
+         c.n_vocab);
+  return {prompt_logits_.data(), size_t(rows) * c.n_vocab};
 }
 
 } // namespace dynamo::model

@@ -4,8 +4,9 @@
 // (decodes and prefill chunks together as one ragged batch), writes the K/V of
 // every new token into its blocks, attends causally over positions
 // [0, start_pos + i], and returns logits only for entries with sample = true
-// (a fork entry, batch_entry::fork_of, computes nothing and gets no row) and
-// the final-norm hidden state of the last token of entries with embed = true.
+// (a fork entry, batch_entry::fork_of, computes nothing and gets no row), the
+// final-norm hidden state of the last token of entries with embed = true, and
+// on demand (prompt_head) the logits of the tokens with prompt targets.
 // Owned by one executor and driven by its step thread; the kernels fan out
 // over the given thread pool. A token's logits never depend on the other
 // tokens of its batch (MoE experts included).
@@ -38,6 +39,10 @@ struct forward_logits {
   std::span<const float> hidden;
   std::span<const uint32_t> hidden_entry; ///< [hidden rows]: index into batch::entries
   uint32_t n_embd = 0;
+  /// [prompt rows]: the entry of each token with a prompt target
+  /// (batch_entry::prompt_targets), entries in order, tokens in order within
+  /// each; decoder_forward::prompt_head computes their logits.
+  std::span<const uint32_t> prompt_entry;
 
   [[nodiscard]] std::span<const float> row(size_t i) const noexcept { return data.subspan(i * n_vocab, n_vocab); }
   [[nodiscard]] std::span<const float> hidden_row(size_t i) const noexcept {
@@ -64,6 +69,11 @@ public:
 
   /// check(), then the forward pass. `cache` must have the model's shape.
   [[nodiscard]] expected<forward_logits> run(const engine::batch& b, kv_cache& cache);
+
+  /// After run(): the logits ([rows, n_vocab]) of prompt rows [row0, row0 +
+  /// rows) of forward_logits::prompt_entry, valid until the next call or
+  /// run(). In slices so that a long prompt chunk never holds all its logits.
+  [[nodiscard]] std::span<const float> prompt_head(size_t row0, uint32_t rows);
 
   [[nodiscard]] const decoder_model& model() const noexcept { return *model_; }
 
@@ -104,6 +114,8 @@ private:
   std::vector<uint32_t> sample_entries_; ///< entry index of each sampled row
   std::vector<uint32_t> embed_tokens_;   ///< token index of each embed entry's last token
   std::vector<uint32_t> embed_entries_;  ///< entry index of each embed row
+  std::vector<uint32_t> prompt_tokens_;  ///< token index of each prompt row
+  std::vector<uint32_t> prompt_entries_; ///< entry index of each prompt row
   std::vector<float> x_;      ///< [n_tokens, n_embd] residual stream
   std::vector<float> h_;      ///< [n_tokens, n_embd] normalised input of a sub-block
   std::vector<float> qkv_;    ///< [n_tokens, (n_head + 2 n_kv_head) head_dim]
@@ -125,6 +137,8 @@ private:
   std::vector<float> hs_;     ///< [rows, n_embd] final-norm rows to sample
   std::vector<float> logits_; ///< [rows, n_vocab]
   std::vector<float> he_;     ///< [embed rows, n_embd] final-norm rows of embed entries
+  std::vector<float> hp_;     ///< [prompt rows, n_embd] final-norm rows with prompt targets
+  std::vector<float> prompt_logits_; ///< [slice rows, n_vocab] (prompt_head)
 };
 
 } // namespace dynamo::model

@@ -80,18 +80,25 @@ caf::error read_prompt(const json& obj, prompt_input& out) {
   return {};
 }
 
+/// echo, read before the common fields: it allows max_tokens 0.
+caf::error read_echo(const json& obj, generation_params& out) {
+  std::optional<bool> echo;
+  if (auto err = detail::read_bool(obj, "echo", echo))
+    return err;
+  out.echo = echo.value_or(false);
+  return {};
+}
+
 caf::error read_completion_options(const json& obj, generation_params& out) {
   std::optional<int64_t> logprobs, best_of;
-  std::optional<bool> echo;
   std::optional<std::string> suffix;
   if (auto err = detail::read_integer(obj, "logprobs", 0, max_completion_logprobs, logprobs))
     return err;
   if (logprobs)
     out.logprobs = static_cast<uint32_t>(*logprobs);
-  if (auto err = detail::read_bool(obj, "echo", echo))
-    return err;
-  if (echo.value_or(false))
-    return detail::unsupported_error("echo", "echoing the prompt is not supported.");
+  if (out.echo && out.n > 1)
+    return detail::unsupported_error("echo", fmt::format("echo is supported with n = 1 only, got "
+                                                         "n = {}.", out.n));
   if (auto err = detail::read_integer(obj, "best_of", 1, max_n, best_of))
     return err;
   if (best_of && *best_of < out.n)
@@ -118,7 +125,9 @@ expected<completion_request> parse_completion_request(std::string_view body) {
     return err;
   if (auto err = read_prompt(*obj, out.prompt))
     return err;
-  if (auto err = detail::read_common(*obj, out.params))
+  if (auto err = read_echo(*obj, out.params))
+    return err;
+  if (auto err = detail::read_common(*obj, out.params, out.params.echo ? 0 : 1))
     return err;
   if (auto err = detail::check_min_tokens(out.params))
     return err;

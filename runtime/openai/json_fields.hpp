@@ -57,7 +57,9 @@ using json = nlohmann::json;
 [[nodiscard]] caf::error check_empty(const json& obj, const char* name, json::value_t type);
 
 /// Every field both endpoints share (see request.hpp for the policy).
-[[nodiscard]] caf::error read_common(const json& obj, generation_params& out);
+/// `min_max_tokens`: the smallest max_tokens allowed (0: completions with echo).
+[[nodiscard]] caf::error read_common(const json& obj, generation_params& out,
+                                     int64_t min_max_tokens = 1);
 
 /// Structured outputs: response_format and the guided_* extensions (top level
 /// or under nvext), at most one of them, validated by building the grammar

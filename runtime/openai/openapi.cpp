@@ -156,7 +156,7 @@ constexpr std::string_view document = R"json({
             {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 0}},
             {"type": "array", "minItems": 1, "maxItems": 1, "items": {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 0}}}
           ]},
-          "max_tokens": {"type": "integer", "minimum": 1, "description": "Default: the rest of the context."},
+          "max_tokens": {"type": "integer", "minimum": 0, "description": "Default: the rest of the context. 0 only with echo (the prompt alone)."},
           "min_tokens": {"type": "integer", "minimum": 0},
           "temperature": {"type": "number", "minimum": 0, "maximum": 2, "default": 1},
           "top_p": {"type": "number", "minimum": 0, "maximum": 1, "default": 1},
@@ -174,14 +174,14 @@ constexpr std::string_view document = R"json({
           "min_p": {"type": "number", "minimum": 0, "maximum": 1, "default": 0, "description": "Drops tokens less likely than min_p times the most likely one."},
           "logit_bias": {"type": "object", "maxProperties": 1024, "additionalProperties": {"type": "number", "minimum": -100, "maximum": 100}, "description": "Token id (in the vocabulary) -> bias added to its logit before the penalties."},
           "stop_token_ids": {"type": "array", "maxItems": 32, "items": {"type": "integer", "minimum": 0}, "description": "More token ids that end generation (kept with ignore_eos), as vLLM."},
-          "logprobs": {"type": "integer", "minimum": 0, "maximum": 5, "description": "Log-probabilities of the chosen token and this many alternatives."},
+          "logprobs": {"type": "integer", "minimum": 0, "maximum": 5, "description": "Log-probabilities of the chosen token and this many alternatives. With echo also of every prompt token under the model's raw distribution (the first one's are null), for loglikelihood scoring."},
           "response_format": {"$ref": "#/components/schemas/ResponseFormat"},
           "guided_json": {"description": "A JSON Schema (object or JSON text) the output must validate against (vLLM/Dynamo extension).", "oneOf": [{"type": "object"}, {"type": "string"}]},
           "guided_regex": {"type": "string", "minLength": 1, "description": "The output matches this regex in full (vLLM/Dynamo extension)."},
           "guided_choice": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}, "description": "The output is exactly one of these strings (vLLM/Dynamo extension)."},
           "guided_grammar": {"type": "string", "minLength": 1, "description": "A llama.cpp GBNF grammar the output follows (vLLM/Dynamo extension)."},
           "nvext": {"type": "object", "description": "Dynamo extensions: guided_json, guided_regex, guided_choice, guided_grammar as above; other keys are ignored."},
-          "echo": {"type": "boolean", "description": "Neutral only: false."},
+          "echo": {"type": "boolean", "default": false, "description": "The text (and logprobs) start with the prompt; streamed as its own first chunk. n must be 1. Not served by the CUDA engine with logprobs (an error, never wrong values)."},
           "best_of": {"type": "integer", "minimum": 1, "description": "Only equal to n."},
           "suffix": {"type": "string", "description": "Neutral only: empty."}
         }
@@ -258,7 +258,11 @@ constexpr std::string_view document = R"json({
           "created": {"type": "integer"}, "model": {"type": "string"},
           "choices": {"type": "array", "items": {"type": "object", "properties": {
             "index": {"type": "integer"}, "text": {"type": "string"},
-            "logprobs": {"nullable": true},
+            "logprobs": {"type": "object", "nullable": true, "description": "With echo the prompt's tokens come first; the first one's token_logprobs and top_logprobs entries are null.", "properties": {
+              "tokens": {"type": "array", "items": {"type": "string"}},
+              "token_logprobs": {"type": "array", "items": {"type": "number", "nullable": true}},
+              "top_logprobs": {"type": "array", "items": {"type": "object", "nullable": true, "additionalProperties": {"type": "number"}}},
+              "text_offset": {"type": "array", "items": {"type": "integer"}}}},
             "finish_reason": {"type": "string", "nullable": true, "enum": ["stop", "length"]}}}},
           "usage": {"allOf": [{"$ref": "#/components/schemas/Usage"}], "nullable": true}
         }

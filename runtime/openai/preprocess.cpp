@@ -209,7 +209,13 @@ preprocess_completion(const completion_request& req, const protocol::model_card&
   auto ids = prompt_ids(req.prompt, tk, "prompt");
   if (!ids)
     return std::move(ids.error());
-  return build(std::move(*ids), req.params, card, tk, std::move(request_id), "prompt");
+  auto r = build(std::move(*ids), req.params, card, tk, std::move(request_id), "prompt");
+  if (r && req.params.echo) {
+    r->sampling.prompt_logprobs = req.params.logprobs; // logprobs cover the echoed prompt too
+    if (r->stop.max_tokens == 0)
+      r->stop.max_tokens = 1; // workers generate at least one token; the response drops it
+  }
+  return r;
 }
 
 expected<protocol::preprocessed_request>

@@ -40,7 +40,9 @@ preprocess_chat(const chat_request& req, const protocol::model_card& card,
                 const tok::tokenizer& tk, const tok::chat_template& tmpl, std::string request_id,
                 const output_format& fmt = {}, chat_parsing* parsing = nullptr);
 
-/// Errors as preprocess_chat's, naming "prompt".
+/// Errors as preprocess_chat's, naming "prompt". With echo: sampling.prompt_logprobs
+/// is the request's logprobs, and max_tokens 0 becomes 1 (the response
+/// assembler drops that token: response_assembler::options::echo).
 [[nodiscard]] expected<protocol::preprocessed_request>
 preprocess_completion(const completion_request& req, const protocol::model_card& card,
                       const tok::tokenizer& tk, std::string request_id);

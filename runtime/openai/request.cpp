@@ -27,8 +27,9 @@ constexpr std::array<std::string_view, 30> completion_fields = {
   "stop", "stop_token_ids", "n", "stream", "stream_options", "ignore_eos", "user",
   "frequency_penalty", "presence_penalty", "repetition_penalty", "logit_bias", "logprobs",
   "response_format", "guided_json", "guided_regex", "guided_choice", "guided_grammar", "nvext",
+  "echo",
   // accepted at their neutral value only (best_of: equal to n)
-  "echo", "best_of", "suffix"};
+  "best_of", "suffix"};
 
 constexpr std::array<std::string_view, 5> roles = {"system", "developer", "user", "assistant",
                                                    "tool"};
@@ -190,9 +191,9 @@ caf::error read_sampling(const json& obj, generation_params& out) {
   return read_seed(obj, out.seed);
 }
 
-caf::error read_lengths(const json& obj, generation_params& out) {
+caf::error read_lengths(const json& obj, generation_params& out, int64_t min_max_tokens) {
   std::optional<int64_t> max_tokens, min_tokens, n;
-  if (auto err = detail::read_integer(obj, "max_tokens", 1, u32_max, max_tokens))
+  if (auto err = detail::read_integer(obj, "max_tokens", min_max_tokens, u32_max, max_tokens))
     return err;
   if (auto err = detail::read_integer(obj, "min_tokens", 0, u32_max, min_tokens))
     return err;
@@ -210,8 +211,8 @@ caf::error read_lengths(const json& obj, generation_params& out) {
 
 namespace detail {
 
-caf::error read_common(const json& obj, generation_params& out) {
-  if (auto err = read_lengths(obj, out))
+caf::error read_common(const json& obj, generation_params& out, int64_t min_max_tokens) {
+  if (auto err = read_lengths(obj, out, min_max_tokens))
     return err;
   if (auto err = read_sampling(obj, out))
     return err;

@@ -8,15 +8,15 @@
 //  - implemented: model, messages / prompt, max_tokens, max_completion_tokens,
 //    min_tokens, temperature, top_p, top_k, min_p, seed, stop, stop_token_ids,
 //    n (1..128), presence_penalty, frequency_penalty, repetition_penalty,
-//    logit_bias, logprobs (+ top_logprobs for chat), stream,
+//    logit_bias, logprobs (+ top_logprobs for chat), stream, echo
+//    (completions, n = 1; with logprobs it scores the prompt too),
 //    stream_options.include_usage, ignore_eos, user; chat: tools,
 //    tool_choice, parallel_tool_calls, chat_template_kwargs, assistant
 //    tool_calls and tool messages in the history (docs/TOOLS.md);
 //    response_format (text, json_object, json_schema) and guided_json /
 //    guided_regex / guided_choice / guided_grammar, top level or under nvext
 //    (docs/STRUCTURED_OUTPUTS.md);
-//  - known OpenAI fields we do not implement (echo,
-//    best_of != n, suffix, ...) are accepted only at their neutral value;
+//  - known OpenAI fields we do not implement (best_of != n, suffix, ...) are accepted only at their neutral value;
 //    anything else is 400 `unsupported_value`, so a client never silently
 //    gets different behaviour than it asked for;
 //  - unknown top-level fields are ignored, as OpenAI-compatible servers do
@@ -47,7 +47,8 @@ inline constexpr size_t max_json_depth = 64; ///< deeper bodies are rejected bef
 
 /// Options shared by both endpoints, after validation.
 struct generation_params {
-  std::optional<uint32_t> max_tokens; ///< >= 1; max_completion_tokens wins over max_tokens
+  /// >= 1 (0 with echo: the prompt alone); max_completion_tokens wins over max_tokens
+  std::optional<uint32_t> max_tokens;
   std::optional<uint32_t> min_tokens; ///< <= max_tokens when both are set
   std::optional<float> temperature;   ///< [0, 2]; 0 is greedy
   std::optional<float> top_p;         ///< [0, 1]
@@ -73,6 +74,9 @@ struct generation_params {
   /// response_format json_object / json_schema, or guided_json / guided_regex /
   /// guided_choice / guided_grammar (top level or under nvext); validated.
   protocol::guided_decoding guided;
+  /// /v1/completions echo: the choice's text (and logprobs, whose prompt
+  /// part is sampling.prompt_logprobs) starts with the prompt.
+  bool echo = false;
 };
 
 /// tool_choice: "none" (tools are still rendered, as vLLM, but the output is

@@ -72,13 +72,18 @@ ojson completion_logprobs_json(const std::vector<logprob_entry>* entries) {
   for (const logprob_entry& e : *entries) {
     const std::string text = token_text(e.bytes);
     tokens.push_back(text);
+    offsets.push_back(e.text_offset);
+    if (e.no_logprob) { // an echoed prompt's first token
+      values.push_back(nullptr);
+      tops.push_back(nullptr);
+      continue;
+    }
     values.push_back(logprob_value(e.logprob));
     auto top = ojson::object(); // the alternatives and the chosen token (OpenAI: up to logprobs + 1)
     for (const logprob_alt& a : e.top)
       top.emplace(token_text(a.bytes), logprob_value(a.logprob));
     top.emplace(text, logprob_value(e.logprob)); // no-op when already there
     tops.push_back(std::move(top));
-    offsets.push_back(e.text_offset);
   }
   return ojson{{"tokens", std::move(tokens)},
                {"token_logprobs", std::move(values)},

@@ -44,6 +44,9 @@ struct logprob_entry {
   float logprob = 0.0f;
   std::vector<logprob_alt> top;
   uint32_t text_offset = 0;
+  /// An echoed prompt's first token: no distribution predicts it, so its
+  /// logprob and top_logprobs are null (legacy completions only).
+  bool no_logprob = false;
 };
 
 /// The `token` string of raw token bytes: the bytes when they are valid UTF-8,

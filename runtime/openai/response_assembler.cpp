@@ -1,6 +1,8 @@
 #include "runtime/openai/response_assembler.hpp"
 
 #include <algorithm>
+#include <utility>
+#include <variant>
 
 namespace dynamo::openai {
 
@@ -91,11 +93,35 @@ void response_assembler::apply(uint32_t index, text_stream::step s, update& u) {
   }
 }
 
-expected<response_assembler::update> response_assembler::push(const protocol::engine_output& out) {
+namespace {
+
+/// `out` without its tokens, a choice it ends ending with "length" (echo with max_tokens 0).
+protocol::engine_output without_output(const protocol::engine_output& out) {
+  protocol::engine_output o = out;
+  o.token_ids.clear();
+  o.logprobs.clear();
+  if (o.finish != protocol::finish_reason::none)
+    o.finish = protocol::finish_reason::length;
+  if (o.choice_finish != protocol::finish_reason::none)
+    o.choice_finish = protocol::finish_reason::length;
+  return o;
+}
+
+} // namespace
+
+expected<response_assembler::update> response_assembler::push(const protocol::engine_output& chunk) {
   update u;
-  if (out.index >= texts_.size())
-    return make_error(errc::internal, "the backend sent choice " + std::to_string(out.index) +
+  if (chunk.index >= texts_.size())
+    return make_error(errc::internal, "the backend sent choice " + std::to_string(chunk.index) +
                                           " of a request with " + std::to_string(texts_.size()));
+  if (opts_.echo && !std::exchange(echoed_, true)) {
+    auto s = texts_[0].echo(opts_.echo->tokens, opts_.echo->text, chunk.prompt_logprobs);
+    if (!s)
+      return std::move(s.error());
+    apply(0, std::move(*s), u);
+  }
+  const bool drop = opts_.echo && opts_.echo->drop_output;
+  const protocol::engine_output& out = drop ? without_output(chunk) : chunk;
   if (!texts_[out.index].done())
     apply(out.index, texts_[out.index].push(out), u);
   if (out.finish != protocol::finish_reason::none) {
@@ -129,6 +155,15 @@ usage_counts response_assembler::usage() const {
     u.cached_tokens = std::max(u.cached_tokens, t.cached_tokens());
   }
   return u;
+}
+
+std::optional<response_assembler::options::echo_prompt>
+echo_prompt_of(const completion_request& req, const protocol::preprocessed_request& pre) {
+  if (!req.params.echo)
+    return std::nullopt;
+  const auto* text = std::get_if<std::string>(&req.prompt);
+  return response_assembler::options::echo_prompt{pre.token_ids, text ? *text : std::string{},
+                                                  req.params.max_tokens == 0u};
 }
 
 } // namespace dynamo::openai

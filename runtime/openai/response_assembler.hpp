@@ -4,18 +4,21 @@
 // choice's finish, usage) or the whole body, and usage over all choices (the
 // prompt counted once). Chat choices go through an output_parser when one is
 // active (reasoning_content, tool_calls; finish_reason "tool_calls"; a
-// parser that reached max_calls ends its choice, and the generation with it).
+// parser that reached max_calls ends its choice, and the generation with it);
+// completions' echo puts the prompt first.
 // Owned by one request actor; not thread-safe.
 #pragma once
 
 #include "runtime/core/error.hpp"
 #include "runtime/openai/output_parser.hpp"
+#include "runtime/openai/request.hpp"
 #include "runtime/openai/response.hpp"
 #include "runtime/openai/text_stream.hpp"
 #include "runtime/protocol/llm.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +39,17 @@ public:
     /// control tokens: Mistral's [TOOL_CALLS], Llama's <|python_tag|>).
     bool include_special = false;
     output_parser::options parse;        ///< chat: reasoning / tool-call parsing (each choice alone)
+    /// /v1/completions echo (n = 1): the choice starts with the prompt
+    /// (text_stream::echo; streamed as its own chunk), its logprobs from the
+    /// first chunk's prompt_logprobs.
+    struct echo_prompt {
+      std::vector<uint32_t> tokens; ///< the prompt's ids
+      std::string text;             ///< the prompt as sent; empty: the detokenized ids
+      /// max_tokens 0: the token the worker had to generate is dropped and
+      /// the choice ends with "length".
+      bool drop_output = false;
+    };
+    std::optional<echo_prompt> echo;
   };
 
   /// `tk` must outlive this object.
@@ -81,6 +95,12 @@ private:
   std::vector<output_parser> parsers_; ///< one per choice (chat)
   std::vector<choice_result> results_; ///< unary: the choices so far
   uint32_t open_ = 0;                  ///< choices not complete
+  bool echoed_ = false;                ///< the echoed prompt has been applied
 };
+
+/// The echo option of a completion request (nullopt without echo): its
+/// prompt as preprocessed into `pre`.
+[[nodiscard]] std::optional<response_assembler::options::echo_prompt>
+echo_prompt_of(const completion_request& req, const protocol::preprocessed_request& pre);
 
 } // namespace dynamo::openai

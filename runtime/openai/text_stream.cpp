@@ -16,15 +16,42 @@ uint32_t code_points(std::string_view utf8) {
 text_stream::text_stream(const tok::tokenizer& tk, std::vector<std::string> stop_strings,
                          std::vector<uint32_t> stop_token_ids, bool logprobs, bool include_special)
   : tk_(&tk), detok_(tk, include_special), stops_(std::move(stop_strings)),
-    stop_token_ids_(std::move(stop_token_ids)), logprobs_(logprobs) {}
+    stop_token_ids_(std::move(stop_token_ids)), logprobs_(logprobs), include_special_(include_special) {}
 
 logprob_entry text_stream::entry(const protocol::engine_output& out, size_t i) const {
-  const protocol::token_logprob& lp = out.logprobs[i];
-  logprob_entry e{tk_->token_bytes(out.token_ids[i], /*include_special=*/true), lp.logprob, {}, chars_};
+  return entry(out.token_ids[i], out.logprobs[i]);
+}
+
+logprob_entry text_stream::entry(uint32_t id, const protocol::token_logprob& lp) const {
+  logprob_entry e{tk_->token_bytes(id, /*include_special=*/true), lp.logprob, {}, chars_};
   e.top.reserve(lp.top.size());
   for (const protocol::top_logprob& t : lp.top)
     e.top.push_back({tk_->token_bytes(t.token, /*include_special=*/true), t.logprob});
   return e;
+}
+
+expected<text_stream::step> text_stream::echo(std::span<const uint32_t> prompt, std::string text,
+                                              std::span<const protocol::token_logprob> lps) {
+  if (logprobs_ && lps.size() + 1 != prompt.size())
+    return make_error(errc::internal, "the backend sent " + std::to_string(lps.size()) +
+                                          " prompt logprobs for a prompt of " + std::to_string(prompt.size()) +
+                                          " tokens");
+  step s;
+  tok::incremental_detokenizer detok(*tk_, include_special_);
+  std::string decoded;
+  for (size_t p = 0; p < prompt.size(); ++p) {
+    if (logprobs_) {
+      s.logprobs.push_back(entry(prompt[p], p == 0 ? protocol::token_logprob{} : lps[p - 1]));
+      s.logprobs.back().no_logprob = p == 0;
+    }
+    const std::string piece = detok.push(prompt[p]);
+    chars_ += code_points(piece);
+    decoded += piece;
+  }
+  decoded += detok.flush();
+  s.text = text.empty() ? std::move(decoded) : std::move(text);
+  chars_ = code_points(s.text);
+  return s;
 }
 
 text_stream::step text_stream::push(const protocol::engine_output& out) {

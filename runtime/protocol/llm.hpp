@@ -86,8 +86,15 @@ struct sampling_options {
   /// Grammar-constrained decoding (none: unconstrained). The mask is applied
   /// before logit_bias, so a biased token can never escape the grammar.
   guided_decoding guided;
+  /// Report the logprob of every prompt token after the first under the
+  /// model's raw distribution at the position before it (log-softmax of the
+  /// unedited logits, temperature 1) and this many alternatives
+  /// (<= max_top_logprobs): engine_output::prompt_logprobs, with the first
+  /// chunk. The whole prompt is computed (no prefix-cache hit); n must be 1;
+  /// never disaggregated. nullopt: none (vLLM's prompt_logprobs).
+  std::optional<uint32_t> prompt_logprobs;
   DYNAMO_MSGPACK_MAP(temperature, top_p, top_k, seed, min_p, presence_penalty, frequency_penalty,
-                     repetition_penalty, logit_bias, logprobs, n, guided);
+                     repetition_penalty, logit_bias, logprobs, n, guided, prompt_logprobs);
 };
 
 struct stop_conditions {
@@ -163,8 +170,12 @@ struct engine_output {
   /// used (refused, or its KV transfer failed) and the prompt was prefilled
   /// here, so the router counts a local fallback rather than a remote prefill.
   bool prefilled_locally = false;
+  /// The first chunk of a request with sampling.prompt_logprobs: one entry
+  /// per prompt token from the second on (the first has no distribution),
+  /// the original prompt only (not tokens generated before a migration).
+  std::vector<token_logprob> prompt_logprobs;
   DYNAMO_MSGPACK_MAP(token_ids, finish, cached_tokens, error, disagg, error_code, logprobs, index,
-                     choice_finish, embedding, prefilled_locally);
+                     choice_finish, embedding, prefilled_locally, prompt_logprobs);
 
   /// How this chunk ends its choice: `finish`, else `choice_finish` (none: it goes on).
   [[nodiscard]] finish_reason choice_end() const noexcept {

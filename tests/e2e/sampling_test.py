@@ -4,7 +4,8 @@ _strict_response_validation=True, every body and stream chunk also validated aga
 OpenAI OpenAPI document's own schemas (data/openai_response_schemas.json, vendored by
 data/vendor_openai_schemas.py): logprobs and top_logprobs (chat and completions, whole and
 streamed), n > 1, seed, penalties, logit_bias, min_p, min_tokens, ignore_eos,
-stop_token_ids, refusal, and the 400s of out-of-range values.
+stop_token_ids, refusal, echo with prompt logprobs (loglikelihood scoring), and the 400s
+of out-of-range values.
 
 Run by CTest through with_server.py (DYNAMO_BASE_URL) against dynamo-run with the mocker
 (--engine mocker) or the real SmolLM2 model (--engine real). The mocker has no logits: its
@@ -16,7 +17,11 @@ One deviation from the schemas, on purpose: streamed /v1/completions chunks carr
 "finish_reason": null until a choice ends, as OpenAI's own API does, while the document's
 CreateCompletionResponse (and so the SDK's Completion type) has no null there
 (openai/openai-openapi PR #100). Those chunks are validated with finish_reason made
-nullable, and that one stream is read with the SDK's default (lenient) validation.
+nullable, and that one stream is read with the SDK's default (lenient) validation. The same
+holds for echo with logprobs: the first prompt token's token_logprobs and top_logprobs entries
+are null (OpenAI's legacy API and vLLM do so; lm-eval-harness skips them), which the document's
+item types do not allow: those bodies are validated with null items allowed and read with the
+lenient SDK client.
 """
 import argparse
 import copy
@@ -68,11 +73,20 @@ def load_validators():
         choice["properties"]["finish_reason"] = {"anyOf": [choice["properties"]["finish_reason"],
                                                            {"type": "null"}]}
 
+    def nullable_logprob_items(schemas):  # echo: the first prompt token (see the module docstring)
+        choice = schemas["CreateCompletionResponse"]["properties"]["choices"]["items"]
+        lp = choice["properties"]["logprobs"]["anyOf"][0]["properties"]
+        for key in ("token_logprobs", "top_logprobs"):
+            lp[key]["items"] = {"anyOf": [lp[key]["items"], {"type": "null"}]}
+
     return {
         "chat": validator("CreateChatCompletionResponse"),
         "chat_chunk": validator("CreateChatCompletionStreamResponse"),
         "completion": validator("CreateCompletionResponse"),
         "completion_chunk": validator("CreateCompletionResponse", nullable_finish),
+        "completion_echo": validator("CreateCompletionResponse", nullable_logprob_items),
+        "completion_echo_chunk": validator(
+            "CreateCompletionResponse", lambda s: (nullable_finish(s), nullable_logprob_items(s))),
     }
 
 
@@ -142,8 +156,9 @@ class SamplingTest(unittest.TestCase):
             body["stream"] = True
         status, out = post("/completions", body, stream)
         self.assertEqual(status, 200, out)
+        kind = "completion_echo" if kw.get("echo") else "completion"
         for c in (out if stream else [out]):
-            check_schema(self, "completion_chunk" if stream else "completion", c)
+            check_schema(self, kind + "_chunk" if stream else kind, c)
         return out
 
     def sdk_chat(self, **kw):
@@ -277,6 +292,78 @@ class SamplingTest(unittest.TestCase):
         c = self.sdk_completion(logprobs=0, temperature=0, max_tokens=4).choices[0]
         for tok, top in zip(c.logprobs.tokens, c.logprobs.top_logprobs):
             self.assertEqual(list(top), [tok])
+
+    # -- echo and prompt logprobs ----------------------------------------------
+
+    def check_echo_logprobs(self, prompt, lp, top):
+        """The prompt's tokens spell it, the first has no logprob, the others are
+        log-probabilities with their alternatives; offsets count code points."""
+        self.assertEqual("".join(lp["tokens"]), prompt)
+        self.assertIsNone(lp["token_logprobs"][0])
+        self.assertIsNone(lp["top_logprobs"][0])
+        self.assertEqual(lp["text_offset"], [len("".join(lp["tokens"][:i])) for i in range(len(lp["tokens"]))])
+        for tok, value, alts in zip(lp["tokens"][1:], lp["token_logprobs"][1:], lp["top_logprobs"][1:]):
+            self.assertLessEqual(value, 1e-6)
+            self.assertIn(tok, alts)  # the alternatives and the token itself (logprobs + 1 at most)
+            self.assertLessEqual(len(alts), top + 1)
+            if self.real:
+                self.assertGreaterEqual(max(alts.values()), value - 1e-6)
+
+    def test_echo_logprobs_score_the_prompt(self):
+        prompt = "The capital of France is Paris"
+        kw = dict(prompt=prompt, echo=True, logprobs=2, temperature=0)
+        scored = self.completion_raw(max_tokens=0, **kw)
+        c = scored["choices"][0]
+        self.assertEqual(c["text"], prompt)
+        self.assertEqual(c["finish_reason"], "length")
+        self.assertEqual(scored["usage"]["completion_tokens"], 0)
+        self.check_echo_logprobs(prompt, c["logprobs"], 2)
+        n = len(c["logprobs"]["tokens"])
+        self.assertEqual(scored["usage"]["prompt_tokens"], n)  # the model adds no BOS
+        # With output: the same prompt part, then the completion's tokens.
+        more = self.completion_raw(max_tokens=3, **kw)["choices"][0]
+        self.assertTrue(more["text"].startswith(prompt))
+        self.assertEqual(more["logprobs"]["tokens"][:n], c["logprobs"]["tokens"])
+        for a, b in zip(more["logprobs"]["token_logprobs"][1:n], c["logprobs"]["token_logprobs"][1:]):
+            self.assertAlmostEqual(a, b, delta=1e-5)
+        self.assertEqual("".join(more["logprobs"]["tokens"]), more["text"])
+        # Streamed: the prompt is the first chunk, with its logprobs.
+        chunks = self.completion_raw(stream=True, max_tokens=3, **kw)
+        first = chunks[0]["choices"][0]
+        self.assertEqual(first["text"], prompt)
+        self.assertEqual(first["logprobs"]["tokens"], c["logprobs"]["tokens"])
+        self.assertEqual("".join(ch["choices"][0]["text"] for ch in chunks), more["text"])
+        # The SDK (lenient: the null first entries) reads the same numbers.
+        sdk = self.lenient.completions.create(model=self.model, max_tokens=0, **kw).choices[0]
+        self.assertEqual(sdk.logprobs.token_logprobs, c["logprobs"]["token_logprobs"])
+        if not self.real:
+            return
+        # The engine's own next-token logprobs (greedy: the raw distribution) give the same
+        # values: prompt token k scored with the prefix before it as the prompt.
+        root = ARGS.base_url[: -len("/v1")]
+        req = urllib.request.Request(root + "/tokenize", data=json.dumps(
+            {"model": self.model, "prompt": prompt}).encode(), headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=60) as r:
+            ids = json.loads(r.read())["tokens"]
+        self.assertEqual(len(ids), n)
+        matched = 0
+        for k in range(1, n):
+            nxt = self.completion_raw(prompt=ids[:k], max_tokens=1, logprobs=5, temperature=0)
+            alts = nxt["choices"][0]["logprobs"]["top_logprobs"][0]
+            tok = c["logprobs"]["tokens"][k]
+            if tok in alts:
+                matched += 1
+                self.assertAlmostEqual(alts[tok], c["logprobs"]["token_logprobs"][k], delta=1e-4, msg=tok)
+        self.assertGreaterEqual(matched, n // 2)
+
+    def test_echo_combinations_we_do_not_serve_are_400(self):
+        status, err = post("/completions", {"model": self.model, "prompt": "x", "echo": True, "n": 2})
+        self.assertEqual(status, 400)
+        self.assertEqual(err["error"]["param"], "echo")
+        self.assertEqual(err["error"]["code"], "unsupported_value")
+        status, err = post("/completions", {"model": self.model, "prompt": "x", "max_tokens": 0})
+        self.assertEqual(status, 400)
+        self.assertEqual(err["error"]["param"], "max_tokens")
 
     # -- logit processing (real model) ----------------------------------------
 

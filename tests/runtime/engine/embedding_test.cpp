@@ -10,6 +10,7 @@ using namespace dynamo;
 using engine::engine_core;
 using protocol::finish_reason;
 using test::iota_tokens;
+using test::drain;
 using test::request;
 
 namespace {
@@ -51,23 +52,7 @@ protocol::preprocessed_request embed_request(std::string id, std::vector<uint32_
 }
 
 std::unique_ptr<engine_core> make_core(std::unique_ptr<embedding_executor> ex) {
-  engine::engine_config cfg;
-  cfg.max_num_batched_tokens = 16; // a 40-token prompt takes three chunks
-  auto core = engine_core::create(std::move(ex), cfg);
-  BOOST_REQUIRE(core);
-  return std::move(*core);
-}
-
-/// Every output of `core` until it has no work.
-std::vector<engine::request_output> drain(engine_core& core) {
-  std::vector<engine::request_output> all;
-  for (int i = 0; i < 100 && core.has_work(); ++i) {
-    auto r = core.step();
-    BOOST_REQUIRE(r);
-    std::move(r->outputs.begin(), r->outputs.end(), std::back_inserter(all));
-  }
-  BOOST_REQUIRE(!core.has_work());
-  return all;
+  return test::chunking_core(std::move(ex), 16); // a 40-token prompt takes three chunks
 }
 
 } // namespace

@@ -1,5 +1,6 @@
 // Helpers shared by the engine and mocker tests: request builders, a run loop
-// that collects each request's stream, and Boost.Test printers.
+// that collects each request's stream, an engine that chunks prompts, a loop
+// that drains an engine's outputs, and Boost.Test printers.
 #pragma once
 
 #include "runtime/engine/engine_core.hpp"
@@ -8,7 +9,9 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <iterator>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <ostream>
 #include <string>
@@ -82,6 +85,29 @@ inline std::map<std::string, stream> run(engine::engine_core& core,
     }
     if (events)
       events->insert(events->end(), r->kv_events.begin(), r->kv_events.end());
+  }
+  BOOST_REQUIRE(!core.has_work());
+  return all;
+}
+
+/// An engine_core over `ex` with `max_num_batched_tokens` per step (to make
+/// prompts take several chunks); fails the test when it cannot be built.
+inline std::unique_ptr<engine::engine_core> chunking_core(std::unique_ptr<engine::executor> ex,
+                                                          uint32_t max_num_batched_tokens) {
+  engine::engine_config cfg;
+  cfg.max_num_batched_tokens = max_num_batched_tokens;
+  auto core = engine::engine_core::create(std::move(ex), cfg);
+  BOOST_REQUIRE(core);
+  return std::move(*core);
+}
+
+/// Every output of `core` until it has no work, in order.
+inline std::vector<engine::request_output> drain(engine::engine_core& core) {
+  std::vector<engine::request_output> all;
+  for (int i = 0; i < 100 && core.has_work(); ++i) {
+    auto r = core.step();
+    BOOST_REQUIRE(r);
+    std::move(r->outputs.begin(), r->outputs.end(), std::back_inserter(all));
   }
   BOOST_REQUIRE(!core.has_work());
   return all;

@@ -273,3 +273,36 @@ BOOST_AUTO_TEST_CASE(random_load_keeps_invariants_events_and_streams_exact) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(mock_prompt_logprobs)
+
+BOOST_AUTO_TEST_CASE(a_chunked_prompt_gets_the_mockers_logprob_of_every_token_after_the_first) {
+  auto c = tiny();
+  c.max_num_batched_tokens = 4; // three chunks
+  auto core = engine_of(c);
+  const auto prompt = iota_tokens(10, 40);
+  auto req = request("a", prompt, 3);
+  req.sampling.prompt_logprobs = 1;
+  BOOST_REQUIRE(core->add_request(req));
+  BOOST_REQUIRE(core->add_request(request("plain", prompt, 3)));
+  std::map<std::string, std::vector<protocol::engine_output>> out;
+  for (int i = 0; i < 100 && core->has_work(); ++i) {
+    auto r = core->step();
+    BOOST_REQUIRE(r);
+    for (auto& o : r->outputs) out[o.request_id].push_back(o.output);
+  }
+  const auto& lps = out.at("a").at(0).prompt_logprobs;
+  BOOST_REQUIRE_EQUAL(lps.size(), 9u);
+  for (uint32_t p = 1; p < 10; ++p) {
+    BOOST_TEST(lps[p - 1].logprob == mocker::prompt_logprob(prompt[p], p, 1).logprob);
+    BOOST_TEST(lps[p - 1].logprob <= -0.1f);
+    BOOST_TEST(lps[p - 1].logprob >= -5.0f);
+    BOOST_REQUIRE_EQUAL(lps[p - 1].top.size(), 1u);
+    BOOST_TEST(lps[p - 1].top[0].token == prompt[p]);
+  }
+  BOOST_TEST(out.at("plain").at(0).prompt_logprobs.empty());
+  for (size_t i = 0; i < 3; ++i) // scoring the prompt does not change the output
+    BOOST_TEST(out.at("a").at(i).token_ids == out.at("plain").at(i).token_ids, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -38,20 +38,9 @@ constexpr double tolerance = 0.01;
 constexpr double tie_margin = 2 * tolerance;
 const std::vector<uint32_t> prompt = {1, 17, 250, 3, 99, 42, 42, 7, 128, 200};
 
-/// A shape every format can encode (rows multiples of 256 for the K-quants).
 random_model_options base_shape(architecture arch) {
-  random_model_options o;
-  o.arch = arch;
+  random_model_options o = golden_shape(arch);
   o.name = "arch-golden";
-  o.n_layer = 2;
-  o.n_embd = 256;
-  o.n_head = 4;
-  o.n_kv_head = 2;
-  o.n_ff = 512;
-  o.n_vocab = 300;
-  o.context_length = 128;
-  o.stddev = 0.0f; // scaled: unit-variance activations, logits far from uniform
-  o.threads = 1;
   return o;
 }
 

@@ -21,6 +21,9 @@ Modes:
   decoder_ref.py --model M --hidden ID...
       prints `n_embd <E>` and E lines: the last position's hidden state after
       the final norm (what an embedding request returns).
+  decoder_ref.py --model M --prompt-logprobs ID...
+      prints `n_logprobs <P - 1>` and P - 1 lines: the log-softmax at position p - 1
+      of ids[p], for p = 1 .. P - 1 (one position at a time through the cache).
   decoder_ref.py --batch FILE --greedy N --top K
       FILE has lines `<model path> <id> <id> ...`; for each, prints one JSON
       line {"model", "greedy": [N ids], "top": [N lists of K [id, logprob]],
@@ -263,6 +266,7 @@ def main():
     ap.add_argument("--greedy", type=int, default=0, metavar="N")
     ap.add_argument("--top", type=int, default=5, metavar="K")
     ap.add_argument("--hidden", action="store_true")
+    ap.add_argument("--prompt-logprobs", action="store_true")
     ap.add_argument("ids", type=int, nargs="*")
     a = ap.parse_args()
     if a.batch:
@@ -278,6 +282,13 @@ def main():
         return
     m = Model(a.model)
     ids = list(a.ids)
+    if a.prompt_logprobs:
+        cache, out = Cache(m), [f"n_logprobs {len(ids) - 1}"]
+        for p in range(1, len(ids)):
+            lp = log_softmax(forward(m, np.array([ids[p - 1]], dtype=np.int64), cache))
+            out.append(repr(float(lp[ids[p]])))
+        sys.stdout.write("\n".join(out) + "\n")
+        return
     if a.hidden:
         h = hidden_state(m, np.array(ids, dtype=np.int64))
         sys.stdout.write("\n".join([f"n_embd {h.shape[0]}"] + [repr(float(v)) for v in h]) + "\n")

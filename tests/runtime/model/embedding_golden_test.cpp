@@ -37,31 +37,13 @@ BOOST_AUTO_TEST_SUITE(embedding_golden, *utf::precondition(&python_available))
 
 BOOST_AUTO_TEST_CASE(the_embedding_is_the_float64_references_last_hidden_state) {
   temp_dir dir("dynamo-embed-golden");
-  const std::vector<uint32_t> prompt = {1, 17, 250, 3, 99, 42, 42, 7, 128, 200, 5};
-  struct arch_case {
-    const char* name;
-    architecture arch;
-    uint32_t n_expert;
-  };
-  for (const arch_case& a : {arch_case{"llama", architecture::llama, 0}, arch_case{"qwen3", architecture::qwen3, 0},
-                             arch_case{"qwen3moe", architecture::qwen3moe, 8}}) {
+  const std::vector<uint32_t>& prompt = tiny_golden_prompt;
+  for (const golden_arch& a : {golden_arch{"llama", architecture::llama, 0}, golden_arch{"qwen3", architecture::qwen3, 0},
+                             golden_arch{"qwen3moe", architecture::qwen3moe, 8}}) {
     for (auto type : {gguf::tensor_type::f32, gguf::tensor_type::q8_0, gguf::tensor_type::q4_k}) {
       const std::string label = std::string(a.name) + "/" + kernels::ref::type_name(type);
       BOOST_TEST_CONTEXT(label) {
-        random_model_options o;
-        o.arch = a.arch;
-        o.n_layer = 2;
-        o.n_embd = 256;
-        o.n_head = 4;
-        o.n_kv_head = 2;
-        o.n_ff = 512;
-        o.n_vocab = 300;
-        o.context_length = 128;
-        o.stddev = 0.0f;
-        o.threads = 1;
-        o.n_expert = a.n_expert;
-        o.n_expert_used = a.n_expert ? 2 : 0;
-        o.n_ff_expert = a.n_expert ? 256 : 0;
+        random_model_options o = golden_shape(a.arch, a.n_expert);
         o.type = type;
         o.embd_type = type;
         const std::string path = (dir.path / (label.substr(0, label.find('/')) + "-" +

@@ -1,6 +1,7 @@
 // Runs the independent float64 numpy reference (decoder_ref.py) from C++
 // tests and parses what it prints: last-position logits with an optional
-// greedy continuation, or per-step top-k log-probs for a batch of models;
+// greedy continuation, the final hidden state, every prompt token's log-prob,
+// or per-step top-k log-probs for a batch of models;
 // and our engine's log-probs at the reference's steps. Test code only; each
 // reference call starts one python3 process.
 #pragma once
@@ -74,21 +75,68 @@ inline reference run_reference(const std::string& model, const std::vector<uint3
   return r;
 }
 
-/// The reference's final-norm hidden state of the last of `ids` (decoder_ref.py --hidden).
-inline std::vector<double> run_reference_hidden(const std::string& model, const std::vector<uint32_t>& ids) {
+/// What decoder_ref.py prints in `mode` (--hidden, --prompt-logprobs): a
+/// "<name> <count>" line, then `count` values, one a line.
+inline std::vector<double> run_reference_values(const std::string& model, const char* mode,
+                                                const std::vector<uint32_t>& ids) {
   std::ostringstream cmd;
-  cmd << python() << " " << reference_script() << " --model '" << model << "' --hidden";
+  cmd << python() << " " << reference_script() << " --model '" << model << "' " << mode;
   for (uint32_t id : ids) cmd << " " << id;
   FILE* p = popen(cmd.str().c_str(), "r");
   BOOST_REQUIRE(p != nullptr);
-  std::vector<double> h;
+  std::vector<double> values;
   char line[1024];
-  size_t n_embd = 0;
-  if (std::fgets(line, sizeof line, p) != nullptr) std::sscanf(line, "n_embd %zu", &n_embd);
-  while (h.size() < n_embd && std::fgets(line, sizeof line, p) != nullptr) h.push_back(std::strtod(line, nullptr));
+  size_t count = 0;
+  if (std::fgets(line, sizeof line, p) != nullptr) std::sscanf(line, "%*s %zu", &count);
+  while (values.size() < count && std::fgets(line, sizeof line, p) != nullptr)
+    values.push_back(std::strtod(line, nullptr));
   BOOST_REQUIRE_EQUAL(pclose(p), 0);
-  BOOST_REQUIRE_EQUAL(h.size(), n_embd);
-  return h;
+  BOOST_REQUIRE_EQUAL(values.size(), count);
+  return values;
+}
+
+/// The reference's final-norm hidden state of the last of `ids` (decoder_ref.py --hidden).
+inline std::vector<double> run_reference_hidden(const std::string& model, const std::vector<uint32_t>& ids) {
+  return run_reference_values(model, "--hidden", ids);
+}
+
+/// The reference's log-prob of each prompt token after the first under the
+/// distribution at the position before it (decoder_ref.py --prompt-logprobs).
+inline std::vector<double> run_reference_prompt_logprobs(const std::string& model, const std::vector<uint32_t>& ids) {
+  auto lps = run_reference_values(model, "--prompt-logprobs", ids);
+  BOOST_REQUIRE_EQUAL(lps.size() + 1, ids.size());
+  return lps;
+}
+
+/// A prompt for the golden tests' tiny models (vocabulary 300).
+inline const std::vector<uint32_t> tiny_golden_prompt = {1, 17, 250, 3, 99, 42, 42, 7, 128, 200, 5};
+
+/// One architecture of a golden test: its label, and experts (0: dense).
+struct golden_arch {
+  const char* name;
+  architecture arch;
+  uint32_t n_expert;
+};
+
+/// The golden tests' random-model shape, one every format can encode (rows
+/// multiples of 256 for the K-quants); `n_expert` > 0: 2 of them per token.
+inline random_model_options golden_shape(architecture arch, uint32_t n_expert = 0) {
+  random_model_options o;
+  o.n_expert = n_expert;
+  o.n_expert_used = n_expert ? 2 : 0;
+  o.n_ff_expert = n_expert ? 256 : 0;
+  o.arch = arch;
+  o.name = "golden";
+  o.n_layer = 2;
+  o.n_embd = 256;
+  o.n_head = 4;
+  o.n_kv_head = 2;
+  o.n_ff = 512;
+  o.n_vocab = 300;
+  o.context_length = 128;
+  o.stddev = 0.0f; // scaled: unit-variance activations, logits far from uniform
+  o.threads = 1;
+  return o;
 }
 
 /// One greedy step of the reference: its top-k (id, log-prob), most likely

@@ -76,13 +76,25 @@ BOOST_AUTO_TEST_CASE(shares_the_common_validation) {
 BOOST_AUTO_TEST_CASE(completion_only_fields_accept_neutral_values) {
   BOOST_TEST(test::ok(completion(R"("x")", R"("echo":false,"best_of":1,"suffix":"","logprobs":0)")
                ));
-  check_error(completion(R"("x")", R"("echo":true)"), 400, "echo", "unsupported_value");
   check_error(completion(R"("x")", R"("best_of":2)"), 400, "best_of", "unsupported_value");
   BOOST_TEST(test::ok(completion(R"("x")", R"("n":2,"best_of":2)")));
   check_error(completion(R"("x")", R"("n":3,"best_of":2)"), 400, "best_of", "invalid_value");
   check_error(completion(R"("x")", R"("suffix":"end")"), 400, "suffix", "unsupported_value");
   check_error(completion(R"("x")", R"("logprobs":6)"), 400, "logprobs", "invalid_value");
   check_error(completion(R"("x")", R"("logprobs":true)"), 400, "logprobs", "invalid_type");
+}
+
+BOOST_AUTO_TEST_CASE(echo_allows_max_tokens_zero_and_one_choice) {
+  auto r = completion(R"("x")", R"("echo":true,"max_tokens":0,"logprobs":1)");
+  BOOST_REQUIRE(r);
+  BOOST_TEST(r->params.echo);
+  BOOST_TEST(*r->params.max_tokens == 0u);
+  BOOST_TEST(!completion(R"("x")", "")->params.echo);
+  check_error(completion(R"("x")", R"("max_tokens":0)"), 400, "max_tokens", "invalid_value");
+  check_error(completion(R"("x")", R"("echo":false,"max_tokens":0)"), 400, "max_tokens", "invalid_value");
+  check_error(completion(R"("x")", R"("echo":true,"max_tokens":-1)"), 400, "max_tokens", "invalid_value");
+  check_error(completion(R"("x")", R"("echo":true,"n":2)"), 400, "echo", "unsupported_value");
+  check_error(completion(R"("x")", R"("echo":1)"), 400, "echo", "invalid_type");
 }
 
 BOOST_AUTO_TEST_CASE(logprobs_is_the_number_of_alternatives) {

@@ -239,4 +239,56 @@ BOOST_AUTO_TEST_CASE(one_call_per_choice_ends_the_choice_and_then_the_generation
   BOOST_TEST(j["usage"]["completion_tokens"] == two.size() + one.size() - 1 + last.size()); // every chunk sent
 }
 
+BOOST_AUTO_TEST_CASE(echo_puts_the_prompt_and_its_logprobs_first) {
+  auto o = opts(false, false, 1, true);
+  o.echo = response_assembler::options::echo_prompt{{'h', 'i', '!'}, "hi!", false};
+  response_assembler a{tk, meta, o};
+  auto first = chunk(0, "ab", finish_reason::none, finish_reason::length, true);
+  first.prompt_logprobs = {{-1.25f, {{'i', -1.25f}, {'x', -0.5f}}}, {-3.0f, {{'?', -0.1f}}}};
+  BOOST_TEST(a.push(first)->done);
+  const json c = json::parse(a.body())["choices"][0];
+  BOOST_TEST(c["text"] == "hi!ab");
+  const json& lp = c["logprobs"];
+  BOOST_TEST((lp["tokens"] == json::array({"h", "i", "!", "a", "b"})));
+  BOOST_TEST(lp["token_logprobs"][0].is_null());
+  BOOST_TEST(lp["top_logprobs"][0].is_null());
+  BOOST_TEST(lp["token_logprobs"][1] == -1.25);
+  BOOST_TEST(lp["token_logprobs"][2] == -3.0);
+  BOOST_TEST(lp["token_logprobs"][3] == -0.5);
+  BOOST_TEST((lp["top_logprobs"][1] == json{{"i", -1.25}, {"x", -0.5}}));
+  BOOST_TEST((lp["text_offset"] == json::array({0, 1, 2, 3, 4})));
+  BOOST_TEST(json::parse(a.body())["usage"]["completion_tokens"] == 2);
+}
+
+BOOST_AUTO_TEST_CASE(echo_streams_the_prompt_as_its_own_chunk_and_max_tokens_zero_drops_the_output) {
+  auto o = opts(false, true, 1, true);
+  o.echo = response_assembler::options::echo_prompt{{'o', 'k'}, "", true}; // the text from the ids
+  response_assembler a{tk, meta, o};
+  auto only = chunk(0, "z", finish_reason::none, finish_reason::stop, true);
+  only.prompt_logprobs = {{-2.0f, {}}};
+  auto u = a.push(only);
+  BOOST_REQUIRE(u);
+  BOOST_TEST(u->done);
+  BOOST_REQUIRE_EQUAL(u->events.size(), 2u);
+  const json echo = json::parse(u->events[0])["choices"][0];
+  BOOST_TEST(echo["text"] == "ok");
+  BOOST_TEST(echo["finish_reason"].is_null());
+  BOOST_TEST((echo["logprobs"]["token_logprobs"] == json::array({nullptr, -2.0})));
+  const json end = json::parse(u->events[1])["choices"][0];
+  BOOST_TEST(end["text"] == "");
+  BOOST_TEST(end["finish_reason"] == "length"); // max_tokens 0 reached, whatever the worker said
+  BOOST_TEST(a.usage().completion_tokens == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(echo_logprobs_that_miss_prompt_tokens_are_an_internal_error) {
+  auto o = opts(false, false, 1, true);
+  o.echo = response_assembler::options::echo_prompt{{'a', 'b', 'c'}, "abc", false};
+  response_assembler a{tk, meta, o};
+  auto first = chunk(0, "x", finish_reason::none, finish_reason::length, true);
+  first.prompt_logprobs = {{-1.0f, {}}};
+  auto r = a.push(first);
+  BOOST_REQUIRE(!r);
+  BOOST_TEST(static_cast<int>(code_of(r.error())) == static_cast<int>(errc::internal));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

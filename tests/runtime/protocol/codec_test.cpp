@@ -30,6 +30,23 @@ BOOST_AUTO_TEST_CASE(request_round_trips) {
   BOOST_TEST(back->stop.max_tokens == 9u);
 }
 
+BOOST_AUTO_TEST_CASE(prompt_logprobs_round_trip_and_default_to_none) {
+  preprocessed_request req;
+  req.sampling.prompt_logprobs = 3;
+  auto back = decode<preprocessed_request>(encode(req));
+  BOOST_REQUIRE(back);
+  BOOST_TEST(back->sampling.prompt_logprobs.value_or(0) == 3u);
+  BOOST_TEST(!decode<preprocessed_request>(encode(preprocessed_request{}))->sampling.prompt_logprobs);
+  engine_output out;
+  out.prompt_logprobs = {{-1.5f, {{7, -0.25f}}}, {-2.0f, {}}};
+  auto o = decode<engine_output>(encode(out));
+  BOOST_REQUIRE(o);
+  BOOST_REQUIRE_EQUAL(o->prompt_logprobs.size(), 2u);
+  BOOST_TEST(o->prompt_logprobs[0].logprob == -1.5f);
+  BOOST_TEST(o->prompt_logprobs[0].top.at(0).token == 7u);
+  BOOST_TEST(o->prompt_logprobs[1].logprob == -2.0f);
+}
+
 BOOST_AUTO_TEST_CASE(kv_event_round_trips) {
   router_event ev;
   ev.worker_id = 7;
