@@ -49,6 +49,19 @@ protocol::load_metrics load(uint64_t worker, float kv, uint32_t waiting = 0, uin
 }
 
 // One interval ending at `now`: every worker reports `kv` twice inside it.
+/// A decode pool with a profile whose step is 10 + 2 (b - 1) ms at context 100:
+/// with ITL 16 ms, batch 4 and 250 output tokens/s per engine.
+pool_spec sla_decode_pool() {
+  auto spec = pool("dec", worker_role::decode, 1);
+  engine_profile prof;
+  prof.max_num_seqs = 64;
+  prof.max_kv_tokens = 100000;
+  prof.prefill = {{100, 0.0, 0, 10.0}};
+  prof.decode = {{1, 100, 10.0}, {4, 100, 16.0}};
+  spec.profile = prof;
+  return spec;
+}
+
 step_result tick(planner& p, const std::string& pool, std::vector<uint64_t> workers, float kv,
                  int64_t now, uint32_t waiting = 0) {
   for (auto w : workers) {
@@ -289,13 +302,7 @@ BOOST_AUTO_TEST_CASE(sla_mode_sizes_decode_from_the_profile_both_ways) {
   c.predictor = "constant";
   c.ttft_ms = 100;
   c.itl_ms = 16;
-  auto spec = pool("dec", worker_role::decode, 1);
-  engine_profile prof; // step 10 + 2 (b - 1) ms at context 100: batch 4 meets 16 ms, 250 tokens/s
-  prof.max_num_seqs = 64;
-  prof.max_kv_tokens = 100000;
-  prof.prefill = {{100, 0.0, 0, 10.0}};
-  prof.decode = {{1, 100, 10.0}, {4, 100, 16.0}};
-  spec.profile = prof;
+  auto spec = sla_decode_pool();
   auto p = make(c, {spec});
   p.set_instances("dec", 1);
   p.observe_traffic("m", traffic{10.0, 80, 40, 0}); // 400 output tokens/s: 1.6 engines
@@ -318,13 +325,7 @@ BOOST_AUTO_TEST_CASE(scale_down_waits_for_the_stabilization_window_scale_up_does
   c.ttft_ms = 100;
   c.itl_ms = 16;
   c.scale_down_stabilization_ms = 3000;
-  auto spec = pool("dec", worker_role::decode, 1);
-  engine_profile prof; // as above: one engine sustains 250 output tokens/s
-  prof.max_num_seqs = 64;
-  prof.max_kv_tokens = 100000;
-  prof.prefill = {{100, 0.0, 0, 10.0}};
-  prof.decode = {{1, 100, 10.0}, {4, 100, 16.0}};
-  spec.profile = prof;
+  auto spec = sla_decode_pool();
   auto p = make(c, {spec});
   p.set_instances("dec", 1);
   p.observe_traffic("m", traffic{10.0, 80, 40, 0}); // 1.6 engines: up to 2 at once
