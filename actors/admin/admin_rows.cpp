@@ -80,6 +80,16 @@ expected<void> restart_actor(caf::actor_system& sys, const supervisor_list& supe
   return make_error(errc::not_found, "no actor named '" + name + "'");
 }
 
+namespace {
+
+/// The admin URL a record publishes (admin_url_key), "" when none.
+std::string admin_url_of(const planes::instance_record& rec) {
+  auto it = rec.metadata.find(std::string{admin_url_key});
+  return it != rec.metadata.end() ? it->second : std::string{};
+}
+
+} // namespace
+
 expected<std::vector<instance_row>> instance_rows(planes::discovery_plane& discovery,
                                                   std::string_view prefix) {
   auto records = discovery.list(prefix);
@@ -93,8 +103,7 @@ expected<std::vector<instance_row>> instance_rows(planes::discovery_plane& disco
     row.instance_id = rec.instance;
     row.address = rec.request_address;
     row.health = std::string{planes::to_string(rec.health)};
-    if (auto it = rec.metadata.find(std::string{admin_url_key}); it != rec.metadata.end())
-      row.admin_url = it->second;
+    row.admin_url = admin_url_of(rec);
     row.metadata = std::move(rec.metadata);
     rows.push_back(std::move(row));
   }
@@ -111,8 +120,7 @@ expected<std::optional<instance_host>> find_instance_host(planes::discovery_plan
     if (rec.instance != instance_id)
       continue;
     instance_host host;
-    if (auto it = rec.metadata.find(std::string{admin_url_key}); it != rec.metadata.end())
-      host.admin_url = it->second;
+    host.admin_url = admin_url_of(rec);
     if (protocol::hosts_no_worker(rec.endpoint.component_name, rec.endpoint.endpoint_name))
       host.non_worker = rec.endpoint.component_name;
     return std::optional<instance_host>{std::move(host)};

@@ -49,6 +49,16 @@ protocol::load_metrics load(uint64_t worker, float kv, uint32_t waiting = 0, uin
 }
 
 // One interval ending at `now`: every worker reports `kv` twice inside it.
+/// SLA mode with targets TTFT 100 ms and ITL 16 ms, a constant predictor.
+config::planner_config sla_config() {
+  auto c = base_config();
+  c.mode = "sla";
+  c.predictor = "constant";
+  c.ttft_ms = 100;
+  c.itl_ms = 16;
+  return c;
+}
+
 /// A decode pool with a profile whose step is 10 + 2 (b - 1) ms at context 100:
 /// with ITL 16 ms, batch 4 and 250 output tokens/s per engine.
 pool_spec sla_decode_pool() {
@@ -297,11 +307,7 @@ BOOST_AUTO_TEST_CASE(throughput_is_a_lower_bound) {
 }
 
 BOOST_AUTO_TEST_CASE(sla_mode_sizes_decode_from_the_profile_both_ways) {
-  auto c = base_config();
-  c.mode = "sla";
-  c.predictor = "constant";
-  c.ttft_ms = 100;
-  c.itl_ms = 16;
+  auto c = sla_config();
   auto spec = sla_decode_pool();
   auto p = make(c, {spec});
   p.set_instances("dec", 1);
@@ -319,11 +325,7 @@ BOOST_AUTO_TEST_CASE(sla_mode_sizes_decode_from_the_profile_both_ways) {
 }
 
 BOOST_AUTO_TEST_CASE(scale_down_waits_for_the_stabilization_window_scale_up_does_not) {
-  auto c = base_config();
-  c.mode = "sla";
-  c.predictor = "constant";
-  c.ttft_ms = 100;
-  c.itl_ms = 16;
+  auto c = sla_config();
   c.scale_down_stabilization_ms = 3000;
   auto spec = sla_decode_pool();
   auto p = make(c, {spec});
