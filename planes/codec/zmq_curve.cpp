@@ -80,9 +80,12 @@ private:
       if (!m.more())
         break;
     }
-    bool ok = parts.size() == 7 && parts[0].to_string_view() == "1.0" &&
-              parts[5].to_string_view() == "CURVE" && parts[6].size() == 32 &&
-              z85(parts[6].data<uint8_t>()) == parts[2].to_string_view();
+    const bool null_peer = parts.size() == 6 && parts[0].to_string_view() == "1.0" &&
+                           parts[5].to_string_view() == "NULL" &&
+                           parts[2].to_string_view() == null_zap_domain;
+    bool ok = null_peer || (parts.size() == 7 && parts[0].to_string_view() == "1.0" &&
+                            parts[5].to_string_view() == "CURVE" && parts[6].size() == 32 &&
+                            z85(parts[6].data<uint8_t>()) == parts[2].to_string_view());
     std::string request_id = parts.size() > 1 ? parts[1].to_string() : std::string{};
     std::array<std::string, 6> reply{"1.0", request_id, ok ? "200" : "400",
                                      ok ? "OK" : "not a key of this cluster", "", ""};
@@ -146,6 +149,15 @@ expected<zap_handle> curve_server(zmq::context_t& ctx, zmq::socket_t& s, const c
     return make_error(errc::io_error, std::string{"CURVE server socket: "} + e.what());
   }
   return zap;
+}
+
+expected<void> null_server(zmq::socket_t& s) {
+  try {
+    s.set(zmq::sockopt::zap_domain, null_zap_domain);
+  } catch (const zmq::error_t& e) {
+    return make_error(errc::io_error, std::string{"plane server socket: "} + e.what());
+  }
+  return {};
 }
 
 expected<void> curve_client(zmq::socket_t& s, const curve_keypair& keys) {

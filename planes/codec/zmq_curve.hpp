@@ -12,6 +12,7 @@
 #include <zmq.hpp>
 
 #include <memory>
+#include <string_view>
 
 namespace dynamo::planes {
 
@@ -34,6 +35,17 @@ using zap_handle = std::shared_ptr<zap_handler>;
 /// shared_zmq_context() (errc::internal otherwise). Call before bind.
 [[nodiscard]] expected<zap_handle> curve_server(zmq::context_t& ctx, zmq::socket_t& s,
                                                 const curve_keypair& keys);
+
+/// The ZAP domain of the NULL-mechanism server sockets (null_server).
+inline constexpr std::string_view null_zap_domain = "dynamo-null";
+
+/// Makes `s`, a server socket (ROUTER, PUB) without CURVE, refuse peers older
+/// than ZMTP 3.0: libzmq 4.3.4 rejects ZMTP 1.0/2.0 handshakes on a socket with
+/// a ZAP domain, before its v1 path, whose subscription injection can abort a
+/// PUB (docs/FUZZING.md, "Findings"). ZMTP 3 NULL peers are still admitted:
+/// with no ZAP handler in the context libzmq skips ZAP, and ours admits the
+/// NULL mechanism on this domain. Call before bind.
+[[nodiscard]] expected<void> null_server(zmq::socket_t& s);
 
 /// Makes `s` a CURVE client of servers holding `keys`. Call before connect.
 [[nodiscard]] expected<void> curve_client(zmq::socket_t& s, const curve_keypair& keys);

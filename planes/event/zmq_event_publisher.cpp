@@ -54,6 +54,8 @@ public:
         if (!zap)
           return std::move(zap.error());
         zap_ = std::move(*zap);
+      } else if (auto ok = null_server(pub_); !ok) {
+        return ok;
       }
       pub_.bind(opts_.bind_address);
       address_ = with_host(pub_.get(zmq::sockopt::last_endpoint), opts_.advertise_host);

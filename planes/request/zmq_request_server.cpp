@@ -119,6 +119,8 @@ expected<void> zmq_server::start() {
       if (!zap)
         return std::move(zap.error());
       zap_ = std::move(*zap);
+    } else if (auto ok = null_server(router_); !ok) {
+      return ok;
     }
     router_.bind(opts_.bind_address);
     address_ = with_host(router_.get(zmq::sockopt::last_endpoint), opts_.advertise_host);

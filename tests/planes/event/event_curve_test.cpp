@@ -49,34 +49,6 @@ void send_envelope(zmq::socket_t& pub, const std::string& topic) {
   (void)pub.send(zmq::buffer(env), zmq::send_flags::none);
 }
 
-uint16_t port_of(const std::string& address) {
-  return static_cast<uint16_t>(std::stoi(address.substr(address.rfind(':') + 1)));
-}
-
-/// Connects to 127.0.0.1:`port`, sends bytes without a ZMTP 3 signature (a
-/// ZMTP 1.0 peer to libzmq) and reads until the publisher closes: true when
-/// it does within the deadline.
-bool zmtp1_peer_is_cut_off(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  BOOST_REQUIRE(fd >= 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(port);
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
-  timeval tv{10, 0}; // bounds a failing test only
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  std::string v1{"\x05\x00" "abcd\x03\x00xyz", 10};
-  (void)::send(fd, v1.data(), v1.size(), MSG_NOSIGNAL);
-  char buf[256];
-  ssize_t n = 0;
-  while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) {
-  }
-  bool closed = n == 0 || (n < 0 && errno == ECONNRESET);
-  ::close(fd);
-  return closed;
-}
-
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(event_plane_curve)

@@ -110,6 +110,20 @@ BOOST_AUTO_TEST_CASE(a_server_without_the_keys_receives_nothing) {
   BOOST_TEST(impostor.served == 0);
 }
 
+// Without keys, peers older than ZMTP 3.0 are cut off too (null_server), and a
+// plain server serves plain clients while a keyed server's ZAP handler, which
+// answers for the whole context, runs beside it.
+BOOST_AUTO_TEST_CASE(without_keys_zmtp1_peers_are_cut_off_and_plain_clients_served) {
+  echo_server keyed{new_keys()};
+  echo_server plain{std::nullopt};
+  auto port = port_of(plain.server->address());
+  for (int i = 0; i < 50; ++i)
+    BOOST_REQUIRE(zmtp1_peer_is_cut_off(port));
+  auto client = client_with(std::nullopt);
+  BOOST_TEST(static_cast<int>(call_echo(*client, plain.server->address())) == 0);
+  BOOST_TEST(plain.served == 1);
+}
+
 BOOST_AUTO_TEST_CASE(mismatched_keys_are_a_config_error) {
   zmq_request_server_options o;
   o.curve = curve_keypair{new_keys().public_key, new_keys().secret_key};
