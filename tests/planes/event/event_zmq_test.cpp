@@ -61,13 +61,7 @@ int64_t live_heap_bytes() {
 
 /// Connects to 127.0.0.1:`port`, sends `n` bytes that are no ZMTP greeting, closes.
 void send_garbage(uint16_t port, size_t n) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  BOOST_REQUIRE(fd >= 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(port);
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
+  int fd = connect_loopback(port);
   // Bytes without a ZMTP 3 greeting, which libzmq takes for a ZMTP 1.0 peer:
   // the publisher refuses it (null_server) before the v1 path that could abort
   // it when such bytes came before the peer's session had its pipe (docs/FUZZING.md).
@@ -80,13 +74,7 @@ void send_garbage(uint16_t port, size_t n) {
 /// then sends the header of one `frame_bytes` message. True if the publisher
 /// closes the connection before `deadline` (it never sends a SUB anything).
 bool publisher_drops_a_frame_of(uint16_t port, uint64_t frame_bytes, std::chrono::seconds deadline) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  BOOST_REQUIRE(fd >= 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(port);
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
+  int fd = connect_loopback(port);
   timeval tv{static_cast<time_t>(deadline.count()), 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   std::string out(64, '\0'); // greeting: signature, version 3.0, mechanism NULL, as-server 0

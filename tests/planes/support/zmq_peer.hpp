@@ -80,10 +80,8 @@ inline uint16_t port_of(const std::string& address) {
   return static_cast<uint16_t>(std::stoi(address.substr(address.rfind(':') + 1)));
 }
 
-/// Connects to 127.0.0.1:`port`, sends bytes without a ZMTP 3 signature (a
-/// ZMTP 1.0 peer to libzmq) and reads until the server closes: true when
-/// it does within the deadline.
-inline bool zmtp1_peer_is_cut_off(uint16_t port) {
+/// A TCP connection to 127.0.0.1:`port` (its fd; the caller closes it).
+inline int connect_loopback(uint16_t port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   BOOST_REQUIRE(fd >= 0);
   sockaddr_in sa{};
@@ -91,6 +89,14 @@ inline bool zmtp1_peer_is_cut_off(uint16_t port) {
   sa.sin_port = htons(port);
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0);
+  return fd;
+}
+
+/// Connects to 127.0.0.1:`port`, sends bytes without a ZMTP 3 signature (a
+/// ZMTP 1.0 peer to libzmq) and reads until the server closes: true when
+/// it does within the deadline.
+inline bool zmtp1_peer_is_cut_off(uint16_t port) {
+  int fd = connect_loopback(port);
   timeval tv{10, 0}; // bounds a failing test only
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   std::string v1{"\x05\x00" "abcd\x03\x00xyz", 10};
