@@ -158,7 +158,7 @@ constexpr const char* usage =
     "  [--max-turns N] [--min-user-tokens N] [--max-user-tokens N] [--min-output-tokens N]\n"
     "  [--max-output-tokens N] [--trace-block-size 512] [--mean-think-ms 2000]\n"
     "  [--blocks 16384] [--block-size 16] [--modes kv,round-robin] [--seed 1] [--smoke]\n"
-    "  [--kvbm off,host,host+disk] [--kvbm-host-gb 4] [--kvbm-disk-gb 64] [--router-lower-tier-weight 0.5]\n"
+    "  [--kvbm off,host,host+disk] [--kvbm-host-gb 4] [--kvbm-disk-gb 64] [--kvbm-disk-min-frequency 2] [--router-lower-tier-weight 0.5]\n"
     "  [--kv-overlap-score-weight 1.0] [--replies actual|trace]\n"
     "  [--cpu-engine] [--cpu-model PATH] [--cpu-sessions 8] [--cpu-turns 4] [--cpu-system-tokens 256]\n"
     "  [--cpu-min-user-tokens 64] [--cpu-max-user-tokens 192] [--cpu-output-tokens 8] [--cpu-g1-blocks 96]\n"
@@ -268,6 +268,7 @@ bool parse(int argc, char** argv, options& o) {
     }
     else if (f == "--kvbm-host-gb") o.kvbm_host_gb = number<double>(f, v);
     else if (f == "--kvbm-disk-gb") o.kvbm_disk_gb = number<double>(f, v);
+    else if (f == "--kvbm-disk-min-frequency") o.kvbm_disk_min_frequency = number<int64_t>(f, v);
     else if (f == "--router-lower-tier-weight") o.lower_tier_weight = number<double>(f, v);
     else if (f == "--kv-overlap-score-weight") o.overlap_weight = number<double>(f, v);
     else if (f == "--cpu-model") o.cpu.model = std::string{v};

@@ -4,6 +4,8 @@
 #include "runtime/kv/block_hash.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -21,6 +23,8 @@ kvbm::kvbm_config kvbm_of(const options& o, std::string_view v) {
     k.host_bytes = gib_to_bytes(o.kvbm_host_gb);
   if (v == "host+disk")
     k.disk_bytes = gib_to_bytes(o.kvbm_disk_gb);
+  if (o.kvbm_disk_min_frequency > 0)
+    k.disk_filter.min_frequency = o.kvbm_disk_min_frequency;
   return k;
 }
 
@@ -46,6 +50,11 @@ public:
                 [this](const protocol::kv_resync_request&) { ++result_.resyncs; }) {
     engine::engine_config base;
     base.kvbm = kvbm_of(o, kvbm);
+    // The engines live on the virtual clock: the disk filter's decay (and any
+    // hold's age) counts simulated time, not the few wall seconds a run takes.
+    base.clock = [this] {
+      return std::chrono::steady_clock::time_point{} + std::chrono::microseconds(std::llround(now_us_));
+    };
     for (uint32_t w = 0; w < o.workers; ++w) {
       auto probe = std::make_unique<bench::probe_executor>(std::make_unique<mocker::mock_executor>(o.engine));
       bench::probe_executor* p = probe.get();
@@ -159,6 +168,7 @@ private:
   }
 
   void on_arrival(size_t i, double now) {
+    now_us_ = now;
     const trace_record& t = trace_[i];
     std::vector<uint32_t> tokens = prompt_of(i);
     const std::vector<uint64_t> hashes = kv::sequence_hashes_of_tokens(tokens, o_.engine.block_size);
@@ -239,6 +249,7 @@ private:
   void on_step_end(size_t w) {
     engine_slot& e = engines_[w];
     double now = e.step_end_us;
+    now_us_ = now;
     result_.end_us = std::max(result_.end_us, now);
     for (const auto& ev : e.pending.kv_events)
       router_.on_event(protocol::router_event{e.key.worker_id, ev});
@@ -307,6 +318,7 @@ private:
   std::vector<engine_slot> engines_;
   std::vector<worker_key> candidates_;
   sim_result result_;
+  double now_us_ = 0; ///< the virtual clock: the event being simulated
 };
 
 } // namespace

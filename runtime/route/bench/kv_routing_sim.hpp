@@ -37,6 +37,7 @@ struct options {
   std::vector<std::string> kvbm{"off"};
   double kvbm_host_gb = 4;  ///< per worker
   double kvbm_disk_gb = 64; ///< per worker
+  int64_t kvbm_disk_min_frequency = 0; ///< --kvbm-disk-min-frequency; 0: the filter's default (2)
   double lower_tier_weight = kv_router_config{}.router_lower_tier_weight; ///< --router-lower-tier-weight
   double overlap_weight = kv_router_config{}.overlap_score_weight; ///< --kv-overlap-score-weight
   bool cpu_engine = false; ///< --cpu-engine: also the KVBM variants on one real CPU engine
