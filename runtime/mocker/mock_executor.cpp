@@ -151,13 +151,20 @@ expected<std::unique_ptr<engine::engine_core>> make_engine(const mocker_config& 
                                                          engine::engine_config ec) {
   if (auto ok = validate(cfg); !ok)
     return ok.error();
+  return make_engine(std::make_unique<mock_executor>(cfg), cfg, std::move(ec));
+}
+
+expected<std::unique_ptr<engine::engine_core>> make_engine(std::unique_ptr<engine::executor> exec,
+                                                         const mocker_config& cfg, engine::engine_config ec) {
+  if (auto ok = validate(cfg); !ok)
+    return ok.error();
   ec.max_num_seqs = cfg.max_num_seqs;
   ec.max_num_batched_tokens = cfg.max_num_batched_tokens;
   ec.max_num_partial_prefills = cfg.max_num_partial_prefills;
   ec.enable_prefix_caching = cfg.enable_prefix_caching;
   if (ec.grammars == nullptr)
     ec.grammars = mocker_grammars();
-  return engine::engine_core::create(std::make_unique<mock_executor>(cfg), ec);
+  return engine::engine_core::create(std::move(exec), ec);
 }
 
 } // namespace dynamo::mocker

@@ -128,6 +128,11 @@ private:
 /// mocker_grammars().
 [[nodiscard]] expected<std::unique_ptr<engine::engine_core>> make_engine(const mocker_config& cfg,
                                                                        engine::engine_config base = {});
+/// The same over `exec`: a mock_executor of `cfg` or a wrapper around one (a
+/// benchmark's probe). REQUIRES: exec != nullptr.
+[[nodiscard]] expected<std::unique_ptr<engine::engine_core>> make_engine(std::unique_ptr<engine::executor> exec,
+                                                                       const mocker_config& cfg,
+                                                                       engine::engine_config base = {});
 
 /// The process's grammar cache over tok::byte_tokenizer's vocabulary (what a
 /// frontend serving the mocker detokenizes with), so the mocker honours guided

@@ -8,7 +8,7 @@ active_sequences::active_sequences(uint32_t block_size) : block_size_(block_size
 
 bool active_sequences::add_request(const std::string& request_id, const worker_key& worker,
                                    std::span<const uint64_t> seq_hashes, uint32_t isl,
-                                   uint32_t overlap_blocks, bool track_prefill) {
+                                   uint64_t cached_tokens, bool track_prefill) {
   auto [it, inserted] = requests_.try_emplace(request_id);
   if (!inserted)
     return false;
@@ -17,8 +17,7 @@ bool active_sequences::add_request(const std::string& request_id, const worker_k
   r.seq_hashes.assign(seq_hashes.begin(), seq_hashes.end());
   if (block_size_ > 0 && isl % block_size_ != 0)
     r.seq_hashes.push_back(mix64(++tail_counter_ ^ 0x7f4a7c159e3779b9ull)); // partial tail block
-  uint64_t cached = uint64_t{overlap_blocks} * block_size_;
-  r.prefill_tokens = track_prefill && isl > cached ? isl - cached : 0;
+  r.prefill_tokens = track_prefill && isl > cached_tokens ? isl - cached_tokens : 0;
   worker_load& load = loads_[worker];
   for (uint64_t h : r.seq_hashes)
     ++load.blocks[h];

@@ -20,11 +20,11 @@ class active_sequences {
 public:
   /// Books `request_id` on `worker`. `seq_hashes` are the sequence hashes of
   /// the request's full blocks (a partial tail counts as one unshared block);
-  /// `isl` its prompt tokens; `overlap_blocks` the prefix
-  /// already cached there; `track_prefill` books isl - overlap*block_size as
-  /// prefill load. False (and nothing booked) if the id is already active.
+  /// `isl` its prompt tokens; `cached_tokens` what it need not compute
+  /// there (the router's estimate); `track_prefill` books isl - cached_tokens
+  /// as prefill load. False (and nothing booked) if the id is already active.
   [[nodiscard]] bool add_request(const std::string& request_id, const worker_key& worker,
-                   std::span<const uint64_t> seq_hashes, uint32_t isl, uint32_t overlap_blocks,
+                   std::span<const uint64_t> seq_hashes, uint32_t isl, uint64_t cached_tokens,
                    bool track_prefill = true);
 
   /// The first token came back: the prompt no longer weighs on prefill.

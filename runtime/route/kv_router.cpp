@@ -41,12 +41,11 @@ void kv_router::cost_candidates(const route_request& r, std::span<const uint64_t
     c.worker = w;
     c.overlap_blocks = scores_.blocks_of(w);
     c.tree_size = index_.tree_size(w);
+    // Blocks only in a KVBM tier (onboarded, not recomputed) count at a discount.
+    const uint32_t lower = scores_.lower_blocks_of(w) - c.overlap_blocks;
+    c.cached_tokens = static_cast<uint64_t>((c.overlap_blocks + config_.router_lower_tier_weight * lower) * block_size_);
     if (track_prefill) {
-      // Blocks only in a KVBM tier (onboarded, not recomputed) count at a discount.
-      const uint32_t lower = scores_.lower_blocks_of(w) - c.overlap_blocks;
-      const auto cached = static_cast<uint64_t>(
-          (c.overlap_blocks + config_.router_lower_tier_weight * lower) * block_size_);
-      uint64_t uncached = isl > cached ? isl - cached : 0;
+      uint64_t uncached = isl > c.cached_tokens ? isl - c.cached_tokens : 0;
       c.prefill_tokens = static_cast<double>(sequences_.active_prefill_tokens(w) + uncached);
     }
     if (config_.router_track_active_blocks) {
@@ -118,7 +117,9 @@ expected<route_decision> kv_router::route(const route_request& r) {
   d.overlap_blocks = d.chosen.overlap_blocks;
   bool track_prefill =
       r.overrides.track_prefill_tokens.value_or(config_.router_track_prefill_tokens);
-  if (!sequences_.add_request(r.request_id, d.worker, seq_, isl, d.overlap_blocks,
+  // Booked as costed: a request that onboards from a KVBM tier is not
+  // predicted to prefill what it loads.
+  if (!sequences_.add_request(r.request_id, d.worker, seq_, isl, d.chosen.cached_tokens,
                               track_prefill))
     return make_error(errc::invalid_argument,
                       fmt::format("request id '{}' is already active", r.request_id));

@@ -17,6 +17,10 @@ namespace dynamo::route {
 struct candidate_cost {
   worker_key worker;
   uint32_t overlap_blocks = 0; ///< cached prefix blocks on this worker
+  /// Prompt tokens it need not compute: its device prefix, plus the blocks it
+  /// holds only in a KVBM tier at the lower-tier weight (what the request is
+  /// booked with when routed there).
+  uint64_t cached_tokens = 0;
   double prefill_tokens = 0;   ///< active prefill tokens + this request's uncached tokens
   double decode_blocks = 0;    ///< active decode blocks + this request's new blocks
   uint64_t tree_size = 0;      ///< blocks the index holds for this worker

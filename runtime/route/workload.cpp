@@ -105,6 +105,20 @@ std::vector<uint32_t> synthesize_tokens(const trace_record& r, uint32_t block, u
   return tokens;
 }
 
+std::vector<uint32_t> next_turn_prompt(std::span<const uint32_t> previous, std::span<const uint32_t> reply,
+                                       const trace_record& record, uint32_t block, uint32_t vocab) {
+  const std::vector<uint32_t> synthesized = synthesize_tokens(record, block, vocab);
+  const size_t history = previous.size() + reply.size();
+  const size_t user = std::min<size_t>(synthesized.size(),
+                                       std::max<size_t>(record.input_length > history ? record.input_length - history : 0, 1));
+  std::vector<uint32_t> out;
+  out.reserve(history + user);
+  out.insert(out.end(), previous.begin(), previous.end());
+  out.insert(out.end(), reply.begin(), reply.end());
+  out.insert(out.end(), synthesized.end() - static_cast<std::ptrdiff_t>(user), synthesized.end());
+  return out;
+}
+
 std::vector<double> trace_arrivals_ms(const std::vector<trace_record>& records, double rate, size_t limit) {
   const size_t n = limit > 0 ? std::min(limit, records.size()) : records.size();
   double scale = 1;

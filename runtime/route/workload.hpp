@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,18 @@ struct workload_config {
 [[nodiscard]] std::vector<uint32_t> synthesize_tokens(const trace_record& record,
                                                       uint32_t trace_block_size,
                                                       uint32_t vocab = 49152);
+
+/// The prompt of a session's next turn as a real multi-turn or agent client
+/// sends it: the previous turn's prompt, the reply the engine actually
+/// returned, then `record`'s new user (or tool) tokens: the last
+/// record.input_length - previous.size() - reply.size() tokens of
+/// synthesize_tokens(record) (at least one), which come from the record's
+/// new hash ids. The whole history, reply included, is thus reusable KV at
+/// token granularity, not only the previous prompt's full trace blocks.
+[[nodiscard]] std::vector<uint32_t> next_turn_prompt(std::span<const uint32_t> previous,
+                                                     std::span<const uint32_t> reply,
+                                                     const trace_record& record, uint32_t trace_block_size,
+                                                     uint32_t vocab = 49152);
 
 /// Arrival times (ms after the first) of the first `limit` records (all when
 /// 0): their timestamps, rescaled when rate > 0 so that the span from first

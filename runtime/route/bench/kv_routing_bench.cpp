@@ -9,12 +9,7 @@
 // mode also runs with the engines' KV block manager tiers (host, host + disk:
 // the mocker's tiers hold hashes and charge onboarding time per block and
 // tier), with the KVBM-off / KVBM-on ratios.
-#include "runtime/kv/block_hash.hpp"
-#include "runtime/core/units.hpp"
-#include "runtime/mocker/mock_executor.hpp"
-#include "runtime/route/bench/kvbm_cpu_bench.hpp"
-#include "runtime/route/kv_router.hpp"
-#include "runtime/route/workload.hpp"
+#include "runtime/route/bench/kv_routing_sim.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -24,248 +19,16 @@
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
-#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_set>
 #include <vector>
 
 using namespace dynamo;
 using namespace dynamo::route;
+using namespace dynamo::route::bench;
 
 namespace {
-
-constexpr double never = std::numeric_limits<double>::infinity();
-
-struct options {
-  uint32_t workers = 8;
-  std::string preset = "agent";
-  std::vector<double> rates{2, 4, 6, 8}; ///< sessions per second, one run each
-  workload_config workload;
-  mocker::mocker_config engine;
-  std::vector<std::string> modes{"kv", "round-robin"};
-  uint64_t seed = 1;
-  /// KVBM variants per mode: off | host | host+disk (--kvbm).
-  std::vector<std::string> kvbm{"off"};
-  double kvbm_host_gb = 4;  ///< per worker
-  double kvbm_disk_gb = 64; ///< per worker
-  double lower_tier_weight = kv_router_config{}.router_lower_tier_weight; ///< --router-lower-tier-weight
-  double overlap_weight = kv_router_config{}.overlap_score_weight; ///< --kv-overlap-score-weight
-  bool cpu_engine = false; ///< --cpu-engine: also the KVBM variants on one real CPU engine
-  bool disk_onboard = false; ///< --disk-onboard: only the disk tier's read path
-  bool disk_restart = false; ///< --disk-restart: only the disk tier's start-up
-  bench::disk_onboard_options disk;
-  bench::cpu_bench_options cpu;
-};
-
-/// The engines' KVBM tiers for variant `v` (off | host | host+disk).
-kvbm::kvbm_config kvbm_of(const options& o, std::string_view v) {
-  kvbm::kvbm_config k;
-  if (v == "host" || v == "host+disk")
-    k.host_bytes = gib_to_bytes(o.kvbm_host_gb);
-  if (v == "host+disk")
-    k.disk_bytes = gib_to_bytes(o.kvbm_disk_gb);
-  return k;
-}
-
-struct request_state {
-  double arrival_us = 0;
-  double first_token_us = -1;
-  double done_us = -1;
-  uint32_t prompt = 0;
-  uint32_t cached = 0;
-  uint32_t outputs = 0;
-  uint32_t predicted_overlap_tokens = 0;
-};
-
-struct engine_slot {
-  std::unique_ptr<engine::engine_core> core;
-  worker_key key;
-  bool busy = false;
-  double step_end_us = never;
-  engine::step_result pending;
-};
-
-struct sim_result {
-  std::vector<request_state> requests;
-  uint64_t computed_tokens = 0;
-  uint64_t steps = 0;
-  uint64_t resyncs = 0;
-  uint64_t preemptions = 0;
-  uint64_t errors = 0;
-  uint64_t lifecycle_mismatches = 0; ///< router bookings that did not match the engine
-  double end_us = 0;
-  std::vector<uint64_t> per_worker_requests;
-  protocol::kvbm_metrics kvbm; ///< summed over the engines (hit rates: their mean)
-  bool has_kvbm = false;
-};
-
-class simulation {
-public:
-  simulation(const options& o, router_mode mode, const std::vector<trace_record>& trace, std::string_view kvbm)
-      : o_(o), trace_(trace),
-        router_(inline_events(o), o.engine.block_size, mode, o.seed,
-                [this](const protocol::kv_resync_request&) { ++result_.resyncs; }) {
-    engine::engine_config base;
-    base.kvbm = kvbm_of(o, kvbm);
-    for (uint32_t w = 0; w < o.workers; ++w) {
-      auto core = mocker::make_engine(o.engine, base);
-      if (!core) {
-        std::fprintf(stderr, "%s\n", describe(core.error()).c_str());
-        std::exit(1);
-      }
-      engines_.push_back(engine_slot{std::move(*core), worker_key{w + 1, 0}});
-      candidates_.push_back(engines_.back().key);
-    }
-    result_.requests.resize(trace.size());
-    result_.per_worker_requests.assign(o.workers, 0);
-  }
-
-  sim_result run() {
-    size_t next = 0;
-    for (;;) {
-      double arrival = next < trace_.size() ? arrival_us(next) : never;
-      size_t e = earliest_step_end();
-      double step_end = e < engines_.size() ? engines_[e].step_end_us : never;
-      if (arrival == never && step_end == never)
-        break;
-      if (arrival <= step_end)
-        on_arrival(next++, arrival);
-      else
-        on_step_end(e);
-    }
-    for (const auto& eng : engines_) {
-      result_.preemptions += eng.core->sched().num_preemptions();
-      if (auto k = eng.core->load_metrics().kvbm) {
-        protocol::kvbm_metrics& t = result_.kvbm;
-        const double n = static_cast<double>(engines_.size());
-        result_.has_kvbm = true;
-        t.kvbm_matched_tokens += k->kvbm_matched_tokens;
-        t.kvbm_offload_blocks_d2h += k->kvbm_offload_blocks_d2h;
-        t.kvbm_offload_blocks_h2d += k->kvbm_offload_blocks_h2d;
-        t.kvbm_onboard_blocks_h2d += k->kvbm_onboard_blocks_h2d;
-        t.kvbm_onboard_blocks_d2d += k->kvbm_onboard_blocks_d2d;
-        t.kvbm_host_cache_hit_rate += k->kvbm_host_cache_hit_rate / n;
-        t.kvbm_disk_cache_hit_rate += k->kvbm_disk_cache_hit_rate / n;
-      }
-    }
-    return std::move(result_);
-  }
-
-private:
-  [[nodiscard]] double arrival_us(size_t i) const {
-    return static_cast<double>(trace_[i].timestamp_ms) * 1000.0;
-  }
-
-  [[nodiscard]] size_t earliest_step_end() const {
-    size_t best = engines_.size();
-    for (size_t i = 0; i < engines_.size(); ++i)
-      if (engines_[i].busy && (best == engines_.size() ||
-                               engines_[i].step_end_us < engines_[best].step_end_us))
-        best = i;
-    return best;
-  }
-
-  void on_arrival(size_t i, double now) {
-    const trace_record& t = trace_[i];
-    std::vector<uint32_t> tokens = synthesize_tokens(t, o_.workload.trace_block_size);
-    route_request r;
-    r.request_id = std::to_string(i);
-    r.tokens = tokens;
-    r.candidates = candidates_;
-    auto d = router_.route(r);
-    if (!d) {
-      std::fprintf(stderr, "routing failed: %s\n", describe(d.error()).c_str());
-      std::exit(1);
-    }
-    size_t w = d->worker.worker_id - 1;
-    request_state& s = result_.requests[i];
-    s.arrival_us = now;
-    s.prompt = t.input_length;
-    s.predicted_overlap_tokens = d->overlap_blocks * o_.engine.block_size;
-    ++result_.per_worker_requests[w];
-    protocol::preprocessed_request req;
-    req.request_id = r.request_id;
-    req.token_ids = std::move(tokens);
-    req.prompt_tokens = t.input_length;
-    req.stop.max_tokens = std::max<uint32_t>(t.output_length, 1);
-    req.stop.ignore_eos = true;
-    if (!engines_[w].core->add_request(std::move(req))) {
-      std::fprintf(stderr, "duplicate request id %zu\n", i);
-      std::exit(1);
-    }
-    if (!engines_[w].busy)
-      start_step(w, now);
-  }
-
-  void start_step(size_t w, double now) {
-    engine_slot& e = engines_[w];
-    auto r = e.core->step();
-    if (!r) {
-      std::fprintf(stderr, "engine step failed: %s\n", describe(r.error()).c_str());
-      std::exit(1);
-    }
-    const bool onboarding = e.core->kvbm() != nullptr && e.core->kvbm()->loads_in_flight() > 0;
-    if (r->num_seqs == 0 && r->outputs.empty() && r->kv_events.empty() && !onboarding) {
-      e.busy = false; // nothing runnable: wait for the next arrival
-      e.step_end_us = never;
-      return;
-    }
-    ++result_.steps;
-    result_.computed_tokens += r->num_tokens;
-    e.busy = true;
-    e.step_end_us = now + std::max<double>(1.0, static_cast<double>(r->duration.count()));
-    e.pending = std::move(*r);
-  }
-
-  void on_step_end(size_t w) {
-    engine_slot& e = engines_[w];
-    double now = e.step_end_us;
-    result_.end_us = std::max(result_.end_us, now);
-    for (const auto& ev : e.pending.kv_events)
-      router_.on_event(protocol::router_event{e.key.worker_id, ev});
-    for (const auto& out : e.pending.outputs)
-      on_output(out, now);
-    e.pending = {};
-    start_step(w, now);
-  }
-
-  void on_output(const engine::request_output& out, double now) {
-    size_t i = std::stoul(out.request_id);
-    request_state& s = result_.requests[i];
-    s.outputs += static_cast<uint32_t>(out.output.token_ids.size());
-    s.cached = std::max(s.cached, out.output.cached_tokens);
-    if (s.first_token_us < 0 && !out.output.token_ids.empty()) {
-      s.first_token_us = now;
-      if (!router_.mark_prefill_completed(out.request_id))
-        ++result_.lifecycle_mismatches;
-    }
-    if (out.output.finish != protocol::finish_reason::none) {
-      s.done_us = now;
-      result_.errors += out.output.finish == protocol::finish_reason::error ? 1 : 0;
-      if (!router_.free(out.request_id))
-        ++result_.lifecycle_mismatches;
-    }
-  }
-
-  /// Dynamo's defaults, with events applied on this thread: virtual time needs
-  /// each event in the index before the next routing decision.
-  static kv_router_config inline_events(const options& o) {
-    kv_router_config c;
-    c.router_event_threads = 1;
-    c.router_lower_tier_weight = o.lower_tier_weight;
-    c.overlap_score_weight = o.overlap_weight;
-    return c;
-  }
-
-  const options& o_;
-  const std::vector<trace_record>& trace_;
-  kv_router router_;
-  std::vector<engine_slot> engines_;
-  std::vector<worker_key> candidates_;
-  sim_result result_;
-};
 
 double percentile(std::vector<double> v, double p) {
   if (v.empty())
@@ -324,11 +87,12 @@ std::string mode_json(std::string_view mode, const sim_result& r, const summary&
       R"("e2e_p50_ms": {:.1f}, "prefill_tokens_computed": {}, "prompt_tokens": {}, )"
       R"("cached_prompt_tokens": {}, "cache_hit_rate": {:.4f}, "router_predicted_hit_rate": {:.4f}, )"
       R"("engine_steps": {}, "preemptions": {}, "errors": {}, "resync_requests": {}, )"
-      R"("lifecycle_mismatches": {}, "simulated_s": {:.1f}, "requests_per_worker": [{}], "kvbm": {}}})",
+      R"("lifecycle_mismatches": {}, "simulated_s": {:.1f}, "requests_per_worker": [{}], "kvbm": {}, "ttft_breakdown": {}}})",
       mode, s.ttft_p50_ms, s.ttft_p99_ms, s.ttft_mean_ms, s.e2e_p50_ms, s.prefill_tokens,
       s.prompt_tokens, s.cached_tokens, static_cast<double>(s.cached_tokens) / prompt,
       static_cast<double>(s.predicted_tokens) / prompt, r.steps, r.preemptions, r.errors,
-      r.resyncs, r.lifecycle_mismatches, r.end_us / 1e6, spread, kvbm_json(r));
+      r.resyncs, r.lifecycle_mismatches, r.end_us / 1e6, spread, kvbm_json(r),
+      bench::breakdown_json(r.probes, r.first_token_us, r.engine_block_size, r.engine_num_blocks));
 }
 
 } // namespace
@@ -394,8 +158,8 @@ constexpr const char* usage =
     "  [--max-turns N] [--min-user-tokens N] [--max-user-tokens N] [--min-output-tokens N]\n"
     "  [--max-output-tokens N] [--trace-block-size 512] [--mean-think-ms 2000]\n"
     "  [--blocks 16384] [--block-size 16] [--modes kv,round-robin] [--seed 1] [--smoke]\n"
-    "  [--kvbm off,host,host+disk] [--kvbm-host-gb 4] [--kvbm-disk-gb 64] [--router-lower-tier-weight 0.5]\n"
-    "  [--kv-overlap-score-weight 1.0]\n"
+    "  [--kvbm off,host,host+disk] [--kvbm-host-gb 4] [--kvbm-disk-gb 64] [--kvbm-disk-min-frequency 2] [--router-lower-tier-weight 0.5]\n"
+    "  [--kv-overlap-score-weight 1.0] [--replies actual|trace]\n"
     "  [--cpu-engine] [--cpu-model PATH] [--cpu-sessions 8] [--cpu-turns 4] [--cpu-system-tokens 256]\n"
     "  [--cpu-min-user-tokens 64] [--cpu-max-user-tokens 192] [--cpu-output-tokens 8] [--cpu-g1-blocks 96]\n"
     "  [--cpu-host-blocks 64] [--cpu-disk-path /tmp/dynamo-kvbm-bench] [--cpu-threads 0]\n"
@@ -415,6 +179,9 @@ constexpr const char* usage =
     "host tier of --cpu-host-blocks) on one CPU engine with --cpu-g1-blocks of KV, sessions\n"
     "taking turns one request at a time (wall-clock TTFT), with the disk's sequential read\n"
     "speed measured under --cpu-disk-path.\n"
+    "--replies actual (default): a session's next turn is its previous prompt, the reply the\n"
+    "engine returned and the new user tokens, sent the trace's think time after that reply;\n"
+    "trace: every prompt from the trace's hash ids at its timestamp (the reply never reused).\n"
     "For each arrival rate (sessions per second), replays one synthetic multi-turn\n"
     "trace against mocker engines on a virtual clock, once per router mode, and\n"
     "prints one JSON object (ratios: second mode over first). With --kvbm, every\n"
@@ -484,6 +251,13 @@ bool parse(int argc, char** argv, options& o) {
     else if (f == "--block-size") o.engine.block_size = number<uint32_t>(f, v);
     else if (f == "--seed") o.seed = o.workload.seed = number<uint64_t>(f, v);
     else if (f == "--modes") o.modes = split(v);
+    else if (f == "--replies") {
+      if (v != "actual" && v != "trace") {
+        std::fprintf(stderr, "--replies: actual or trace (try --help)\n");
+        std::exit(2);
+      }
+      o.trace_replies = v == "trace";
+    }
     else if (f == "--kvbm") {
       o.kvbm = split(v);
       for (const std::string& k : o.kvbm)
@@ -494,6 +268,7 @@ bool parse(int argc, char** argv, options& o) {
     }
     else if (f == "--kvbm-host-gb") o.kvbm_host_gb = number<double>(f, v);
     else if (f == "--kvbm-disk-gb") o.kvbm_disk_gb = number<double>(f, v);
+    else if (f == "--kvbm-disk-min-frequency") o.kvbm_disk_min_frequency = number<int64_t>(f, v);
     else if (f == "--router-lower-tier-weight") o.lower_tier_weight = number<double>(f, v);
     else if (f == "--kv-overlap-score-weight") o.overlap_weight = number<double>(f, v);
     else if (f == "--cpu-model") o.cpu.model = std::string{v};
@@ -536,10 +311,7 @@ std::string run_json(const options& o, double rate) {
   wc.sessions_per_second = rate;
   std::vector<trace_record> trace = generate_workload(wc);
   workload_stats ws = analyze_workload(trace);
-  std::unordered_set<uint64_t> distinct; // the working set, in engine blocks
-  for (const trace_record& t : trace)
-    for (uint64_t h : kv::sequence_hashes_of_tokens(synthesize_tokens(t, wc.trace_block_size), o.engine.block_size))
-      distinct.insert(h);
+  uint64_t distinct = 0; // the working set, in engine blocks: distinct prompt blocks
   std::string body;
   std::vector<summary> sums;
   std::string kvbm_ratios;
@@ -551,7 +323,8 @@ std::string run_json(const options& o, double rate) {
     }
     std::optional<summary> off;
     for (const std::string& k : o.kvbm) {
-      sim_result r = simulation(o, *mode, trace, k).run();
+      sim_result r = simulate(o, *mode, trace, k);
+      distinct = std::max(distinct, r.working_set_blocks);
       const summary s = summarize(r);
       const std::string label = k == "off" ? name : name + "+" + k;
       body += mode_json(label, r, s) + ", ";
@@ -569,8 +342,8 @@ std::string run_json(const options& o, double rate) {
     }
   }
   body += fmt::format(R"("working_set_blocks": {}, "g1_blocks_all_workers": {}, "working_set_over_g1": {:.2f}, )",
-                      distinct.size(), uint64_t{o.engine.num_blocks} * o.workers,
-                      static_cast<double>(distinct.size()) /
+                      distinct, uint64_t{o.engine.num_blocks} * o.workers,
+                      static_cast<double>(distinct) /
                           static_cast<double>(uint64_t{o.engine.num_blocks} * o.workers));
   if (!kvbm_ratios.empty())
     body += "\"kvbm_ratios\": {" + kvbm_ratios + "}, ";

@@ -17,11 +17,15 @@ struct first_chunk {
   std::chrono::microseconds time{0}; ///< simulated, from add to first token
 };
 
-first_chunk run(engine::engine_core& core, const std::string& id, uint32_t first_token) {
+first_chunk run(engine::engine_core& core, const std::string& id, uint32_t first_token,
+               std::vector<uint32_t>* reply = nullptr, std::vector<uint32_t> prompt = {}) {
   protocol::preprocessed_request r;
   r.request_id = id;
-  r.token_ids.resize(21);
-  std::iota(r.token_ids.begin(), r.token_ids.end(), first_token);
+  r.token_ids = std::move(prompt);
+  if (r.token_ids.empty()) {
+    r.token_ids.resize(21);
+    std::iota(r.token_ids.begin(), r.token_ids.end(), first_token);
+  }
   r.stop.max_tokens = 4;
   r.stop.ignore_eos = true;
   BOOST_REQUIRE(core.add_request(std::move(r)));
@@ -32,11 +36,14 @@ first_chunk run(engine::engine_core& core, const std::string& id, uint32_t first
     BOOST_REQUIRE(s);
     if (!seen)
       out.time += s->duration;
-    for (const auto& o : s->outputs)
+    for (const auto& o : s->outputs) {
+      if (reply && o.request_id == id)
+        reply->insert(reply->end(), o.output.token_ids.begin(), o.output.token_ids.end());
       if (!seen && !o.output.token_ids.empty()) {
         out.cached_tokens = o.output.cached_tokens;
         seen = true;
       }
+    }
   }
   BOOST_REQUIRE(seen);
   return out;
@@ -83,6 +90,25 @@ BOOST_AUTO_TEST_CASE(an_evicted_prompt_is_onboarded_and_charged_for) {
   (void)run(*plain, "b", 100);
   BOOST_TEST(run(*plain, "a2", 1).cached_tokens == 8u); // the rest was evicted indeed
   BOOST_TEST(!plain->load_metrics().kvbm.has_value());
+}
+
+BOOST_AUTO_TEST_CASE(a_replys_blocks_are_offloaded_and_serve_the_next_turn) {
+  mocker::mocker_config c = test::tiny(8); // blocks of 4 tokens
+  engine::engine_config base;
+  base.kvbm.host_bytes = 1 << 30;
+  auto core = test::engine_of(c, base);
+  std::vector<uint32_t> reply;
+  (void)run(*core, "turn1", 1, &reply); // 21 prompt tokens, 4 generated
+  BOOST_REQUIRE_EQUAL(reply.size(), 4u);
+  (void)run(*core, "other", 100); // evicts most of turn1 from G1
+  // The next turn: the prompt, the reply it got, then new tokens (28 tokens).
+  std::vector<uint32_t> next(21);
+  std::iota(next.begin(), next.end(), 1u);
+  next.insert(next.end(), reply.begin(), reply.end());
+  next.insert(next.end(), {200, 201, 202});
+  // Tokens 0-23 were computed (the last reply token never is): 6 full blocks,
+  // the sixth holding 3 reply tokens, all registered and written to G2.
+  BOOST_TEST(run(*core, "turn2", 0, nullptr, next).cached_tokens == 24u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

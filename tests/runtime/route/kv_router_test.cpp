@@ -205,6 +205,9 @@ BOOST_AUTO_TEST_CASE(lower_tier_blocks_count_at_the_configured_weight) {
     BOOST_TEST(d->costs[0].logit == 16.0);
     BOOST_TEST(d->costs[1].logit == 15.0);
     BOOST_TEST(d->worker.worker_id == 2u);
+    // Booked as costed: 20 tokens to prefill, not the whole prompt.
+    BOOST_TEST(d->chosen.cached_tokens == 20u);
+    BOOST_TEST(router.sequences().active_prefill_tokens(worker_key{2, 0}) == 20u);
   }
 }
 

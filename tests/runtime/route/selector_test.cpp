@@ -122,10 +122,10 @@ BOOST_AUTO_TEST_CASE(booking_counts_uncached_prefill_tokens_and_blocks) {
   active_sequences s(4);
   const worker_key w{1, 0};
   std::vector<uint64_t> seq{101, 102, 103};
-  BOOST_TEST(s.add_request("a", w, seq, 12, 1));
+  BOOST_TEST(s.add_request("a", w, seq, 12, 4));
   BOOST_TEST(s.active_prefill_tokens(w) == 8u); // 12 - 1 block of 4 cached
   BOOST_TEST(s.active_decode_blocks(w) == 3u);
-  BOOST_TEST(!s.add_request("a", w, seq, 12, 1)); // duplicate id
+  BOOST_TEST(!s.add_request("a", w, seq, 12, 4)); // duplicate id
   BOOST_TEST(s.mark_prefill_completed("a"));
   BOOST_TEST(!s.mark_prefill_completed("a"));
   BOOST_TEST(s.active_prefill_tokens(w) == 0u);

@@ -36,6 +36,24 @@ BOOST_AUTO_TEST_CASE(each_turn_resends_the_previous_turns_full_blocks) {
     BOOST_TEST(trace[i - 1].timestamp_ms <= trace[i].timestamp_ms);
 }
 
+BOOST_AUTO_TEST_CASE(the_next_turn_resends_the_prompt_and_the_actual_reply) {
+  workload_config c;
+  c.trace_block_size = 4;
+  trace_record first{0, 6, 3, {1, 2}, 1};
+  trace_record second{0, 13, 2, {1, 3, 4, 5}, 1}; // 6 + 3 reply + 4 new tokens
+  const std::vector<uint32_t> prompt = synthesize_tokens(first, c.trace_block_size);
+  const std::vector<uint32_t> reply{7, 8, 9}; // what the engine returned, not the trace's
+  const std::vector<uint32_t> next = next_turn_prompt(prompt, reply, second, c.trace_block_size);
+  const std::vector<uint32_t> synthesized = synthesize_tokens(second, c.trace_block_size);
+  std::vector<uint32_t> expected = prompt;
+  expected.insert(expected.end(), reply.begin(), reply.end());
+  expected.insert(expected.end(), synthesized.end() - 4, synthesized.end());
+  BOOST_TEST(next == expected, boost::test_tools::per_element());
+  // A reply longer than the trace planned still leaves one new token.
+  const std::vector<uint32_t> long_reply(10, 7);
+  BOOST_TEST(next_turn_prompt(prompt, long_reply, second, c.trace_block_size).size() == 6u + 10u + 1u);
+}
+
 BOOST_AUTO_TEST_CASE(the_same_seed_gives_the_same_trace) {
   workload_config c;
   c.sessions = 5;
