@@ -27,6 +27,8 @@ int main(int argc, char** argv) {
   std::string isl = "128,256,512,1024,2048,4096,6144,8192", hits = "0,0.5,0.9", batches = "1,2,4,8,16,32,64",
               contexts = "128,512,1024,2048";
   uint32_t steps = 8, repeats = 1;
+  std::string mixed;
+  plan::profile_sweep sw;
   double kv_cache_mib = 512;
   bool handoff = false;
   std::string handoff_isl = "256,1024,2048,4096", overhead_batch = "1,16,64";
@@ -45,6 +47,10 @@ int main(int argc, char** argv) {
     .option("context", &contexts, "decode context lengths, comma-separated")
     .option("steps", &steps, "measured decode steps per point")
     .option("repeats", &repeats, "measurements per prefill point (the fastest is kept)")
+    .option("mixed", &mixed, "also time steps that prefill a chunk of these many prompt tokens beside each "
+                             "decode point, comma-separated (default: none)")
+    .option("thread-cpu-clock", &sw.thread_cpu_clock,
+            "time steps by this thread's CPU time, not wall time (a 1-thread CPU engine on shared cores)")
     .option("kv-cache-mib", &kv_cache_mib, "CPU engine KV cache budget in MiB (as dynamo-worker)")
     .option("handoff", &handoff,
             "also measure the prefill -> decode hand-off: launch the pool as 1 aggregated worker and as 1 "
@@ -72,7 +78,6 @@ int main(int argc, char** argv) {
   if (!pool)
     apps::die("dynamo-profile", make_error(errc::config_error, "pools: no pool named '" + pool_name + "'"));
 
-  plan::profile_sweep sw;
   auto i = parse_number_list<uint32_t>("isl", isl);
   auto h = parse_number_list<double>("prefix-hit", hits);
   auto b = parse_number_list<uint32_t>("batch", batches);
@@ -81,6 +86,12 @@ int main(int argc, char** argv) {
   if (!h) apps::die("dynamo-profile", h.error());
   if (!b) apps::die("dynamo-profile", b.error());
   if (!x) apps::die("dynamo-profile", x.error());
+  if (!mixed.empty()) {
+    auto m = parse_number_list<uint32_t>("mixed", mixed);
+    if (!m)
+      apps::die("dynamo-profile", m.error());
+    sw.mixed_chunk = *m;
+  }
   sw.isl = *i;
   sw.prefix_hit = *h;
   sw.batch = *b;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <random>
+#include <time.h>
 
 namespace dynamo::plan {
 
@@ -50,16 +51,28 @@ struct timed_step {
   bool simulated = false;
 };
 
+// CPU time of the calling thread (ms): a one-thread CPU engine computes on it.
+double thread_cpu_ms() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+bool use_thread_cpu = false; // profile_sweep::thread_cpu_clock of the running sweep
+
 expected<timed_step> step(engine::engine_core& e) {
+  const double c0 = use_thread_cpu ? thread_cpu_ms() : 0.0;
   auto t0 = wall::now();
   auto r = e.step();
   auto t1 = wall::now();
+  const double c1 = use_thread_cpu ? thread_cpu_ms() : 0.0;
   if (!r)
     return r.error();
   timed_step s;
   s.simulated = r->duration.count() > 0;
-  s.ms = s.simulated ? static_cast<double>(r->duration.count()) / 1000.0
-                     : std::chrono::duration<double, std::milli>(t1 - t0).count();
+  s.ms = s.simulated    ? static_cast<double>(r->duration.count()) / 1000.0
+         : use_thread_cpu ? c1 - c0
+                          : std::chrono::duration<double, std::milli>(t1 - t0).count();
   s.result = std::move(*r);
   return s;
 }
@@ -179,12 +192,95 @@ expected<void> profile_decode_point(engine::engine_core& e, const profile_sweep&
   return {};
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : (v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2);
+}
+
+// `batch` sequences of `ctx` tokens decoding; then, `sw.mixed_repeats` times,
+// a pure decode step and a step that also prefills a fresh `chunk`-token prompt
+// (max_tokens 1: it ends with that step), each timed.
+expected<void> profile_mixed_point(engine::engine_core& e, const profile_sweep& sw, prompt_source& src,
+                                   uint32_t batch, uint32_t ctx, uint32_t chunk, engine_profile& p) {
+  const uint32_t reps = std::max(1u, sw.mixed_repeats);
+  const uint32_t tokens = decode_point_tokens(sw, batch, ctx, p.max_num_batched_tokens) + 2 * reps;
+  std::map<std::string, bool> started;
+  for (uint32_t i = 0; i < batch; ++i) {
+    auto id = src.next_id();
+    if (auto ok = e.add_request(request(id, src.make(ctx), tokens)); !ok)
+      return ok.error();
+    started[id] = false;
+  }
+  auto all_started = [&] {
+    return std::all_of(started.begin(), started.end(), [](const auto& kv) { return kv.second; });
+  };
+  for (int guard = 0; !all_started() && guard < 1'000'000; ++guard) {
+    auto s = step(e);
+    if (!s)
+      return s.error();
+    for (const auto& o : s->result.outputs)
+      if (auto it = started.find(o.request_id); it != started.end() && !o.output.token_ids.empty())
+        it->second = true;
+  }
+  std::vector<double> mixed, decode;
+  for (uint32_t k = 0; k < reps + 1; ++k) {
+    auto d = step(e); // the first one a warm-up
+    if (!d)
+      return d.error();
+    if (k == 0)
+      continue;
+    if (auto ok = e.add_request(request(src.next_id(), src.make(chunk), 1)); !ok)
+      return ok.error();
+    auto m = step(e);
+    if (!m)
+      return m.error();
+    if (d->result.num_seqs == batch)
+      decode.push_back(d->ms);
+    if (m->result.num_tokens == batch + chunk)
+      mixed.push_back(m->ms);
+  }
+  for (const auto& [id, _] : started)
+    (void) e.abort(id);
+  while (e.has_work())
+    if (auto s = step(e); !s)
+      return s.error();
+  if (mixed.empty() || decode.empty())
+    return make_error(errc::internal, fmt::format("mixed batch {} context {} chunk {}: no such step measured",
+                                                  batch, ctx, chunk));
+  p.mixed.push_back({batch, ctx, chunk, median(mixed), median(decode)});
+  return {};
+}
+
+expected<void> profile_mixed(engine::engine_core& e, const profile_sweep& sw, prompt_source& src,
+                             engine_profile& p, const profile_progress& progress) {
+  for (uint32_t chunk : sw.mixed_chunk)
+    for (uint32_t ctx : sw.context)
+      for (uint32_t batch : sw.batch) {
+        const uint32_t tokens = decode_point_tokens(sw, batch, ctx, p.max_num_batched_tokens) + 2 * sw.mixed_repeats;
+        const uint64_t need = uint64_t{batch} * (ctx + tokens) + chunk;
+        if (batch >= p.max_num_seqs || batch + chunk > p.max_num_batched_tokens || ctx + tokens >= p.max_model_len ||
+            need > p.max_kv_tokens) {
+          p.skipped.push_back(fmt::format("mixed batch {} context {} chunk {}: does not fit", batch, ctx, chunk));
+          continue;
+        }
+        if (auto ok = profile_mixed_point(e, sw, src, batch, ctx, chunk, p); !ok)
+          return ok.error();
+        if (progress) {
+          const auto& m = p.mixed.back();
+          progress(fmt::format("mixed batch {} context {} chunk {}: {:.3f} ms/step (decode alone {:.3f})", batch,
+                               ctx, chunk, m.step_ms, m.decode_ms));
+        }
+      }
+  return {};
+}
+
 } // namespace
 
 expected<engine_profile> run_profile(const engine_maker& make, const profile_sweep& sw,
                                      const profile_progress& progress) {
   engine_profile p;
   prompt_source src;
+  use_thread_cpu = sw.thread_cpu_clock;
   {
     auto e = make();
     if (!e)
@@ -216,6 +312,8 @@ expected<engine_profile> run_profile(const engine_maker& make, const profile_swe
       if (progress)
         progress(fmt::format("decode batch {} context {}: {:.3f} ms/step", batch, ctx, p.decode.back().step_ms));
     }
+  if (auto ok = profile_mixed(**e, sw, src, p, progress); !ok)
+    return ok.error();
   return p;
 }
 

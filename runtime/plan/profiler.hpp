@@ -23,6 +23,13 @@ struct profile_sweep {
   std::vector<uint32_t> context{128, 512, 2048};               ///< tokens per sequence at decode
   uint32_t decode_steps = 8;  ///< measured decode steps per point (after one unmeasured)
   uint32_t repeats = 1;       ///< measurements per prefill point (the minimum is kept)
+  /// Mixed steps (a prefill chunk of these many tokens beside each decode
+  /// batch x context point; empty: none): what one step of both costs.
+  std::vector<uint32_t> mixed_chunk;
+  /// Time steps by the calling thread's CPU time instead of wall time: a
+  /// one-thread CPU engine's compute, free of other processes on shared cores.
+  bool thread_cpu_clock = false;
+  uint32_t mixed_repeats = 3; ///< measured mixed steps per point (the median is kept)
 };
 
 /// Makes a fresh engine for each measurement group (an empty prefix cache).

@@ -234,6 +234,45 @@ BOOST_AUTO_TEST_CASE(mixed_step_adds_prefill_and_decode) {
   BOOST_TEST(!step_times(engine_profile{}).has_prefill());
 }
 
+// A real engine's prompts attend to their own sequence only: two 100-token
+// prompts in one step cost about twice one of them, not one 200-token prompt;
+// a later chunk costs what the longer prompt costs beyond the shorter.
+// Prefill 50 / 120 / 300 ms at 100 / 200 / 400 tokens; the fixed part is
+// decode(1) = 10 ms, batch 4 decodes in 16 ms.
+BOOST_AUTO_TEST_CASE(a_real_engine_prices_prompt_chunks_per_sequence) {
+  engine_profile p;
+  p.engine = "cpu";
+  p.prefill = {{100, 0.0, 0, 50.0}, {200, 0.0, 0, 120.0}, {400, 0.0, 0, 300.0}};
+  p.decode = {{1, 100, 10.0}, {4, 100, 16.0}};
+  const step_times t(p);
+  step_work two;
+  t.add_chunk(two, 0, 100);
+  t.add_chunk(two, 0, 100);
+  BOOST_TEST(two.prefill_tokens == 200.0);
+  BOOST_TEST(two.chunk_ms == 80.0);             // 2 x (50 - 10)
+  BOOST_TEST(t.step_ms(two, 0, 0) == 90.0);     // + the fixed part once; prefill_ms(200) is 120
+  BOOST_TEST(t.step_ms(two, 4, 100) == 96.0);   // + the decode step
+  step_work one;
+  t.add_chunk(one, 0, 200);
+  BOOST_TEST(t.step_ms(one, 0, 0) == 120.0);    // a lone prompt: its profiled time
+  BOOST_TEST(t.step_ms(one, 4, 100) == t.step_ms(200, 4, 100) + 0.0); // 120 - 10 + 16 either way
+  step_work later;
+  t.add_chunk(later, 200, 100);                 // tokens 200..300: 210 - 120
+  BOOST_TEST(t.step_ms(later, 0, 0) == 100.0);  // prefill_ms(100) would be 50
+  step_work tiny;
+  t.add_chunk(tiny, 0, 10);                     // 5 ms < the fixed part: 0
+  BOOST_TEST(tiny.chunk_ms == 0.0);
+  BOOST_TEST(t.step_ms(tiny, 4, 100) == 16.0);
+
+  p.engine = "mocker"; // the mocker charges the step's total new tokens
+  const step_times m(p);
+  step_work total;
+  m.add_chunk(total, 0, 100);
+  m.add_chunk(total, 0, 100);
+  BOOST_TEST(m.step_ms(total, 0, 0) == 120.0);
+  BOOST_TEST(m.step_ms(total, 4, 100) == 126.0); // 120 + 16 - decode(1, 200)
+}
+
 BOOST_AUTO_TEST_CASE(the_largest_batch_that_meets_itl_sizes_decode) {
   auto p = linear_profile();
   // isl 80, osl 40: context 100; batch 4 steps in 16 ms.
