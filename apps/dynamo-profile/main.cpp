@@ -13,6 +13,7 @@
 #include "runtime/plan/profiler.hpp"
 
 #include <nlohmann/json.hpp>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
@@ -31,6 +32,7 @@ int main(int argc, char** argv) {
   plan::profile_sweep sw;
   double kv_cache_mib = 512;
   bool handoff = false;
+  double handoff_budget_s = 120;
   std::string handoff_isl = "256,1024,2048,4096", overhead_batch = "1,16,64";
   profile_app::handoff_probe_config probe;
   probe.launcher = apps::sibling_binary("dynamo-launch");
@@ -59,6 +61,9 @@ int main(int argc, char** argv) {
             "worker, fitting their inter-token gap beyond the profile's step as fixed + per sequence")
     .option("handoff-isl", &handoff_isl, "--handoff: prompt lengths, comma-separated")
     .option("handoff-requests", &probe.requests, "--handoff: measured pairs (local, handed off) per prompt length")
+    .option("handoff-budget-s", &handoff_budget_s,
+            "--handoff: scale the probes' prompts, pairs and batches down until the profile says they take "
+            "about this many seconds of engine time (a slow CPU engine); 0: as given")
     .option("overhead-batch", &overhead_batch, "--handoff: concurrent-request batches for the step overhead")
     .option("launcher", &probe.launcher, "--handoff: the dynamo-launch binary (default: next to this one)")
     .option("handoff-dir", &probe.work_dir, "--handoff: keep the clusters' YAML and discovery here (default: a "
@@ -114,11 +119,19 @@ int main(int argc, char** argv) {
     auto hi = parse_number_list<uint32_t>("handoff-isl", handoff_isl);
     if (!hi)
       apps::die("dynamo-profile", hi.error());
-    probe.isl = *hi;
     auto ob = parse_number_list<uint32_t>("overhead-batch", overhead_batch);
     if (!ob)
       apps::die("dynamo-profile", ob.error());
-    probe.batch = *ob;
+    const plan::probe_sizes want{*hi, probe.requests, probe.warmup, *ob, probe.batch_isl, probe.batch_osl};
+    const auto sized = plan::fit_probe(*p, want, handoff_budget_s);
+    spdlog::info("hand-off probe: prompts {} x {} pairs, batches {} of {}/{} tokens: ~{:.0f} s of engine time "
+                 "(as asked: ~{:.0f} s)", fmt::join(sized.isl, ","), sized.requests, fmt::join(sized.batch, ","),
+                 sized.batch_isl, sized.batch_osl, plan::probe_seconds(*p, sized), plan::probe_seconds(*p, want));
+    probe.isl = sized.isl;
+    probe.requests = sized.requests;
+    probe.batch = sized.batch;
+    probe.batch_isl = sized.batch_isl;
+    probe.batch_osl = sized.batch_osl;
     auto costs = profile_app::measure_cluster(*pool, *p, probe, [](const std::string& line) { spdlog::info("{}", line); });
     if (probe.work_dir == temp_dir) {
       std::error_code ec;

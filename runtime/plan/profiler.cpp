@@ -317,4 +317,64 @@ expected<engine_profile> run_profile(const engine_maker& make, const profile_swe
   return p;
 }
 
+namespace {
+
+// The hand-off half of probe_seconds: each pair prefills its prompt on both
+// clusters and decodes one more token.
+double handoff_seconds(const step_times& t, const probe_sizes& s) {
+  double ms = 0;
+  for (uint32_t isl : s.isl)
+    ms += 2.0 * (s.requests + s.warmup) * (t.prefill_ms(isl) + t.decode_step_ms(1, isl));
+  return ms / 1000.0;
+}
+
+// The step-overhead half: b prompts, then batch_osl steps of b sequences.
+double batch_seconds(const step_times& t, const probe_sizes& s) {
+  double ms = 0;
+  for (uint32_t b : s.batch)
+    ms += b * t.prefill_ms(s.batch_isl) + s.batch_osl * t.decode_step_ms(b, s.batch_isl + s.batch_osl / 2.0);
+  return ms / 1000.0;
+}
+
+std::vector<uint32_t> halved(const std::vector<uint32_t>& v, uint32_t floor) {
+  std::vector<uint32_t> out;
+  for (uint32_t x : v)
+    if (const uint32_t h = std::max(floor, x / 2); std::find(out.begin(), out.end(), h) == out.end())
+      out.push_back(h);
+  return out;
+}
+
+} // namespace
+
+double probe_seconds(const engine_profile& p, const probe_sizes& s) {
+  const step_times t(p);
+  if (!t.has_prefill() || !t.has_decode())
+    return 0;
+  return handoff_seconds(t, s) + batch_seconds(t, s);
+}
+
+probe_sizes fit_probe(const engine_profile& p, probe_sizes s, double budget_s) {
+  if (p.max_num_seqs > 0)
+    std::erase_if(s.batch, [&](uint32_t b) { return b > p.max_num_seqs; });
+  std::sort(s.isl.begin(), s.isl.end());
+  std::sort(s.batch.begin(), s.batch.end());
+  const step_times t(p);
+  if (budget_s <= 0 || !t.has_prefill() || !t.has_decode())
+    return s;
+  const double half = budget_s / 2;
+  while (handoff_seconds(t, s) > half && s.isl.size() > 2)
+    s.isl.pop_back();
+  while (handoff_seconds(t, s) > half && !s.isl.empty() && s.isl.back() > 16)
+    s.isl = halved(s.isl, 16);
+  while (handoff_seconds(t, s) > half && s.requests > 3)
+    --s.requests;
+  while (batch_seconds(t, s) > half && s.batch_isl > 32)
+    s.batch_isl = std::max(32u, s.batch_isl / 2);
+  while (batch_seconds(t, s) > half && s.batch.size() > 2)
+    s.batch.pop_back();
+  while (batch_seconds(t, s) > half && s.batch_osl > 16)
+    s.batch_osl = std::max(16u, s.batch_osl / 2);
+  return s;
+}
+
 } // namespace dynamo::plan

@@ -44,4 +44,29 @@ using profile_progress = std::function<void(const std::string&)>;
 [[nodiscard]] expected<engine_profile> run_profile(const engine_maker& make, const profile_sweep& sweep,
                                                    const profile_progress& progress = {});
 
+/// The request sizes of dynamo-profile --handoff's probes
+/// (apps/dynamo-profile/handoff_probe): hand-off prompts, sent one at a time,
+/// `warmup` + `requests` each to a local and a disaggregated cluster; and
+/// batches of concurrent requests for the step overhead.
+struct probe_sizes {
+  std::vector<uint32_t> isl{256, 1024, 2048, 4096};
+  uint32_t requests = 10;
+  uint32_t warmup = 2;
+  std::vector<uint32_t> batch{1, 16, 64};
+  uint32_t batch_isl = 256, batch_osl = 64;
+};
+
+/// Seconds of the profiled engine's compute the probes of `s` take (prefill
+/// and decode steps by the profile; the clusters' own costs not counted).
+[[nodiscard]] double probe_seconds(const engine_profile& p, const probe_sizes& s);
+
+/// `want` scaled to a slow engine: batches above max_num_seqs dropped; then
+/// while either half (hand-offs, batches) takes more than budget_s / 2 by
+/// probe_seconds: the hand-offs drop their longest prompt (keeping two), then
+/// halve every prompt (down to 16 tokens), then measure fewer pairs (down to
+/// 3); the batches halve their prompt (down to 32), drop their largest batch
+/// (keeping two), halve their output (down to 16). A fast engine (the mocker,
+/// CUDA) keeps `want`. budget_s <= 0: only the max_num_seqs rule.
+[[nodiscard]] probe_sizes fit_probe(const engine_profile& p, probe_sizes want, double budget_s);
+
 } // namespace dynamo::plan

@@ -93,6 +93,69 @@ BOOST_AUTO_TEST_CASE(a_batch_prefilled_over_many_steps_is_measured_full) {
   BOOST_TEST(p->decode[0].step_ms > 0.0);
 }
 
+// --mixed: a step that prefills a 64-token chunk beside the batch costs the
+// mocker more than the batch's decode step alone; a batch at max_num_seqs
+// (no slot for the chunk's prompt) is skipped.
+BOOST_AUTO_TEST_CASE(mixed_steps_are_timed_beside_each_decode_point) {
+  auto mc = small_mocker();
+  profile_sweep sw;
+  sw.isl = {64};
+  sw.prefix_hit = {0.0};
+  sw.batch = {2, 8};
+  sw.context = {128};
+  sw.mixed_chunk = {64};
+  auto p = run_profile(maker(mc), sw);
+  if (!p)
+    BOOST_FAIL(describe(p.error()));
+  BOOST_TEST_REQUIRE(p->mixed.size() == 1u);
+  const auto& m = p->mixed[0];
+  BOOST_TEST(m.batch == 2u);
+  BOOST_TEST(m.context == 128u);
+  BOOST_TEST(m.prefill_tokens == 64u);
+  BOOST_TEST(m.decode_ms > 0.0);
+  BOOST_TEST(m.step_ms > m.decode_ms);
+  BOOST_TEST(p->skipped.back().starts_with("mixed batch 8 context 128 chunk 64: does not fit"));
+  auto back = profile_from_json(nlohmann::json::parse(to_json(*p).dump()));
+  BOOST_REQUIRE(back);
+  BOOST_TEST(back->mixed.at(0).step_ms == m.step_ms);
+}
+
+// dynamo-profile --handoff on a slow engine: prefill 4 ms per token, decode
+// 20 ms at batch 1 and 100 at 16 (max_num_seqs 16: batch 64 is dropped).
+// Budget 120 s (60 per half): the hand-offs keep 256 and 1024 (24 x 5,160 ms
+// = 124 s), halve to 128/512 (62.4 s), then 64/256 (31.7 s); the batches
+// take 25.1 s and keep their sizes. Budget 40: prompts 32/128 (16.3 s),
+// batch prompts 128 tokens (16.4 s). A fast engine keeps what it asked for.
+BOOST_AUTO_TEST_CASE(the_handoff_probe_is_scaled_to_a_slow_engine) {
+  engine_profile slow;
+  slow.max_num_seqs = 16;
+  slow.prefill = {{100, 0.0, 0, 400.0}, {1000, 0.0, 0, 4000.0}};
+  slow.decode = {{1, 100, 20.0}, {16, 100, 100.0}};
+  const probe_sizes want;
+  auto a = fit_probe(slow, want, 120);
+  BOOST_TEST(a.isl == (std::vector<uint32_t>{64, 256}), boost::test_tools::per_element());
+  BOOST_TEST(a.requests == 10u);
+  BOOST_TEST(a.batch == (std::vector<uint32_t>{1, 16}), boost::test_tools::per_element());
+  BOOST_TEST(a.batch_isl == 256u);
+  BOOST_TEST(a.batch_osl == 64u);
+  auto b = fit_probe(slow, want, 40);
+  BOOST_TEST(b.isl == (std::vector<uint32_t>{32, 128}), boost::test_tools::per_element());
+  BOOST_TEST(b.batch_isl == 128u);
+  BOOST_TEST(b.batch == (std::vector<uint32_t>{1, 16}), boost::test_tools::per_element());
+
+  engine_profile fast = slow; // 1,000x faster
+  fast.max_num_seqs = 64;
+  for (auto& x : fast.prefill)
+    x.ms /= 1000;
+  for (auto& x : fast.decode)
+    x.step_ms /= 1000;
+  auto f = fit_probe(fast, want, 120);
+  BOOST_TEST(f.isl == want.isl, boost::test_tools::per_element());
+  BOOST_TEST(f.batch == want.batch, boost::test_tools::per_element());
+  BOOST_TEST(f.requests == want.requests);
+  BOOST_TEST(f.batch_isl == want.batch_isl);
+}
+
 BOOST_AUTO_TEST_CASE(decode_points_that_do_not_fit_the_kv_cache_are_skipped) {
   auto mc = small_mocker();
   mc.num_blocks = 64; // 1024 tokens
