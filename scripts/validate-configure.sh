@@ -13,7 +13,8 @@
 # POOL_YAML=file profiles that file's first pool instead (e.g. the CPU
 # engine), PROFILE_ARGS adds dynamo-profile options; HANDOFF=0 skips
 # dynamo-profile --handoff (no measured hand-off or step overhead: the
-# simulator charges neither unless --transfer-ms is given). Needs python3.
+# simulator charges neither unless --transfer-ms is given); PROFILE_JSON=file
+# uses that profile instead of measuring one. Needs python3.
 # Uses port PORT (18571) and WORK (/tmp/dynamo-validate-configure); the JSON
 # also gives the 1-minute load average before the load generator and after it.
 set -euo pipefail
@@ -33,9 +34,13 @@ YAML
 fi
 HANDOFF_ARGS=()
 [[ "${HANDOFF:-1}" == 1 ]] && HANDOFF_ARGS=(--handoff --handoff-dir "$WORK/handoff")
-# shellcheck disable=SC2086
-"$BIN/dynamo-profile" --config "$WORK/profile-pool.yaml" --out "$WORK/profile.json" --log-level warn \
-  "${HANDOFF_ARGS[@]}" ${PROFILE_ARGS:-}
+if [[ -n "${PROFILE_JSON:-}" ]]; then # an earlier profile (its run's load average may differ)
+  cp "$PROFILE_JSON" "$WORK/profile.json"
+else
+  # shellcheck disable=SC2086
+  "$BIN/dynamo-profile" --config "$WORK/profile-pool.yaml" --out "$WORK/profile.json" --log-level warn \
+    "${HANDOFF_ARGS[@]}" ${PROFILE_ARGS:-}
+fi
 "$BIN/dynamo-configure" --profile "$WORK/profile.json" --ttft-ms "${TTFT:-300}" --itl-ms "${ITL:-30}" \
   --isl "$ISL" --osl "$OSL" --rate "$RATE" --requests "$N" --gpu-budget "${GPUS:-4}" \
   --frontend-port "$PORT" --discovery-root "$WORK/discovery" --out "$WORK/winner.yaml" \

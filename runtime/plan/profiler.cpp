@@ -148,9 +148,10 @@ uint32_t decode_point_tokens(const profile_sweep& sw, uint32_t batch, uint32_t c
   return sw.decode_steps + 3 + static_cast<uint32_t>(prefill_steps);
 }
 
-expected<void> profile_decode_point(engine::engine_core& e, const profile_sweep& sw, prompt_source& src,
-                                    uint32_t batch, uint32_t ctx, engine_profile& p) {
-  const uint32_t tokens = decode_point_tokens(sw, batch, ctx, p.max_num_batched_tokens);
+// Adds `batch` requests of `ctx` prompt tokens and `tokens` output tokens and
+// steps until each has its first token: a batch decoding. Their ids.
+expected<std::vector<std::string>> start_batch(engine::engine_core& e, prompt_source& src, uint32_t batch,
+                                               uint32_t ctx, uint32_t tokens) {
   std::map<std::string, bool> started; // request id -> first token seen
   for (uint32_t i = 0; i < batch; ++i) {
     auto id = src.next_id();
@@ -169,6 +170,18 @@ expected<void> profile_decode_point(engine::engine_core& e, const profile_sweep&
       if (auto it = started.find(o.request_id); it != started.end() && !o.output.token_ids.empty())
         it->second = true;
   }
+  std::vector<std::string> ids;
+  for (const auto& [id, _] : started)
+    ids.push_back(id);
+  return ids;
+}
+
+expected<void> profile_decode_point(engine::engine_core& e, const profile_sweep& sw, prompt_source& src,
+                                    uint32_t batch, uint32_t ctx, engine_profile& p) {
+  const uint32_t tokens = decode_point_tokens(sw, batch, ctx, p.max_num_batched_tokens);
+  auto started = start_batch(e, src, batch, ctx, tokens);
+  if (!started)
+    return started.error();
   double total = 0;
   uint32_t measured = 0;
   for (uint32_t k = 0; k < sw.decode_steps + 1; ++k) {
@@ -181,7 +194,7 @@ expected<void> profile_decode_point(engine::engine_core& e, const profile_sweep&
     total += s->ms;
     ++measured;
   }
-  for (const auto& [id, _] : started)
+  for (const auto& id : *started)
     (void) e.abort(id);
   while (e.has_work())
     if (auto s = step(e); !s)
@@ -204,24 +217,9 @@ expected<void> profile_mixed_point(engine::engine_core& e, const profile_sweep& 
                                    uint32_t batch, uint32_t ctx, uint32_t chunk, engine_profile& p) {
   const uint32_t reps = std::max(1u, sw.mixed_repeats);
   const uint32_t tokens = decode_point_tokens(sw, batch, ctx, p.max_num_batched_tokens) + 2 * reps;
-  std::map<std::string, bool> started;
-  for (uint32_t i = 0; i < batch; ++i) {
-    auto id = src.next_id();
-    if (auto ok = e.add_request(request(id, src.make(ctx), tokens)); !ok)
-      return ok.error();
-    started[id] = false;
-  }
-  auto all_started = [&] {
-    return std::all_of(started.begin(), started.end(), [](const auto& kv) { return kv.second; });
-  };
-  for (int guard = 0; !all_started() && guard < 1'000'000; ++guard) {
-    auto s = step(e);
-    if (!s)
-      return s.error();
-    for (const auto& o : s->result.outputs)
-      if (auto it = started.find(o.request_id); it != started.end() && !o.output.token_ids.empty())
-        it->second = true;
-  }
+  auto started = start_batch(e, src, batch, ctx, tokens);
+  if (!started)
+    return started.error();
   std::vector<double> mixed, decode;
   for (uint32_t k = 0; k < reps + 1; ++k) {
     auto d = step(e); // the first one a warm-up
@@ -239,7 +237,7 @@ expected<void> profile_mixed_point(engine::engine_core& e, const profile_sweep& 
     if (m->result.num_tokens == batch + chunk)
       mixed.push_back(m->ms);
   }
-  for (const auto& [id, _] : started)
+  for (const auto& id : *started)
     (void) e.abort(id);
   while (e.has_work())
     if (auto s = step(e); !s)
