@@ -23,6 +23,31 @@
 
 using namespace dynamo;
 
+namespace {
+
+// The --handoff probe's sizes as asked, scaled to the profiled engine (plan::fit_probe).
+void size_probe(profile_app::handoff_probe_config& probe, const plan::engine_profile& p,
+                const std::string& handoff_isl, const std::string& overhead_batch, double budget_s) {
+  auto hi = parse_number_list<uint32_t>("handoff-isl", handoff_isl);
+  if (!hi)
+    apps::die("dynamo-profile", hi.error());
+  auto ob = parse_number_list<uint32_t>("overhead-batch", overhead_batch);
+  if (!ob)
+    apps::die("dynamo-profile", ob.error());
+  const plan::probe_sizes want{*hi, probe.requests, probe.warmup, *ob, probe.batch_isl, probe.batch_osl};
+  const auto sized = plan::fit_probe(p, want, budget_s);
+  spdlog::info("hand-off probe: prompts {} x {} pairs, batches {} of {}/{} tokens: ~{:.0f} s of engine time "
+               "(as asked: ~{:.0f} s)", fmt::join(sized.isl, ","), sized.requests, fmt::join(sized.batch, ","),
+               sized.batch_isl, sized.batch_osl, plan::probe_seconds(p, sized), plan::probe_seconds(p, want));
+  probe.isl = sized.isl;
+  probe.requests = sized.requests;
+  probe.batch = sized.batch;
+  probe.batch_isl = sized.batch_isl;
+  probe.batch_osl = sized.batch_osl;
+}
+
+} // namespace
+
 int main(int argc, char** argv) {
   std::string config_path, pool_name, out_path, log_level;
   std::string isl = "128,256,512,1024,2048,4096,6144,8192", hits = "0,0.5,0.9", batches = "1,2,4,8,16,32,64",
@@ -116,22 +141,7 @@ int main(int argc, char** argv) {
   p->model = pool->model;
   p->threads = pool->engine_opts.threads;
   if (handoff) {
-    auto hi = parse_number_list<uint32_t>("handoff-isl", handoff_isl);
-    if (!hi)
-      apps::die("dynamo-profile", hi.error());
-    auto ob = parse_number_list<uint32_t>("overhead-batch", overhead_batch);
-    if (!ob)
-      apps::die("dynamo-profile", ob.error());
-    const plan::probe_sizes want{*hi, probe.requests, probe.warmup, *ob, probe.batch_isl, probe.batch_osl};
-    const auto sized = plan::fit_probe(*p, want, handoff_budget_s);
-    spdlog::info("hand-off probe: prompts {} x {} pairs, batches {} of {}/{} tokens: ~{:.0f} s of engine time "
-                 "(as asked: ~{:.0f} s)", fmt::join(sized.isl, ","), sized.requests, fmt::join(sized.batch, ","),
-                 sized.batch_isl, sized.batch_osl, plan::probe_seconds(*p, sized), plan::probe_seconds(*p, want));
-    probe.isl = sized.isl;
-    probe.requests = sized.requests;
-    probe.batch = sized.batch;
-    probe.batch_isl = sized.batch_isl;
-    probe.batch_osl = sized.batch_osl;
+    size_probe(probe, *p, handoff_isl, overhead_batch, handoff_budget_s);
     auto costs = profile_app::measure_cluster(*pool, *p, probe, [](const std::string& line) { spdlog::info("{}", line); });
     if (probe.work_dir == temp_dir) {
       std::error_code ec;
