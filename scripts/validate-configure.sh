@@ -13,14 +13,16 @@
 # POOL_YAML=file profiles that file's first pool instead (e.g. the CPU
 # engine), PROFILE_ARGS adds dynamo-profile options; HANDOFF=0 skips
 # dynamo-profile --handoff (no measured hand-off or step overhead: the
-# simulator charges neither unless --transfer-ms is given). Needs python3.
-# Uses port 18571 and /tmp/dynamo-validate-configure.
+# simulator charges neither unless --transfer-ms is given); PROFILE_JSON=file
+# uses that profile instead of measuring one. Needs python3.
+# Uses port PORT (18571) and WORK (/tmp/dynamo-validate-configure); the JSON
+# also gives the 1-minute load average before the load generator and after it.
 set -euo pipefail
 BIN=${1:-build/bin}
 shift || true
 [[ "${1:-}" == "--" ]] && shift
 ISL=${ISL:-1024} OSL=${OSL:-128} RATE=${RATE:-20} N=${N:-400} PORT=${PORT:-18571}
-WORK=/tmp/dynamo-validate-configure
+WORK=${WORK:-/tmp/dynamo-validate-configure}
 rm -rf "$WORK" && mkdir -p "$WORK"
 if [[ -n "${POOL_YAML:-}" ]]; then
   cp "$POOL_YAML" "$WORK/profile-pool.yaml"
@@ -32,9 +34,13 @@ YAML
 fi
 HANDOFF_ARGS=()
 [[ "${HANDOFF:-1}" == 1 ]] && HANDOFF_ARGS=(--handoff --handoff-dir "$WORK/handoff")
-# shellcheck disable=SC2086
-"$BIN/dynamo-profile" --config "$WORK/profile-pool.yaml" --out "$WORK/profile.json" --log-level warn \
-  "${HANDOFF_ARGS[@]}" ${PROFILE_ARGS:-}
+if [[ -n "${PROFILE_JSON:-}" ]]; then # an earlier profile (its run's load average may differ)
+  cp "$PROFILE_JSON" "$WORK/profile.json"
+else
+  # shellcheck disable=SC2086
+  "$BIN/dynamo-profile" --config "$WORK/profile-pool.yaml" --out "$WORK/profile.json" --log-level warn \
+    "${HANDOFF_ARGS[@]}" ${PROFILE_ARGS:-}
+fi
 "$BIN/dynamo-configure" --profile "$WORK/profile.json" --ttft-ms "${TTFT:-300}" --itl-ms "${ITL:-30}" \
   --isl "$ISL" --osl "$OSL" --rate "$RATE" --requests "$N" --gpu-budget "${GPUS:-4}" \
   --frontend-port "$PORT" --discovery-root "$WORK/discovery" --out "$WORK/winner.yaml" \
@@ -50,9 +56,11 @@ for _ in $(seq 1 300); do
   sleep 0.2
 done
 sleep 2 # every worker registered (the frontend serves as soon as one has)
+LOAD_BEFORE=$(cut -d' ' -f1 /proc/loadavg)
 "$BIN/dynamo-bench" --url "http://127.0.0.1:$PORT" --concurrency 2000 --trace "$WORK/traffic.jsonl" \
   --trace-block-size "${BLOCK:-64}" --num-requests 0 --output "$WORK/bench.json" > /dev/null
-python3 - "$WORK/configure.json" "$WORK/bench.json" "$WORK/profile.json" <<'PY'
+LOAD_AFTER=$(cut -d' ' -f1 /proc/loadavg)
+python3 - "$WORK/configure.json" "$WORK/bench.json" "$WORK/profile.json" "$LOAD_BEFORE" "$LOAD_AFTER" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))["winner"]
 b = json.load(open(sys.argv[2]))
@@ -66,6 +74,7 @@ out = {
   "itl_mean_ms": {"predicted": round(c["mean_itl_ms"], 2), "measured": b["itl_ms"]["mean"], "rel_err": err(c["mean_itl_ms"], b["itl_ms"]["mean"])},
   "output_tokens_per_s": {"predicted": round(c["output_tokens_per_s"], 1), "measured": m_tps, "rel_err": err(c["output_tokens_per_s"], m_tps) if m_tps else None},
   "failed": b.get("failed"),
+  "load_average_1m": {"before": float(sys.argv[4]), "after": float(sys.argv[5])},
 }
 h = json.load(open(sys.argv[3])).get("handoff")
 if h:

@@ -13,6 +13,7 @@
 #include "runtime/plan/profiler.hpp"
 
 #include <nlohmann/json.hpp>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
@@ -22,13 +23,41 @@
 
 using namespace dynamo;
 
+namespace {
+
+// The --handoff probe's sizes as asked, scaled to the profiled engine (plan::fit_probe).
+void size_probe(profile_app::handoff_probe_config& probe, const plan::engine_profile& p,
+                const std::string& handoff_isl, const std::string& overhead_batch, double budget_s) {
+  auto hi = parse_number_list<uint32_t>("handoff-isl", handoff_isl);
+  if (!hi)
+    apps::die("dynamo-profile", hi.error());
+  auto ob = parse_number_list<uint32_t>("overhead-batch", overhead_batch);
+  if (!ob)
+    apps::die("dynamo-profile", ob.error());
+  const plan::probe_sizes want{*hi, probe.requests, probe.warmup, *ob, probe.batch_isl, probe.batch_osl};
+  const auto sized = plan::fit_probe(p, want, budget_s);
+  spdlog::info("hand-off probe: prompts {} x {} pairs, batches {} of {}/{} tokens: ~{:.0f} s of engine time "
+               "(as asked: ~{:.0f} s)", fmt::join(sized.isl, ","), sized.requests, fmt::join(sized.batch, ","),
+               sized.batch_isl, sized.batch_osl, plan::probe_seconds(p, sized), plan::probe_seconds(p, want));
+  probe.isl = sized.isl;
+  probe.requests = sized.requests;
+  probe.batch = sized.batch;
+  probe.batch_isl = sized.batch_isl;
+  probe.batch_osl = sized.batch_osl;
+}
+
+} // namespace
+
 int main(int argc, char** argv) {
   std::string config_path, pool_name, out_path, log_level;
   std::string isl = "128,256,512,1024,2048,4096,6144,8192", hits = "0,0.5,0.9", batches = "1,2,4,8,16,32,64",
               contexts = "128,512,1024,2048";
   uint32_t steps = 8, repeats = 1;
+  std::string mixed;
+  plan::profile_sweep sw;
   double kv_cache_mib = 512;
   bool handoff = false;
+  double handoff_budget_s = 120;
   std::string handoff_isl = "256,1024,2048,4096", overhead_batch = "1,16,64";
   profile_app::handoff_probe_config probe;
   probe.launcher = apps::sibling_binary("dynamo-launch");
@@ -45,6 +74,10 @@ int main(int argc, char** argv) {
     .option("context", &contexts, "decode context lengths, comma-separated")
     .option("steps", &steps, "measured decode steps per point")
     .option("repeats", &repeats, "measurements per prefill point (the fastest is kept)")
+    .option("mixed", &mixed, "also time steps that prefill a chunk of these many prompt tokens beside each "
+                             "decode point, comma-separated (default: none)")
+    .option("thread-cpu-clock", &sw.thread_cpu_clock,
+            "time steps by this thread's CPU time, not wall time (a 1-thread CPU engine on shared cores)")
     .option("kv-cache-mib", &kv_cache_mib, "CPU engine KV cache budget in MiB (as dynamo-worker)")
     .option("handoff", &handoff,
             "also measure the prefill -> decode hand-off: launch the pool as 1 aggregated worker and as 1 "
@@ -53,6 +86,9 @@ int main(int argc, char** argv) {
             "worker, fitting their inter-token gap beyond the profile's step as fixed + per sequence")
     .option("handoff-isl", &handoff_isl, "--handoff: prompt lengths, comma-separated")
     .option("handoff-requests", &probe.requests, "--handoff: measured pairs (local, handed off) per prompt length")
+    .option("handoff-budget-s", &handoff_budget_s,
+            "--handoff: scale the probes' prompts, pairs and batches down until the profile says they take "
+            "about this many seconds of engine time (a slow CPU engine); 0: as given")
     .option("overhead-batch", &overhead_batch, "--handoff: concurrent-request batches for the step overhead")
     .option("launcher", &probe.launcher, "--handoff: the dynamo-launch binary (default: next to this one)")
     .option("handoff-dir", &probe.work_dir, "--handoff: keep the clusters' YAML and discovery here (default: a "
@@ -72,7 +108,6 @@ int main(int argc, char** argv) {
   if (!pool)
     apps::die("dynamo-profile", make_error(errc::config_error, "pools: no pool named '" + pool_name + "'"));
 
-  plan::profile_sweep sw;
   auto i = parse_number_list<uint32_t>("isl", isl);
   auto h = parse_number_list<double>("prefix-hit", hits);
   auto b = parse_number_list<uint32_t>("batch", batches);
@@ -81,6 +116,12 @@ int main(int argc, char** argv) {
   if (!h) apps::die("dynamo-profile", h.error());
   if (!b) apps::die("dynamo-profile", b.error());
   if (!x) apps::die("dynamo-profile", x.error());
+  if (!mixed.empty()) {
+    auto m = parse_number_list<uint32_t>("mixed", mixed);
+    if (!m)
+      apps::die("dynamo-profile", m.error());
+    sw.mixed_chunk = *m;
+  }
   sw.isl = *i;
   sw.prefix_hit = *h;
   sw.batch = *b;
@@ -100,14 +141,7 @@ int main(int argc, char** argv) {
   p->model = pool->model;
   p->threads = pool->engine_opts.threads;
   if (handoff) {
-    auto hi = parse_number_list<uint32_t>("handoff-isl", handoff_isl);
-    if (!hi)
-      apps::die("dynamo-profile", hi.error());
-    probe.isl = *hi;
-    auto ob = parse_number_list<uint32_t>("overhead-batch", overhead_batch);
-    if (!ob)
-      apps::die("dynamo-profile", ob.error());
-    probe.batch = *ob;
+    size_probe(probe, *p, handoff_isl, overhead_batch, handoff_budget_s);
     auto costs = profile_app::measure_cluster(*pool, *p, probe, [](const std::string& line) { spdlog::info("{}", line); });
     if (probe.work_dir == temp_dir) {
       std::error_code ec;

@@ -277,6 +277,7 @@ struct simulator::state {
     admit_loaded(w, now);
     uint32_t budget = d->max_num_batched_tokens;
     uint32_t decodes = 0, prefill_tokens = 0, partial = 0, prefills = 0;
+    plan::step_work work;
     double ctx_sum = 0;
     for (seq& s : w.running) {
       s.chunk = 0;
@@ -290,6 +291,7 @@ struct simulator::state {
     for (seq& s : w.running)
       if (s.prefill_left > 0 && budget > 0) {
         s.chunk = chunk(s.prefill_left, budget);
+        times.add_chunk(work, s.context, s.chunk);
         ++prefills;
         budget -= s.chunk;
         prefill_tokens += s.chunk;
@@ -312,6 +314,7 @@ struct simulator::state {
       s.prefill_left = need;
       s.context = cached;
       s.chunk = n;
+      times.add_chunk(work, s.context, n);
       budget -= n;
       prefill_tokens += n;
       partial += n < need ? 1 : 0;
@@ -325,7 +328,7 @@ struct simulator::state {
       w.busy_until = never;
       return;
     }
-    const double ms = times.step_ms(prefill_tokens, decodes, decodes > 0 ? ctx_sum / decodes : 0) +
+    const double ms = times.step_ms(work, decodes, decodes > 0 ? ctx_sum / decodes : 0) +
                       sim.step_overhead_ms(decodes + prefills);
     w.busy = true;
     w.step_start = now;

@@ -101,7 +101,11 @@ linear_cost fit_cost(std::vector<cost_point> points, const std::function<double(
   return c;
 }
 
-step_times::step_times(const engine_profile& p) {
+bool prices_prefill_per_sequence(const engine_profile& p) noexcept {
+  return p.engine == "cpu" || p.engine == "cuda";
+}
+
+step_times::step_times(const engine_profile& p) : per_sequence_(prices_prefill_per_sequence(p)) {
   std::map<double, double> best; // isl -> ms, cold prompts only
   for (const auto& x : p.prefill)
     if (x.prefix_hit == 0.0)
@@ -144,6 +148,21 @@ double step_times::step_ms(double prefill_tokens, double decode_batch, double co
     return prefill;
   const double decode = decode_step_ms(decode_batch, context);
   return std::max({prefill + decode - decode_step_ms(1, prefill_tokens), prefill, decode});
+}
+
+void step_times::add_chunk(step_work& w, double start, double tokens) const noexcept {
+  w.prefill_tokens += tokens;
+  if (!per_sequence_ || tokens <= 0 || !has_prefill())
+    return;
+  const double ms = start > 0 ? prefill_ms(start + tokens) - prefill_ms(start)
+                              : prefill_ms(tokens) - (has_decode() ? decode_step_ms(1, 0) : 0.0);
+  w.chunk_ms += std::max(0.0, ms);
+}
+
+double step_times::step_ms(const step_work& w, double decode_batch, double context) const noexcept {
+  if (!per_sequence_ || w.prefill_tokens <= 0 || !has_decode())
+    return step_ms(w.prefill_tokens, decode_batch, context);
+  return w.chunk_ms + (decode_batch > 0 ? decode_step_ms(decode_batch, context) : decode_step_ms(1, 0));
 }
 
 std::optional<double> prefill_ms_at(const engine_profile& p, double isl) {
@@ -215,6 +234,12 @@ nlohmann::json to_json(const engine_profile& p) {
   j["decode"] = nlohmann::json::array();
   for (const auto& x : p.decode)
     j["decode"].push_back({{"batch", x.batch}, {"context", x.context}, {"step_ms", x.step_ms}});
+  if (!p.mixed.empty()) {
+    j["mixed"] = nlohmann::json::array();
+    for (const auto& x : p.mixed)
+      j["mixed"].push_back({{"batch", x.batch}, {"context", x.context}, {"prefill_tokens", x.prefill_tokens},
+                            {"step_ms", x.step_ms}, {"decode_ms", x.decode_ms}});
+  }
   j["skipped"] = p.skipped;
   if (p.handoff)
     j["handoff"] = cost_to_json(*p.handoff, handoff_names);
@@ -241,6 +266,10 @@ expected<engine_profile> profile_from_json(const nlohmann::json& j) {
     for (const auto& x : j.at("decode"))
       p.decode.push_back({x.at("batch").get<uint32_t>(), x.at("context").get<uint32_t>(),
                           x.at("step_ms").get<double>()});
+    for (const auto& x : j.value("mixed", nlohmann::json::array()))
+      p.mixed.push_back({x.at("batch").get<uint32_t>(), x.at("context").get<uint32_t>(),
+                         x.at("prefill_tokens").get<uint32_t>(), x.at("step_ms").get<double>(),
+                         x.value("decode_ms", 0.0)});
     if (j.contains("skipped"))
       p.skipped = j.at("skipped").get<std::vector<std::string>>();
     if (j.contains("handoff"))

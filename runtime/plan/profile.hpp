@@ -31,6 +31,17 @@ struct decode_point {
   double step_ms = 0;         ///< mean time of one decode step of the whole batch
 };
 
+/// One engine step that prefills a chunk of `prefill_tokens` prompt tokens
+/// while `batch` sequences of `context` tokens decode (dynamo-profile
+/// --mixed): its time, and a pure decode step of the same batch right before.
+struct mixed_point {
+  uint32_t batch = 0;
+  uint32_t context = 0;
+  uint32_t prefill_tokens = 0;
+  double step_ms = 0;
+  double decode_ms = 0;
+};
+
 /// One point of dynamo-profile --handoff's probes: at `x` (a hand-off's prompt
 /// tokens, or a step's sequences) the baseline took `base_ms` (the same prompt
 /// prefilled locally, or the profile's decode step) and the launched cluster
@@ -72,6 +83,7 @@ struct engine_profile {
   bool simulated = false;     ///< times are the mocker's simulated durations
   std::vector<prefill_point> prefill;
   std::vector<decode_point> decode;
+  std::vector<mixed_point> mixed; ///< measured mixed steps (--mixed; older profiles lack them)
   std::vector<std::string> skipped; ///< points that did not fit (context, KV), with why
   /// Measured with dynamo-profile --handoff (older profiles lack both): the
   /// extra TTFT of a prefill -> decode hand-off (routing to the prefill worker,
@@ -81,6 +93,19 @@ struct engine_profile {
   std::optional<linear_cost> handoff;
   std::optional<linear_cost> step_overhead;
 };
+
+/// One engine step's prompt work, added up chunk by chunk (step_times::add_chunk)
+/// and priced by step_times::step_ms(const step_work&, ...).
+struct step_work {
+  double prefill_tokens = 0; ///< prompt tokens of every chunk
+  double chunk_ms = 0;       ///< the chunks' own costs (per-sequence pricing)
+};
+
+/// Whether a step's prompt chunks are priced one sequence at a time (a real
+/// engine: "cpu", "cuda"; each chunk attends only to its own sequence) or as
+/// one prompt of all their tokens (the mocker's timing model, which charges
+/// the step's total new tokens; also profiles without an engine name).
+[[nodiscard]] bool prices_prefill_per_sequence(const engine_profile& p) noexcept;
 
 /// The profile's interpolation compiled once for fast lookups (the SLA
 /// planner's sizing and dynamo-configure's simulator, which asks millions of
@@ -103,10 +128,24 @@ public:
   /// at least the larger of the two parts; either part alone when the other is 0.
   [[nodiscard]] double step_ms(double prefill_tokens, double decode_batch, double context) const noexcept;
 
+  /// Adds a chunk of `tokens` prompt tokens after the `start` its sequence
+  /// already has in the KV cache (computed or a prefix hit) to `w`. Priced per
+  /// sequence (prices_prefill_per_sequence): prefill_ms(start + tokens) -
+  /// prefill_ms(start), what the longer prompt costs beyond the shorter; a
+  /// chunk from 0 less the step's fixed part (decode_step_ms(1, 0), which a
+  /// profiled prefill contains and the step pays once), at least 0.
+  void add_chunk(step_work& w, double start, double tokens) const noexcept;
+  /// One step of `w` plus `decode_batch` sequences of mean `context`. Priced
+  /// per sequence: the chunks' costs plus the decode step (or, without
+  /// decodes, the fixed part), so k prompts of n tokens in one step cost about
+  /// k x prefill_ms(n), not prefill_ms(k x n). Otherwise step_ms(w.prefill_tokens, ...).
+  [[nodiscard]] double step_ms(const step_work& w, double decode_batch, double context) const noexcept;
+
 private:
   using polyline = std::vector<std::pair<double, double>>;
   polyline prefill_;                                   ///< isl -> ms, cold prompts
   std::vector<std::pair<double, polyline>> decode_;    ///< context -> (batch -> ms)
+  bool per_sequence_ = false;                          ///< prices_prefill_per_sequence
 };
 
 /// Prefill time (ms) of a cold prompt of `isl` tokens: linear between the

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <random>
+#include <time.h>
 
 namespace dynamo::plan {
 
@@ -50,16 +51,28 @@ struct timed_step {
   bool simulated = false;
 };
 
+// CPU time of the calling thread (ms): a one-thread CPU engine computes on it.
+double thread_cpu_ms() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+bool use_thread_cpu = false; // profile_sweep::thread_cpu_clock of the running sweep
+
 expected<timed_step> step(engine::engine_core& e) {
+  const double c0 = use_thread_cpu ? thread_cpu_ms() : 0.0;
   auto t0 = wall::now();
   auto r = e.step();
   auto t1 = wall::now();
+  const double c1 = use_thread_cpu ? thread_cpu_ms() : 0.0;
   if (!r)
     return r.error();
   timed_step s;
   s.simulated = r->duration.count() > 0;
-  s.ms = s.simulated ? static_cast<double>(r->duration.count()) / 1000.0
-                     : std::chrono::duration<double, std::milli>(t1 - t0).count();
+  s.ms = s.simulated    ? static_cast<double>(r->duration.count()) / 1000.0
+         : use_thread_cpu ? c1 - c0
+                          : std::chrono::duration<double, std::milli>(t1 - t0).count();
   s.result = std::move(*r);
   return s;
 }
@@ -135,9 +148,10 @@ uint32_t decode_point_tokens(const profile_sweep& sw, uint32_t batch, uint32_t c
   return sw.decode_steps + 3 + static_cast<uint32_t>(prefill_steps);
 }
 
-expected<void> profile_decode_point(engine::engine_core& e, const profile_sweep& sw, prompt_source& src,
-                                    uint32_t batch, uint32_t ctx, engine_profile& p) {
-  const uint32_t tokens = decode_point_tokens(sw, batch, ctx, p.max_num_batched_tokens);
+// Adds `batch` requests of `ctx` prompt tokens and `tokens` output tokens and
+// steps until each has its first token: a batch decoding. Their ids.
+expected<std::vector<std::string>> start_batch(engine::engine_core& e, prompt_source& src, uint32_t batch,
+                                               uint32_t ctx, uint32_t tokens) {
   std::map<std::string, bool> started; // request id -> first token seen
   for (uint32_t i = 0; i < batch; ++i) {
     auto id = src.next_id();
@@ -156,6 +170,18 @@ expected<void> profile_decode_point(engine::engine_core& e, const profile_sweep&
       if (auto it = started.find(o.request_id); it != started.end() && !o.output.token_ids.empty())
         it->second = true;
   }
+  std::vector<std::string> ids;
+  for (const auto& [id, _] : started)
+    ids.push_back(id);
+  return ids;
+}
+
+expected<void> profile_decode_point(engine::engine_core& e, const profile_sweep& sw, prompt_source& src,
+                                    uint32_t batch, uint32_t ctx, engine_profile& p) {
+  const uint32_t tokens = decode_point_tokens(sw, batch, ctx, p.max_num_batched_tokens);
+  auto started = start_batch(e, src, batch, ctx, tokens);
+  if (!started)
+    return started.error();
   double total = 0;
   uint32_t measured = 0;
   for (uint32_t k = 0; k < sw.decode_steps + 1; ++k) {
@@ -168,7 +194,7 @@ expected<void> profile_decode_point(engine::engine_core& e, const profile_sweep&
     total += s->ms;
     ++measured;
   }
-  for (const auto& [id, _] : started)
+  for (const auto& id : *started)
     (void) e.abort(id);
   while (e.has_work())
     if (auto s = step(e); !s)
@@ -179,12 +205,80 @@ expected<void> profile_decode_point(engine::engine_core& e, const profile_sweep&
   return {};
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : (v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2);
+}
+
+// `batch` sequences of `ctx` tokens decoding; then, `sw.mixed_repeats` times,
+// a pure decode step and a step that also prefills a fresh `chunk`-token prompt
+// (max_tokens 1: it ends with that step), each timed.
+expected<void> profile_mixed_point(engine::engine_core& e, const profile_sweep& sw, prompt_source& src,
+                                   uint32_t batch, uint32_t ctx, uint32_t chunk, engine_profile& p) {
+  const uint32_t reps = std::max(1u, sw.mixed_repeats);
+  const uint32_t tokens = decode_point_tokens(sw, batch, ctx, p.max_num_batched_tokens) + 2 * reps;
+  auto started = start_batch(e, src, batch, ctx, tokens);
+  if (!started)
+    return started.error();
+  std::vector<double> mixed, decode;
+  for (uint32_t k = 0; k < reps + 1; ++k) {
+    auto d = step(e); // the first one a warm-up
+    if (!d)
+      return d.error();
+    if (k == 0)
+      continue;
+    if (auto ok = e.add_request(request(src.next_id(), src.make(chunk), 1)); !ok)
+      return ok.error();
+    auto m = step(e);
+    if (!m)
+      return m.error();
+    if (d->result.num_seqs == batch)
+      decode.push_back(d->ms);
+    if (m->result.num_tokens == batch + chunk)
+      mixed.push_back(m->ms);
+  }
+  for (const auto& id : *started)
+    (void) e.abort(id);
+  while (e.has_work())
+    if (auto s = step(e); !s)
+      return s.error();
+  if (mixed.empty() || decode.empty())
+    return make_error(errc::internal, fmt::format("mixed batch {} context {} chunk {}: no such step measured",
+                                                  batch, ctx, chunk));
+  p.mixed.push_back({batch, ctx, chunk, median(mixed), median(decode)});
+  return {};
+}
+
+expected<void> profile_mixed(engine::engine_core& e, const profile_sweep& sw, prompt_source& src,
+                             engine_profile& p, const profile_progress& progress) {
+  for (uint32_t chunk : sw.mixed_chunk)
+    for (uint32_t ctx : sw.context)
+      for (uint32_t batch : sw.batch) {
+        const uint32_t tokens = decode_point_tokens(sw, batch, ctx, p.max_num_batched_tokens) + 2 * sw.mixed_repeats;
+        const uint64_t need = uint64_t{batch} * (ctx + tokens) + chunk;
+        if (batch >= p.max_num_seqs || batch + chunk > p.max_num_batched_tokens || ctx + tokens >= p.max_model_len ||
+            need > p.max_kv_tokens) {
+          p.skipped.push_back(fmt::format("mixed batch {} context {} chunk {}: does not fit", batch, ctx, chunk));
+          continue;
+        }
+        if (auto ok = profile_mixed_point(e, sw, src, batch, ctx, chunk, p); !ok)
+          return ok.error();
+        if (progress) {
+          const auto& m = p.mixed.back();
+          progress(fmt::format("mixed batch {} context {} chunk {}: {:.3f} ms/step (decode alone {:.3f})", batch,
+                               ctx, chunk, m.step_ms, m.decode_ms));
+        }
+      }
+  return {};
+}
+
 } // namespace
 
 expected<engine_profile> run_profile(const engine_maker& make, const profile_sweep& sw,
                                      const profile_progress& progress) {
   engine_profile p;
   prompt_source src;
+  use_thread_cpu = sw.thread_cpu_clock;
   {
     auto e = make();
     if (!e)
@@ -216,7 +310,69 @@ expected<engine_profile> run_profile(const engine_maker& make, const profile_swe
       if (progress)
         progress(fmt::format("decode batch {} context {}: {:.3f} ms/step", batch, ctx, p.decode.back().step_ms));
     }
+  if (auto ok = profile_mixed(**e, sw, src, p, progress); !ok)
+    return ok.error();
   return p;
+}
+
+namespace {
+
+// The hand-off half of probe_seconds: each pair prefills its prompt on both
+// clusters and decodes one more token.
+double handoff_seconds(const step_times& t, const probe_sizes& s) {
+  double ms = 0;
+  for (uint32_t isl : s.isl)
+    ms += 2.0 * (s.requests + s.warmup) * (t.prefill_ms(isl) + t.decode_step_ms(1, isl));
+  return ms / 1000.0;
+}
+
+// The step-overhead half: b prompts, then batch_osl steps of b sequences.
+double batch_seconds(const step_times& t, const probe_sizes& s) {
+  double ms = 0;
+  for (uint32_t b : s.batch)
+    ms += b * t.prefill_ms(s.batch_isl) + s.batch_osl * t.decode_step_ms(b, s.batch_isl + s.batch_osl / 2.0);
+  return ms / 1000.0;
+}
+
+std::vector<uint32_t> halved(const std::vector<uint32_t>& v, uint32_t floor) {
+  std::vector<uint32_t> out;
+  for (uint32_t x : v)
+    if (const uint32_t h = std::max(floor, x / 2); std::find(out.begin(), out.end(), h) == out.end())
+      out.push_back(h);
+  return out;
+}
+
+} // namespace
+
+double probe_seconds(const engine_profile& p, const probe_sizes& s) {
+  const step_times t(p);
+  if (!t.has_prefill() || !t.has_decode())
+    return 0;
+  return handoff_seconds(t, s) + batch_seconds(t, s);
+}
+
+probe_sizes fit_probe(const engine_profile& p, probe_sizes s, double budget_s) {
+  if (p.max_num_seqs > 0)
+    std::erase_if(s.batch, [&](uint32_t b) { return b > p.max_num_seqs; });
+  std::sort(s.isl.begin(), s.isl.end());
+  std::sort(s.batch.begin(), s.batch.end());
+  const step_times t(p);
+  if (budget_s <= 0 || !t.has_prefill() || !t.has_decode())
+    return s;
+  const double half = budget_s / 2;
+  while (handoff_seconds(t, s) > half && s.isl.size() > 2)
+    s.isl.pop_back();
+  while (handoff_seconds(t, s) > half && !s.isl.empty() && s.isl.back() > 16)
+    s.isl = halved(s.isl, 16);
+  while (handoff_seconds(t, s) > half && s.requests > 3)
+    --s.requests;
+  while (batch_seconds(t, s) > half && s.batch_isl > 32)
+    s.batch_isl = std::max(32u, s.batch_isl / 2);
+  while (batch_seconds(t, s) > half && s.batch.size() > 2)
+    s.batch.pop_back();
+  while (batch_seconds(t, s) > half && s.batch_osl > 16)
+    s.batch_osl = std::max(16u, s.batch_osl / 2);
+  return s;
 }
 
 } // namespace dynamo::plan

@@ -23,6 +23,13 @@ struct profile_sweep {
   std::vector<uint32_t> context{128, 512, 2048};               ///< tokens per sequence at decode
   uint32_t decode_steps = 8;  ///< measured decode steps per point (after one unmeasured)
   uint32_t repeats = 1;       ///< measurements per prefill point (the minimum is kept)
+  /// Mixed steps (a prefill chunk of these many tokens beside each decode
+  /// batch x context point; empty: none): what one step of both costs.
+  std::vector<uint32_t> mixed_chunk;
+  /// Time steps by the calling thread's CPU time instead of wall time: a
+  /// one-thread CPU engine's compute, free of other processes on shared cores.
+  bool thread_cpu_clock = false;
+  uint32_t mixed_repeats = 3; ///< measured mixed steps per point (the median is kept)
 };
 
 /// Makes a fresh engine for each measurement group (an empty prefix cache).
@@ -36,5 +43,30 @@ using profile_progress = std::function<void(const std::string&)>;
 /// are skipped and listed. Errors: the engine's (creation or a failed step).
 [[nodiscard]] expected<engine_profile> run_profile(const engine_maker& make, const profile_sweep& sweep,
                                                    const profile_progress& progress = {});
+
+/// The request sizes of dynamo-profile --handoff's probes
+/// (apps/dynamo-profile/handoff_probe): hand-off prompts, sent one at a time,
+/// `warmup` + `requests` each to a local and a disaggregated cluster; and
+/// batches of concurrent requests for the step overhead.
+struct probe_sizes {
+  std::vector<uint32_t> isl{256, 1024, 2048, 4096};
+  uint32_t requests = 10;
+  uint32_t warmup = 2;
+  std::vector<uint32_t> batch{1, 16, 64};
+  uint32_t batch_isl = 256, batch_osl = 64;
+};
+
+/// Seconds of the profiled engine's compute the probes of `s` take (prefill
+/// and decode steps by the profile; the clusters' own costs not counted).
+[[nodiscard]] double probe_seconds(const engine_profile& p, const probe_sizes& s);
+
+/// `want` scaled to a slow engine: batches above max_num_seqs dropped; then
+/// while either half (hand-offs, batches) takes more than budget_s / 2 by
+/// probe_seconds: the hand-offs drop their longest prompt (keeping two), then
+/// halve every prompt (down to 16 tokens), then measure fewer pairs (down to
+/// 3); the batches halve their prompt (down to 32), drop their largest batch
+/// (keeping two), halve their output (down to 16). A fast engine (the mocker,
+/// CUDA) keeps `want`. budget_s <= 0: only the max_num_seqs rule.
+[[nodiscard]] probe_sizes fit_probe(const engine_profile& p, probe_sizes want, double budget_s);
 
 } // namespace dynamo::plan

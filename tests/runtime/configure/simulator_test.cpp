@@ -72,6 +72,25 @@ BOOST_AUTO_TEST_CASE(chunked_prefill_queues_the_second_prompt) {
   BOOST_TEST(m.itl_ms == 2.0);   // 6 of 8 gaps are 2 ms
 }
 
+// A CPU engine's profile: two 100-token prompts that queue behind a first
+// (0-50 ms) prefill together in one step that costs two 100-token prompts
+// (2 x (50 - 10) + 10 = 90 ms: TTFT 50 + 90 - 1), not one of 200 tokens
+// (120 ms, as the mocker's timing charges: TTFT 169).
+BOOST_AUTO_TEST_CASE(a_real_engines_step_prices_each_prompt_on_its_own) {
+  auto p = constant_profile(10, 10);
+  p.engine = "cpu";
+  p.prefill = {{100, 0, 0, 50.0}, {200, 0, 0, 120.0}};
+  const auto rs = requests({{0, 100, 1}, {1, 100, 1}, {1, 100, 1}});
+  simulator sim(p, at(100));
+  auto r = sim.run(agg(1), rs);
+  BOOST_TEST(r.completed == 3u);
+  BOOST_TEST(r.ttft_ms == 139.0);
+  BOOST_TEST(r.steps == 2u);
+  p.engine = "mocker";
+  simulator mocker(p, at(100));
+  BOOST_TEST(mocker.run(agg(1), rs).ttft_ms == 169.0);
+}
+
 // max_num_seqs 1: the second request waits for the first to finish (t=18),
 // then runs the same 18 ms.
 BOOST_AUTO_TEST_CASE(max_num_seqs_serializes) {

@@ -93,6 +93,69 @@ BOOST_AUTO_TEST_CASE(a_batch_prefilled_over_many_steps_is_measured_full) {
   BOOST_TEST(p->decode[0].step_ms > 0.0);
 }
 
+// --mixed: a step that prefills a 64-token chunk beside the batch costs the
+// mocker more than the batch's decode step alone; a batch at max_num_seqs
+// (no slot for the chunk's prompt) is skipped.
+BOOST_AUTO_TEST_CASE(mixed_steps_are_timed_beside_each_decode_point) {
+  auto mc = small_mocker();
+  profile_sweep sw;
+  sw.isl = {64};
+  sw.prefix_hit = {0.0};
+  sw.batch = {2, 8};
+  sw.context = {128};
+  sw.mixed_chunk = {64};
+  auto p = run_profile(maker(mc), sw);
+  if (!p)
+    BOOST_FAIL(describe(p.error()));
+  BOOST_TEST_REQUIRE(p->mixed.size() == 1u);
+  const auto& m = p->mixed[0];
+  BOOST_TEST(m.batch == 2u);
+  BOOST_TEST(m.context == 128u);
+  BOOST_TEST(m.prefill_tokens == 64u);
+  BOOST_TEST(m.decode_ms > 0.0);
+  BOOST_TEST(m.step_ms > m.decode_ms);
+  BOOST_TEST(p->skipped.back().starts_with("mixed batch 8 context 128 chunk 64: does not fit"));
+  auto back = profile_from_json(nlohmann::json::parse(to_json(*p).dump()));
+  BOOST_REQUIRE(back);
+  BOOST_TEST(back->mixed.at(0).step_ms == m.step_ms);
+}
+
+// dynamo-profile --handoff on a slow engine: prefill 4 ms per token, decode
+// 20 ms at batch 1 and 100 at 16 (max_num_seqs 16: batch 64 is dropped).
+// Budget 120 s (60 per half): the hand-offs keep 256 and 1024 (24 x 5,160 ms
+// = 124 s), halve to 128/512 (62.4 s), then 64/256 (31.7 s); the batches
+// take 25.1 s and keep their sizes. Budget 40: prompts 32/128 (16.3 s),
+// batch prompts 128 tokens (16.4 s). A fast engine keeps what it asked for.
+BOOST_AUTO_TEST_CASE(the_handoff_probe_is_scaled_to_a_slow_engine) {
+  engine_profile slow;
+  slow.max_num_seqs = 16;
+  slow.prefill = {{100, 0.0, 0, 400.0}, {1000, 0.0, 0, 4000.0}};
+  slow.decode = {{1, 100, 20.0}, {16, 100, 100.0}};
+  const probe_sizes want;
+  auto a = fit_probe(slow, want, 120);
+  BOOST_TEST(a.isl == (std::vector<uint32_t>{64, 256}), boost::test_tools::per_element());
+  BOOST_TEST(a.requests == 10u);
+  BOOST_TEST(a.batch == (std::vector<uint32_t>{1, 16}), boost::test_tools::per_element());
+  BOOST_TEST(a.batch_isl == 256u);
+  BOOST_TEST(a.batch_osl == 64u);
+  auto b = fit_probe(slow, want, 40);
+  BOOST_TEST(b.isl == (std::vector<uint32_t>{32, 128}), boost::test_tools::per_element());
+  BOOST_TEST(b.batch_isl == 128u);
+  BOOST_TEST(b.batch == (std::vector<uint32_t>{1, 16}), boost::test_tools::per_element());
+
+  engine_profile fast = slow; // 1,000x faster
+  fast.max_num_seqs = 64;
+  for (auto& x : fast.prefill)
+    x.ms /= 1000;
+  for (auto& x : fast.decode)
+    x.step_ms /= 1000;
+  auto f = fit_probe(fast, want, 120);
+  BOOST_TEST(f.isl == want.isl, boost::test_tools::per_element());
+  BOOST_TEST(f.batch == want.batch, boost::test_tools::per_element());
+  BOOST_TEST(f.requests == want.requests);
+  BOOST_TEST(f.batch_isl == want.batch_isl);
+}
+
 BOOST_AUTO_TEST_CASE(decode_points_that_do_not_fit_the_kv_cache_are_skipped) {
   auto mc = small_mocker();
   mc.num_blocks = 64; // 1024 tokens
@@ -232,6 +295,45 @@ BOOST_AUTO_TEST_CASE(mixed_step_adds_prefill_and_decode) {
   BOOST_TEST(t.step_ms(150, 4, 100) == 20.0 + 16.0 - 12.5); // decode(1, 150) = 12.5
   BOOST_TEST(t.step_ms(10, 4, 100) == 16.0);                // 1 + 16 - 10 < 16
   BOOST_TEST(!step_times(engine_profile{}).has_prefill());
+}
+
+// A real engine's prompts attend to their own sequence only: two 100-token
+// prompts in one step cost about twice one of them, not one 200-token prompt;
+// a later chunk costs what the longer prompt costs beyond the shorter.
+// Prefill 50 / 120 / 300 ms at 100 / 200 / 400 tokens; the fixed part is
+// decode(1) = 10 ms, batch 4 decodes in 16 ms.
+BOOST_AUTO_TEST_CASE(a_real_engine_prices_prompt_chunks_per_sequence) {
+  engine_profile p;
+  p.engine = "cpu";
+  p.prefill = {{100, 0.0, 0, 50.0}, {200, 0.0, 0, 120.0}, {400, 0.0, 0, 300.0}};
+  p.decode = {{1, 100, 10.0}, {4, 100, 16.0}};
+  const step_times t(p);
+  step_work two;
+  t.add_chunk(two, 0, 100);
+  t.add_chunk(two, 0, 100);
+  BOOST_TEST(two.prefill_tokens == 200.0);
+  BOOST_TEST(two.chunk_ms == 80.0);             // 2 x (50 - 10)
+  BOOST_TEST(t.step_ms(two, 0, 0) == 90.0);     // + the fixed part once; prefill_ms(200) is 120
+  BOOST_TEST(t.step_ms(two, 4, 100) == 96.0);   // + the decode step
+  step_work one;
+  t.add_chunk(one, 0, 200);
+  BOOST_TEST(t.step_ms(one, 0, 0) == 120.0);    // a lone prompt: its profiled time
+  BOOST_TEST(t.step_ms(one, 4, 100) == t.step_ms(200, 4, 100) + 0.0); // 120 - 10 + 16 either way
+  step_work later;
+  t.add_chunk(later, 200, 100);                 // tokens 200..300: 210 - 120
+  BOOST_TEST(t.step_ms(later, 0, 0) == 100.0);  // prefill_ms(100) would be 50
+  step_work tiny;
+  t.add_chunk(tiny, 0, 10);                     // 5 ms < the fixed part: 0
+  BOOST_TEST(tiny.chunk_ms == 0.0);
+  BOOST_TEST(t.step_ms(tiny, 4, 100) == 16.0);
+
+  p.engine = "mocker"; // the mocker charges the step's total new tokens
+  const step_times m(p);
+  step_work total;
+  m.add_chunk(total, 0, 100);
+  m.add_chunk(total, 0, 100);
+  BOOST_TEST(m.step_ms(total, 0, 0) == 120.0);
+  BOOST_TEST(m.step_ms(total, 4, 100) == 126.0); // 120 + 16 - decode(1, 200)
 }
 
 BOOST_AUTO_TEST_CASE(the_largest_batch_that_meets_itl_sizes_decode) {
