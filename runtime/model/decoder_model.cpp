@@ -297,7 +297,7 @@ expected<owned_bytes> repack(decoder_weights& w, const gguf::file& f, unsigned t
   std::vector<weight_matrix*> ms;
   total = 0;
   for_each_matmul_weight(w, [&](weight_matrix& m) {
-    if (m.data == nullptr || !repack_pays(m.type) || m.k % kernels::ref::qk_k != 0) return;
+    if (m.data == nullptr || !repack_pays(m.type) || !kernels::ref::lanes_fit(m.type, m.k)) return;
     m.lanes_stride = kernels::ref::lanes_row_bytes(m.type, m.k);
     total += (m.lanes_stride * m.n + 63) / 64 * 64;
     ms.push_back(&m);
