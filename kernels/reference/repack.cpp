@@ -92,14 +92,17 @@ void repack_q5_k(const block_q5_k* in, block_q5_k_lanes& out) {
 
 /// The nibbles of 8 blocks of 32 (block j's 16 bytes at qs(j): element e
 /// the low nibble of byte e, e < 16, else the high one of byte e - 16) into
-/// the lane order of `out`.
+/// the lane order of `out`, 4 elements at a time as in repack_k4: bytes
+/// 32p + 4j.. of out take elements 8p..8p+3 (low nibbles) and 8p+4..8p+7
+/// (high), which are nibble p / 2 of the block's bytes 8p % 16...
 template <class Qs>
 void repack_nibbles(Qs qs, uint8_t* out) {
   for (uint32_t j = 0; j < 8; ++j) {
-    for (uint32_t e = 0; e < 32; ++e) {
-      const nibble_at at = lanes_nibble(j, e);
-      const uint32_t q = (qs(j)[e % 16] >> (4 * (e / 16))) & 0x0f;
-      out[at.byte] = static_cast<uint8_t>((out[at.byte] & ~(0x0f << at.shift)) | (q << at.shift));
+    const uint8_t* q = qs(j);
+    for (uint32_t p = 0; p < 4; ++p) {
+      const uint32_t at = 8 * p % 16, shift = 4 * (p / 2);
+      store4(out + 32 * p + 4 * j,
+             ((load4(q + at) >> shift) & 0x0f0f0f0fu) | (((load4(q + at + 4) >> shift) & 0x0f0f0f0fu) << 4));
     }
   }
 }
