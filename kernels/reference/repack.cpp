@@ -107,22 +107,6 @@ void repack_nibbles(Qs qs, uint8_t* out) {
   }
 }
 
-/// Q4_0, and IQ4_NL read as Q4_0: the same block layout (fp16 d, then 16
-/// nibble bytes), only the nibbles mean other values.
-static_assert(sizeof(block_iq4_nl) == sizeof(block_q4_0) && offsetof(block_iq4_nl, qs) == offsetof(block_q4_0, qs));
-void repack_q4_0(const block_q4_0* in, block_q4_0_lanes& out) {
-  for (uint32_t j = 0; j < 8; ++j) out.d[j] = in[j].d;
-  repack_nibbles([in](uint32_t j) { return in[j].qs; }, out.qs);
-}
-
-void repack_q4_1(const block_q4_1* in, block_q4_1_lanes& out) {
-  for (uint32_t j = 0; j < 8; ++j) {
-    out.d[j] = in[j].d;
-    out.m[j] = in[j].m;
-  }
-  repack_nibbles([in](uint32_t j) { return in[j].qs; }, out.qs);
-}
-
 /// The fifth bits of 8 Q5_0/Q5_1 blocks (block j's little-endian 32-bit
 /// qh(j): bit e for element e) into the lane places of Q5_K's qh.
 template <class Qh>
@@ -137,18 +121,17 @@ void repack_fifth_bits(Qh qh, uint8_t* out) {
   }
 }
 
-void repack_q5_0(const block_q5_0* in, block_q5_0_lanes& out) {
-  for (uint32_t j = 0; j < 8; ++j) out.d[j] = in[j].d;
-  repack_fifth_bits([in](uint32_t j) { return in[j].qh; }, out.qh);
-  repack_nibbles([in](uint32_t j) { return in[j].qs; }, out.qs);
-}
-
-void repack_q5_1(const block_q5_1* in, block_q5_1_lanes& out) {
+/// Q4_0, Q4_1, Q5_0, Q5_1: 8 blocks' scales (and mins, fifth bits where the
+/// type has them), then their nibbles. IQ4_NL is read as Q4_0: the same block
+/// layout (fp16 d, then 16 nibble bytes), only the nibbles mean other values.
+static_assert(sizeof(block_iq4_nl) == sizeof(block_q4_0) && offsetof(block_iq4_nl, qs) == offsetof(block_q4_0, qs));
+template <class In, class Out>
+void repack_32(const In* in, Out& out) {
   for (uint32_t j = 0; j < 8; ++j) {
     out.d[j] = in[j].d;
-    out.m[j] = in[j].m;
+    if constexpr (requires { out.m; }) out.m[j] = in[j].m;
   }
-  repack_fifth_bits([in](uint32_t j) { return in[j].qh; }, out.qh);
+  if constexpr (requires { out.qh; }) repack_fifth_bits([in](uint32_t j) { return in[j].qh; }, out.qh);
   repack_nibbles([in](uint32_t j) { return in[j].qs; }, out.qs);
 }
 
@@ -204,10 +187,10 @@ using row_repacker = void (*)(const void* src, std::byte* dst, uint32_t k);
 row_repacker repacker(tensor_type t) {
   switch (t) {
     case tensor_type::q4_0:
-    case tensor_type::iq4_nl: return repack_row<block_q4_0, block_q4_0_lanes, 8, repack_q4_0>;
-    case tensor_type::q4_1: return repack_row<block_q4_1, block_q4_1_lanes, 8, repack_q4_1>;
-    case tensor_type::q5_0: return repack_row<block_q5_0, block_q5_0_lanes, 8, repack_q5_0>;
-    case tensor_type::q5_1: return repack_row<block_q5_1, block_q5_1_lanes, 8, repack_q5_1>;
+    case tensor_type::iq4_nl: return repack_row<block_q4_0, block_q4_0_lanes, 8, repack_32<block_q4_0, block_q4_0_lanes>>;
+    case tensor_type::q4_1: return repack_row<block_q4_1, block_q4_1_lanes, 8, repack_32<block_q4_1, block_q4_1_lanes>>;
+    case tensor_type::q5_0: return repack_row<block_q5_0, block_q5_0_lanes, 8, repack_32<block_q5_0, block_q5_0_lanes>>;
+    case tensor_type::q5_1: return repack_row<block_q5_1, block_q5_1_lanes, 8, repack_32<block_q5_1, block_q5_1_lanes>>;
     case tensor_type::q8_0: return repack_row<block_q8_0, block_q8_0_lanes, 8, repack_q8_0>;
     case tensor_type::iq4_xs: return repack_row<block_iq4_xs, block_iq4_xs_lanes, 1, repack_iq4_xs>;
     case tensor_type::q4_k: return repack_row<block_q4_k, block_q4_k_lanes, 1, repack_q4_k>;

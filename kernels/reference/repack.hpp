@@ -69,19 +69,14 @@ static_assert(sizeof(block_q4_1_lanes) == 8 * sizeof(block_q4_1));
 /// Q5_0 in lanes: the low 4 bits as in Q4_0, the fifth bits as in Q5_K's
 /// lanes (bit v of qh[4 * j + e % 4] is bit 4 of element e of block j, v = e / 4);
 /// value d[j] * (q - 16).
-struct block_q5_0_lanes {
-  uint16_t d[8];
+struct block_q5_0_lanes : block_q4_0_lanes {
   uint8_t qh[qk_k / 8];
-  uint8_t qs[qk_k / 2];
 };
 static_assert(sizeof(block_q5_0_lanes) == 8 * sizeof(block_q5_0));
 
-/// Q5_1 in lanes: Q5_0's places, value d[j] * q + m[j].
-struct block_q5_1_lanes {
-  uint16_t d[8];
-  uint16_t m[8];
+/// Q5_1 in lanes: Q4_1's, plus the fifth bits as in Q5_0; value d[j] * q + m[j].
+struct block_q5_1_lanes : block_q4_1_lanes {
   uint8_t qh[qk_k / 8];
-  uint8_t qs[qk_k / 2];
 };
 static_assert(sizeof(block_q5_1_lanes) == 8 * sizeof(block_q5_1));
 

@@ -26,17 +26,21 @@ const uint32_t lane_widths[] = {512, 576, 896};
 /// True when rows of k values of type t exist (the K-quants need k % 256 == 0).
 bool fits(tensor_type t, uint32_t k) { return k % geometry_of(t)->block_elems == 0; }
 
+/// `w` with `lanes` attached as its lane copy, `stride` bytes per row.
+weight_matrix with_lanes(weight_matrix w, const std::vector<std::byte>& lanes, size_t stride) {
+  w.lanes = lanes.data();
+  w.lanes_stride = stride;
+  return w;
+}
+
 /// A random weight with its lane-layout copy attached.
 struct lane_weight {
   test::owned_weight w;
   std::vector<std::byte> lanes;
   weight_matrix view;
 
-  lane_weight(tensor_type t, uint32_t k, uint32_t n, uint32_t seed) : w(t, k, n, seed), lanes(repack_lanes(w.view)) {
-    view = w.view;
-    view.lanes = lanes.data();
-    view.lanes_stride = lanes_row_bytes(t, k);
-  }
+  lane_weight(tensor_type t, uint32_t k, uint32_t n, uint32_t seed)
+      : w(t, k, n, seed), lanes(repack_lanes(w.view)), view(with_lanes(w.view, lanes, lanes_row_bytes(t, k))) {}
 };
 
 std::vector<float> run(const weight_matrix& w, const std::vector<float>& x, uint32_t n_tokens, thread_pool* pool) {
@@ -149,10 +153,8 @@ BOOST_AUTO_TEST_CASE(q8_0_bytes_of_every_value_incl_minus_128_give_the_same_bits
   std::fill_n(blocks[0].qs, 32, int8_t{-128}); // a whole block at the extreme, and one element
   blocks[17].qs[9] = -128;
   for (uint32_t r = 0; r < n; ++r) dequantize_row(w.view.type, w.view.row(r), w.dequantized.data() + r * k, k);
-  auto lanes = repack_lanes(w.view);
-  weight_matrix view = w.view;
-  view.lanes = lanes.data();
-  view.lanes_stride = lanes_row_bytes(tensor_type::q8_0, k);
+  const auto lanes = repack_lanes(w.view);
+  const weight_matrix view = with_lanes(w.view, lanes, lanes_row_bytes(tensor_type::q8_0, k));
   auto x = test::random_floats(n_tokens * k, 13, -3.0f, 3.0f);
   for (size_t i = 0; i < x.size(); i += 31) x[i] *= 300.0f;
   std::vector<float> want;
@@ -175,10 +177,8 @@ BOOST_AUTO_TEST_CASE(rows_shorter_than_a_group_keep_the_row_layout) {
   const test::owned_weight w(tensor_type::q4_0, k, n, 3);
   BOOST_TEST(!lanes_fit(tensor_type::q4_0, k));
   BOOST_TEST(repack_lanes(w.view).empty());
-  std::vector<std::byte> zeros(n * k, std::byte{0});
-  weight_matrix with = w.view;
-  with.lanes = zeros.data();
-  with.lanes_stride = k;
+  const std::vector<std::byte> zeros(n * k, std::byte{0});
+  const weight_matrix with = with_lanes(w.view, zeros, k);
   const auto x = test::random_floats(n_tokens * k, 6);
   for (const cpu_isa isa : test::runnable_isas()) {
     test::isa_guard g(isa);
@@ -204,10 +204,8 @@ BOOST_AUTO_TEST_CASE(a_tail_is_the_file_blocks_and_every_lane_kernel_reads_it_fr
       std::fill_n(zeroed.bytes.begin() + static_cast<std::ptrdiff_t>(r * rb + rb - tail), tail, std::byte{0});
     }
     const lane_weight want_w(t, k, n, 17);
-    auto zeroed_lanes = repack_lanes(zeroed.view);
-    weight_matrix want_view = zeroed.view;
-    want_view.lanes = zeroed_lanes.data();
-    want_view.lanes_stride = rb;
+    const auto zeroed_lanes = repack_lanes(zeroed.view);
+    const weight_matrix want_view = with_lanes(zeroed.view, zeroed_lanes, rb);
     const auto x = test::random_floats(n_tokens * k, 18);
     for (const cpu_isa isa : test::runnable_isas()) {
       test::isa_guard g(isa);
