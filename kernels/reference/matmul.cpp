@@ -1,6 +1,7 @@
 #include "kernels/reference/matmul.hpp"
 
 #include "kernels/reference/dequantize.hpp"
+#include "kernels/reference/repack.hpp"
 #include "kernels/reference/simd_kernels.hpp"
 
 #include <algorithm>
@@ -88,7 +89,7 @@ void rows_lanes(const plan& p, const weight_matrix& w, detail::dot_l_fn dot, uin
 
 /// The lane kernel for w, when it has a repacked copy and the call is not in reference mode.
 detail::dot_l_fn lanes_for(const kernel_table& kt, const weight_matrix& w, bool fp32_activations) {
-  if (fp32_activations || w.lanes == nullptr || w.k % 256 != 0) return nullptr;
+  if (fp32_activations || w.lanes == nullptr || !lanes_fit(w.type, w.k)) return nullptr;
   return detail::lanes_dot(kt, w.type);
 }
 
@@ -180,7 +181,7 @@ void quantize_activations(const matmul_args& a, const kernel_table& kt, uint32_t
       auto* b = reinterpret_cast<detail::block_q16_lanes*>(f.lanes + t * lanes_bytes(nb));
       auto* d = reinterpret_cast<float*>(b + nb / 8);
       detail::lanes_act(q, nb, b, d, d + nb);
-      f.xl[t] = {b, d, d + nb};
+      f.xl[t] = {b, d, d + nb, q};
     }
   };
   if (a.pool != nullptr && a.n_tokens >= 8) {

@@ -10,8 +10,8 @@
 // multiply-adds (AVX2 or VNNI when present, scalar otherwise; all three give
 // the same bits). Q4_0, Q4_K, Q6_K and IQ4_XS see the int16 values
 // split into two bytes and multiply them by the weight bytes (VPDPBUSD,
-// VPMADDUBSW), with no widening of the weights. Q4_0, IQ4_NL, Q8_0, IQ4_XS,
-// Q4_K, Q5_K and Q6_K matrices that carry a repacked copy (weight_matrix::lanes,
+// VPMADDUBSW), with no widening of the weights. Matrices of the types with
+// a lane layout that carry a repacked copy (weight_matrix::lanes,
 // kernels/reference/repack.hpp) are read from it: 8 blocks (a super-block,
 // or 8 consecutive blocks) in the 8 lanes of a vector (other bits than the
 // row layout, same accuracy). F32, F16 and BF16 rows are

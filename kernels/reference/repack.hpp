@@ -1,5 +1,6 @@
 // The lane layouts: Q4_K, Q5_K, Q6_K and IQ4_XS super-blocks, and groups of 8
-// consecutive Q4_0, IQ4_NL or Q8_0 blocks, repacked at model load so that the matmul
+// consecutive Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL or Q8_0 blocks (a row's last k % 256
+// values stay in the row layout), repacked at model load so that the matmul
 // kernels hold eight 32-value blocks in the eight 32-bit lanes of a vector.
 // Called by the model loader (one copy per matrix, quantized, never wider) and
 // by the matmul. Pure functions; any thread.
@@ -57,6 +58,28 @@ struct block_q4_0_lanes {
 };
 static_assert(sizeof(block_q4_0_lanes) == 8 * sizeof(block_q4_0));
 
+/// Q4_1 in lanes: the nibbles as in Q4_0 (value d[j] * q + m[j]).
+struct block_q4_1_lanes {
+  uint16_t d[8];
+  uint16_t m[8];
+  uint8_t qs[qk_k / 2];
+};
+static_assert(sizeof(block_q4_1_lanes) == 8 * sizeof(block_q4_1));
+
+/// Q5_0 in lanes: the low 4 bits as in Q4_0, the fifth bits as in Q5_K's
+/// lanes (bit v of qh[4 * j + e % 4] is bit 4 of element e of block j, v = e / 4);
+/// value d[j] * (q - 16).
+struct block_q5_0_lanes : block_q4_0_lanes {
+  uint8_t qh[qk_k / 8];
+};
+static_assert(sizeof(block_q5_0_lanes) == 8 * sizeof(block_q5_0));
+
+/// Q5_1 in lanes: Q4_1's, plus the fifth bits as in Q5_0; value d[j] * q + m[j].
+struct block_q5_1_lanes : block_q4_1_lanes {
+  uint8_t qh[qk_k / 8];
+};
+static_assert(sizeof(block_q5_1_lanes) == 8 * sizeof(block_q5_1));
+
 /// IQ4_NL in lanes: the same places as Q4_0; the nibbles index iq4nl_values.
 struct block_iq4_nl_lanes : block_q4_0_lanes {};
 static_assert(sizeof(block_iq4_nl_lanes) == 8 * sizeof(block_iq4_nl));
@@ -79,15 +102,22 @@ struct block_iq4_xs_lanes {
 };
 static_assert(sizeof(block_iq4_xs_lanes) == sizeof(block_iq4_xs) + 2);
 
-/// True for the types that have a lane layout (Q4_0, IQ4_NL, Q8_0, IQ4_XS, Q4_K, Q5_K, Q6_K).
+/// True for the types that have a lane layout (Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL,
+/// Q8_0, IQ4_XS, Q4_K, Q5_K, Q6_K).
 [[nodiscard]] bool has_lanes(tensor_type t) noexcept;
 
-/// Bytes per row of k elements in the lane layout; 0 without one.
+/// True when rows of k elements of type t get a lane copy: t has lanes and
+/// k >= 256 (a whole number of blocks). A lane row is k / 256 groups, then
+/// the last (k % 256) / 32 blocks as the file stores them (the "tail"; only
+/// the 32-value block types have one).
+[[nodiscard]] bool lanes_fit(tensor_type t, uint32_t k) noexcept;
+
+/// Bytes per lane row of k elements (for the 32-value block types the same
+/// as the file's rows); 0 without a lane layout.
 [[nodiscard]] size_t lanes_row_bytes(tensor_type t, uint32_t k) noexcept;
 
-/// The rows of `w` (w.type has lanes, w.k a multiple of 256; other row
-/// lengths keep the row layout) repacked:
-/// w.n * lanes_row_bytes bytes; empty for other types.
+/// The rows of `w` repacked: w.n * lanes_row_bytes bytes; empty unless
+/// lanes_fit(w.type, w.k).
 [[nodiscard]] std::vector<std::byte> repack_lanes(const weight_matrix& w);
 
 /// Rows [r0, r1) of the same, written at out + r * lanes_row_bytes (callers

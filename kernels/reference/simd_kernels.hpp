@@ -70,15 +70,17 @@ struct alignas(32) block_q16_lanes {
 static_assert(sizeof(block_q16_lanes) == 608);
 
 /// One token's lane activations: nb / 8 super-blocks, and the nb blocks'
-/// scales d and offset terms s (as in block_q16_act).
+/// scales d and offset terms s (as in block_q16_act); q: the nb int16 blocks
+/// themselves (a lane row's tail blocks, nb % 8 of them, are dotted with those).
 struct act_lanes {
   const block_q16_lanes* b;
   const float* d;
   const float* s;
+  const block_q16_act* q;
 };
 
-/// Rearranges nb (a multiple of 8) int16 activation blocks into lanes
-/// (exact integer work, the same on every path).
+/// Rearranges the first nb / 8 * 8 of nb int16 activation blocks into lanes,
+/// d and s of all nb (exact integer work, the same on every path).
 void lanes_act(const block_q16_act* x, uint32_t nb, block_q16_lanes* b, float* d, float* s) noexcept;
 
 /// Most tokens one weight row is dotted with per call (the weight block is
@@ -122,18 +124,22 @@ using dot_s_fn = void (*)(const void* w, size_t row_bytes, uint32_t n_rows, cons
 using dot_f_fn = void (*)(const void* w, size_t row_bytes, uint32_t n_rows, const float* const* x, uint32_t nt,
                           uint32_t k, float* y, size_t y_stride);
 
-/// The lane-layout types (Q4_0, IQ4_NL, Q8_0, IQ4_XS, Q4_K, Q5_K, Q6_K in
-/// kernels/reference/repack.hpp), same contract against lane activations; nb
-/// is a multiple of 8. Per group g (Q4_0, IQ4_NL, Q8_0: 8 blocks; the others a
+/// The lane-layout types (Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q8_0, IQ4_XS, Q4_K,
+/// Q5_K, Q6_K in kernels/reference/repack.hpp), same contract against lane
+/// activations. Per group g (the 32-value block types: 8 blocks; the others a
 /// super-block) and block j: the exact int32 dot S_j of its 32 integer
-/// weights with block 8g+j of x (Q4_0: q - 8; IQ4_NL, IQ4_XS: the table
-/// level; Q8_0, Q4_K, Q5_K: q; Q6_K: two sums, elements 0..15 and 16..31, of q - 32),
-/// converted to float; with c_j = dw_j * d_x (Q4_0, IQ4_NL, Q8_0: dw_j = d_j;
-/// IQ4_XS: d * (ls_j - 32); Q4_K, Q5_K: d * sc_j; Q6_K: d * sc of each half),
-/// acc[j] = fma(c_j, S_j, acc[j]) per sum, and for Q4_K and Q5_K then acc[j] =
-/// fma(dmin * -m_j, s_x, acc[j]). Result: the tree sum of acc (as hsum);
-/// batch-invariant, the same bits on every path. The bits differ from the
-/// row kernels' (other summation order), not the accuracy.
+/// weights with block 8g+j of x (Q4_0: q - 8; Q5_0: q - 16; IQ4_NL, IQ4_XS:
+/// the table level; Q4_1, Q5_1, Q8_0, Q4_K, Q5_K: q; Q6_K: two sums, elements
+/// 0..15 and 16..31, of q - 32), converted to float; with c_j = dw_j * d_x
+/// (the 32-value block types: dw_j = d_j; IQ4_XS: d * (ls_j - 32); Q4_K,
+/// Q5_K: d * sc_j; Q6_K: d * sc of each half), acc[j] = fma(c_j, S_j, acc[j])
+/// per sum, and for the types with an offset mw_j (Q4_1, Q5_1: m_j; Q4_K,
+/// Q5_K: dmin * -m_j) then acc[j] = fma(mw_j, s_x, acc[j]). The 32-value block
+/// types' tail (nb % 8 blocks in the row layout after the nb / 8 groups) is
+/// one more group whose blocks j >= nb % 8 have c_j = S_j = mw_j = s_x = 0
+/// (both fmas run on all 8 lanes), S_j taken against x.q. Result: the tree
+/// sum of acc (as hsum); batch-invariant, the same bits on every path. The
+/// bits differ from the row kernels' (other summation order), not the accuracy.
 using dot_l_fn = void (*)(const void* w, size_t row_bytes, uint32_t n_rows, const act_lanes* x, uint32_t nt,
                           uint32_t nb, float* y, size_t y_stride);
 
@@ -141,6 +147,7 @@ struct kernel_table {
   dot_q_fn dot_q4_1, dot_q5_0, dot_q5_1, dot_q8_0, dot_q5_k, dot_iq4_nl;
   dot_s_fn dot_q4_0, dot_q4_k, dot_q6_k, dot_iq4_xs;
   dot_l_fn dot_q4_0_lanes, dot_iq4_nl_lanes, dot_q8_0_lanes, dot_iq4_xs_lanes, dot_q4_k_lanes, dot_q5_k_lanes, dot_q6_k_lanes;
+  dot_l_fn dot_q4_1_lanes, dot_q5_0_lanes, dot_q5_1_lanes;
   dot_f_fn dot_f32, dot_f16, dot_bf16;
   /// Quantizes nb*32 floats into nb activation blocks.
   void (*quantize_act)(const float* x, block_q16_act* y, uint32_t nb);
@@ -185,6 +192,9 @@ struct integer_dots {
 [[nodiscard]] inline dot_l_fn lanes_dot(const kernel_table& kt, tensor_type t) noexcept {
   switch (t) {
     case tensor_type::q4_0: return kt.dot_q4_0_lanes;
+    case tensor_type::q4_1: return kt.dot_q4_1_lanes;
+    case tensor_type::q5_0: return kt.dot_q5_0_lanes;
+    case tensor_type::q5_1: return kt.dot_q5_1_lanes;
     case tensor_type::iq4_nl: return kt.dot_iq4_nl_lanes;
     case tensor_type::q8_0: return kt.dot_q8_0_lanes;
     case tensor_type::iq4_xs: return kt.dot_iq4_xs_lanes;

@@ -67,7 +67,7 @@ void unpack_nibbles(const uint8_t* qs, int32_t* q) {
 // have mw = 0 and skip the offset sums.
 
 struct q4_0_fmt {
-  // Unused (Q4_0 is decoded directly below): clang 14 -Werror says so.
+  // Unused (Q4_0's dots fold the offset into the integers): clang 14 -Werror says so.
   [[maybe_unused]] static constexpr bool offset = true;
   static void decode(const void* row, uint32_t i, int_block& b) {
     const auto& x = static_cast<const block_q4_0*>(row)[i];
@@ -277,6 +277,38 @@ void lanes_iq4_nl(const block_iq4_nl_lanes& w, const act_lanes& x, uint32_t g, f
   }
 }
 
+/// The 4-bit quant of vector v, byte b of a nibble lane array, plus the
+/// fifth bit from a Q5 lane qh (null: none).
+int lane_q(const uint8_t* qs, const uint8_t* qh, uint32_t v, uint32_t b) {
+  const int q = (qs[32 * (v / 2) + b] >> (4 * (v % 2))) & 0x0f;
+  return qh == nullptr ? q : q | (((qh[b] >> v) & 1) << 4);
+}
+
+/// Q4_1 and Q5_1 (qh null for Q4_1): value d_j q + m_j.
+void lanes_dm(const uint16_t* d, const uint16_t* m, const uint8_t* qs, const uint8_t* qh, const act_lanes& x,
+              uint32_t g, float* acc) {
+  for (uint32_t j = 0; j < 8; ++j) {
+    const int32_t s = lanes_sum(x.b[g], j, 0, 8, [&](uint32_t v, uint32_t b) { return lane_q(qs, qh, v, b); });
+    acc[j] = std::fma(fp16_to_fp32(d[j]) * x.d[8 * g + j], static_cast<float>(s), acc[j]);
+    acc[j] = std::fma(fp16_to_fp32(m[j]), x.s[8 * g + j], acc[j]);
+  }
+}
+
+void lanes_q4_1(const block_q4_1_lanes& w, const act_lanes& x, uint32_t g, float* acc) {
+  lanes_dm(w.d, w.m, w.qs, nullptr, x, g, acc);
+}
+
+void lanes_q5_1(const block_q5_1_lanes& w, const act_lanes& x, uint32_t g, float* acc) {
+  lanes_dm(w.d, w.m, w.qs, w.qh, x, g, acc);
+}
+
+void lanes_q5_0(const block_q5_0_lanes& w, const act_lanes& x, uint32_t g, float* acc) {
+  for (uint32_t j = 0; j < 8; ++j) {
+    const int32_t s = lanes_sum(x.b[g], j, 0, 8, [&](uint32_t v, uint32_t b) { return lane_q(w.qs, w.qh, v, b) - 16; });
+    acc[j] = std::fma(fp16_to_fp32(w.d[j]) * x.d[8 * g + j], static_cast<float>(s), acc[j]);
+  }
+}
+
 void lanes_q8_0(const block_q8_0_lanes& w, const act_lanes& x, uint32_t g, float* acc) {
   for (uint32_t j = 0; j < 8; ++j) {
     const int32_t s = lanes_sum(x.b[g], j, 0, 8, [&](uint32_t v, uint32_t b) { return int{w.qs[32 * v + b]}; });
@@ -329,7 +361,31 @@ void lanes_q6_k(const block_q6_k_lanes& w, const act_lanes& x, uint32_t g, float
   }
 }
 
-template <class Block, void (*Super)(const Block&, const act_lanes&, uint32_t, float*)>
+/// The tail of a lane row of a 32-value block type: its nb % 8 = m last
+/// blocks in the row layout at `tail` as one more group (F decodes them;
+/// Bias turns q into the lane kernels' integer weight; Offset: fma(mw, s_x)).
+template <class F, int Bias, bool Offset>
+void lanes_tail(const void* tail, const act_lanes& x, uint32_t i0, uint32_t m, float* acc) {
+  float c[8] = {}, s[8] = {}, mw[8] = {}, sx[8] = {};
+  for (uint32_t j = 0; j < m; ++j) {
+    int_block b;
+    F::decode(tail, j, b);
+    int32_t sum = 0;
+    for (int e = 0; e < 32; ++e) sum += (b.q[e] + Bias) * x.q[i0 + j].qs[e];
+    c[j] = b.dw * x.d[i0 + j];
+    s[j] = static_cast<float>(sum);
+    mw[j] = b.mw;
+    sx[j] = x.s[i0 + j];
+  }
+  for (uint32_t j = 0; j < 8; ++j) {
+    acc[j] = std::fma(c[j], s[j], acc[j]);
+    if constexpr (Offset) acc[j] = std::fma(mw[j], sx[j], acc[j]);
+  }
+}
+
+using tail_fn = void (*)(const void*, const act_lanes&, uint32_t, uint32_t, float*);
+
+template <class Block, void (*Super)(const Block&, const act_lanes&, uint32_t, float*), tail_fn Tail = nullptr>
 void dot_l_rows(const void* w, size_t row_bytes, uint32_t n_rows, const act_lanes* x, uint32_t nt, uint32_t nb,
                 float* y, size_t y_stride) {
   for (uint32_t r = 0; r < n_rows; ++r) {
@@ -337,6 +393,9 @@ void dot_l_rows(const void* w, size_t row_bytes, uint32_t n_rows, const act_lane
     for (uint32_t t = 0; t < nt; ++t) {
       float acc[8] = {};
       for (uint32_t g = 0; g < nb / 8; ++g) Super(row[g], x[t], g, acc);
+      if constexpr (Tail != nullptr) {
+        if (nb % 8 != 0) Tail(row + nb / 8, x[t], nb / 8 * 8, nb % 8, acc);
+      }
       y[t * y_stride + r] = tree8(acc);
     }
   }
@@ -427,13 +486,16 @@ constexpr kernel_table table{dot_q_rows<q4_1_fmt>,
                              dot_s_rows<k4_fmt<block_q4_k>>,
                              dot_s_rows<q6_k_fmt>,
                              dot_s_rows<iq4_xs_fmt>,
-                             dot_l_rows<block_q4_0_lanes, lanes_q4_0>,
-                             dot_l_rows<block_iq4_nl_lanes, lanes_iq4_nl>,
-                             dot_l_rows<block_q8_0_lanes, lanes_q8_0>,
+                             dot_l_rows<block_q4_0_lanes, lanes_q4_0, lanes_tail<q4_0_fmt, -8, false>>,
+                             dot_l_rows<block_iq4_nl_lanes, lanes_iq4_nl, lanes_tail<iq4_nl_fmt, 0, false>>,
+                             dot_l_rows<block_q8_0_lanes, lanes_q8_0, lanes_tail<q8_0_fmt, 0, false>>,
                              dot_l_rows<block_iq4_xs_lanes, lanes_iq4_xs>,
                              dot_l_rows<block_q4_k_lanes, lanes_q4_k>,
                              dot_l_rows<block_q5_k_lanes, lanes_q5_k>,
                              dot_l_rows<block_q6_k_lanes, lanes_q6_k>,
+                             dot_l_rows<block_q4_1_lanes, lanes_q4_1, lanes_tail<q4_1_fmt, 0, true>>,
+                             dot_l_rows<block_q5_0_lanes, lanes_q5_0, lanes_tail<q5_0_fmt, -16, false>>,
+                             dot_l_rows<block_q5_1_lanes, lanes_q5_1, lanes_tail<q5_1_fmt, 0, true>>,
                              dot_f_rows<widen_f32>,
                              dot_f_rows<widen_f16>,
                              dot_f_rows<widen_bf16>,

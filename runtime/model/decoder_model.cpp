@@ -267,7 +267,8 @@ void for_each_matmul_weight(decoder_weights& w, Fn fn) {
 
 /// The types whose lane kernels were measured faster than their row kernels
 /// (docs/BENCHMARKS.md, "Lane layout for Q4_K and Q6_K", "... for Q4_0,
-/// IQ4_NL and IQ4_XS" and "... for Q5_K and Q8_0").
+/// IQ4_NL and IQ4_XS", "... for Q5_K and Q8_0" and "Lane groups for rows of
+/// k % 256 != 0, and for Q4_1, Q5_0, Q5_1").
 bool repack_pays(kernels::ref::tensor_type t) { return kernels::ref::has_lanes(t); }
 
 using owned_bytes = std::unique_ptr<std::byte, void (*)(void*)>;
@@ -297,7 +298,7 @@ expected<owned_bytes> repack(decoder_weights& w, const gguf::file& f, unsigned t
   std::vector<weight_matrix*> ms;
   total = 0;
   for_each_matmul_weight(w, [&](weight_matrix& m) {
-    if (m.data == nullptr || !repack_pays(m.type) || m.k % kernels::ref::qk_k != 0) return;
+    if (m.data == nullptr || !repack_pays(m.type) || !kernels::ref::lanes_fit(m.type, m.k)) return;
     m.lanes_stride = kernels::ref::lanes_row_bytes(m.type, m.k);
     total += (m.lanes_stride * m.n + 63) / 64 * 64;
     ms.push_back(&m);

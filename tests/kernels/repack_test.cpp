@@ -15,8 +15,23 @@ namespace test = dynamo::kernels::ref::test;
 
 namespace {
 
-const tensor_type lane_types[] = {tensor_type::q4_0, tensor_type::iq4_nl, tensor_type::q8_0, tensor_type::iq4_xs,
-                                  tensor_type::q4_k, tensor_type::q5_k,   tensor_type::q6_k};
+const tensor_type lane_types[] = {tensor_type::q4_0,   tensor_type::q4_1, tensor_type::q5_0, tensor_type::q5_1,
+                                  tensor_type::iq4_nl, tensor_type::q8_0, tensor_type::iq4_xs, tensor_type::q4_k,
+                                  tensor_type::q5_k,   tensor_type::q6_k};
+
+/// Row lengths of the tests: whole groups, and SmolLM2-135M's 576 (2 tail
+/// blocks) and Qwen2.5-0.5B's 896 (4), whose rows end in a tail.
+const uint32_t lane_widths[] = {512, 576, 896};
+
+/// True when rows of k values of type t exist (the K-quants need k % 256 == 0).
+bool fits(tensor_type t, uint32_t k) { return k % geometry_of(t)->block_elems == 0; }
+
+/// `w` with `lanes` attached as its lane copy, `stride` bytes per row.
+weight_matrix with_lanes(weight_matrix w, const std::vector<std::byte>& lanes, size_t stride) {
+  w.lanes = lanes.data();
+  w.lanes_stride = stride;
+  return w;
+}
 
 /// A random weight with its lane-layout copy attached.
 struct lane_weight {
@@ -24,11 +39,8 @@ struct lane_weight {
   std::vector<std::byte> lanes;
   weight_matrix view;
 
-  lane_weight(tensor_type t, uint32_t k, uint32_t n, uint32_t seed) : w(t, k, n, seed), lanes(repack_lanes(w.view)) {
-    view = w.view;
-    view.lanes = lanes.data();
-    view.lanes_stride = lanes_row_bytes(t, k);
-  }
+  lane_weight(tensor_type t, uint32_t k, uint32_t n, uint32_t seed)
+      : w(t, k, n, seed), lanes(repack_lanes(w.view)), view(with_lanes(w.view, lanes, lanes_row_bytes(t, k))) {}
 };
 
 std::vector<float> run(const weight_matrix& w, const std::vector<float>& x, uint32_t n_tokens, thread_pool* pool) {
@@ -65,19 +77,37 @@ void check_near_exact(const test::owned_weight& w, const std::vector<float>& x, 
 BOOST_AUTO_TEST_SUITE(repack_op)
 
 BOOST_AUTO_TEST_CASE(the_lane_layout_holds_the_same_values) {
-  for (const tensor_type t : lane_types) {
-    const lane_weight lw(t, 512, 3, 5);
-    BOOST_TEST(lw.lanes.size() == 3 * lanes_row_bytes(t, 512));
-    std::vector<float> got(512);
-    for (uint32_t r = 0; r < 3; ++r) {
-      dequantize_lanes_row(t, lw.lanes.data() + r * lw.view.lanes_stride, got.data(), 512);
-      BOOST_TEST(std::memcmp(got.data(), lw.w.dequantized.data() + r * 512, 512 * sizeof(float)) == 0, type_name(t));
+  for (const uint32_t k : lane_widths) {
+    for (const tensor_type t : lane_types) {
+      if (!fits(t, k)) continue;
+      const lane_weight lw(t, k, 3, 5);
+      BOOST_TEST(lw.lanes.size() == 3 * lanes_row_bytes(t, k));
+      std::vector<float> got(k);
+      for (uint32_t r = 0; r < 3; ++r) {
+        dequantize_lanes_row(t, lw.lanes.data() + r * lw.view.lanes_stride, got.data(), k);
+        BOOST_TEST(std::memcmp(got.data(), lw.w.dequantized.data() + r * k, k * sizeof(float)) == 0,
+                   type_name(t) << " k " << k);
+      }
     }
   }
-  BOOST_TEST(!has_lanes(tensor_type::q4_1));
-  BOOST_TEST(lanes_row_bytes(tensor_type::q4_1, 512) == 0u);
+  BOOST_TEST(!has_lanes(tensor_type::f16));
+  BOOST_TEST(lanes_row_bytes(tensor_type::f16, 512) == 0u);
   BOOST_TEST(lanes_row_bytes(tensor_type::q4_0, 512) == 2 * 8 * sizeof(block_q4_0)); // same bytes as the rows
-  BOOST_TEST(lanes_row_bytes(tensor_type::q8_0, 512) == 2 * 8 * sizeof(block_q8_0));
+  BOOST_TEST(lanes_row_bytes(tensor_type::q8_0, 576) == 18 * sizeof(block_q8_0));    // 2 groups, 2 tail blocks
+  BOOST_TEST(lanes_row_bytes(tensor_type::q5_1, 896) == 28 * sizeof(block_q5_1));
+}
+
+BOOST_AUTO_TEST_CASE(q5_0_groups_move_each_fifth_bit_to_its_lane) {
+  // Bit e of block j's qh is bit e / 4 of lane byte 4j + e % 4, as in Q5_K.
+  const lane_weight lw(tensor_type::q5_0, 256, 1, 4);
+  const auto* in = static_cast<const block_q5_0*>(lw.w.view.row(0));
+  const auto& g = *reinterpret_cast<const block_q5_0_lanes*>(lw.lanes.data());
+  for (uint32_t j = 0; j < 8; ++j) {
+    uint32_t h;
+    std::memcpy(&h, in[j].qh, 4);
+    for (const uint32_t e : {0u, 13u, 31u}) BOOST_TEST(((g.qh[4 * j + e % 4] >> (e / 4)) & 1u) == ((h >> e) & 1u));
+    BOOST_TEST(g.d[j] == in[j].d);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(q4_0_groups_keep_each_block_scale_and_nibbles) {
@@ -123,10 +153,8 @@ BOOST_AUTO_TEST_CASE(q8_0_bytes_of_every_value_incl_minus_128_give_the_same_bits
   std::fill_n(blocks[0].qs, 32, int8_t{-128}); // a whole block at the extreme, and one element
   blocks[17].qs[9] = -128;
   for (uint32_t r = 0; r < n; ++r) dequantize_row(w.view.type, w.view.row(r), w.dequantized.data() + r * k, k);
-  auto lanes = repack_lanes(w.view);
-  weight_matrix view = w.view;
-  view.lanes = lanes.data();
-  view.lanes_stride = lanes_row_bytes(tensor_type::q8_0, k);
+  const auto lanes = repack_lanes(w.view);
+  const weight_matrix view = with_lanes(w.view, lanes, lanes_row_bytes(tensor_type::q8_0, k));
   auto x = test::random_floats(n_tokens * k, 13, -3.0f, 3.0f);
   for (size_t i = 0; i < x.size(); i += 31) x[i] *= 300.0f;
   std::vector<float> want;
@@ -142,22 +170,50 @@ BOOST_AUTO_TEST_CASE(q8_0_bytes_of_every_value_incl_minus_128_give_the_same_bits
   }
 }
 
-BOOST_AUTO_TEST_CASE(rows_not_a_multiple_of_256_keep_the_row_layout) {
-  // Q4_0 rows of 288 values get no copy, and a lane pointer set anyway is
+BOOST_AUTO_TEST_CASE(rows_shorter_than_a_group_keep_the_row_layout) {
+  // Q4_0 rows of 224 values get no copy, and a lane pointer set anyway is
   // not read: the row kernels give their own bits.
-  const uint32_t k = 288, n = 6, n_tokens = 5;
+  const uint32_t k = 224, n = 6, n_tokens = 5;
   const test::owned_weight w(tensor_type::q4_0, k, n, 3);
+  BOOST_TEST(!lanes_fit(tensor_type::q4_0, k));
   BOOST_TEST(repack_lanes(w.view).empty());
-  std::vector<std::byte> zeros(n * k, std::byte{0});
-  weight_matrix with = w.view;
-  with.lanes = zeros.data();
-  with.lanes_stride = k;
+  const std::vector<std::byte> zeros(n * k, std::byte{0});
+  const weight_matrix with = with_lanes(w.view, zeros, k);
   const auto x = test::random_floats(n_tokens * k, 6);
   for (const cpu_isa isa : test::runnable_isas()) {
     test::isa_guard g(isa);
     const auto rows = run(w.view, x, n_tokens, nullptr), got = run(with, x, n_tokens, nullptr);
     BOOST_TEST(std::memcmp(rows.data(), got.data(), rows.size() * sizeof(float)) == 0, to_string(isa));
     BOOST_TEST(std::abs(rows[0]) > 0.0f);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_tail_is_the_file_blocks_and_every_lane_kernel_reads_it_from_the_copy) {
+  // 576 = 2 groups + 2 blocks: the tail bytes are the row's last 2 blocks;
+  // a copy whose tail scales are zeroed gives what a row with those blocks
+  // zeroed gives (the tail is read from the copy, never from `data`).
+  const uint32_t k = 576, n = 3, n_tokens = 2;
+  for (const tensor_type t : lane_types) {
+    if (!fits(t, k)) continue;
+    lane_weight lw(t, k, n, 17);
+    const size_t rb = lw.w.view.stride(), tail = 2 * (rb / 18);
+    test::owned_weight zeroed(t, k, n, 17);
+    for (uint32_t r = 0; r < n; ++r) {
+      BOOST_TEST(std::memcmp(lw.lanes.data() + r * rb + rb - tail, lw.w.bytes.data() + r * rb + rb - tail, tail) == 0);
+      std::fill_n(lw.lanes.begin() + static_cast<std::ptrdiff_t>(r * rb + rb - tail), tail, std::byte{0});
+      std::fill_n(zeroed.bytes.begin() + static_cast<std::ptrdiff_t>(r * rb + rb - tail), tail, std::byte{0});
+    }
+    const lane_weight want_w(t, k, n, 17);
+    const auto zeroed_lanes = repack_lanes(zeroed.view);
+    const weight_matrix want_view = with_lanes(zeroed.view, zeroed_lanes, rb);
+    const auto x = test::random_floats(n_tokens * k, 18);
+    for (const cpu_isa isa : test::runnable_isas()) {
+      test::isa_guard g(isa);
+      const auto want = run(want_view, x, n_tokens, nullptr), got = run(lw.view, x, n_tokens, nullptr);
+      BOOST_TEST(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0, type_name(t) << " " << to_string(isa));
+      const auto full = run(want_w.view, x, n_tokens, nullptr);
+      BOOST_TEST(std::memcmp(want.data(), full.data(), want.size() * sizeof(float)) != 0, type_name(t)); // the tail counts
+    }
   }
 }
 
@@ -190,10 +246,13 @@ BOOST_AUTO_TEST_CASE(every_path_gives_the_scalar_lane_kernels_bits_near_the_exac
     uint32_t n_tokens, k, n;
   };
   // Token counts that use every kernel width (1..4) and several token tiles.
-  const shape shapes[] = {{1, 256, 3}, {3, 512, 17}, {9, 768, 10}, {21, 1536, 9}, {6, 256, 4}};
+  // 576 and 896: rows that end in a tail (2 and 4 blocks), for the 32-value types.
+  const shape shapes[] = {{1, 256, 3}, {3, 512, 17}, {9, 768, 10}, {21, 1536, 9}, {6, 256, 4},
+                          {1, 576, 5}, {7, 576, 9},  {2, 896, 6},  {5, 864, 3}};
   thread_pool pool(2);
   for (const tensor_type t : lane_types) {
     for (const shape& s : shapes) {
+      if (!fits(t, s.k)) continue;
       const lane_weight lw(t, s.k, s.n, s.k + s.n);
       auto x = test::random_floats(static_cast<size_t>(s.n_tokens) * s.k, s.n, -3.0f, 3.0f);
       for (size_t i = 0; i < x.size(); i += 97) x[i] *= 300.0f;
@@ -217,33 +276,39 @@ BOOST_AUTO_TEST_CASE(every_path_gives_the_scalar_lane_kernels_bits_near_the_exac
 BOOST_AUTO_TEST_CASE(every_row_and_token_count_of_one_kernel_call_gives_the_scalar_bits) {
   // The VNNI path's K-quant kernels take two rows per 512-bit vector and an
   // odd last row alone: every n_rows 1..9 and nt 1..4 of a direct call
-  // against the scalar kernel, rows past n_rows left alone.
-  const uint32_t k = 512, nb = k / 32, max_rows = 9, nt_max = detail::max_dot_tokens;
-  auto x = test::random_floats(nt_max * k, 41, -3.0f, 3.0f);
-  for (size_t i = 0; i < x.size(); i += 53) x[i] *= 300.0f;
-  std::vector<detail::block_q16_act> q(nt_max * nb);
-  std::vector<detail::block_q16_lanes> b(nt_max * nb / 8);
-  std::vector<float> ds(2 * nt_max * nb);
-  std::vector<detail::act_lanes> xl(nt_max);
-  for (uint32_t t = 0; t < nt_max; ++t) {
-    detail::scalar_kernels().quantize_act(x.data() + t * k, q.data() + t * nb, nb);
-    float* d = ds.data() + 2 * t * nb;
-    detail::lanes_act(q.data() + t * nb, nb, b.data() + t * nb / 8, d, d + nb);
-    xl[t] = {b.data() + t * nb / 8, d, d + nb};
-  }
-  for (const tensor_type t : lane_types) {
-    const lane_weight lw(t, k, max_rows, 43);
-    const detail::dot_l_fn want_dot = detail::lanes_dot(detail::scalar_kernels(), t);
-    for (const cpu_isa isa : test::runnable_isas()) {
-      test::isa_guard g(isa);
-      const detail::dot_l_fn dot = detail::lanes_dot(detail::active_kernels(), t);
-      for (uint32_t n_rows = 1; n_rows <= max_rows; ++n_rows) {
-        for (uint32_t nt = 1; nt <= nt_max; ++nt) {
-          std::vector<float> want(nt_max * max_rows, NAN), got(want);
-          want_dot(lw.lanes.data(), lw.view.lanes_stride, n_rows, xl.data(), nt, nb, want.data(), max_rows);
-          dot(lw.lanes.data(), lw.view.lanes_stride, n_rows, xl.data(), nt, nb, got.data(), max_rows);
-          BOOST_TEST(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0,
-                     type_name(t) << " " << to_string(isa) << " rows " << n_rows << " tokens " << nt);
+  // against the scalar kernel, rows past n_rows left alone. 576 and 896:
+  // the 32-value block types' tails (2 and 4 blocks) at every width too.
+  const uint32_t max_rows = 9, nt_max = detail::max_dot_tokens;
+  for (const uint32_t k : lane_widths) {
+    const uint32_t nb = k / 32;
+    auto x = test::random_floats(nt_max * k, 41, -3.0f, 3.0f);
+    for (size_t i = 0; i < x.size(); i += 53) x[i] *= 300.0f;
+    std::vector<detail::block_q16_act> q(nt_max * nb);
+    std::vector<detail::block_q16_lanes> b(nt_max * nb / 8);
+    std::vector<float> ds(2 * nt_max * nb);
+    std::vector<detail::act_lanes> xl(nt_max);
+    for (uint32_t t = 0; t < nt_max; ++t) {
+      detail::block_q16_act* qt = q.data() + t * nb;
+      detail::scalar_kernels().quantize_act(x.data() + t * k, qt, nb);
+      float* d = ds.data() + 2 * t * nb;
+      detail::lanes_act(qt, nb, b.data() + t * (nb / 8), d, d + nb);
+      xl[t] = {b.data() + t * (nb / 8), d, d + nb, qt};
+    }
+    for (const tensor_type t : lane_types) {
+      if (!fits(t, k)) continue;
+      const lane_weight lw(t, k, max_rows, 43);
+      const detail::dot_l_fn want_dot = detail::lanes_dot(detail::scalar_kernels(), t);
+      for (const cpu_isa isa : test::runnable_isas()) {
+        test::isa_guard g(isa);
+        const detail::dot_l_fn dot = detail::lanes_dot(detail::active_kernels(), t);
+        for (uint32_t n_rows = 1; n_rows <= max_rows; ++n_rows) {
+          for (uint32_t nt = 1; nt <= nt_max; ++nt) {
+            std::vector<float> want(nt_max * max_rows, NAN), got(want);
+            want_dot(lw.lanes.data(), lw.view.lanes_stride, n_rows, xl.data(), nt, nb, want.data(), max_rows);
+            dot(lw.lanes.data(), lw.view.lanes_stride, n_rows, xl.data(), nt, nb, got.data(), max_rows);
+            BOOST_TEST(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0,
+                       type_name(t) << " k " << k << " " << to_string(isa) << " rows " << n_rows << " tokens " << nt);
+          }
         }
       }
     }
