@@ -58,9 +58,9 @@ double thread_cpu_ms() {
   return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
 }
 
-bool use_thread_cpu = false; // profile_sweep::thread_cpu_clock of the running sweep
-
-expected<timed_step> step(engine::engine_core& e) {
+// One step, timed by the wall clock or (sw.thread_cpu_clock) the thread's CPU clock.
+expected<timed_step> step(engine::engine_core& e, const profile_sweep& sw) {
+  const bool use_thread_cpu = sw.thread_cpu_clock;
   const double c0 = use_thread_cpu ? thread_cpu_ms() : 0.0;
   auto t0 = wall::now();
   auto r = e.step();
@@ -78,11 +78,12 @@ expected<timed_step> step(engine::engine_core& e) {
 }
 
 // Runs `id` (already added) to its end; the time of every step it took and its cached tokens.
-expected<std::pair<double, uint32_t>> run_to_end(engine::engine_core& e, const std::string& id, bool& simulated) {
+expected<std::pair<double, uint32_t>> run_to_end(engine::engine_core& e, const profile_sweep& sw, const std::string& id,
+                                                       bool& simulated) {
   double ms = 0;
   uint32_t cached = 0;
   for (int guard = 0; guard < 1'000'000; ++guard) {
-    auto s = step(e);
+    auto s = step(e, sw);
     if (!s)
       return s.error();
     ms += s->ms;
@@ -118,13 +119,13 @@ expected<void> profile_prefill(engine::engine_core& e, const profile_sweep& sw, 
           auto id = src.next_id();
           if (auto ok = e.add_request(request(id, std::vector<uint32_t>(prompt.begin(), prompt.begin() + shared), 1)); !ok)
             return ok.error();
-          if (auto r = run_to_end(e, id, p.simulated); !r)
+          if (auto r = run_to_end(e, sw, id, p.simulated); !r)
             return r.error();
         }
         auto id = src.next_id();
         if (auto ok = e.add_request(request(id, prompt, 1)); !ok)
           return ok.error();
-        auto r = run_to_end(e, id, p.simulated);
+        auto r = run_to_end(e, sw, id, p.simulated);
         if (!r)
           return r.error();
         if (best < 0 || r->first < best) {
@@ -150,7 +151,7 @@ uint32_t decode_point_tokens(const profile_sweep& sw, uint32_t batch, uint32_t c
 
 // Adds `batch` requests of `ctx` prompt tokens and `tokens` output tokens and
 // steps until each has its first token: a batch decoding. Their ids.
-expected<std::vector<std::string>> start_batch(engine::engine_core& e, prompt_source& src, uint32_t batch,
+expected<std::vector<std::string>> start_batch(engine::engine_core& e, const profile_sweep& sw, prompt_source& src, uint32_t batch,
                                                uint32_t ctx, uint32_t tokens) {
   std::map<std::string, bool> started; // request id -> first token seen
   for (uint32_t i = 0; i < batch; ++i) {
@@ -163,7 +164,7 @@ expected<std::vector<std::string>> start_batch(engine::engine_core& e, prompt_so
     return std::all_of(started.begin(), started.end(), [](const auto& kv) { return kv.second; });
   };
   for (int guard = 0; !all_started() && guard < 1'000'000; ++guard) {
-    auto s = step(e);
+    auto s = step(e, sw);
     if (!s)
       return s.error();
     for (const auto& o : s->result.outputs)
@@ -179,13 +180,13 @@ expected<std::vector<std::string>> start_batch(engine::engine_core& e, prompt_so
 expected<void> profile_decode_point(engine::engine_core& e, const profile_sweep& sw, prompt_source& src,
                                     uint32_t batch, uint32_t ctx, engine_profile& p) {
   const uint32_t tokens = decode_point_tokens(sw, batch, ctx, p.max_num_batched_tokens);
-  auto started = start_batch(e, src, batch, ctx, tokens);
+  auto started = start_batch(e, sw, src, batch, ctx, tokens);
   if (!started)
     return started.error();
   double total = 0;
   uint32_t measured = 0;
   for (uint32_t k = 0; k < sw.decode_steps + 1; ++k) {
-    auto s = step(e);
+    auto s = step(e, sw);
     if (!s)
       return s.error();
     p.simulated = p.simulated || s->simulated;
@@ -197,7 +198,7 @@ expected<void> profile_decode_point(engine::engine_core& e, const profile_sweep&
   for (const auto& id : *started)
     (void) e.abort(id);
   while (e.has_work())
-    if (auto s = step(e); !s)
+    if (auto s = step(e, sw); !s)
       return s.error();
   if (measured == 0)
     return make_error(errc::internal, fmt::format("decode batch {} context {}: no full step measured", batch, ctx));
@@ -217,19 +218,19 @@ expected<void> profile_mixed_point(engine::engine_core& e, const profile_sweep& 
                                    uint32_t batch, uint32_t ctx, uint32_t chunk, engine_profile& p) {
   const uint32_t reps = std::max(1u, sw.mixed_repeats);
   const uint32_t tokens = decode_point_tokens(sw, batch, ctx, p.max_num_batched_tokens) + 2 * reps;
-  auto started = start_batch(e, src, batch, ctx, tokens);
+  auto started = start_batch(e, sw, src, batch, ctx, tokens);
   if (!started)
     return started.error();
   std::vector<double> mixed, decode;
   for (uint32_t k = 0; k < reps + 1; ++k) {
-    auto d = step(e); // the first one a warm-up
+    auto d = step(e, sw); // the first one a warm-up
     if (!d)
       return d.error();
     if (k == 0)
       continue;
     if (auto ok = e.add_request(request(src.next_id(), src.make(chunk), 1)); !ok)
       return ok.error();
-    auto m = step(e);
+    auto m = step(e, sw);
     if (!m)
       return m.error();
     if (d->result.num_seqs == batch)
@@ -240,7 +241,7 @@ expected<void> profile_mixed_point(engine::engine_core& e, const profile_sweep& 
   for (const auto& id : *started)
     (void) e.abort(id);
   while (e.has_work())
-    if (auto s = step(e); !s)
+    if (auto s = step(e, sw); !s)
       return s.error();
   if (mixed.empty() || decode.empty())
     return make_error(errc::internal, fmt::format("mixed batch {} context {} chunk {}: no such step measured",
@@ -278,7 +279,6 @@ expected<engine_profile> run_profile(const engine_maker& make, const profile_swe
                                      const profile_progress& progress) {
   engine_profile p;
   prompt_source src;
-  use_thread_cpu = sw.thread_cpu_clock;
   {
     auto e = make();
     if (!e)
