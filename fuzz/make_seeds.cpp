@@ -69,6 +69,10 @@ void protocol_seeds() {
   out.prompt_logprobs.resize(3);
   out.prompt_logprobs[1].top.push_back({7, -0.25f});
   put_tagged("engine_output_prompt_logprobs", 1, protocol::encode(out));
+  // The 2026-11-29 finding (docs/FUZZING.md): a float of exactly 2^64 sent
+  // msgpack-c's pack_float into an undefined conversion when re-encoded.
+  out.logprobs[1].logprob = 18446744073709551616.0f;
+  put_tagged("engine_output_logprob_2pow64", 1, protocol::encode(out));
 
   protocol::router_event ev;
   ev.worker_id = 3;

@@ -1,21 +1,67 @@
 // DYNAMO_MSGPACK_MAP(fields...): MSGPACK_DEFINE_MAP's wire format and decoding
 // rules, decoded without msgpack-c's per-object std::map<std::string, ...> of
-// keys (which made a small KV event cost ~1.7 us to decode). Used by every wire
-// struct in runtime/protocol and planes/. Header-only; no state.
+// keys (which made a small KV event cost ~1.7 us to decode). Floats are always
+// written as float 32/64 (msgpack-c 4 writes integral ones as integers, and its
+// check for that converts a float of 2^64 to uint64: undefined). Used by every
+// wire struct in runtime/protocol and planes/. Header-only; no state.
 #pragma once
 
 #include <msgpack.hpp>
 
 #include <array>
+#include <bit>
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace dynamo::protocol::detail {
 
+/// One member's value on the wire: msgpack-c's packing, except that floats
+/// (also inside optionals and vectors of them) always go as float 32 / 64.
+template <class Packer>
+void pack_float_bits(Packer& pk, uint8_t tag, uint64_t bits, int bytes) {
+  char buf[9];
+  buf[0] = static_cast<char>(tag);
+  for (int i = 0; i < bytes; ++i) // big-endian
+    buf[1 + i] = static_cast<char>(bits >> (8 * (bytes - 1 - i)));
+  pk.pack_str_body(buf, static_cast<uint32_t>(1 + bytes)); // appends the bytes as they are
+}
+template <class Packer, class T>
+void pack_field(Packer& pk, const T& v) {
+  pk.pack(v);
+}
+template <class Packer>
+void pack_field(Packer& pk, float v) {
+  pack_float_bits(pk, 0xca, std::bit_cast<uint32_t>(v), 4);
+}
+template <class Packer>
+void pack_field(Packer& pk, double v) {
+  pack_float_bits(pk, 0xcb, std::bit_cast<uint64_t>(v), 8);
+}
+template <class Packer, class T>
+void pack_field(Packer& pk, const std::vector<T>& v)
+  requires std::is_floating_point_v<T>
+{
+  pk.pack_array(static_cast<uint32_t>(v.size()));
+  for (T x : v)
+    pack_field(pk, x);
+}
+template <class Packer, class T>
+void pack_field(Packer& pk, const std::optional<T>& v) {
+  if (v)
+    pack_field(pk, *v);
+  else
+    pk.pack_nil();
+}
+
 /// The (name, member) pairs of one struct, as msgpack::type::define_map takes
-/// them. Packing is define_map's. Unpacking follows define_map's rules: the
+/// them. Packing is define_map's wire format (a map of string keys), with
+/// floats written by pack_field. Unpacking follows define_map's rules: the
 /// object must be a map with string keys (else msgpack::type_error), unknown
 /// keys are ignored, a missing key leaves its member as it was, the first of
 /// duplicate keys wins, and members convert in declaration order.
@@ -29,7 +75,8 @@ public:
 
   template <class Packer>
   void msgpack_pack(Packer& pk) const {
-    std::apply([&](auto&... xs) { msgpack::type::make_define_map(xs...).msgpack_pack(pk); }, a_);
+    pk.pack_map(static_cast<uint32_t>(n));
+    pack_all(pk, std::make_index_sequence<n>{});
   }
   void msgpack_object(msgpack::object* o, msgpack::zone& z) const {
     std::apply([&](auto&... xs) { msgpack::type::make_define_map(xs...).msgpack_object(o, z); },
@@ -63,6 +110,15 @@ private:
     // || folds left to right and stops at the first match.
     (void)((key == name_of(std::get<2 * I>(a_)) && (f = I, true)) || ...);
     return f;
+  }
+  template <class Packer, size_t... I>
+  void pack_all(Packer& pk, std::index_sequence<I...>) const {
+    auto one = [&](std::string_view name, const auto& member) {
+      pk.pack_str(static_cast<uint32_t>(name.size()));
+      pk.pack_str_body(name.data(), static_cast<uint32_t>(name.size()));
+      pack_field(pk, member);
+    };
+    (one(name_of(std::get<2 * I>(a_)), std::get<2 * I + 1>(a_)), ...);
   }
   template <size_t... I>
   void convert_all(const std::array<const msgpack::object*, n>& found,

@@ -100,4 +100,25 @@ BOOST_AUTO_TEST_CASE(unknown_fields_are_ignored_for_schema_evolution) {
   BOOST_TEST(static_cast<int>(out->finish) == static_cast<int>(finish_reason::stop));
 }
 
+// The fuzz_protocol finding of 2026-11-29 (docs/FUZZING.md): a peer's
+// logprob of exactly 2^64, decoded and encoded again, hit msgpack-c's
+// undefined float -> uint64 conversion (clang's UBSan float-cast-overflow; on
+// x86 the result then failed msgpack-c's own equality check and the float was
+// written as a float, so only a sanitizer sees the difference).
+BOOST_AUTO_TEST_CASE(a_logprob_of_2_pow_64_survives_a_re_encode) {
+  engine_output out;
+  out.token_ids = {5};
+  out.logprobs.resize(1);
+  out.logprobs[0].logprob = 18446744073709551616.0f;
+  out.logprobs[0].top.push_back({5, 18446744073709551616.0f});
+  out.embedding = {18446744073709551616.0f, -1.0f};
+  auto once = decode<engine_output>(encode(out));
+  BOOST_REQUIRE(once);
+  auto twice = decode<engine_output>(encode(*once));
+  BOOST_REQUIRE(twice);
+  BOOST_TEST(twice->logprobs.at(0).logprob == 18446744073709551616.0f);
+  BOOST_TEST(twice->logprobs.at(0).top.at(0).logprob == 18446744073709551616.0f);
+  BOOST_TEST(twice->embedding == out.embedding);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

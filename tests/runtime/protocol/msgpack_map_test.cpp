@@ -7,6 +7,8 @@
 
 #include <msgpack.hpp>
 
+#include <bit>
+#include <limits>
 #include <optional>
 #include <random>
 #include <string>
@@ -174,6 +176,49 @@ BOOST_AUTO_TEST_CASE(the_first_of_duplicate_keys_wins_and_unknown_keys_are_ignor
   BOOST_TEST(f->rank == 1u);
   BOOST_TEST(f->id == 9u);
   BOOST_TEST(f->kind == 0); // missing: left as it was
+}
+
+
+namespace {
+struct floats_fast {
+  float f = 0.0f;
+  double d = 0.0;
+  std::optional<float> of;
+  std::vector<float> vf;
+  DYNAMO_MSGPACK_MAP(f, d, of, vf);
+};
+} // namespace
+
+// msgpack-c 4 packs a float holding an integer as an integer, and its range
+// check lets exactly 2^64 through to an undefined float -> uint64 conversion
+// (docs/FUZZING.md, the fuzz_protocol pack_float finding). Ours always writes
+// float 32 / 64, so every value comes back with the same bits.
+BOOST_AUTO_TEST_CASE(floats_always_go_as_float_32_and_64_and_keep_their_bits) {
+  const float two64 = 18446744073709551616.0f;
+  for (float v : {two64, -two64, 1.0f, 0.0f, -0.0f, 3.0e38f, -9.2233720e18f,
+                  std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+    floats_fast x{v, static_cast<double>(v), v, {v, 2.0f}};
+    msgpack::sbuffer buf;
+    msgpack::pack(buf, x);
+    const std::string bytes(buf.data(), buf.size());
+    // map(4), "f" -> 0xca + 4 bytes, "d" -> 0xcb + 8, "of" -> 0xca, "vf" -> array(2) of 0xca
+    BOOST_TEST_REQUIRE(bytes.size() == 1 + 2 + 5 + 2 + 9 + 3 + 5 + 3 + 1 + 5 + 5);
+    BOOST_TEST(static_cast<uint8_t>(bytes[3]) == 0xcau);
+    BOOST_TEST(static_cast<uint8_t>(bytes[10]) == 0xcbu);
+    auto back = decode<floats_fast>(bytes);
+    BOOST_TEST_REQUIRE(back.has_value());
+    BOOST_TEST(std::bit_cast<uint32_t>(back->f) == std::bit_cast<uint32_t>(v));
+    BOOST_TEST(std::bit_cast<uint64_t>(back->d) == std::bit_cast<uint64_t>(static_cast<double>(v)));
+    BOOST_TEST(std::bit_cast<uint32_t>(back->of.value()) == std::bit_cast<uint32_t>(v));
+    BOOST_TEST(std::bit_cast<uint32_t>(back->vf.at(0)) == std::bit_cast<uint32_t>(v));
+  }
+  floats_fast none;
+  msgpack::sbuffer buf;
+  msgpack::pack(buf, none);
+  auto back = decode<floats_fast>(std::string(buf.data(), buf.size()));
+  BOOST_TEST_REQUIRE(back.has_value());
+  BOOST_TEST(!back->of.has_value());
+  BOOST_TEST(back->vf.empty());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
