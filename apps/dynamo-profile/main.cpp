@@ -12,6 +12,7 @@
 #include "runtime/core/units.hpp"
 #include "runtime/plan/profiler.hpp"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
@@ -55,6 +56,7 @@ int main(int argc, char** argv) {
   uint32_t steps = 8, repeats = 1;
   std::string mixed;
   plan::profile_sweep sw;
+  sw.budget_s = 600;
   double kv_cache_mib = 512;
   bool handoff = false;
   double handoff_budget_s = 120;
@@ -78,6 +80,10 @@ int main(int argc, char** argv) {
                              "decode point, comma-separated (default: none)")
     .option("thread-cpu-clock", &sw.thread_cpu_clock,
             "time steps by this thread's CPU time, not wall time (a 1-thread CPU engine on shared cores)")
+    .option("budget-s", &sw.budget_s,
+            "wall seconds the sweep may take (a slow CPU engine): prefill gets a quarter, decode the rest "
+            "(mixed points the last quarter); points predicted to overrun are skipped and listed, and the "
+            "planner extrapolates; 0: the whole grid")
     .option("kv-cache-mib", &kv_cache_mib, "CPU engine KV cache budget in MiB (as dynamo-worker)")
     .option("handoff", &handoff,
             "also measure the prefill -> decode hand-off: launch the pool as 1 aggregated worker and as 1 "
@@ -137,6 +143,10 @@ int main(int argc, char** argv) {
   auto p = plan::run_profile([&] { return factory(); }, sw, [](const std::string& line) { spdlog::info("{}", line); });
   if (!p)
     apps::die("dynamo-profile", p.error());
+  if (auto over = std::count_if(p->skipped.begin(), p->skipped.end(),
+                                [](const std::string& s) { return s.find("over the time budget") != s.npos; }))
+    spdlog::warn("{} points skipped to keep the sweep within --budget-s {} (listed under \"skipped\"; "
+                 "--budget-s 0 measures them all)", over, sw.budget_s);
   p->engine = std::string{config::to_string(pool->engine)};
   p->model = pool->model;
   p->threads = pool->engine_opts.threads;

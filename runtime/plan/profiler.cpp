@@ -101,8 +101,82 @@ expected<std::pair<double, uint32_t>> run_to_end(engine::engine_core& e, const p
   return make_error(errc::internal, "profile request did not finish");
 }
 
+// Seconds since the sweep began, and each phase's share of profile_sweep::budget_s.
+struct sweep_budget {
+  wall::time_point start = wall::now();
+  phase_budget prefill{0}, decode{0}, mixed{0};
+
+  explicit sweep_budget(const profile_sweep& sw) {
+    if (const double b = sw.budget_s; b > 0) {
+      prefill = phase_budget(b / 4);
+      decode = phase_budget(sw.mixed_chunk.empty() ? b : 3 * b / 4);
+      mixed = phase_budget(b);
+    }
+  }
+  [[nodiscard]] double now_s() const { return std::chrono::duration<double>(wall::now() - start).count(); }
+};
+
+// Work units of the budget's predictions: tokens, a token attending to c
+// earlier ones costing (1 + c / 4096) (attention catches up with a small
+// model's matmuls near 4k of context); a decode step of b sequences at least
+// 8 tokens' worth (it reads all the weights).
+double prefill_work(double tokens) { return tokens * (1 + tokens / 8192); }
+double decode_work(uint32_t batch, uint32_t ctx, uint32_t steps) {
+  return batch * prefill_work(ctx) + steps * std::max(8.0, double(batch)) * (1 + ctx / 4096.0);
+}
+
+// Runs `measure` when a point of `work` fits its phase's budget, else lists
+// it under `skipped` as `what`, over the budget.
+template <class Measure>
+expected<void> within_budget(phase_budget& phase, const sweep_budget& b, double work, const std::string& what,
+                             engine_profile& p, Measure&& measure) {
+  const double t0 = b.now_s();
+  if (!phase.fits(work, t0)) {
+    p.skipped.push_back(fmt::format("{}: over the time budget (predicted {:.1f} s, {:.1f} s left of its phase)",
+                                    what, phase.predict(work), std::max(0.0, phase.end_s() - t0)));
+    return {};
+  }
+  if (auto ok = measure(); !ok)
+    return ok.error();
+  phase.record(work, b.now_s() - t0);
+  return {};
+}
+
+// One prefill point: the fastest of sw.repeats prompts of `isl` tokens whose
+// first `hit` share is already cached.
+expected<void> profile_prefill_point(engine::engine_core& e, const profile_sweep& sw, prompt_source& src,
+                                     uint32_t isl, double hit, engine_profile& p, const profile_progress& progress) {
+  double best = -1;
+  uint32_t cached = 0;
+  for (uint32_t rep = 0; rep < std::max(1u, sw.repeats); ++rep) {
+    auto prompt = src.make(isl);
+    auto shared = static_cast<uint32_t>(hit * isl);
+    if (shared > 0) { // warm the cache with the shared prefix (unmeasured)
+      auto id = src.next_id();
+      if (auto ok = e.add_request(request(id, std::vector<uint32_t>(prompt.begin(), prompt.begin() + shared), 1)); !ok)
+        return ok.error();
+      if (auto r = run_to_end(e, sw, id, p.simulated); !r)
+        return r.error();
+    }
+    auto id = src.next_id();
+    if (auto ok = e.add_request(request(id, prompt, 1)); !ok)
+      return ok.error();
+    auto r = run_to_end(e, sw, id, p.simulated);
+    if (!r)
+      return r.error();
+    if (best < 0 || r->first < best) {
+      best = r->first;
+      cached = r->second;
+    }
+  }
+  p.prefill.push_back({isl, hit, cached, best});
+  if (progress)
+    progress(fmt::format("prefill isl {} hit {:.2f}: {:.3f} ms ({} cached)", isl, hit, best, cached));
+  return {};
+}
+
 expected<void> profile_prefill(engine::engine_core& e, const profile_sweep& sw, prompt_source& src,
-                               engine_profile& p, const profile_progress& progress) {
+                               engine_profile& p, sweep_budget& budget, const profile_progress& progress) {
   for (uint32_t isl : sw.isl) {
     if (isl + 1 >= p.max_model_len || isl > p.max_kv_tokens) {
       p.skipped.push_back(fmt::format("prefill isl {}: does not fit (max_model_len {}, KV {} tokens)", isl,
@@ -110,32 +184,11 @@ expected<void> profile_prefill(engine::engine_core& e, const profile_sweep& sw, 
       continue;
     }
     for (double hit : sw.prefix_hit) {
-      double best = -1;
-      uint32_t cached = 0;
-      for (uint32_t rep = 0; rep < std::max(1u, sw.repeats); ++rep) {
-        auto prompt = src.make(isl);
-        auto shared = static_cast<uint32_t>(hit * isl);
-        if (shared > 0) { // warm the cache with the shared prefix (unmeasured)
-          auto id = src.next_id();
-          if (auto ok = e.add_request(request(id, std::vector<uint32_t>(prompt.begin(), prompt.begin() + shared), 1)); !ok)
-            return ok.error();
-          if (auto r = run_to_end(e, sw, id, p.simulated); !r)
-            return r.error();
-        }
-        auto id = src.next_id();
-        if (auto ok = e.add_request(request(id, prompt, 1)); !ok)
-          return ok.error();
-        auto r = run_to_end(e, sw, id, p.simulated);
-        if (!r)
-          return r.error();
-        if (best < 0 || r->first < best) {
-          best = r->first;
-          cached = r->second;
-        }
-      }
-      p.prefill.push_back({isl, hit, cached, best});
-      if (progress)
-        progress(fmt::format("prefill isl {} hit {:.2f}: {:.3f} ms ({} cached)", isl, hit, best, cached));
+      const double work = std::max(1u, sw.repeats) * prefill_work(isl);
+      auto ok = within_budget(budget.prefill, budget, work, fmt::format("prefill isl {} hit {:.2f}", isl, hit), p,
+                              [&] { return profile_prefill_point(e, sw, src, isl, hit, p, progress); });
+      if (!ok)
+        return ok.error();
     }
   }
   return {};
@@ -251,7 +304,7 @@ expected<void> profile_mixed_point(engine::engine_core& e, const profile_sweep& 
 }
 
 expected<void> profile_mixed(engine::engine_core& e, const profile_sweep& sw, prompt_source& src,
-                             engine_profile& p, const profile_progress& progress) {
+                             engine_profile& p, sweep_budget& budget, const profile_progress& progress) {
   for (uint32_t chunk : sw.mixed_chunk)
     for (uint32_t ctx : sw.context)
       for (uint32_t batch : sw.batch) {
@@ -262,13 +315,20 @@ expected<void> profile_mixed(engine::engine_core& e, const profile_sweep& sw, pr
           p.skipped.push_back(fmt::format("mixed batch {} context {} chunk {}: does not fit", batch, ctx, chunk));
           continue;
         }
-        if (auto ok = profile_mixed_point(e, sw, src, batch, ctx, chunk, p); !ok)
+        const double work = decode_work(batch, ctx, tokens) + sw.mixed_repeats * prefill_work(chunk);
+        auto ok = within_budget(budget.mixed, budget, work,
+                                fmt::format("mixed batch {} context {} chunk {}", batch, ctx, chunk), p, [&] {
+                                  auto r = profile_mixed_point(e, sw, src, batch, ctx, chunk, p);
+                                  if (r && progress) {
+                                    const auto& m = p.mixed.back();
+                                    progress(fmt::format("mixed batch {} context {} chunk {}: {:.3f} ms/step "
+                                                         "(decode alone {:.3f})",
+                                                         batch, ctx, chunk, m.step_ms, m.decode_ms));
+                                  }
+                                  return r;
+                                });
+        if (!ok)
           return ok.error();
-        if (progress) {
-          const auto& m = p.mixed.back();
-          progress(fmt::format("mixed batch {} context {} chunk {}: {:.3f} ms/step (decode alone {:.3f})", batch,
-                               ctx, chunk, m.step_ms, m.decode_ms));
-        }
       }
   return {};
 }
@@ -279,6 +339,7 @@ expected<engine_profile> run_profile(const engine_maker& make, const profile_swe
                                      const profile_progress& progress) {
   engine_profile p;
   prompt_source src;
+  sweep_budget budget(sw);
   {
     auto e = make();
     if (!e)
@@ -289,7 +350,7 @@ expected<engine_profile> run_profile(const engine_maker& make, const profile_swe
     p.max_num_batched_tokens = c.max_num_batched_tokens;
     p.max_model_len = c.max_model_len;
     p.block_size = c.block_size;
-    if (auto ok = profile_prefill(**e, sw, src, p, progress); !ok)
+    if (auto ok = profile_prefill(**e, sw, src, p, budget, progress); !ok)
       return ok.error();
   }
   auto e = make(); // decode on an empty cache
@@ -305,12 +366,18 @@ expected<engine_profile> run_profile(const engine_maker& make, const profile_swe
                                         batch, ctx, p.max_num_seqs, p.max_model_len, p.max_kv_tokens));
         continue;
       }
-      if (auto ok = profile_decode_point(**e, sw, src, batch, ctx, p); !ok)
+      auto ok = within_budget(budget.decode, budget, decode_work(batch, ctx, tokens),
+                              fmt::format("decode batch {} context {}", batch, ctx), p, [&] {
+                                auto r = profile_decode_point(**e, sw, src, batch, ctx, p);
+                                if (r && progress)
+                                  progress(fmt::format("decode batch {} context {}: {:.3f} ms/step", batch, ctx,
+                                                       p.decode.back().step_ms));
+                                return r;
+                              });
+      if (!ok)
         return ok.error();
-      if (progress)
-        progress(fmt::format("decode batch {} context {}: {:.3f} ms/step", batch, ctx, p.decode.back().step_ms));
     }
-  if (auto ok = profile_mixed(**e, sw, src, p, progress); !ok)
+  if (auto ok = profile_mixed(**e, sw, src, p, budget, progress); !ok)
     return ok.error();
   return p;
 }

@@ -8,6 +8,7 @@
 #include "runtime/engine/engine_core.hpp"
 #include "runtime/plan/profile.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -30,6 +31,42 @@ struct profile_sweep {
   /// one-thread CPU engine's compute, free of other processes on shared cores.
   bool thread_cpu_clock = false;
   uint32_t mixed_repeats = 3; ///< measured mixed steps per point (the median is kept)
+  /// Wall seconds the whole sweep may take (0: no limit). Prefill gets the
+  /// first quarter, decode up to three quarters (all the rest without mixed
+  /// points), mixed the rest. The first point of each phase is always
+  /// measured; a later one is skipped (listed with why) when its cost,
+  /// predicted from the dearest token of work measured so far in its phase,
+  /// would pass its phase's end. Smaller points after it still run.
+  double budget_s = 0;
+};
+
+/// The time budget of one sweep phase (profile_sweep::budget_s): predicts a
+/// point's seconds from its work (tokens it prefills and decodes) at the
+/// highest seconds per work unit measured so far. Pure; times are passed in.
+class phase_budget {
+public:
+  /// `end_s`: seconds since the sweep began by which the phase must be done
+  /// (<= 0: no limit).
+  explicit phase_budget(double end_s) : end_s_(end_s) {}
+  /// Predicted seconds of a point of `work` units (0 before any is measured).
+  [[nodiscard]] double predict(double work) const noexcept { return rate_ * work; }
+  /// Whether a point of `work` may start at `now_s` (seconds since the sweep
+  /// began): always the phase's first (nothing to predict from).
+  [[nodiscard]] bool fits(double work, double now_s) const noexcept {
+    return end_s_ <= 0 || !measured_ || now_s + predict(work) <= end_s_;
+  }
+  /// A measured point: `work` units took `seconds`.
+  void record(double work, double seconds) noexcept {
+    measured_ = true;
+    if (work > 0)
+      rate_ = std::max(rate_, seconds / work);
+  }
+  [[nodiscard]] double end_s() const noexcept { return end_s_; }
+
+private:
+  double end_s_;
+  double rate_ = 0;
+  bool measured_ = false;
 };
 
 /// Makes a fresh engine for each measurement group (an empty prefix cache).

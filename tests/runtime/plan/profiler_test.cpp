@@ -120,6 +120,47 @@ BOOST_AUTO_TEST_CASE(mixed_steps_are_timed_beside_each_decode_point) {
   BOOST_TEST(back->mixed.at(0).step_ms == m.step_ms);
 }
 
+// profile_sweep::budget_s: a phase's first point always runs; a later one
+// runs while its predicted seconds (work x the dearest seconds per work unit
+// measured) still end by the phase's end.
+BOOST_AUTO_TEST_CASE(a_phase_budget_predicts_from_the_dearest_point) {
+  phase_budget b(10.0);
+  BOOST_TEST(b.fits(1e9, 50.0)); // nothing measured yet: the first point runs
+  b.record(100, 1.0);            // 0.01 s per unit
+  b.record(100, 0.5);            // cheaper points do not lower the rate
+  BOOST_TEST(b.predict(300) == 3.0);
+  BOOST_TEST(b.fits(300, 7.0));  // ends at 10.0
+  BOOST_TEST(!b.fits(301, 7.0)); // would end past it
+  BOOST_TEST(phase_budget(0).fits(1e12, 1e9)); // 0: no limit
+}
+
+// A budget far too small for the sweep: each phase measures its first point
+// and lists the rest as over the budget; without a budget all of them run.
+BOOST_AUTO_TEST_CASE(a_sweep_over_its_time_budget_measures_each_phases_first_point) {
+  auto sw = small_sweep();
+  sw.mixed_chunk = {32};
+  auto all = run_profile(maker(small_mocker()), sw);
+  if (!all)
+    BOOST_FAIL(describe(all.error()));
+  sw.budget_s = 1e-6;
+  auto p = run_profile(maker(small_mocker()), sw);
+  if (!p)
+    BOOST_FAIL(describe(p.error()));
+  BOOST_TEST(all->prefill.size() == 4u);
+  BOOST_TEST(all->decode.size() == 3u);
+  BOOST_TEST(all->mixed.size() == 3u);
+  BOOST_TEST_REQUIRE(p->prefill.size() == 1u);
+  BOOST_TEST(p->prefill[0].isl == 64u);
+  BOOST_TEST_REQUIRE(p->decode.size() == 1u);
+  BOOST_TEST(p->decode[0].batch == 1u);
+  BOOST_TEST_REQUIRE(p->mixed.size() == 1u);
+  size_t over = 0;
+  for (const auto& s : p->skipped)
+    over += s.find("over the time budget") != std::string::npos;
+  BOOST_TEST(over == 3u + 2u + 2u);
+  BOOST_TEST(p->skipped.size() == all->skipped.size() + over);
+}
+
 // dynamo-profile --handoff on a slow engine: prefill 4 ms per token, decode
 // 20 ms at batch 1 and 100 at 16 (max_num_seqs 16: batch 64 is dropped).
 // Budget 120 s (60 per half): the hand-offs keep 256 and 1024 (24 x 5,160 ms
