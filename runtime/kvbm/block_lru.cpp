@@ -4,6 +4,16 @@
 
 namespace dynamo::kvbm {
 
+void block_lru::unlist(const entry& e) {
+  if (evictable(e))
+    order_.erase(order_of(e));
+}
+
+void block_lru::list(uint64_t hash, const entry& e) {
+  if (evictable(e))
+    order_.emplace(order_of(e), hash);
+}
+
 std::vector<block_lru::evicted> block_lru::insert(uint64_t hash, block_bytes bytes, uint32_t priority,
                                                   std::optional<uint64_t> parent) {
   std::vector<evicted> out;
@@ -12,59 +22,60 @@ std::vector<block_lru::evicted> block_lru::insert(uint64_t hash, block_bytes byt
     return out;
   }
   if (auto it = entries_.find(hash); it != entries_.end()) {
-    const bool leaf = it->second.children == 0;
-    if (leaf)
-      order_.erase(it->second.key);
+    unlist(it->second);
     it->second.key = {priority, ++tick_};
-    if (leaf)
-      order_.emplace(it->second.key, hash);
+    list(hash, it->second);
     return out;
   }
   while (entries_.size() >= capacity_) { // a non-empty forest has a leaf
-    auto victim = order_.begin();
-    auto e = entries_.find(victim->second);
-    out.push_back(evicted{victim->second, std::move(e->second.bytes)});
-    const std::optional<uint64_t> up = e->second.parent;
-    order_.erase(victim);
-    entries_.erase(e);
-    drop_child(up);
+    auto e = entries_.find(order_.begin()->second);
+    out.push_back(evicted{e->first, std::move(e->second.bytes)});
+    remove(e);
   }
+  entry fresh{std::move(bytes), {priority, ++tick_}, std::nullopt, {}, false};
   if (parent && *parent != hash) {
     if (auto p = entries_.find(*parent); p != entries_.end()) {
-      if (p->second.children++ == 0)
-        order_.erase(p->second.key); // no longer a leaf
-    } else {
-      parent.reset();
+      unlist(p->second); // no longer a leaf
+      p->second.children.push_back(hash);
+      list(*parent, p->second);
+      fresh.parent = parent;
     }
-  } else {
-    parent.reset();
   }
-  const order_key key{priority, ++tick_};
-  entries_.emplace(hash, entry{std::move(bytes), key, parent, 0});
-  order_.emplace(key, hash);
+  list(hash, entries_.emplace(hash, std::move(fresh)).first->second);
   return out;
 }
 
-void block_lru::drop_child(std::optional<uint64_t> parent) {
-  if (!parent)
-    return;
-  auto p = entries_.find(*parent);
-  if (p == entries_.end())
-    return;
-  if (--p->second.children == 0)
-    order_.emplace(p->second.key, *parent);
+void block_lru::remove(entry_map::iterator it) {
+  unlist(it->second);
+  for (uint64_t c : it->second.children) // they become roots, leaves or not as they are
+    entries_.at(c).parent.reset();
+  if (it->second.parent) {
+    auto p = entries_.find(*it->second.parent);
+    unlist(p->second);
+    std::vector<uint64_t>& siblings = p->second.children;
+    siblings.erase(std::find(siblings.begin(), siblings.end(), it->first));
+    list(p->first, p->second); // a parent left childless is evictable again, at its own last use
+  }
+  entries_.erase(it);
+}
+
+bool block_lru::set_backed(uint64_t hash, bool backed) {
+  auto it = entries_.find(hash);
+  if (it == entries_.end())
+    return false;
+  unlist(it->second);
+  it->second.backed = backed;
+  list(hash, it->second);
+  return true;
 }
 
 bool block_lru::touch(uint64_t hash) {
   auto it = entries_.find(hash);
   if (it == entries_.end())
     return false;
-  const bool leaf = it->second.children == 0;
-  if (leaf)
-    order_.erase(it->second.key);
+  unlist(it->second);
   it->second.key.second = ++tick_;
-  if (leaf)
-    order_.emplace(it->second.key, hash);
+  list(hash, it->second);
   return true;
 }
 
@@ -72,15 +83,7 @@ bool block_lru::erase(uint64_t hash) {
   auto it = entries_.find(hash);
   if (it == entries_.end())
     return false;
-  if (it->second.children == 0)
-    order_.erase(it->second.key);
-  else // orphan its children: they become roots (and stay leaves or not as they are)
-    for (auto& [h, e] : entries_)
-      if (e.parent == hash)
-        e.parent.reset();
-  const std::optional<uint64_t> up = it->second.parent;
-  entries_.erase(it);
-  drop_child(up);
+  remove(it);
   return true;
 }
 
@@ -93,7 +96,7 @@ std::vector<uint64_t> block_lru::eviction_order() const {
 }
 
 std::vector<std::pair<uint64_t, uint32_t>> block_lru::use_order() const {
-  std::vector<std::pair<order_key, uint64_t>> keyed;
+  std::vector<std::pair<use_key, uint64_t>> keyed;
   keyed.reserve(entries_.size());
   for (const auto& [hash, e] : entries_)
     keyed.emplace_back(e.key, hash);

@@ -174,8 +174,10 @@ std::optional<kv::finished_load> kvbm_connector::finish(const onboard_done& d) {
       default: ++counters_.disk_read_corrupt; break;
     }
     spdlog::warn("kvbm: disk block {:016x} is {}; recomputing", hash, to_string(status));
-    if (disk_ && disk_->erase(hash))
+    if (disk_ && disk_->erase(hash)) {
       emit_removed(protocol::storage_tier::disk, {hash});
+      disk_dropped({hash});
+    }
   }
   counters_.disk_read_bytes += d.disk_bytes;
   counters_.disk_read_seconds += d.disk_seconds;
@@ -257,12 +259,9 @@ void kvbm_connector::offload(std::span<const registered_block> blocks) {
         slab = std::make_shared<const std::vector<std::byte>>(src.begin(), src.end());
       }
       if (host_.capacity() > 0) {
-        std::vector<uint64_t> evicted;
-        for (block_lru::evicted& e : host_.insert(h, slab, 0, b.parent_hash))
-          evicted.push_back(e.sequence_hash);
+        host_evicted(host_.insert(h, slab, 0, b.parent_hash));
         ++counters_.offload_blocks_d2h;
-        counters_.host_evictions += evicted.size();
-        emit_removed(protocol::storage_tier::host_pinned, std::move(evicted));
+        announced_on_disk_.erase(h); // held by G2 again
         emit_stored(protocol::storage_tier::host_pinned, b);
       }
     }
@@ -277,6 +276,7 @@ void kvbm_connector::offer_to_disk(const registered_block& b, const block_bytes&
   const bool pass = filter_.should_offload(h, clock_ ? clock_() : std::chrono::steady_clock::now());
   if (disk_->contains(h)) {
     (void)disk_->touch(h);
+    (void)host_.set_backed(h, true); // host evicts it before a block only it holds
     return;
   }
   if (!pass)
@@ -288,8 +288,10 @@ void kvbm_connector::offer_to_disk(const registered_block& b, const block_bytes&
   switch (r.status) {
     case write_status::stored:
       ++counters_.offload_blocks_h2d;
+      (void)host_.set_backed(h, true);
       counters_.disk_evictions += r.evicted.size();
-      emit_removed(protocol::storage_tier::disk, std::move(r.evicted));
+      emit_removed(protocol::storage_tier::disk, r.evicted);
+      disk_dropped(r.evicted);
       emit_stored(protocol::storage_tier::disk, b);
       break;
     case write_status::present: break;
@@ -302,6 +304,28 @@ void kvbm_connector::offer_to_disk(const registered_block& b, const block_bytes&
         spdlog::warn("kvbm: writing a block under {} failed; skipping that offload", disk_->directory());
       break;
   }
+}
+
+void kvbm_connector::host_evicted(std::vector<block_lru::evicted> evicted) {
+  counters_.host_evictions += evicted.size();
+  std::vector<uint64_t> removed;
+  for (const block_lru::evicted& e : evicted) {
+    if (disk_ && disk_->contains(e.sequence_hash))
+      announced_on_disk_.insert(e.sequence_hash);
+    else
+      removed.push_back(e.sequence_hash);
+  }
+  emit_removed(protocol::storage_tier::host_pinned, std::move(removed));
+}
+
+void kvbm_connector::disk_dropped(const std::vector<uint64_t>& hashes) {
+  std::vector<uint64_t> removed;
+  for (uint64_t h : hashes) {
+    (void)host_.set_backed(h, false);
+    if (announced_on_disk_.erase(h) != 0)
+      removed.push_back(h);
+  }
+  emit_removed(protocol::storage_tier::host_pinned, std::move(removed));
 }
 
 // --- Events -----------------------------------------------------------------

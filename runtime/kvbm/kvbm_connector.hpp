@@ -3,8 +3,9 @@
 // to G3 (disk) once the frequency filter has counted two offers (registrations
 // and prompt hits); a new request's blocks past its G1 prefix that G2/G3 hold
 // are onboarded into its allocated G1 blocks before its prefill (on the
-// onboard_worker's thread) and count as cached prompt tokens. Tier changes are
-// KV events with their medium (CPU, DISK). Owned by engine_core, called from
+// onboard_worker's thread) and count as cached prompt tokens. G2 evicts blocks
+// G3 holds before blocks only it holds (block_lru). Tier changes are KV events
+// with their medium (CPU, DISK). Owned by engine_core, called from
 // its one step thread: not thread-safe.
 #pragma once
 
@@ -24,6 +25,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -109,6 +111,14 @@ private:
   /// then numbered into the engine's event stream by flush_events().
   void emit_stored(protocol::storage_tier tier, const kv::block_pool::registered_block& b);
   void emit_removed(protocol::storage_tier tier, std::vector<uint64_t> hashes);
+  /// G2 evicted these: removed events for those G3 does not hold; the others
+  /// stay announced under CPU until G3 drops them (disk_dropped), so that the
+  /// router's per-tier prefix trees, where a block's removal takes its
+  /// descendants with it, keep the newer blocks G2 still holds below them.
+  void host_evicted(std::vector<block_lru::evicted> evicted);
+  /// G3 dropped these: they lose their backing in G2, and those announced under
+  /// CPU only because G3 held them are removed there too.
+  void disk_dropped(const std::vector<uint64_t>& hashes);
   void flush_events();
   /// A finished job: counts, forgets bad disk blocks; the request's result
   /// (nullopt when it left meanwhile: its quarantined blocks are freed).
@@ -128,6 +138,7 @@ private:
   std::vector<onboard_job> pending_; ///< admitted, not yet handed to the I/O thread
   std::vector<kv::finished_load> early_; ///< loads that failed before they started
   std::vector<protocol::kv_event> events_; ///< not yet flushed
+  std::unordered_set<uint64_t> announced_on_disk_; ///< out of G2, announced under CPU, held by G3
   /// Blocks of requests that left while their load ran: freed when it ends.
   std::unordered_map<std::string, std::vector<uint32_t>> quarantined_;
   onboard_worker onboard_; ///< last: its thread stops before the rest goes

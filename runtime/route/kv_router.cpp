@@ -52,6 +52,8 @@ void kv_router::cost_candidates(const route_request& r, std::span<const uint64_t
       uint64_t shared = sequences_.shared_prefix_blocks(w, seq_hashes);
       uint64_t fresh = request_blocks > shared ? request_blocks - shared : 0;
       c.decode_blocks = static_cast<double>(sequences_.active_decode_blocks(w) + fresh);
+      if (auto cap = capacity_.find(w); cap != capacity_.end())
+        c.overflow_blocks = std::max(0.0, c.decode_blocks - static_cast<double>(cap->second));
     }
     c.logit = kv_logit(weight, c.prefill_tokens, block_size_, c.decode_blocks);
     out.push_back(c);
@@ -73,7 +75,18 @@ size_t kv_router::choose(const route_request& r, std::span<const candidate_cost>
     break;
   }
   double temperature = r.overrides.router_temperature.value_or(config_.router_temperature);
-  return kv_selector_.select(costs, temperature);
+  // A worker that cannot hold the request next to its running ones makes it
+  // wait for one to finish, which no prefill saved makes up for.
+  fitting_.clear();
+  fitting_index_.clear();
+  for (size_t i = 0; i < costs.size(); ++i)
+    if (costs[i].overflow_blocks == 0) {
+      fitting_.push_back(costs[i]);
+      fitting_index_.push_back(i);
+    }
+  if (fitting_.empty() || fitting_.size() == costs.size())
+    return kv_selector_.select(costs, temperature);
+  return fitting_index_[kv_selector_.select(fitting_, temperature)];
 }
 
 uint32_t kv_router::best_overlap_blocks(std::span<const uint32_t> tokens) {
@@ -156,6 +169,7 @@ void kv_router::add_worker(const worker_key& worker) { index_.add_worker(worker)
 void kv_router::remove_worker(uint64_t worker_id) {
   index_.remove_worker(worker_id);
   (void)sequences_.remove_worker(worker_id);
+  std::erase_if(capacity_, [&](const auto& e) { return e.first.worker_id == worker_id; });
 }
 
 } // namespace dynamo::route

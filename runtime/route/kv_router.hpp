@@ -17,6 +17,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace dynamo::route {
@@ -74,6 +75,12 @@ public:
   /// Returns once every event and replay given before the call is applied.
   void flush() { index_.flush(); }
 
+  /// The worker's KV capacity in blocks (load_metrics::total_blocks): a
+  /// worker whose booked blocks plus the request's would exceed it is chosen
+  /// only when every candidate would (candidate_cost::overflow_blocks).
+  /// Unknown until set: no capacity term.
+  void set_worker_capacity(const worker_key& worker, uint64_t kv_blocks) { capacity_[worker] = kv_blocks; }
+
   /// A newly discovered worker: its dump request goes to the sink.
   void add_worker(const worker_key& worker);
   /// Discovery expiry: forget its blocks, bookings and event stream.
@@ -102,6 +109,9 @@ private:
   random_selector random_;
   std::mt19937_64 hash_rng_; ///< random sequence hashes when assume_kv_reuse is off
   overlap_scores scores_;
+  std::unordered_map<worker_key, uint64_t> capacity_; ///< KV blocks per worker, where known
+  std::vector<candidate_cost> fitting_;    ///< choose(): the candidates without overflow
+  std::vector<size_t> fitting_index_;      ///< ... and their indexes in the costs
   std::vector<uint64_t> local_;
   std::vector<uint64_t> seq_;
   uint64_t approx_event_id_ = 0;

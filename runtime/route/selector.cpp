@@ -11,6 +11,11 @@ double kv_logit(double overlap_score_weight, double prefill_tokens, uint32_t blo
   return overlap_score_weight * (prefill_tokens / bs) + decode_blocks;
 }
 
+cost_weights weights_from_timing(const timing_costs& t) noexcept {
+  return {t.prefill_ms_per_block / t.step_ms_per_block,
+          std::clamp(1.0 - t.onboard_ms_per_block / t.prefill_ms_per_block, 0.0, 1.0)};
+}
+
 double uniform01(std::mt19937_64& rng) noexcept {
   return static_cast<double>(rng() >> 11) * 0x1.0p-53;
 }

@@ -24,12 +24,32 @@ struct candidate_cost {
   double prefill_tokens = 0;   ///< active prefill tokens + this request's uncached tokens
   double decode_blocks = 0;    ///< active decode blocks + this request's new blocks
   uint64_t tree_size = 0;      ///< blocks the index holds for this worker
+  /// decode_blocks past the worker's KV capacity (0: it fits, or the capacity
+  /// is unknown): the request would wait for running ones to finish there.
+  double overflow_blocks = 0;
   double logit = 0;
 };
 
 /// overlap_score_weight * prefill_tokens / block_size + decode_blocks.
 [[nodiscard]] double kv_logit(double overlap_score_weight, double prefill_tokens,
                               uint32_t block_size, double decode_blocks) noexcept;
+
+/// The two sides of kv_logit priced in one unit, time, from an engine's
+/// timings: the logit / step_ms_per_block estimates the milliseconds the
+/// request's prefill and the worker's load cost.
+struct timing_costs {
+  double prefill_ms_per_block = 0; ///< computing one prompt block
+  double step_ms_per_block = 0;    ///< what one more resident KV block adds to a step
+  double onboard_ms_per_block = 0; ///< loading one block from a KVBM tier
+};
+struct cost_weights {
+  double overlap_score_weight = 1.0;
+  double lower_tier_weight = 0.5;
+};
+/// overlap_score_weight = prefill_ms_per_block / step_ms_per_block; a
+/// lower-tier block saves its prefill less its load: lower_tier_weight =
+/// 1 - onboard / prefill (clamped to [0, 1]). Inputs must be > 0 (onboard >= 0).
+[[nodiscard]] cost_weights weights_from_timing(const timing_costs& t) noexcept;
 
 /// Softmax probabilities of choosing each logit at temperature > 0: with
 /// range = max - min, p_i ~ exp(-(logit_i - min) / (range * temperature));

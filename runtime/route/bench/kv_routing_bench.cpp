@@ -38,7 +38,7 @@ double percentile(std::vector<double> v, double p) {
 }
 
 struct summary {
-  double ttft_p50_ms = 0, ttft_p99_ms = 0, ttft_mean_ms = 0, e2e_p50_ms = 0;
+  double ttft_p50_ms = 0, ttft_p90_ms = 0, ttft_p99_ms = 0, ttft_mean_ms = 0, e2e_p50_ms = 0;
   uint64_t prefill_tokens = 0, prompt_tokens = 0, cached_tokens = 0, predicted_tokens = 0;
 };
 
@@ -58,6 +58,7 @@ summary summarize(const sim_result& r) {
   }
   s.prefill_tokens = r.computed_tokens - std::min(r.computed_tokens, decode_tokens);
   s.ttft_p50_ms = percentile(ttft, 0.5);
+  s.ttft_p90_ms = percentile(ttft, 0.90);
   s.ttft_p99_ms = percentile(ttft, 0.99);
   for (double t : ttft)
     s.ttft_mean_ms += t / static_cast<double>(ttft.size());
@@ -77,21 +78,22 @@ std::string kvbm_json(const sim_result& r) {
                      k.kvbm_disk_cache_hit_rate);
 }
 
-std::string mode_json(std::string_view mode, const sim_result& r, const summary& s) {
+std::string mode_json(std::string_view mode, const sim_result& r, const summary& s, const cost_weights& w) {
   std::string spread;
   for (uint64_t n : r.per_worker_requests)
     spread += fmt::format("{}{}", spread.empty() ? "" : ", ", n);
   auto prompt = static_cast<double>(std::max<uint64_t>(s.prompt_tokens, 1));
   return fmt::format(
-      R"("{}": {{"ttft_p50_ms": {:.1f}, "ttft_p99_ms": {:.1f}, "ttft_mean_ms": {:.1f}, )"
+      R"("{}": {{"ttft_p50_ms": {:.1f}, "ttft_p90_ms": {:.1f}, "ttft_p99_ms": {:.1f}, "ttft_mean_ms": {:.1f}, )"
       R"("e2e_p50_ms": {:.1f}, "prefill_tokens_computed": {}, "prompt_tokens": {}, )"
       R"("cached_prompt_tokens": {}, "cache_hit_rate": {:.4f}, "router_predicted_hit_rate": {:.4f}, )"
       R"("engine_steps": {}, "preemptions": {}, "errors": {}, "resync_requests": {}, )"
-      R"("lifecycle_mismatches": {}, "simulated_s": {:.1f}, "requests_per_worker": [{}], "kvbm": {}, "ttft_breakdown": {}}})",
-      mode, s.ttft_p50_ms, s.ttft_p99_ms, s.ttft_mean_ms, s.e2e_p50_ms, s.prefill_tokens,
+      R"("lifecycle_mismatches": {}, "simulated_s": {:.1f}, "requests_per_worker": [{}], )"
+      R"("router_weights": {{"kv_overlap_score_weight": {:.3f}, "router_lower_tier_weight": {:.3f}}}, "kvbm": {}, "ttft_breakdown": {}}})",
+      mode, s.ttft_p50_ms, s.ttft_p90_ms, s.ttft_p99_ms, s.ttft_mean_ms, s.e2e_p50_ms, s.prefill_tokens,
       s.prompt_tokens, s.cached_tokens, static_cast<double>(s.cached_tokens) / prompt,
       static_cast<double>(s.predicted_tokens) / prompt, r.steps, r.preemptions, r.errors,
-      r.resyncs, r.lifecycle_mismatches, r.end_us / 1e6, spread, kvbm_json(r),
+      r.resyncs, r.lifecycle_mismatches, r.end_us / 1e6, spread, w.overlap_score_weight, w.lower_tier_weight, kvbm_json(r),
       bench::breakdown_json(r.probes, r.first_token_us, r.engine_block_size, r.engine_num_blocks));
 }
 
@@ -159,7 +161,7 @@ constexpr const char* usage =
     "  [--max-output-tokens N] [--trace-block-size 512] [--mean-think-ms 2000]\n"
     "  [--blocks 16384] [--block-size 16] [--modes kv,round-robin] [--seed 1] [--smoke]\n"
     "  [--kvbm off,host,host+disk] [--kvbm-host-gb 4] [--kvbm-disk-gb 64] [--kvbm-disk-min-frequency 2] [--router-lower-tier-weight 0.5]\n"
-    "  [--kv-overlap-score-weight 1.0] [--replies actual|trace]\n"
+    "  [--kv-overlap-score-weight 1.0] [--router-cost dynamo|timing] [--router-kv-capacity] [--replies actual|trace]\n"
     "  [--cpu-engine] [--cpu-model PATH] [--cpu-sessions 8] [--cpu-turns 4] [--cpu-system-tokens 256]\n"
     "  [--cpu-min-user-tokens 64] [--cpu-max-user-tokens 192] [--cpu-output-tokens 8] [--cpu-g1-blocks 96]\n"
     "  [--cpu-host-blocks 64] [--cpu-disk-path /tmp/dynamo-kvbm-bench] [--cpu-threads 0]\n"
@@ -179,6 +181,11 @@ constexpr const char* usage =
     "host tier of --cpu-host-blocks) on one CPU engine with --cpu-g1-blocks of KV, sessions\n"
     "taking turns one request at a time (wall-clock TTFT), with the disk's sequential read\n"
     "speed measured under --cpu-disk-path.\n"
+    "--router-cost timing: the overlap and lower-tier weights priced in one unit, time, from\n"
+    "the mocker's timings (a prompt block's prefill over what a resident block adds to a step;\n"
+    "a lower-tier hit saves its prefill less its onboarding), per KVBM variant; dynamo\n"
+    "(default): the two weight flags as given. --router-kv-capacity: the router knows each\n"
+    "worker's G1 blocks and sends a request where it fits next to the running ones if any.\n"
     "--replies actual (default): a session's next turn is its previous prompt, the reply the\n"
     "engine returned and the new user tokens, sent the trace's think time after that reply;\n"
     "trace: every prompt from the trace's hash ids at its timestamp (the reply never reused).\n"
@@ -209,6 +216,10 @@ bool parse(int argc, char** argv, options& o) {
     }
     if (f == "--disk-restart") {
       o.disk_restart = true;
+      continue;
+    }
+    if (f == "--router-kv-capacity") {
+      o.router_capacity = true;
       continue;
     }
     if (f == "--disk-scatter") {
@@ -271,6 +282,13 @@ bool parse(int argc, char** argv, options& o) {
     else if (f == "--kvbm-disk-min-frequency") o.kvbm_disk_min_frequency = number<int64_t>(f, v);
     else if (f == "--router-lower-tier-weight") o.lower_tier_weight = number<double>(f, v);
     else if (f == "--kv-overlap-score-weight") o.overlap_weight = number<double>(f, v);
+    else if (f == "--router-cost") {
+      if (v != "dynamo" && v != "timing") {
+        std::fprintf(stderr, "--router-cost: dynamo or timing (try --help)\n");
+        std::exit(2);
+      }
+      o.timing_cost = v == "timing";
+    }
     else if (f == "--cpu-model") o.cpu.model = std::string{v};
     else if (f == "--cpu-sessions") o.cpu.sessions = number<uint32_t>(f, v);
     else if (f == "--cpu-turns") o.cpu.turns = number<uint32_t>(f, v);
@@ -327,7 +345,7 @@ std::string run_json(const options& o, double rate) {
       distinct = std::max(distinct, r.working_set_blocks);
       const summary s = summarize(r);
       const std::string label = k == "off" ? name : name + "+" + k;
-      body += mode_json(label, r, s) + ", ";
+      body += mode_json(label, r, s, router_cost_weights(o, k)) + ", ";
       if (k == "off") {
         sums.push_back(s);
         off = s;

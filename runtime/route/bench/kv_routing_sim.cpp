@@ -2,6 +2,7 @@
 
 #include "runtime/core/units.hpp"
 #include "runtime/kv/block_hash.hpp"
+#include "runtime/mocker/timing_model.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -28,6 +29,19 @@ kvbm::kvbm_config kvbm_of(const options& o, std::string_view v) {
   return k;
 }
 
+cost_weights router_cost_weights(const options& o, std::string_view v) {
+  if (!o.timing_cost)
+    return {o.overlap_weight, o.lower_tier_weight};
+  const mocker::mocker_config& e = o.engine;
+  const double batch = std::max<double>(e.max_num_batched_tokens, 2);
+  timing_costs t;
+  t.prefill_ms_per_block = (mocker::prefill_ms(e.max_num_batched_tokens) - mocker::prefill_ms(1)) / (batch - 1) * e.block_size;
+  t.step_ms_per_block = (mocker::decode_ms(1.0) - mocker::decode_ms(0.0)) / std::max<double>(e.num_blocks, 1);
+  const std::chrono::microseconds onboard = v == "host+disk" ? mocker::onboard_time(0, 1, e) : mocker::onboard_time(1, 0, e);
+  t.onboard_ms_per_block = static_cast<double>(onboard.count()) / 1000.0;
+  return weights_from_timing(t);
+}
+
 namespace {
 
 constexpr double never = std::numeric_limits<double>::infinity();
@@ -46,7 +60,7 @@ class simulation {
 public:
   simulation(const options& o, router_mode mode, const std::vector<trace_record>& trace, std::string_view kvbm)
       : o_(o), trace_(trace),
-        router_(inline_events(o), o.engine.block_size, mode, o.seed,
+        router_(inline_events(o, kvbm), o.engine.block_size, mode, o.seed,
                 [this](const protocol::kv_resync_request&) { ++result_.resyncs; }) {
     engine::engine_config base;
     base.kvbm = kvbm_of(o, kvbm);
@@ -65,6 +79,8 @@ public:
       }
       engines_.push_back(engine_slot{std::move(*core), p, {}, worker_key{w + 1, 0}});
       candidates_.push_back(engines_.back().key);
+      if (o.router_capacity)
+        router_.set_worker_capacity(engines_.back().key, o.engine.num_blocks);
     }
     result_.requests.resize(trace.size());
     result_.probes.resize(trace.size());
@@ -297,11 +313,12 @@ private:
 
   /// Dynamo's defaults, with events applied on this thread: virtual time needs
   /// each event in the index before the next routing decision.
-  static kv_router_config inline_events(const options& o) {
+  static kv_router_config inline_events(const options& o, std::string_view kvbm) {
     kv_router_config c;
     c.router_event_threads = 1;
-    c.router_lower_tier_weight = o.lower_tier_weight;
-    c.overlap_score_weight = o.overlap_weight;
+    const cost_weights w = router_cost_weights(o, kvbm);
+    c.router_lower_tier_weight = w.lower_tier_weight;
+    c.overlap_score_weight = w.overlap_score_weight;
     return c;
   }
 

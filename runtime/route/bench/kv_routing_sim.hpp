@@ -40,6 +40,12 @@ struct options {
   int64_t kvbm_disk_min_frequency = 0; ///< --kvbm-disk-min-frequency; 0: the filter's default (2)
   double lower_tier_weight = kv_router_config{}.router_lower_tier_weight; ///< --router-lower-tier-weight
   double overlap_weight = kv_router_config{}.overlap_score_weight; ///< --kv-overlap-score-weight
+  /// --router-cost timing: the two weights above from the mocker's timings
+  /// (router_cost_weights), per KVBM variant; dynamo (default): as given.
+  bool timing_cost = false;
+  /// --router-kv-capacity: the router knows each worker's G1 blocks
+  /// (kv_router::set_worker_capacity).
+  bool router_capacity = false;
   bool cpu_engine = false; ///< --cpu-engine: also the KVBM variants on one real CPU engine
   bool disk_onboard = false; ///< --disk-onboard: only the disk tier's read path
   bool disk_restart = false; ///< --disk-restart: only the disk tier's start-up
@@ -49,6 +55,13 @@ struct options {
 
 /// The engines' KVBM tiers for variant `v` (off | host | host+disk).
 [[nodiscard]] kvbm::kvbm_config kvbm_of(const options& o, std::string_view v);
+
+/// The router's weights for variant `v`: o's, or with timing_cost the mocker's
+/// timings linearized (weights_from_timing): a block's prefill as the mean
+/// slope of prefill_ms over one full batch, a resident block's step cost as
+/// the mean slope of decode_ms over the cache, onboarding as the mocker's for
+/// one block from the lowest tier the variant has.
+[[nodiscard]] cost_weights router_cost_weights(const options& o, std::string_view v);
 
 struct request_state {
   double arrival_us = 0;

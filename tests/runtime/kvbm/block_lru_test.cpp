@@ -85,4 +85,46 @@ BOOST_AUTO_TEST_CASE(policy_only_entries_and_zero_capacity) {
   BOOST_TEST(none.size() == 0u);
 }
 
+BOOST_AUTO_TEST_CASE(a_block_the_tier_below_holds_goes_before_one_only_this_tier_holds) {
+  // A session's history 1 <- 2 (on disk too) and its newest turn 3 (only here):
+  // making room for its next block loses the oldest copy, not the only one.
+  block_lru p(3);
+  (void)p.insert(1, slab(1));
+  (void)p.insert(2, slab(2), 0, 1);
+  (void)p.insert(3, slab(3), 0, 2);
+  BOOST_TEST(p.set_backed(1, true));
+  BOOST_TEST(p.set_backed(2, true));
+  BOOST_TEST(!p.set_backed(99, true));
+  BOOST_TEST(p.eviction_order() == (hashes{1, 2, 3}), boost::test_tools::per_element());
+  BOOST_TEST(evicted_hashes(p.insert(4, slab(4), 0, 3)) == (hashes{1}), boost::test_tools::per_element());
+  BOOST_TEST(p.contains(3));
+  // 2 (backed, now a root) before the leaf 4; 3 has a child and no copy below.
+  BOOST_TEST(p.eviction_order() == (hashes{2, 4}), boost::test_tools::per_element());
+  BOOST_TEST(p.touch(2)); // recency orders backed blocks among themselves only
+  BOOST_TEST(evicted_hashes(p.insert(5, slab(5), 0, 4)) == (hashes{2}), boost::test_tools::per_element());
+  // With nothing backed left, the chain 3 <- 4 <- 5 loses its tail as before.
+  BOOST_TEST(p.eviction_order() == (hashes{5}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(backing_lost_again_and_an_evicted_parent_reinserted) {
+  block_lru p(4);
+  (void)p.insert(1, slab(1));
+  (void)p.insert(2, slab(2), 0, 1);
+  (void)p.insert(3, slab(3), 0, 2);
+  (void)p.set_backed(2, true);
+  BOOST_TEST(p.backed(2));
+  BOOST_TEST(p.eviction_order() == (hashes{2, 3}), boost::test_tools::per_element());
+  BOOST_TEST(p.set_backed(2, false)); // the lower tier dropped it: an interior block again
+  BOOST_TEST(p.eviction_order() == (hashes{3}), boost::test_tools::per_element());
+  (void)p.set_backed(2, true);
+  BOOST_TEST(p.erase(2)); // 1 is a leaf again, 3 a root
+  BOOST_TEST(p.eviction_order() == (hashes{1, 3}), boost::test_tools::per_element());
+  (void)p.insert(2, slab(2), 0, 1); // back under 1; 3 stays a root
+  BOOST_TEST(!p.backed(2));
+  BOOST_TEST(p.eviction_order() == (hashes{3, 2}), boost::test_tools::per_element());
+  BOOST_TEST(p.erase(3));
+  BOOST_TEST(p.erase(2));
+  BOOST_TEST(p.eviction_order() == (hashes{1}), boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -178,6 +178,37 @@ BOOST_AUTO_TEST_CASE(removing_a_worker_forgets_its_cache_and_load) {
   BOOST_TEST(ask->to_id == UINT64_MAX);
 }
 
+BOOST_AUTO_TEST_CASE(a_worker_the_request_does_not_fit_loses_to_one_it_fits) {
+  // Worker 2 caches 8 of the prompt's 10 blocks and runs a 4-block request:
+  // logits 2 + (4 + 10) = 16 against worker 1's 10 + 10 = 20.
+  auto route_with_capacity = [](std::optional<uint64_t> capacity) {
+    kv_router router(kv_router_config{}, bs, router_mode::kv, 1);
+    if (capacity)
+      for (const worker_key& w : two)
+        router.set_worker_capacity(w, *capacity);
+    router.on_event(cached(2, prompt(1, 32), 0));
+    router.flush();
+    route_request busy = request("busy", prompt(500, 16));
+    busy.pinned = worker_key{2, 0};
+    BOOST_REQUIRE(router.route(busy));
+    BOOST_REQUIRE(router.mark_prefill_completed("busy"));
+    auto d = router.route(request("r", prompt(1, 40)));
+    BOOST_REQUIRE(d);
+    return *d;
+  };
+  const route_decision unknown = route_with_capacity(std::nullopt);
+  BOOST_TEST(unknown.worker.worker_id == 2u);
+  BOOST_TEST(unknown.costs[1].logit == 16.0);
+  BOOST_TEST(unknown.costs[1].overflow_blocks == 0.0);
+  const route_decision fits_one = route_with_capacity(12); // 14 blocks on worker 2, 10 on 1
+  BOOST_TEST(fits_one.worker.worker_id == 1u);
+  BOOST_TEST(fits_one.costs[0].overflow_blocks == 0.0);
+  BOOST_TEST(fits_one.costs[1].overflow_blocks == 2.0);
+  BOOST_TEST(fits_one.costs[1].logit == 16.0); // the logit is Dynamo's either way
+  const route_decision fits_none = route_with_capacity(8); // both overflow: the logit decides
+  BOOST_TEST(fits_none.worker.worker_id == 2u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(kv_router_tiers)

@@ -45,6 +45,18 @@ BOOST_AUTO_TEST_CASE(the_overlap_weight_scales_only_the_prefill_term) {
   BOOST_TEST(kv_logit(0.0, 64, 16, 3) == 3.0);
 }
 
+BOOST_AUTO_TEST_CASE(timings_price_both_sides_in_one_unit) {
+  // A block's prefill costs 0.3 ms, a resident block 0.03 ms per step: one
+  // prefill block weighs as ten resident ones. Loading it costs 0.06 ms, so a
+  // lower-tier hit saves 0.24 of the 0.3 ms.
+  const cost_weights w = weights_from_timing({.prefill_ms_per_block = 0.3, .step_ms_per_block = 0.03,
+                                              .onboard_ms_per_block = 0.06});
+  BOOST_TEST(w.overlap_score_weight == 10.0, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(w.lower_tier_weight == 0.8, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(weights_from_timing({0.3, 0.03, 0.6}).lower_tier_weight == 0.0); // dearer than recomputing
+  BOOST_TEST(weights_from_timing({0.3, 0.03, 0.0}).lower_tier_weight == 1.0);
+}
+
 BOOST_AUTO_TEST_CASE(ties_go_to_the_smallest_tree_then_uniformly_at_random) {
   std::array<candidate_cost, 3> c{cost(1, 1, 1, 50), cost(2, 1, 1, 20), cost(3, 1, 1, 30)};
   kv_selector sel(7);
