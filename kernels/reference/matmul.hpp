@@ -41,6 +41,7 @@ struct matmul_workspace {
   std::vector<std::byte> act;
   std::vector<std::byte> split; ///< the same activations split into bytes, when a weight needs them
   std::vector<std::byte> lanes; ///< the same in the lane layout, when a weight has lanes
+  std::vector<std::byte> tiles; ///< the same in AMX tiles, on the AMX path for 16+ tokens
 };
 
 struct matmul_args {

@@ -558,10 +558,37 @@ void lanes_act(const block_q16_act* x, uint32_t nb, block_q16_lanes* b, float* d
   }
 }
 
+void tiles_act(const block_q16_act* x, uint32_t n_tokens, uint32_t nb, block_q16_tile* out) noexcept {
+  const uint32_t n_tiles = (n_tokens + tile_tokens - 1) / tile_tokens;
+  for (uint32_t u = 0; u < n_tiles; ++u) {
+    for (uint32_t i = 0; i < nb; ++i) {
+      block_q16_tile& b = out[static_cast<size_t>(u) * nb + i];
+      for (uint32_t n = 0; n < tile_tokens; ++n) {
+        const uint32_t t = u * tile_tokens + n;
+        const block_q16_act* q = t < n_tokens ? x + static_cast<size_t>(t) * nb + i : nullptr;
+        int32_t half[2] = {0, 0};
+        for (uint32_t e = 0; e < 32; ++e) {
+          const int v = q != nullptr ? q->qs[e] : 0;
+          b.lo[e / 4][4 * n + e % 4] = static_cast<uint8_t>(v & 0xff);
+          b.hi[e / 4][4 * n + e % 4] = static_cast<int8_t>(v >> 8); // arithmetic: q = 256 * hi + lo
+          half[e / 16] += v;
+        }
+        b.d[n] = q != nullptr ? q->d : 0.0f;
+        b.s[n] = q != nullptr ? q->s : 0.0f;
+        b.m32[0][n] = -32 * half[0];
+        b.m32[1][n] = -32 * half[1];
+      }
+    }
+  }
+}
+
 const kernel_table& scalar_kernels() noexcept { return table; }
 
 const kernel_table& active_kernels() noexcept {
   switch (active_isa()) {
+    case cpu_isa::amx:
+      if (const auto* k = amx_kernels()) return *k;
+      [[fallthrough]];
     case cpu_isa::avx2_vnni:
       if (const auto* k = avx2_vnni_kernels()) return *k;
       [[fallthrough]];
