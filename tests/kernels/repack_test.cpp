@@ -274,6 +274,29 @@ BOOST_AUTO_TEST_CASE(every_path_gives_the_scalar_lane_kernels_bits_near_the_exac
   }
 }
 
+/// n_tokens random tokens of k values (some entries 300x the rest) as the
+/// int16 blocks q and their lane form xl, for calling the kernels directly.
+struct lane_activations {
+  std::vector<detail::block_q16_act> q;
+  std::vector<detail::block_q16_lanes> b;
+  std::vector<float> ds;
+  std::vector<detail::act_lanes> xl;
+
+  lane_activations(uint32_t n_tokens, uint32_t k, uint32_t seed, size_t spike_every)
+      : q(n_tokens * (k / 32)), b(n_tokens * (k / 32) / 8), ds(2 * n_tokens * (k / 32)), xl(n_tokens) {
+    const uint32_t nb = k / 32;
+    auto x = test::random_floats(n_tokens * k, seed, -3.0f, 3.0f);
+    for (size_t i = 0; i < x.size(); i += spike_every) x[i] *= 300.0f;
+    for (uint32_t t = 0; t < n_tokens; ++t) {
+      detail::block_q16_act* qt = q.data() + t * nb;
+      detail::scalar_kernels().quantize_act(x.data() + t * k, qt, nb);
+      float* d = ds.data() + 2 * t * nb;
+      detail::lanes_act(qt, nb, b.data() + t * (nb / 8), d, d + nb);
+      xl[t] = {b.data() + t * (nb / 8), d, d + nb, qt};
+    }
+  }
+};
+
 BOOST_AUTO_TEST_CASE(every_row_and_token_count_of_one_kernel_call_gives_the_scalar_bits) {
   // The VNNI path's K-quant kernels take two rows per 512-bit vector and an
   // odd last row alone: every n_rows 1..9 and nt 1..4 of a direct call
@@ -282,19 +305,8 @@ BOOST_AUTO_TEST_CASE(every_row_and_token_count_of_one_kernel_call_gives_the_scal
   const uint32_t max_rows = 9, nt_max = detail::max_dot_tokens;
   for (const uint32_t k : lane_widths) {
     const uint32_t nb = k / 32;
-    auto x = test::random_floats(nt_max * k, 41, -3.0f, 3.0f);
-    for (size_t i = 0; i < x.size(); i += 53) x[i] *= 300.0f;
-    std::vector<detail::block_q16_act> q(nt_max * nb);
-    std::vector<detail::block_q16_lanes> b(nt_max * nb / 8);
-    std::vector<float> ds(2 * nt_max * nb);
-    std::vector<detail::act_lanes> xl(nt_max);
-    for (uint32_t t = 0; t < nt_max; ++t) {
-      detail::block_q16_act* qt = q.data() + t * nb;
-      detail::scalar_kernels().quantize_act(x.data() + t * k, qt, nb);
-      float* d = ds.data() + 2 * t * nb;
-      detail::lanes_act(qt, nb, b.data() + t * (nb / 8), d, d + nb);
-      xl[t] = {b.data() + t * (nb / 8), d, d + nb, qt};
-    }
+    const lane_activations act(nt_max, k, 41, 53);
+    const auto& xl = act.xl;
     for (const tensor_type t : lane_types) {
       if (!fits(t, k)) continue;
       const lane_weight lw(t, k, max_rows, 43);
@@ -328,19 +340,8 @@ BOOST_AUTO_TEST_CASE(every_row_and_token_count_of_one_tile_call_gives_the_scalar
   const uint32_t token_counts[] = {1, 15, 16, 17, 33};
   for (const uint32_t k : {256u, 1024u}) {
     const uint32_t nb = k / 32;
-    auto x = test::random_floats(max_tokens * k, 51, -3.0f, 3.0f);
-    for (size_t i = 0; i < x.size(); i += 59) x[i] *= 300.0f;
-    std::vector<detail::block_q16_act> q(max_tokens * nb);
-    std::vector<detail::block_q16_lanes> b(max_tokens * nb / 8);
-    std::vector<float> ds(2 * max_tokens * nb);
-    std::vector<detail::act_lanes> xl(max_tokens);
-    for (uint32_t t = 0; t < max_tokens; ++t) {
-      detail::block_q16_act* qt = q.data() + t * nb;
-      detail::scalar_kernels().quantize_act(x.data() + t * k, qt, nb);
-      float* d = ds.data() + 2 * t * nb;
-      detail::lanes_act(qt, nb, b.data() + t * (nb / 8), d, d + nb);
-      xl[t] = {b.data() + t * (nb / 8), d, d + nb, qt};
-    }
+    const lane_activations act(max_tokens, k, 51, 59);
+    const auto& xl = act.xl;
     for (const tensor_type t : {tensor_type::q4_k, tensor_type::q5_k, tensor_type::q6_k}) {
       const lane_weight lw(t, k, max_rows, 47);
       const detail::dot_l_fn want_dot = detail::lanes_dot(detail::scalar_kernels(), t);
@@ -348,7 +349,7 @@ BOOST_AUTO_TEST_CASE(every_row_and_token_count_of_one_tile_call_gives_the_scalar
       BOOST_TEST_REQUIRE(dot != nullptr);
       for (const uint32_t nt : token_counts) {
         std::vector<detail::block_q16_tile> tiles((nt + 15) / 16 * nb);
-        detail::tiles_act(q.data(), nt, nb, tiles.data());
+        detail::tiles_act(act.q.data(), nt, nb, tiles.data());
         for (uint32_t n_rows = 1; n_rows <= 16; ++n_rows) {
           std::vector<float> want(max_tokens * max_rows, NAN), got(want);
           for (uint32_t t0 = 0; t0 < nt; t0 += detail::max_dot_tokens) {
