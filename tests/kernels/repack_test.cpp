@@ -393,15 +393,20 @@ BOOST_AUTO_TEST_CASE(tile_activations_hold_the_int16_values_and_half_sums) {
 }
 
 BOOST_AUTO_TEST_CASE(a_token_result_does_not_depend_on_the_rest_of_the_batch) {
-  const uint32_t k = 512, n = 13, n_tokens = 7;
-  for (const tensor_type t : lane_types) {
-    const lane_weight lw(t, k, n, 9);
-    const auto x = test::random_floats(n_tokens * k, 10);
-    const auto all = run(lw.view, x, n_tokens, nullptr);
-    for (uint32_t tok = 0; tok < n_tokens; ++tok) {
-      const std::vector<float> one_x(x.begin() + tok * k, x.begin() + (tok + 1) * k);
-      const auto one = run(lw.view, one_x, 1, nullptr);
-      BOOST_TEST(std::memcmp(one.data(), all.data() + tok * n, n * sizeof(float)) == 0, type_name(t));
+  // 40 tokens: on the AMX path the K-quants take the tile kernels, one token
+  // alone the lane kernels; the bits must not change.
+  const uint32_t k = 512, n = 13;
+  for (const uint32_t n_tokens : {7u, 40u}) {
+    for (const tensor_type t : lane_types) {
+      const lane_weight lw(t, k, n, 9);
+      const auto x = test::random_floats(n_tokens * k, 10);
+      const auto all = run(lw.view, x, n_tokens, nullptr);
+      for (uint32_t tok = 0; tok < n_tokens; ++tok) {
+        const std::vector<float> one_x(x.begin() + tok * k, x.begin() + (tok + 1) * k);
+        const auto one = run(lw.view, one_x, 1, nullptr);
+        BOOST_TEST(std::memcmp(one.data(), all.data() + tok * n, n * sizeof(float)) == 0,
+                   type_name(t) << " token " << tok << " of " << n_tokens);
+      }
     }
   }
 }
