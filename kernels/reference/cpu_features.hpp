@@ -8,8 +8,11 @@
 namespace dynamo::kernels::ref {
 
 /// Kernel paths, lowest to highest. `avx2` needs AVX2+FMA+F16C; `avx2_vnni`
-/// additionally uses 256-bit VPDPWSSD and mask registers (AVX512-VNNI, -VL, -BW).
-enum class cpu_isa { scalar = 0, avx2 = 1, avx2_vnni = 2 };
+/// additionally uses 256-bit VPDPWSSD and mask registers (AVX512-VNNI, -VL, -BW);
+/// `amx` is avx2_vnni plus AMX-INT8 tile products for K-quant prefill (needs
+/// the OS to grant the tile state: arch_prctl(ARCH_REQ_XCOMP_PERM) on Linux,
+/// asked once at detection).
+enum class cpu_isa { scalar = 0, avx2 = 1, avx2_vnni = 2, amx = 3 };
 
 [[nodiscard]] std::string_view to_string(cpu_isa isa) noexcept;
 

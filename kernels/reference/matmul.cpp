@@ -23,6 +23,13 @@ constexpr uint32_t token_tile = 16;
 /// rows stay in L1 while the token groups of a tile pass over them.
 constexpr uint32_t row_run = 8;
 
+/// Fewest tokens for which the AMX tile kernels take a K-quant lane matrix:
+/// a tile product costs the same for 1 or 16 tokens, and unpacking the rows
+/// is paid once per call. Measured (1024 x 3072, 1 thread): even with the
+/// lane kernels at 16 tokens for Q4_K / Q5_K, at 32 for Q6_K (whose half
+/// sub-blocks take twice the tile products).
+uint32_t min_tile_tokens(tensor_type t) { return t == tensor_type::q6_k ? 32 : 16; }
+
 
 /// Everything a task needs; lives on the stack of matmul().
 struct plan {
@@ -33,6 +40,7 @@ struct plan {
   const block_q16_act* xq;         ///< [n_tokens, nb] or null
   const detail::act_split* xs;     ///< [n_tokens] or null
   const detail::act_lanes* xl;     ///< [n_tokens] or null
+  const detail::act_tiles* xt;     ///< all tokens in AMX tiles, or null
   std::array<uint32_t, 9> first;  ///< first global row of each weight (+ end)
   uint32_t rows;                  ///< total rows over all weights
   uint32_t chunk;                 ///< rows per task
@@ -87,6 +95,17 @@ void rows_lanes(const plan& p, const weight_matrix& w, detail::dot_l_fn dot, uin
   });
 }
 
+/// Repacked K-quant matrices on the AMX path: 16 rows against every token per call.
+void rows_tiles(const plan& p, const weight_matrix& w, detail::dot_t_fn dot, uint32_t r0, uint32_t r1,
+                uint32_t col0) {
+  const matmul_args& a = *p.a;
+  const auto* base = static_cast<const std::byte*>(w.lanes);
+  for (uint32_t r = r0; r < r1; r += detail::tile_tokens) {
+    const uint32_t nr = std::min(detail::tile_tokens, r1 - r);
+    dot(base + r * w.lanes_stride, w.lanes_stride, nr, *p.xt, p.nb, a.y + col0 + r, a.y_stride);
+  }
+}
+
 /// The lane kernel for w, when it has a repacked copy and the call is not in reference mode.
 detail::dot_l_fn lanes_for(const kernel_table& kt, const weight_matrix& w, bool fp32_activations) {
   if (fp32_activations || w.lanes == nullptr || !lanes_fit(w.type, w.k)) return nullptr;
@@ -132,6 +151,10 @@ void run_task(const plan& p, uint32_t task) {
       rows_float(p, w, fdot, r0, r1, p.first[j]);
     } else if (p.a->fp32_activations) {
       rows_dequantized(p, w, r0, r1, p.first[j]);
+    } else if (const auto tdot = p.xt != nullptr && lanes_for(*p.kt, w, false) != nullptr
+                                     ? detail::tiles_dot(*p.kt, w.type)
+                                     : nullptr) {
+      rows_tiles(p, w, tdot, r0, r1, p.first[j]);
     } else if (const auto ldot = lanes_for(*p.kt, w, false)) {
       rows_lanes(p, w, ldot, r0, r1, p.first[j]);
     } else if (const auto idot = detail::integer_dot(*p.kt, w.type); idot.split != nullptr) {
@@ -211,18 +234,21 @@ void matmul(const matmul_args& a) {
   p.nb = p.k / 32;
   // More weights than this in one call is a caller bug; the model passes <= 3.
   const size_t n_weights = std::min<size_t>(a.weights.size(), p.first.size() - 1);
-  bool any_integer = false, any_split = false, any_lanes = false;
+  bool any_integer = false, any_split = false, any_lanes = false, any_tiles = false;
   p.first[0] = 0;
   for (size_t j = 0; j < n_weights; ++j) {
     p.first[j + 1] = p.first[j] + a.weights[j].n;
     const auto idot = detail::integer_dot(*p.kt, a.weights[j].type);
     const bool lanes = lanes_for(*p.kt, a.weights[j], a.fp32_activations) != nullptr;
+    const bool tiles = lanes && a.n_tokens >= min_tile_tokens(a.weights[j].type) && detail::tiles_dot(*p.kt, a.weights[j].type) != nullptr;
     any_integer = any_integer || (idot && !a.fp32_activations);
     any_split = any_split || (idot.split != nullptr && !a.fp32_activations && !lanes);
-    any_lanes = any_lanes || lanes;
+    any_lanes = any_lanes || (lanes && !tiles);
+    any_tiles = any_tiles || tiles;
   }
   p.rows = p.first[n_weights];
 
+  detail::act_tiles xt{};
   matmul_workspace local;
   matmul_workspace& ws = a.workspace != nullptr ? *a.workspace : local;
   if (any_integer) {
@@ -242,6 +268,16 @@ void matmul(const matmul_args& a) {
     p.xq = xq;
     p.xs = f.xs;
     p.xl = f.xl;
+    if (any_tiles) {
+      const size_t n_tiles = (a.n_tokens + detail::tile_tokens - 1) / detail::tile_tokens;
+      const size_t need = 64 + n_tiles * p.nb * sizeof(detail::block_q16_tile);
+      if (ws.tiles.size() < need) ws.tiles.resize(need);
+      const auto addr = reinterpret_cast<uintptr_t>(ws.tiles.data());
+      auto* tiles = reinterpret_cast<detail::block_q16_tile*>(ws.tiles.data() + (64 - addr % 64) % 64);
+      detail::tiles_act(xq, a.n_tokens, p.nb, tiles);
+      xt = {tiles, a.n_tokens};
+      p.xt = &xt;
+    }
   }
 
   const uint32_t threads = a.pool != nullptr ? a.pool->size() : 1;

@@ -14,7 +14,9 @@
 // a lane layout that carry a repacked copy (weight_matrix::lanes,
 // kernels/reference/repack.hpp) are read from it: 8 blocks (a super-block,
 // or 8 consecutive blocks) in the 8 lanes of a vector (other bits than the
-// row layout, same accuracy). F32, F16 and BF16 rows are
+// row layout, same accuracy). On CPUs with AMX-INT8 (cpu_isa::amx), calls of
+// 16+ tokens (Q6_K: 32+) read the Q4_K, Q5_K and Q6_K lane copies through tile
+// products, with the lane kernels' bits. F32, F16 and BF16 rows are
 // widened in registers and dotted
 // with the fp32 activations (the same bits on every path too). No weight
 // matrix is ever copied or widened in memory.
@@ -41,6 +43,7 @@ struct matmul_workspace {
   std::vector<std::byte> act;
   std::vector<std::byte> split; ///< the same activations split into bytes, when a weight needs them
   std::vector<std::byte> lanes; ///< the same in the lane layout, when a weight has lanes
+  std::vector<std::byte> tiles; ///< the same in AMX tiles, on the AMX path for 16+ tokens
 };
 
 struct matmul_args {

@@ -143,6 +143,41 @@ using dot_f_fn = void (*)(const void* w, size_t row_bytes, uint32_t n_rows, cons
 using dot_l_fn = void (*)(const void* w, size_t row_bytes, uint32_t n_rows, const act_lanes* x, uint32_t nt,
                           uint32_t nb, float* y, size_t y_stride);
 
+/// One 16-token tile of int16 activations for one 32-value block, laid out
+/// as AMX B tiles (kernels/reference/simd_x86_amx.inc): hi / lo row k, bytes
+/// 4n..4n+3 hold elements 4k..4k+3 of token n split into bytes as in
+/// block_q16_split (q = 256 * hi + lo); d, s: the tokens' block scales and
+/// offset terms; m32[h][n] = -32 * (sum of token n's elements 16h..16h+15).
+/// Tokens past the call's count are zeros.
+struct alignas(64) block_q16_tile {
+  int8_t hi[8][64];
+  uint8_t lo[8][64];
+  float d[16];
+  float s[16];
+  int32_t m32[2][16];
+};
+static_assert(sizeof(block_q16_tile) == 1280);
+
+/// All tokens of a call in tiles: tile u's block i at b[u * nb + i].
+struct act_tiles {
+  const block_q16_tile* b;
+  uint32_t n_tokens;
+};
+
+/// Tokens per AMX tile.
+inline constexpr uint32_t tile_tokens = 16;
+
+/// Rearranges the int16 blocks of n_tokens tokens (x[t * nb + i]) into
+/// ceil(n_tokens / 16) * nb tiles (exact integer work, the same on every path).
+void tiles_act(const block_q16_act* x, uint32_t n_tokens, uint32_t nb, block_q16_tile* out) noexcept;
+
+/// The K-quant lane rows (Q4_K, Q5_K, Q6_K) against every token of a call
+/// on the AMX path: rows r < n_rows <= 16, y[t * y_stride + r] for t <
+/// x.n_tokens. The same bits as dot_l_fn (each sub-block's int32 sum comes
+/// from a tile product, then the float steps of dot_l_fn in its order).
+using dot_t_fn = void (*)(const void* w, size_t row_bytes, uint32_t n_rows, const act_tiles& x, uint32_t nb,
+                          float* y, size_t y_stride);
+
 struct kernel_table {
   dot_q_fn dot_q4_1, dot_q5_0, dot_q5_1, dot_q8_0, dot_q5_k, dot_iq4_nl;
   dot_s_fn dot_q4_0, dot_q4_k, dot_q6_k, dot_iq4_xs;
@@ -159,6 +194,8 @@ struct kernel_table {
   void (*store_f16)(const float* x, uint16_t* y, uint32_t n);
   /// y[i] = float(x[i]) (exact).
   void (*load_f16)(const uint16_t* x, float* y, uint32_t n);
+  /// AMX tile kernels of the K-quant lane rows; null on the other paths.
+  dot_t_fn dot_q4_k_tiles = nullptr, dot_q5_k_tiles = nullptr, dot_q6_k_tiles = nullptr;
 };
 
 /// The integer dot of a quant type: one of the two kinds, or neither for
@@ -205,6 +242,16 @@ struct integer_dots {
   }
 }
 
+/// The AMX tile dot of a type; null for types and paths without one.
+[[nodiscard]] inline dot_t_fn tiles_dot(const kernel_table& kt, tensor_type t) noexcept {
+  switch (t) {
+    case tensor_type::q4_k: return kt.dot_q4_k_tiles;
+    case tensor_type::q5_k: return kt.dot_q5_k_tiles;
+    case tensor_type::q6_k: return kt.dot_q6_k_tiles;
+    default: return nullptr;
+  }
+}
+
 /// The float dot of F32/F16/BF16; null for the quant types.
 [[nodiscard]] inline dot_f_fn float_dot(const kernel_table& kt, tensor_type t) noexcept {
   switch (t) {
@@ -219,6 +266,8 @@ struct integer_dots {
 /// Null when the library was built for a non-x86 target.
 [[nodiscard]] const kernel_table* avx2_kernels() noexcept;
 [[nodiscard]] const kernel_table* avx2_vnni_kernels() noexcept;
+/// The VNNI table plus the AMX tile kernels; null without x86.
+[[nodiscard]] const kernel_table* amx_kernels() noexcept;
 
 /// The table for cpu_features' active_isa().
 [[nodiscard]] const kernel_table& active_kernels() noexcept;

@@ -247,8 +247,9 @@ BOOST_AUTO_TEST_CASE(every_path_gives_the_scalar_lane_kernels_bits_near_the_exac
   };
   // Token counts that use every kernel width (1..4) and several token tiles.
   // 576 and 896: rows that end in a tail (2 and 4 blocks), for the 32-value types.
-  const shape shapes[] = {{1, 256, 3}, {3, 512, 17}, {9, 768, 10}, {21, 1536, 9}, {6, 256, 4},
-                          {1, 576, 5}, {7, 576, 9},  {2, 896, 6},  {5, 864, 3}};
+  // 16+ tokens: the AMX tile kernels (K-quants), with partial row groups and token tiles.
+  const shape shapes[] = {{1, 256, 3}, {3, 512, 17}, {9, 768, 10}, {21, 1536, 9}, {6, 256, 4},  {1, 576, 5},
+                          {7, 576, 9}, {2, 896, 6},  {5, 864, 3},  {16, 256, 16}, {40, 768, 35}};
   thread_pool pool(2);
   for (const tensor_type t : lane_types) {
     for (const shape& s : shapes) {
@@ -273,6 +274,29 @@ BOOST_AUTO_TEST_CASE(every_path_gives_the_scalar_lane_kernels_bits_near_the_exac
   }
 }
 
+/// n_tokens random tokens of k values (some entries 300x the rest) as the
+/// int16 blocks q and their lane form xl, for calling the kernels directly.
+struct lane_activations {
+  std::vector<detail::block_q16_act> q;
+  std::vector<detail::block_q16_lanes> b;
+  std::vector<float> ds;
+  std::vector<detail::act_lanes> xl;
+
+  lane_activations(uint32_t n_tokens, uint32_t k, uint32_t seed, size_t spike_every)
+      : q(n_tokens * (k / 32)), b(n_tokens * (k / 32) / 8), ds(2 * n_tokens * (k / 32)), xl(n_tokens) {
+    const uint32_t nb = k / 32;
+    auto x = test::random_floats(n_tokens * k, seed, -3.0f, 3.0f);
+    for (size_t i = 0; i < x.size(); i += spike_every) x[i] *= 300.0f;
+    for (uint32_t t = 0; t < n_tokens; ++t) {
+      detail::block_q16_act* qt = q.data() + t * nb;
+      detail::scalar_kernels().quantize_act(x.data() + t * k, qt, nb);
+      float* d = ds.data() + 2 * t * nb;
+      detail::lanes_act(qt, nb, b.data() + t * (nb / 8), d, d + nb);
+      xl[t] = {b.data() + t * (nb / 8), d, d + nb, qt};
+    }
+  }
+};
+
 BOOST_AUTO_TEST_CASE(every_row_and_token_count_of_one_kernel_call_gives_the_scalar_bits) {
   // The VNNI path's K-quant kernels take two rows per 512-bit vector and an
   // odd last row alone: every n_rows 1..9 and nt 1..4 of a direct call
@@ -281,19 +305,8 @@ BOOST_AUTO_TEST_CASE(every_row_and_token_count_of_one_kernel_call_gives_the_scal
   const uint32_t max_rows = 9, nt_max = detail::max_dot_tokens;
   for (const uint32_t k : lane_widths) {
     const uint32_t nb = k / 32;
-    auto x = test::random_floats(nt_max * k, 41, -3.0f, 3.0f);
-    for (size_t i = 0; i < x.size(); i += 53) x[i] *= 300.0f;
-    std::vector<detail::block_q16_act> q(nt_max * nb);
-    std::vector<detail::block_q16_lanes> b(nt_max * nb / 8);
-    std::vector<float> ds(2 * nt_max * nb);
-    std::vector<detail::act_lanes> xl(nt_max);
-    for (uint32_t t = 0; t < nt_max; ++t) {
-      detail::block_q16_act* qt = q.data() + t * nb;
-      detail::scalar_kernels().quantize_act(x.data() + t * k, qt, nb);
-      float* d = ds.data() + 2 * t * nb;
-      detail::lanes_act(qt, nb, b.data() + t * (nb / 8), d, d + nb);
-      xl[t] = {b.data() + t * (nb / 8), d, d + nb, qt};
-    }
+    const lane_activations act(nt_max, k, 41, 53);
+    const auto& xl = act.xl;
     for (const tensor_type t : lane_types) {
       if (!fits(t, k)) continue;
       const lane_weight lw(t, k, max_rows, 43);
@@ -315,16 +328,85 @@ BOOST_AUTO_TEST_CASE(every_row_and_token_count_of_one_kernel_call_gives_the_scal
   }
 }
 
+BOOST_AUTO_TEST_CASE(every_row_and_token_count_of_one_tile_call_gives_the_scalar_bits) {
+  // The AMX tile kernels take 16 rows against all tokens of a call: every
+  // n_rows 1..16 and token counts around the 16-token tiles, against the
+  // scalar lane kernel; rows past n_rows and tokens past the count left alone.
+  if (detected_isa() < cpu_isa::amx) {
+    BOOST_TEST_MESSAGE("skipped: no AMX-INT8 here (or the OS does not grant the tile state)");
+    return;
+  }
+  const uint32_t max_rows = 17, max_tokens = 34;
+  const uint32_t token_counts[] = {1, 15, 16, 17, 33};
+  for (const uint32_t k : {256u, 1024u}) {
+    const uint32_t nb = k / 32;
+    const lane_activations act(max_tokens, k, 51, 59);
+    const auto& xl = act.xl;
+    for (const tensor_type t : {tensor_type::q4_k, tensor_type::q5_k, tensor_type::q6_k}) {
+      const lane_weight lw(t, k, max_rows, 47);
+      const detail::dot_l_fn want_dot = detail::lanes_dot(detail::scalar_kernels(), t);
+      const detail::dot_t_fn dot = detail::tiles_dot(*detail::amx_kernels(), t);
+      BOOST_TEST_REQUIRE(dot != nullptr);
+      for (const uint32_t nt : token_counts) {
+        std::vector<detail::block_q16_tile> tiles((nt + 15) / 16 * nb);
+        detail::tiles_act(act.q.data(), nt, nb, tiles.data());
+        for (uint32_t n_rows = 1; n_rows <= 16; ++n_rows) {
+          std::vector<float> want(max_tokens * max_rows, NAN), got(want);
+          for (uint32_t t0 = 0; t0 < nt; t0 += detail::max_dot_tokens) {
+            want_dot(lw.lanes.data(), lw.view.lanes_stride, n_rows, xl.data() + t0,
+                     std::min(detail::max_dot_tokens, nt - t0), nb, want.data() + t0 * max_rows, max_rows);
+          }
+          dot(lw.lanes.data(), lw.view.lanes_stride, n_rows, {tiles.data(), nt}, nb, got.data(), max_rows);
+          BOOST_TEST(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0,
+                     type_name(t) << " k " << k << " rows " << n_rows << " tokens " << nt);
+        }
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(tile_activations_hold_the_int16_values_and_half_sums) {
+  const uint32_t nb = 3, n_tokens = 19; // two tiles, the second padded with zeros
+  const auto x = test::random_floats(n_tokens * nb * 32, 5, -2.0f, 2.0f);
+  std::vector<detail::block_q16_act> q(n_tokens * nb);
+  for (uint32_t t = 0; t < n_tokens; ++t) detail::scalar_kernels().quantize_act(x.data() + t * nb * 32, q.data() + t * nb, nb);
+  std::vector<detail::block_q16_tile> tiles(2 * nb);
+  detail::tiles_act(q.data(), n_tokens, nb, tiles.data());
+  for (uint32_t u = 0; u < 2; ++u) {
+    for (uint32_t i = 0; i < nb; ++i) {
+      const detail::block_q16_tile& b = tiles[u * nb + i];
+      for (uint32_t n = 0; n < 16; ++n) {
+        const uint32_t t = 16 * u + n;
+        int32_t half[2] = {0, 0};
+        for (uint32_t e = 0; e < 32; ++e) {
+          const int want = t < n_tokens ? q[t * nb + i].qs[e] : 0;
+          BOOST_TEST_REQUIRE(256 * b.hi[e / 4][4 * n + e % 4] + b.lo[e / 4][4 * n + e % 4] == want);
+          half[e / 16] += want;
+        }
+        BOOST_TEST(b.m32[0][n] == -32 * half[0]);
+        BOOST_TEST(b.m32[1][n] == -32 * half[1]);
+        BOOST_TEST(b.d[n] == (t < n_tokens ? q[t * nb + i].d : 0.0f));
+        BOOST_TEST(b.s[n] == (t < n_tokens ? q[t * nb + i].s : 0.0f));
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_token_result_does_not_depend_on_the_rest_of_the_batch) {
-  const uint32_t k = 512, n = 13, n_tokens = 7;
-  for (const tensor_type t : lane_types) {
-    const lane_weight lw(t, k, n, 9);
-    const auto x = test::random_floats(n_tokens * k, 10);
-    const auto all = run(lw.view, x, n_tokens, nullptr);
-    for (uint32_t tok = 0; tok < n_tokens; ++tok) {
-      const std::vector<float> one_x(x.begin() + tok * k, x.begin() + (tok + 1) * k);
-      const auto one = run(lw.view, one_x, 1, nullptr);
-      BOOST_TEST(std::memcmp(one.data(), all.data() + tok * n, n * sizeof(float)) == 0, type_name(t));
+  // 40 tokens: on the AMX path the K-quants take the tile kernels, one token
+  // alone the lane kernels; the bits must not change.
+  const uint32_t k = 512, n = 13;
+  for (const uint32_t n_tokens : {7u, 40u}) {
+    for (const tensor_type t : lane_types) {
+      const lane_weight lw(t, k, n, 9);
+      const auto x = test::random_floats(n_tokens * k, 10);
+      const auto all = run(lw.view, x, n_tokens, nullptr);
+      for (uint32_t tok = 0; tok < n_tokens; ++tok) {
+        const std::vector<float> one_x(x.begin() + tok * k, x.begin() + (tok + 1) * k);
+        const auto one = run(lw.view, one_x, 1, nullptr);
+        BOOST_TEST(std::memcmp(one.data(), all.data() + tok * n, n * sizeof(float)) == 0,
+                   type_name(t) << " token " << tok << " of " << n_tokens);
+      }
     }
   }
 }

@@ -48,13 +48,15 @@ struct options {
   bool baseline = true;
   bool guided = false;
   bool cpu_repack = true;
+  /// Kernel path to force (clamped to what the CPU has); empty: the detected one.
+  std::string isa;
   model::kv_dtype kv = model::kv_dtype::f16;
 };
 
 const char* usage =
     "usage: dynamo-cpu-bench [--model PATH] [--threads N] [--prompt N] [--steps N]\n"
     "                        [--batch 1,8] [--repeat N] [--kv f16|f32] [--no-baseline] [--guided]\n"
-    "                        [--cpu-repack on|off]\n"
+    "                        [--cpu-repack on|off] [--isa scalar|avx2|avx2_vnni|amx]\n"
     "Prints JSON: load time, prefill tok/s, decode tok/s per batch size, threads, peak RSS,\n"
     "and the 1-minute load average of the machine at the end.\n"
     "Default model: $DYNAMO_MODEL_PATH, else ~/.cache/dynamo/models/SmolLM2-135M-Instruct.Q4_1.gguf\n";
@@ -92,6 +94,8 @@ bool parse(int argc, char** argv, options& o) {
         return false;
       }
       o.cpu_repack = *on;
+    } else if (a == "--isa") {
+      o.isa = next();
     } else if (a == "--guided") {
       o.guided = true;
     } else if (a == "--no-baseline") {
@@ -277,6 +281,20 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "model file not found: %s (use --model or DYNAMO_MODEL_PATH)\n", o.model.c_str());
     return 1;
   }
+  if (!o.isa.empty()) { // the lower paths, to compare them in one binary (--isa avx2_vnni: no AMX tiles)
+    bool known = false;
+    for (const auto isa : {kernels::ref::cpu_isa::scalar, kernels::ref::cpu_isa::avx2, kernels::ref::cpu_isa::avx2_vnni,
+                           kernels::ref::cpu_isa::amx}) {
+      if (to_string(isa) == o.isa) {
+        kernels::ref::set_isa(isa);
+        known = true;
+      }
+    }
+    if (!known) {
+      std::fprintf(stderr, "unknown --isa %s\n%s", o.isa.c_str(), usage);
+      return 2;
+    }
+  }
   const uint32_t max_batch = *std::max_element(o.batches.begin(), o.batches.end());
   model::cpu_executor_config cfg;
   cfg.model_path = o.model;
@@ -344,9 +362,10 @@ int main(int argc, char** argv) {
     }
     double scalar = 0.0;
     if (o.baseline) {
+      const auto isa = kernels::ref::active_isa();
       kernels::ref::set_isa(kernels::ref::cpu_isa::scalar);
       scalar = run_decode(**ex, o, 1, std::min<uint32_t>(o.steps, 16)).wall;
-      kernels::ref::set_isa(kernels::ref::detected_isa());
+      kernels::ref::set_isa(isa);
     }
     const auto& c = (*ex)->model().config();
     std::printf("{\n  \"model\": \"%s\",\n  \"layers\": %u, \"hidden\": %u, \"vocab\": %u,\n"
@@ -355,7 +374,7 @@ int main(int argc, char** argv) {
                 "  \"load_time_s\": %.4f,\n  \"load_cpu_s\": %.4f,\n  \"prompt_tokens\": %u,\n  \"decode_steps\": %u,\n"
                 "  \"prefill_tokens_per_s\": %s,\n  \"decode_tokens_per_s\": {%s},\n",
                 std::filesystem::path(o.model).filename().c_str(), c.n_layer, c.n_embd, c.n_vocab,
-                type_census((*ex)->model().file()).c_str(), (*ex)->model().weight_bytes(), (*ex)->model().repacked_bytes(), std::string(to_string(kernels::ref::detected_isa())).c_str(),
+                type_census((*ex)->model().file()).c_str(), (*ex)->model().weight_bytes(), (*ex)->model().repacked_bytes(), std::string(to_string(kernels::ref::active_isa())).c_str(),
                 (*ex)->threads(), o.kv == model::kv_dtype::f16 ? "f16" : "f32", load_s, load_cpu_s, o.prompt, o.steps,
                 json_runs(prefill).c_str(), decode.str().c_str());
     std::fputs(guided_json.c_str(), stdout);
