@@ -53,8 +53,8 @@ void spawn_session(tcp::socket socket, server::impl& srv) {
 /// The server's TLS context from its files; config_error naming the file that fails.
 caf::error open_tls(server::impl& srv) {
   const auto& t = *srv.opts.tls;
-  if (auto ok = check_tls_files(t, "tls", true); !ok)
-    return ok.error();
+  if (auto bad = check_tls_files(t, true))
+    return make_error(errc::config_error, "tls." + bad->key + ": " + bad->why);
   auto& ctx = srv.tls.emplace(net::ssl::context::tls_server);
   beast::error_code ec;
   ctx.set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
@@ -70,9 +70,9 @@ caf::error open_tls(server::impl& srv) {
   // OpenSSL also checks that the key is the certificate's ("key values mismatch").
   if (ctx.use_private_key_file(t.key_file, net::ssl::context::pem, ec); ec)
     return fail("key_file", t.key_file);
-  if (!t.ca_file.empty()) {
-    if (ctx.load_verify_file(t.ca_file, ec); ec)
-      return fail("ca_file", t.ca_file);
+  if (!t.client_ca_file.empty()) {
+    if (ctx.load_verify_file(t.client_ca_file, ec); ec)
+      return fail("client_ca_file", t.client_ca_file);
     ctx.set_verify_mode(net::ssl::verify_peer | net::ssl::verify_fail_if_no_peer_cert, ec);
   }
   return {};

@@ -36,8 +36,9 @@ struct server_options : parse_limits {
   std::chrono::seconds read_timeout{30};     ///< read one request body
   std::chrono::seconds write_timeout{30};    ///< each write to the client
   size_t backlog = 4096;                     ///< listen() backlog
-  /// HTTPS: cert_file + key_file (PEM, the chain first); with ca_file, every
-  /// client must present a certificate signed by it (mutual TLS). nullopt: plain HTTP.
+  /// HTTPS: cert_file + key_file (PEM, the chain first); with client_ca_file,
+  /// every client must present a certificate signed by it (mutual TLS);
+  /// ca_file is not used. nullopt: plain HTTP.
   std::optional<tls_files> tls;
   std::chrono::seconds handshake_timeout{10}; ///< TLS only: the whole handshake
   /// Body for errors the transport answers itself (400, 404, 405, 413, 431,

@@ -29,7 +29,12 @@ std::string tls_file(const std::string& name) {
 }
 
 tls_files server_files(bool mutual = false) {
-  return {mutual ? tls_file("ca.crt") : "", tls_file("server.crt"), tls_file("server.key")};
+  tls_files t;
+  t.cert_file = tls_file("server.crt");
+  t.key_file = tls_file("server.key");
+  if (mutual)
+    t.client_ca_file = tls_file("ca.crt");
+  return t;
 }
 
 client_tls trusting(const std::string& ca, bool with_client_cert = false) {
@@ -214,7 +219,9 @@ BOOST_AUTO_TEST_CASE(bad_tls_files_fail_the_start_naming_the_file) {
   fails({"", "/nonexistent/server.crt", tls_file("server.key")}, "/nonexistent/server.crt");
   fails({"", tls_file("server.crt"), tls_file("client.key")}, "tls.key_file: cannot load '" + tls_file("client.key"));
   fails({"", tls_file("server.key"), tls_file("server.key")}, "tls.cert_file");
-  fails({tls_file("ca.crt"), "", ""}, "tls.cert_file");
+  fails({"", "", "", tls_file("ca.crt")}, "tls.cert_file");
+  fails({"", tls_file("server.crt"), tls_file("server.key"), "/nonexistent/ca.crt"},
+        "tls.client_ca_file: cannot read '/nonexistent/ca.crt'");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
