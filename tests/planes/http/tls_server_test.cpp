@@ -71,12 +71,18 @@ std::unique_ptr<server> start_tls(server_options opts = {}, router r = routes())
   return std::move(*s);
 }
 
+expected<client_response> fetch(http_client& c, const std::string& method, const std::string& target,
+                                std::string body = {}) {
+  client_request req;
+  req.method = method;
+  req.target = target;
+  req.body = std::move(body);
+  return c.request(std::move(req), std::chrono::seconds(10));
+}
+
 expected<client_response> get_hello(uint16_t port, std::optional<client_tls> tls) {
   http_client c{"127.0.0.1", port, 1, std::move(tls)};
-  client_request req;
-  req.method = "GET";
-  req.target = "/hello";
-  return c.request(std::move(req), std::chrono::seconds(10));
+  return fetch(c, "GET", "/hello");
 }
 
 } // namespace
@@ -87,10 +93,7 @@ BOOST_AUTO_TEST_CASE(https_request_is_answered_and_the_connection_reused) {
   auto srv = start_tls();
   http_client c{"127.0.0.1", srv->port(), 1, trusting("ca.crt")};
   for (int i = 0; i < 3; ++i) {
-    client_request req;
-    req.method = "GET";
-    req.target = "/hello";
-    auto r = c.request(std::move(req), std::chrono::seconds(10));
+    auto r = fetch(c, "GET", "/hello");
     BOOST_REQUIRE_MESSAGE(r, (r ? "" : message_of(r.error())));
     BOOST_TEST(r->status == 200u);
     BOOST_TEST(r->body == "world from GET");
@@ -98,13 +101,10 @@ BOOST_AUTO_TEST_CASE(https_request_is_answered_and_the_connection_reused) {
   BOOST_TEST(c.connections_opened() == 1u); // keep-alive over TLS
 }
 
-BOOST_AUTO_TEST_CASE(sse_stream_over_tls_arrives_event_by_event) {
+BOOST_AUTO_TEST_CASE(sse_stream_over_tls_arrives_whole) {
   auto srv = start_tls();
   http_client c{"127.0.0.1", srv->port(), 1, trusting("ca.crt")};
-  client_request req;
-  req.target = "/stream";
-  req.body = "n";
-  auto r = c.request(std::move(req), std::chrono::seconds(10));
+  auto r = fetch(c, "POST", "/stream", "n");
   BOOST_REQUIRE_MESSAGE(r, (r ? "" : message_of(r.error())));
   BOOST_TEST(r->status == 200u);
   BOOST_TEST(r->body == "data: n0\n\ndata: n1\n\ndata: n2\n\ndata: [DONE]\n\n");
