@@ -61,6 +61,8 @@ caf::error open_tls(server::impl& srv) {
                     net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
                     net::ssl::context::no_tlsv1_1 | net::ssl::context::single_dh_use,
                   ec);
+  // No renegotiation (TLS 1.2): a client cannot make the server redo handshakes.
+  SSL_CTX_set_options(ctx.native_handle(), SSL_OP_NO_RENEGOTIATION);
   auto fail = [&](std::string_view key, const std::string& file) {
     return make_error(errc::config_error,
                       "tls." + std::string{key} + ": cannot load '" + file + "': " + ec.message());

@@ -133,18 +133,4 @@ BOOST_AUTO_TEST_CASE(server_tls_errors_name_the_field) {
   BOOST_TEST(bad->key == "tls.key_file");
 }
 
-BOOST_AUTO_TEST_CASE(tls_files_that_cannot_be_read_are_named) {
-  tls_files t{"", "/nonexistent/a.crt", "/nonexistent/a.key", ""};
-  BOOST_TEST(!check_tls_shape(t, true).has_value());
-  auto bad = check_tls_files(t, true);
-  BOOST_REQUIRE(bad.has_value());
-  BOOST_TEST(bad->key == "cert_file");
-  BOOST_TEST(bad->why == "cannot read '/nonexistent/a.crt': No such file or directory");
-  const char* src = std::getenv("DYNAMO_SOURCE_DIR");
-  BOOST_REQUIRE_MESSAGE(src, "DYNAMO_SOURCE_DIR is set by CTest");
-  std::string dir = std::string{src} + "/tests/planes/http/tls/";
-  BOOST_TEST(!check_tls_files({dir + "ca.crt", dir + "server.crt", dir + "server.key", ""}, true).has_value());
-  BOOST_TEST(check_tls_files({"", "", "", dir + "ca.crt"}, false)->key == "client_ca_file");
-}
-
 BOOST_AUTO_TEST_SUITE_END()
