@@ -8,8 +8,11 @@
 
 #include "tests/support/http_client.hpp"
 
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/ssl.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
@@ -204,6 +207,45 @@ BOOST_AUTO_TEST_CASE(client_leaving_a_tls_stream_fires_on_disconnect) {
   std::unique_lock lock{m};
   BOOST_TEST(cv.wait_for(lock, std::chrono::seconds(5), [&] { return gone; })); // no write needed
   BOOST_TEST(!held->send_event("after"));
+}
+
+BOOST_AUTO_TEST_CASE(a_pipelined_request_waits_in_the_socket_while_the_first_is_pending) {
+  // The second request's records arrive while the first response is pending:
+  // the EOF watch must leave them for the next read, and not take the client for gone.
+  std::atomic<bool> gone{false};
+  std::vector<std::thread> later;
+  router r = routes();
+  r.add("GET", "/slow", [&](request, std::shared_ptr<http_responder> res) {
+    res->on_disconnect([&] { gone = true; });
+    later.emplace_back([res] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300)); // several watch rechecks
+      res->respond(200, "text/plain", "slow");
+    });
+  });
+  auto srv = start_tls({}, std::move(r));
+  namespace net = boost::asio;
+  namespace bhttp = boost::beast::http;
+  net::io_context io;
+  net::ssl::context ctx{net::ssl::context::tls_client};
+  ctx.load_verify_file(tls_file("ca.crt"));
+  ctx.set_verify_mode(net::ssl::verify_peer);
+  boost::beast::ssl_stream<net::ip::tcp::socket> s{io, ctx};
+  s.next_layer().connect({net::ip::make_address("127.0.0.1"), srv->port()});
+  s.handshake(net::ssl::stream_base::client);
+  net::write(s, net::buffer(std::string{"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50)); // the first is pending now
+  net::write(s, net::buffer(std::string{"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n"}));
+  boost::beast::flat_buffer buf;
+  for (const char* want : {"slow", "world from GET"}) {
+    bhttp::response<bhttp::string_body> res;
+    boost::beast::error_code ec;
+    bhttp::read(s, buf, res, ec);
+    BOOST_TEST(!ec, ec.message());
+    BOOST_TEST(res.body() == want);
+  }
+  BOOST_TEST(!gone);
+  for (auto& t : later)
+    t.join();
 }
 
 BOOST_AUTO_TEST_CASE(bad_tls_files_fail_the_start_naming_the_file) {
