@@ -125,7 +125,9 @@ struct frontend_config {
   uint16_t port = 8000;
   uint32_t io_threads = 2;
   /// HTTPS (docs/CLUSTER.md "Security"): cert_file + key_file; with
-  /// client_ca_file, clients need a certificate of that CA. Empty: plain HTTP.
+  /// client_ca_file, clients need a certificate of that CA; ca_file: what the
+  /// planner trusts when it reads this frontend's /metrics ("": the system's
+  /// store). Empty: plain HTTP.
   tls_files tls;
 };
 
