@@ -41,6 +41,7 @@ using forward_work = admin_service::forward_work;
 struct forwarding {
   std::string token;
   std::chrono::milliseconds timeout;
+  tls_files tls; ///< for an https:// host: the CA to trust, the certificate to present
   /// Starts `work` off the worker thread; false when too many forwards are in
   /// flight or the service is stopping.
   std::function<bool(forward_work)> spawn;
@@ -84,7 +85,10 @@ void respond_error(http::http_responder& res, const caf::error& err) {
 void forward_drain(const http_url& to, const call& c, const forwarding& f,
                    const std::shared_ptr<http::cancel_token>& cancel, http::http_responder& res) {
   bool on = c.what == op::drain;
-  http::http_client client{to.host, to.port};
+  std::optional<http::client_tls> tls;
+  if (to.tls)
+    tls = http::client_tls{f.tls.ca_file, f.tls.cert_file, f.tls.key_file, ""};
+  http::http_client client{to.host, to.port, 1, std::move(tls)};
   http::client_request req;
   req.method = "POST";
   const std::string target = "/admin/workers/" + to_hex(c.instance) + (on ? "/drain" : "/undrain");
@@ -101,7 +105,7 @@ void forward_drain(const http_url& to, const call& c, const forwarding& f,
       return respond_error(res, 503, "The admin service is stopping");
     bool timed_out = code_of(answer.error()) == errc::timeout;
     auto where = "the admin API of the process hosting worker " + to_hex(c.instance) + " (" +
-                 url_host(to.host) + ":" + std::to_string(to.port) + ")";
+                 (to.tls ? "https://" : "http://") + url_host(to.host) + ":" + std::to_string(to.port) + ")";
     spdlog::warn("admin: forwarding {} failed: {}", target, describe(answer.error()));
     return respond_error(res, timed_out ? 504 : 502,
                          timed_out ? where + " did not answer in " +
@@ -220,7 +224,7 @@ public:
     }
     auto backend = svc.backend_;
     // The service outlives its jobs and forwards (stop() joins them all).
-    forwarding f{svc.token_, svc.forward_timeout_,
+    forwarding f{svc.token_, svc.forward_timeout_, svc.tls_,
                  [s = &svc](forward_work w) { return s->spawn_forward(std::move(w)); }};
     auto run = [backend, c = std::move(c), f = std::move(f), res] {
       try {
@@ -237,9 +241,9 @@ public:
 };
 
 admin_service::admin_service(std::shared_ptr<admin_backend> backend, std::string token,
-                             size_t max_queued, std::chrono::milliseconds forward_timeout)
+                             size_t max_queued, std::chrono::milliseconds forward_timeout, tls_files tls)
   : backend_(std::move(backend)), token_(std::move(token)), max_queued_(max_queued),
-    forward_timeout_(forward_timeout) {
+    forward_timeout_(forward_timeout), tls_(std::move(tls)) {
   worker_ = std::thread([this] { run_jobs(); });
 }
 
@@ -261,7 +265,7 @@ expected<std::unique_ptr<admin_service>> admin_service::start(admin_options opts
   bool with_token = !token->empty();
   std::unique_ptr<admin_service> svc{
     new admin_service(std::move(backend), std::move(*token), opts.max_queued,
-                      opts.forward_timeout)};
+                      opts.forward_timeout, opts.tls)};
 
   http::router r;
   for (auto method : methods)
@@ -274,6 +278,8 @@ expected<std::unique_ptr<admin_service>> admin_service::start(admin_options opts
   so.port = opts.port;
   so.io_threads = opts.io_threads;
   so.body_limit = 1u << 20; // admin requests carry no body worth reading
+  if (!opts.tls.cert_file.empty() || !opts.tls.key_file.empty())
+    so.tls = opts.tls;
   so.error_body = [](unsigned status, std::string_view message) {
     return error_json(message, error_type_for(status), code_for_status(status));
   };
@@ -282,12 +288,15 @@ expected<std::unique_ptr<admin_service>> admin_service::start(admin_options opts
     return std::move(srv.error()); // ~admin_service joins the worker
   svc->server_ = std::move(*srv);
   svc->port_ = svc->server_->port();
-  spdlog::info("admin: {} API on {}:{} ({})", svc->backend_->process_kind(), opts.host, svc->port_,
-               with_token ? "bearer token required" : "no token");
+  svc->https_ = svc->server_->scheme() == "https";
+  spdlog::info("admin: {} API on {}://{}:{} ({})", svc->backend_->process_kind(), svc->scheme(),
+               url_host(opts.host), svc->port_, with_token ? "bearer token required" : "no token");
   return svc;
 }
 
 uint16_t admin_service::port() const noexcept { return port_; }
+
+std::string_view admin_service::scheme() const noexcept { return https_ ? "https" : "http"; }
 
 bool admin_service::post(job j) {
   std::lock_guard lock{mutex_};

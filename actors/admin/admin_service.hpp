@@ -7,6 +7,7 @@
 
 #include "actors/admin/admin_backend.hpp"
 #include "runtime/core/error.hpp"
+#include "runtime/core/tls.hpp"
 
 #include <chrono>
 #include <condition_variable>
@@ -18,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 
 namespace dynamo::http {
@@ -38,6 +40,10 @@ struct admin_options {
   size_t max_queued = 64; ///< admin requests waiting for the backend, and forwards in flight (503 beyond)
   /// How long a drain forwarded to the hosting process may take (504 beyond).
   std::chrono::milliseconds forward_timeout{5000};
+  /// HTTPS when cert_file + key_file are set (with client_ca_file: mutual
+  /// TLS). A drain forwarded to an https:// admin URL trusts ca_file ("": the
+  /// system's store) and presents cert_file + key_file when set.
+  tls_files tls;
 };
 
 /// Routes (JSON in and out; every error is {"error":{"message","type","code"}}):
@@ -47,7 +53,7 @@ struct admin_options {
 ///                                           (admin_url: the admin API of the instance's process)
 ///   POST /admin/workers/{hex}/drain|undrain {"instance_id":hex,"draining":bool}; 400 bad id;
 ///        a worker hosted elsewhere: forwarded (once, with the token) to the admin_url its
-///        record publishes and the host's answer relayed; 502/504 when the host does not
+///        record publishes (https:// over TLS) and the host's answer relayed; 502/504 when the host does not
 ///        answer; 404 when no record has it or its host publishes no admin URL
 ///   POST /admin/actors/{name}/restart       {"restarted":name}; 404 unknown
 /// Unknown paths 404, wrong methods 405 (with Allow), a missing or wrong token
@@ -68,6 +74,8 @@ public:
   admin_service& operator=(const admin_service&) = delete;
 
   [[nodiscard]] uint16_t port() const noexcept;
+  /// "https" when serving TLS, else "http".
+  [[nodiscard]] std::string_view scheme() const noexcept;
   /// Refuses new requests and answers queued ones with 503, cancels the
   /// forwards in flight (they answer 503) and joins them, stops the server, and
   /// joins the worker thread (waiting for a backend call in progress, whose
@@ -78,7 +86,7 @@ public:
 
 private:
   admin_service(std::shared_ptr<admin_backend> backend, std::string token, size_t max_queued,
-                std::chrono::milliseconds forward_timeout);
+                std::chrono::milliseconds forward_timeout, tls_files tls);
   struct job {
     std::function<void()> run; ///< calls the backend and answers; never throws
     std::shared_ptr<http::http_responder> res;
@@ -95,8 +103,10 @@ private:
   std::string token_;
   size_t max_queued_;
   std::chrono::milliseconds forward_timeout_;
+  tls_files tls_; ///< a forward's client side: ca_file, cert_file, key_file
   std::unique_ptr<http::server> server_;
   uint16_t port_ = 0;
+  bool https_ = false;
 
   std::mutex mutex_;
   std::condition_variable cv_;

@@ -190,7 +190,7 @@ expected<std::unique_ptr<planes::discovery_plane>> make_discovery(const config::
     auto password = config::resolve_discovery_password(cfg);
     if (!password)
       return std::move(password.error());
-    eo.security = {cfg.tls_ca_file, cfg.tls_cert_file, cfg.tls_key_file, cfg.username, std::move(*password)};
+    eo.security = {cfg.tls.ca_file, cfg.tls.cert_file, cfg.tls.key_file, cfg.username, std::move(*password)};
     eo.base = o;
     eo.base.keep_alive_interval = std::chrono::milliseconds(std::max<uint32_t>(50, cfg.lease_ttl_ms / 3));
     spdlog::info("discovery: etcd at {} under {}", fmt::join(eo.endpoints, ","), eo.key_prefix);
@@ -292,6 +292,17 @@ private:
 
 } // namespace
 
+expected<std::optional<tls_files>> server_tls(const tls_files& t, std::string_view prefix, bool as_flag) {
+  if (!t.any())
+    return std::optional<tls_files>{};
+  auto bad = check_tls_files(t, true);
+  if (!bad)
+    return std::optional<tls_files>{t};
+  if (as_flag)
+    std::replace(bad->key.begin(), bad->key.end(), '_', '-');
+  return make_error(errc::config_error, std::string{prefix} + bad->key + ": " + bad->why);
+}
+
 expected<std::unique_ptr<admin::admin_service>>
 start_admin(const config::admin_config& cfg, std::string process_kind, caf::actor_system& sys,
             planes::discovery_plane& discovery, std::string ns,
@@ -304,12 +315,15 @@ start_admin(const config::admin_config& cfg, std::string process_kind, caf::acto
   o.port = cfg.port;
   o.token = cfg.token;
   o.forward_timeout = std::chrono::milliseconds(cfg.forward_timeout_ms);
+  if (auto tls = server_tls(cfg.tls, "admin.tls."); !tls)
+    return std::move(tls.error());
+  o.tls = cfg.tls;
   auto backend = std::make_shared<process_admin>(std::move(process_kind), sys, discovery, std::move(ns), std::move(workers),
                                                  std::move(more_supervisors));
   auto svc = admin::admin_service::start(o, backend);
   if (!svc)
     return svc.error();
-  spdlog::info("admin API on http://{}:{}/admin ({})", cfg.host, (*svc)->port(),
+  spdlog::info("admin API on {}://{}:{}/admin ({})", (*svc)->scheme(), url_host(cfg.host), (*svc)->port(),
                cfg.token.empty() ? "no token" : "bearer token required");
   return svc;
 }
@@ -317,7 +331,8 @@ start_admin(const config::admin_config& cfg, std::string process_kind, caf::acto
 std::string published_admin_url(const config::cluster_config& cfg, const admin::admin_service* svc) {
   if (svc == nullptr)
     return {};
-  return admin::advertised_admin_url(cfg.admin.host, config::advertised_host(cfg), svc->port());
+  return admin::advertised_admin_url(cfg.admin.host, config::advertised_host(cfg), svc->port(),
+                                     svc->scheme() == "https");
 }
 
 expected<std::unique_ptr<planes::registration>>

@@ -94,10 +94,18 @@ make_discovery(const config::discovery_config& cfg);
 [[nodiscard]] actors::model_watcher_config connect_frontend(actors::model_watcher_config cfg,
                                                     frontend::frontend_service& frontend);
 
+/// A server's TLS files (runtime/core/tls.hpp): nullopt when none is set; else
+/// `t` once its files go together and can be read, or errc::config_error
+/// naming the field: `prefix` + the key ("admin.tls." + "cert_file"), or with
+/// `as_flag` the key with dashes ("--admin-tls-" + "cert-file").
+[[nodiscard]] expected<std::optional<tls_files>> server_tls(const tls_files& t, std::string_view prefix,
+                                                           bool as_flag = false);
+
 /// Starts the admin REST API of this process when `cfg.enabled` (nullptr
 /// otherwise): supervisors of `workers` (none or several), instances of namespace `ns`,
 /// drain/undrain of hosted workers (others forwarded to their host's admin
-/// URL in discovery), restart of supervised actors. `workers` is asked on each
+/// URL in discovery), restart of supervised actors; over HTTPS with cfg.tls
+/// (its files checked first, errors naming admin.tls.*). `workers` is asked on each
 /// call, so that a process may start its admin API before its workers (empty:
 /// none). What it returns and `discovery` must outlive the returned service.
 [[nodiscard]] expected<std::unique_ptr<admin::admin_service>>
@@ -108,7 +116,8 @@ start_admin(const config::admin_config& cfg, std::string process_kind, caf::acto
 
 /// The admin URL this process publishes in its discovery records (metadata
 /// admin::admin_url_key): the admin host, or the advertised host when the
-/// admin server binds a wildcard; "" when `svc` is null (admin disabled).
+/// admin server binds a wildcard, https:// when it serves TLS; "" when `svc`
+/// is null (admin disabled).
 [[nodiscard]] std::string published_admin_url(const config::cluster_config& cfg,
                                               const admin::admin_service* svc);
 

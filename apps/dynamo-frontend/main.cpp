@@ -48,6 +48,10 @@ int main(int argc, char** argv) {
   fo.http.host = host.empty() ? cfg->frontend.host : host;
   fo.http.port = port >= 0 ? static_cast<uint16_t>(port) : cfg->frontend.port;
   fo.http.io_threads = cfg->frontend.io_threads;
+  auto tls = apps::server_tls(cfg->frontend.tls, "frontend.tls.");
+  if (!tls)
+    apps::die("dynamo-frontend", tls.error());
+  fo.http.tls = std::move(*tls);
   fo.tool_call_parser = tool_call_parser;
   fo.reasoning_parser = reasoning_parser;
   fo.anthropic_api = anthropic_api;
@@ -84,7 +88,8 @@ int main(int argc, char** argv) {
                                       apps::published_admin_url(*cfg, admin->get()));
   if (!record)
     apps::die("dynamo-frontend", record.error());
-  spdlog::info("dynamo-frontend: listening on http://{}:{} (namespace {}, router {}{})", fo.http.host,
+  spdlog::info("dynamo-frontend: listening on {}://{}:{} (namespace {}, router {}{})",
+               fo.http.tls ? "https" : "http", fo.http.host,
                (*fe)->port(), cfg->namespace_name, route::to_string(cfg->router.mode),
                cfg->router.standalone ? ", standalone" : "");
   int sig = apps::wait_for_shutdown();

@@ -74,14 +74,19 @@ expected<std::function<expected<std::string>()>> metrics_fetcher(const config::c
   std::string url = prometheus ? cfg.planner.prometheus_url : cfg.planner.metrics_url;
   if (url.empty()) {
     std::string host = cfg.frontend.host == "0.0.0.0" ? "127.0.0.1" : cfg.frontend.host;
-    url = "http://" + host + ":" + std::to_string(cfg.frontend.port) + "/metrics";
+    url = (cfg.frontend.tls.cert_file.empty() ? "http://" : "https://") + host + ":" +
+          std::to_string(cfg.frontend.port) + "/metrics";
   }
   auto u = prometheus ? parse_http_url(url, "planner.prometheus_url", 9090) : plan::parse_metrics_url(url);
   if (!u)
     return u.error();
   const std::string target =
       prometheus ? plan::prometheus_query_target(u->target, plan::prometheus_traffic_query()) : u->target;
-  auto client = std::make_shared<http::http_client>(u->host, u->port);
+  // A frontend over HTTPS: its certificate chains to frontend.tls.ca_file ("": the system's store).
+  std::optional<http::client_tls> tls;
+  if (u->tls)
+    tls = http::client_tls{cfg.frontend.tls.ca_file};
+  auto client = std::make_shared<http::http_client>(u->host, u->port, 1, std::move(tls));
   spdlog::info("throughput scaling reads {}{}", url, prometheus ? " (Prometheus query API)" : "");
   return std::function<expected<std::string>()>{[client, target, prometheus]() -> expected<std::string> {
     http::client_request req;

@@ -34,6 +34,7 @@ struct run_options {
   config::pool_config pool;
   config::router_config router;
   config::admin_config admin;
+  tls_files http_tls; ///< --tls-*: the OpenAI API over HTTPS
   uint32_t admin_port = 0;
   bool disagg = false;
   bool anthropic_api = false;
@@ -87,6 +88,16 @@ expected<bool> parse(int argc, char** argv, run_options& o) {
     .option("admin-token", &o.admin.token, "bearer token for the admin API (or env:NAME)")
     .option("admin-forward-timeout-ms", &o.admin.forward_timeout_ms,
             "how long a drain forwarded to another process's admin API may take (504 beyond)")
+    .option("admin-tls-cert-file", &o.admin.tls.cert_file, "serve the admin API over HTTPS with this certificate (PEM)")
+    .option("admin-tls-key-file", &o.admin.tls.key_file, "the key of --admin-tls-cert-file (PEM)")
+    .option("admin-tls-client-ca-file", &o.admin.tls.client_ca_file,
+            "admin API: ask clients for a certificate of this CA (mutual TLS)")
+    .option("admin-tls-ca-file", &o.admin.tls.ca_file,
+            "the CA an https:// admin API a drain is forwarded to chains to (default: the system's)")
+    .option("tls-cert-file", &o.http_tls.cert_file, "serve the OpenAI API over HTTPS with this certificate (PEM)")
+    .option("tls-key-file", &o.http_tls.key_file, "the key of --tls-cert-file (PEM)")
+    .option("tls-client-ca-file", &o.http_tls.client_ca_file,
+            "OpenAI API: ask clients for a certificate of this CA (mutual TLS)")
     .option("discovery", &o.discovery, "discovery backend: memory | file ($DYNAMO_DISCOVERY_DIR) | etcd ($ETCD_ENDPOINTS)")
     .option("tool-call-parser", &o.tool_call_parser,
             "auto (from the chat template) | hermes | llama3_json | mistral | none (docs/TOOLS.md)")
@@ -138,8 +149,13 @@ expected<void> finish_options(run_options& o) {
   if (auto bad = config::check_admin_config(o.admin)) {
     std::string flag = "--admin-" + bad->key;
     std::replace(flag.begin(), flag.end(), '_', '-');
+    std::replace(flag.begin(), flag.end(), '.', '-');
     return make_error(errc::invalid_argument, flag + " " + bad->why);
   }
+  if (auto tls = apps::server_tls(o.admin.tls, "--admin-tls-", true); !tls)
+    return tls.error();
+  if (auto tls = apps::server_tls(o.http_tls, "--tls-", true); !tls)
+    return tls.error();
   if (o.pool.replicas == 0)
     return make_error(errc::invalid_argument, "--num-workers must be >= 1");
   if (o.disagg && (o.prefill_workers == 0 || o.decode_workers == 0))
@@ -226,6 +242,8 @@ int main(int argc, char** argv) {
   fo.http.host = o.http_host;
   fo.http.port = static_cast<uint16_t>(o.http_port);
   fo.http.io_threads = o.io_threads;
+  if (o.http_tls.any())
+    fo.http.tls = o.http_tls;
   fo.tool_call_parser = o.tool_call_parser;
   fo.reasoning_parser = o.reasoning_parser;
   fo.anthropic_api = o.anthropic_api;
@@ -264,7 +282,8 @@ int main(int argc, char** argv) {
     apps::die("dynamo-run", admin.error());
   // A loopback or named admin host is published as it is; a wildcard is not.
   const std::string admin_url =
-    *admin ? admin::advertised_admin_url(o.admin.host, "", (*admin)->port()) : std::string{};
+    *admin ? admin::advertised_admin_url(o.admin.host, "", (*admin)->port(), (*admin)->scheme() == "https")
+           : std::string{};
   auto services = start_workers(o, *rt.system, **discovery, std::move(*component), admin_url);
   {
     std::lock_guard lock{hosted->mutex};
@@ -279,8 +298,8 @@ int main(int argc, char** argv) {
   auto shape = o.disagg ? fmt::format("{} prefill + {} decode x {}", o.prefill_workers, o.decode_workers,
                                       config::to_string(o.pool.engine))
                         : fmt::format("{} x {}", o.pool.replicas, config::to_string(o.pool.engine));
-  spdlog::info("dynamo-run: serving '{}' ({}, router {}) at http://{}:{}/v1", o.pool.model, shape,
-               route::to_string(o.router.mode), o.http_host, (*fe)->port());
+  spdlog::info("dynamo-run: serving '{}' ({}, router {}) at {}://{}:{}/v1", o.pool.model, shape,
+               route::to_string(o.router.mode), fo.http.tls ? "https" : "http", o.http_host, (*fe)->port());
   int sig = apps::wait_for_shutdown();
   spdlog::info("dynamo-run: signal {}; draining (grace {} ms)", sig, o.grace_ms);
   auto grace = std::chrono::milliseconds(o.grace_ms);

@@ -32,6 +32,54 @@ std::string json_escape(std::string_view s) {
   return out;
 }
 
+template <class Stream>
+void spawn_session(tcp::socket socket, server::impl& srv) {
+  auto s = std::make_shared<session<Stream>>(std::move(socket), srv);
+  net::co_spawn(
+    s->executor(), [s]() -> net::awaitable<void> { co_await s->run(); },
+    [](std::exception_ptr e) {
+      if (!e)
+        return;
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& ex) {
+        spdlog::error("http: connection failed: {}", ex.what());
+      } catch (...) {
+        spdlog::error("http: connection failed");
+      }
+    });
+}
+
+/// The server's TLS context from its files; config_error naming the file that fails.
+caf::error open_tls(server::impl& srv) {
+  const auto& t = *srv.opts.tls;
+  if (auto bad = check_tls_files(t, true))
+    return make_error(errc::config_error, "tls." + bad->key + ": " + bad->why);
+  auto& ctx = srv.tls.emplace(net::ssl::context::tls_server);
+  beast::error_code ec;
+  ctx.set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                    net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
+                    net::ssl::context::no_tlsv1_1 | net::ssl::context::single_dh_use,
+                  ec);
+  // No renegotiation (TLS 1.2): a client cannot make the server redo handshakes.
+  SSL_CTX_set_options(ctx.native_handle(), SSL_OP_NO_RENEGOTIATION);
+  auto fail = [&](std::string_view key, const std::string& file) {
+    return make_error(errc::config_error,
+                      "tls." + std::string{key} + ": cannot load '" + file + "': " + ec.message());
+  };
+  if (ctx.use_certificate_chain_file(t.cert_file, ec); ec)
+    return fail("cert_file", t.cert_file);
+  // OpenSSL also checks that the key is the certificate's ("key values mismatch").
+  if (ctx.use_private_key_file(t.key_file, net::ssl::context::pem, ec); ec)
+    return fail("key_file", t.key_file);
+  if (!t.client_ca_file.empty()) {
+    if (ctx.load_verify_file(t.client_ca_file, ec); ec)
+      return fail("client_ca_file", t.client_ca_file);
+    ctx.set_verify_mode(net::ssl::verify_peer | net::ssl::verify_fail_if_no_peer_cert, ec);
+  }
+  return {};
+}
+
 net::awaitable<void> accept_loop(server::impl& srv) {
   for (;;) {
     tcp::socket socket{net::make_strand(srv.ioc)};
@@ -46,20 +94,10 @@ net::awaitable<void> accept_loop(server::impl& srv) {
       co_await pause.async_wait(net::redirect_error(net::use_awaitable, ec));
       continue;
     }
-    auto s = std::make_shared<session>(std::move(socket), srv);
-    net::co_spawn(
-      s->executor(), [s]() -> net::awaitable<void> { co_await s->run(); },
-      [](std::exception_ptr e) {
-        if (!e)
-          return;
-        try {
-          std::rethrow_exception(e);
-        } catch (const std::exception& ex) {
-          spdlog::error("http: connection failed: {}", ex.what());
-        } catch (...) {
-          spdlog::error("http: connection failed");
-        }
-      });
+    if (srv.tls)
+      spawn_session<tls_stream>(std::move(socket), srv);
+    else
+      spawn_session<beast::tcp_stream>(std::move(socket), srv);
   }
 }
 
@@ -132,7 +170,12 @@ expected<std::unique_ptr<server>> server::start(server_options opts, router rout
     return make_error(errc::invalid_argument, "io_threads must be at least 1");
   if (opts.body_limit == 0 || opts.header_limit == 0)
     return make_error(errc::invalid_argument, "body_limit and header_limit must be positive");
+  if (opts.tls && opts.handshake_timeout.count() <= 0)
+    return make_error(errc::invalid_argument, "handshake_timeout must be positive");
   auto p = std::make_unique<impl>(std::move(opts), std::move(routes));
+  if (p->opts.tls)
+    if (auto err = open_tls(*p))
+      return err;
   if (auto err = open_acceptor(*p))
     return err;
   auto& srv = *p;
@@ -151,12 +194,14 @@ expected<std::unique_ptr<server>> server::start(server_options opts, router rout
         }
       }
     });
-  spdlog::info("http: listening on {}:{} with {} io thread(s)", srv.opts.host, srv.port,
-               srv.opts.io_threads);
+  spdlog::info("http: listening on {}:{} ({}) with {} io thread(s)", srv.opts.host, srv.port,
+               srv.tls ? "https" : "http", srv.opts.io_threads);
   return std::unique_ptr<server>(new server(std::move(p)));
 }
 
 uint16_t server::port() const noexcept { return impl_->port; }
+
+std::string_view server::scheme() const noexcept { return impl_->tls ? "https" : "http"; }
 
 void server::stop() {
   std::lock_guard lock{impl_->stop_mutex};

@@ -3,6 +3,8 @@
 // and bodies and with timeouts, keeps connections alive, routes to handlers
 // and writes what their responders say. Malformed HTTP gets 400, an unknown
 // path 404, a wrong method 405, an oversized body 413; nothing crashes it.
+// With options.tls it serves HTTPS only (OpenSSL): a failed or slow handshake,
+// or a plaintext client, closes that one connection.
 // Thread rules: start/port/stop are thread-safe; handlers run on one of
 // `io_threads` io threads (per connection, one at a time) and must not block.
 #pragma once
@@ -11,12 +13,14 @@
 #include "planes/http/responder.hpp"
 #include "planes/http/router.hpp"
 #include "runtime/core/error.hpp"
+#include "runtime/core/tls.hpp"
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -32,6 +36,11 @@ struct server_options : parse_limits {
   std::chrono::seconds read_timeout{30};     ///< read one request body
   std::chrono::seconds write_timeout{30};    ///< each write to the client
   size_t backlog = 4096;                     ///< listen() backlog
+  /// HTTPS: cert_file + key_file (PEM, the chain first); with client_ca_file,
+  /// every client must present a certificate signed by it (mutual TLS);
+  /// ca_file is not used. nullopt: plain HTTP.
+  std::optional<tls_files> tls;
+  std::chrono::seconds handshake_timeout{10}; ///< TLS only: the whole handshake
   /// Body for errors the transport answers itself (400, 404, 405, 413, 431,
   /// 500), sent as application/json. Default: {"error":{"message":..}}.
   std::function<std::string(unsigned status, std::string_view message)> error_body;
@@ -40,7 +49,8 @@ struct server_options : parse_limits {
 class server {
 public:
   /// Binds, listens and starts the io threads. errc::io_error when the
-  /// address cannot be resolved or bound; errc::invalid_argument for bad options.
+  /// address cannot be resolved or bound; errc::invalid_argument for bad options;
+  /// errc::config_error naming the file when a TLS certificate, key or CA cannot be loaded.
   [[nodiscard]] static expected<std::unique_ptr<server>> start(server_options opts, router routes);
 
   ~server();
@@ -49,6 +59,8 @@ public:
 
   /// The bound port (the ephemeral one when options.port was 0).
   [[nodiscard]] uint16_t port() const noexcept;
+  /// "https" with options.tls, else "http".
+  [[nodiscard]] std::string_view scheme() const noexcept;
 
   /// Stops accepting, fires on_disconnect for every unfinished response,
   /// closes all connections and joins the io threads. Idempotent. Must not be

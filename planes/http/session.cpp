@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <poll.h>
+
 namespace dynamo::http {
 
 namespace {
@@ -9,22 +11,54 @@ namespace {
 constexpr size_t max_pipelined_bytes = 1u << 20; // stop watching beyond this
 constexpr size_t drain_limit = 1u << 20;         // bytes read after shutdown, before close
 
+constexpr auto tls_recheck = std::chrono::milliseconds(100); // EOF behind unread TLS records
+
 auto awaitable_ec(beast::error_code& ec) { return net::redirect_error(net::use_awaitable, ec); }
+
+template <class Stream>
+Stream open_stream(tcp::socket&& socket, server::impl& srv) {
+  if constexpr (std::is_same_v<Stream, beast::tcp_stream>)
+    return Stream(std::move(socket));
+  else
+    return Stream(std::move(socket), *srv.tls);
+}
 
 } // namespace
 
-session::session(tcp::socket socket, server::impl& srv)
-  : stream_(std::move(socket)), signal_(stream_.get_executor()), srv_(srv) {
+template <class Stream>
+session<Stream>::session(tcp::socket socket, server::impl& srv)
+  : stream_(open_stream<Stream>(std::move(socket), srv)), signal_(stream_.get_executor()),
+    recheck_(stream_.get_executor()), srv_(srv) {
   beast::error_code ec;
-  auto ep = stream_.socket().remote_endpoint(ec);
+  auto ep = this->socket().remote_endpoint(ec);
   if (!ec)
     remote_ = ep.address().to_string() + ":" + std::to_string(ep.port());
   // Synchronous reads in on_readable must never block; async operations are unaffected.
-  stream_.socket().non_blocking(true, ec);
-  stream_.socket().set_option(tcp::no_delay(true), ec);
+  this->socket().non_blocking(true, ec);
+  this->socket().set_option(tcp::no_delay(true), ec);
 }
 
-net::awaitable<void> session::run() {
+template <class Stream>
+net::awaitable<bool> session<Stream>::handshake() {
+  if constexpr (is_tls) {
+    beast::error_code ec;
+    tcp_layer().expires_after(srv_.opts.handshake_timeout);
+    co_await stream_.async_handshake(net::ssl::stream_base::server, awaitable_ec(ec));
+    if (ec) {
+      // A plaintext client, a client that distrusts our certificate (or has
+      // none we accept), or one too slow: only this connection ends.
+      spdlog::debug("http: TLS handshake with {} failed: {}", remote_, ec.message());
+      tcp_layer().close();
+      co_return false;
+    }
+  }
+  co_return true;
+}
+
+template <class Stream>
+net::awaitable<void> session<Stream>::run() {
+  if (!co_await handshake())
+    co_return;
   for (;;) {
     bhttp::request_parser<bhttp::string_body> parser;
     limit_parser(parser, srv_.opts);
@@ -51,20 +85,21 @@ net::awaitable<void> session::run() {
   co_await close();
 }
 
-net::awaitable<session::read_result>
-session::read_request(bhttp::request_parser<bhttp::string_body>& parser) {
+template <class Stream>
+net::awaitable<typename session<Stream>::read_result>
+session<Stream>::read_request(bhttp::request_parser<bhttp::string_body>& parser) {
   beast::error_code ec;
-  stream_.expires_after(srv_.opts.idle_timeout);
+  tcp_layer().expires_after(srv_.opts.idle_timeout);
   co_await bhttp::async_read_header(stream_, buffer_, parser, awaitable_ec(ec));
   if (!ec && !parser.is_done()) {
     auto& hdr = parser.get();
     if (beast::iequals(hdr[bhttp::field::expect], "100-continue")) {
       bhttp::response<bhttp::empty_body> cont{bhttp::status::continue_, hdr.version()};
-      stream_.expires_after(srv_.opts.write_timeout);
+      tcp_layer().expires_after(srv_.opts.write_timeout);
       co_await bhttp::async_write(stream_, cont, awaitable_ec(ec));
     }
     if (!ec) {
-      stream_.expires_after(srv_.opts.read_timeout);
+      tcp_layer().expires_after(srv_.opts.read_timeout);
       co_await bhttp::async_read(stream_, buffer_, parser, awaitable_ec(ec));
     }
   }
@@ -82,7 +117,8 @@ session::read_request(bhttp::request_parser<bhttp::string_body>& parser) {
   co_return read_result::close;
 }
 
-net::awaitable<bool> session::write_error(unsigned status, std::string_view message,
+template <class Stream>
+net::awaitable<bool> session<Stream>::write_error(unsigned status, std::string_view message,
                                           bool keep_alive, std::string_view allow) {
   detail::full_response r{status, "application/json", srv_.error_body(status, message), {}};
   if (!allow.empty())
@@ -90,8 +126,9 @@ net::awaitable<bool> session::write_error(unsigned status, std::string_view mess
   co_return co_await write_full(r, keep_alive);
 }
 
-net::awaitable<bool> session::serve(request req, const handler& h, bool keep_alive) {
-  std::weak_ptr<session> weak = shared_from_this();
+template <class Stream>
+net::awaitable<bool> session<Stream>::serve(request req, const handler& h, bool keep_alive) {
+  std::weak_ptr<session> weak = this->shared_from_this();
   auto ex = std::make_shared<detail::exchange>([weak] {
     if (auto s = weak.lock())
       net::post(s->executor(), [s] { s->wake(); });
@@ -113,7 +150,8 @@ net::awaitable<bool> session::serve(request req, const handler& h, bool keep_ali
   co_return ok;
 }
 
-net::awaitable<bool> session::drive(const std::shared_ptr<detail::exchange>& ex, bool keep_alive) {
+template <class Stream>
+net::awaitable<bool> session<Stream>::drive(const std::shared_ptr<detail::exchange>& ex, bool keep_alive) {
   watch(ex);
   bool streaming = false;
   for (;;) {
@@ -178,7 +216,8 @@ net::awaitable<bool> session::drive(const std::shared_ptr<detail::exchange>& ex,
   co_return false;
 }
 
-net::awaitable<bool> session::write_full(detail::full_response& r, bool keep_alive) {
+template <class Stream>
+net::awaitable<bool> session<Stream>::write_full(detail::full_response& r, bool keep_alive) {
   bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(r.status), version_};
   if (r.status == 499) // not in Beast's table (nginx's "client closed request")
     res.reason("Client Closed Request");
@@ -189,12 +228,13 @@ net::awaitable<bool> session::write_full(detail::full_response& r, bool keep_ali
   res.body() = std::move(r.body);
   res.prepare_payload();
   beast::error_code ec;
-  stream_.expires_after(srv_.opts.write_timeout);
+  tcp_layer().expires_after(srv_.opts.write_timeout);
   co_await bhttp::async_write(stream_, res, awaitable_ec(ec));
   co_return !ec;
 }
 
-net::awaitable<bool> session::write_stream_start(detail::stream_start& s, bool keep_alive) {
+template <class Stream>
+net::awaitable<bool> session<Stream>::write_stream_start(detail::stream_start& s, bool keep_alive) {
   bhttp::response<bhttp::empty_body> res{bhttp::status::ok, version_};
   res.set(bhttp::field::content_type, "text/event-stream");
   res.set(bhttp::field::cache_control, "no-cache");
@@ -208,14 +248,15 @@ net::awaitable<bool> session::write_stream_start(detail::stream_start& s, bool k
   }
   bhttp::response_serializer<bhttp::empty_body> sr{res};
   beast::error_code ec;
-  stream_.expires_after(srv_.opts.write_timeout);
+  tcp_layer().expires_after(srv_.opts.write_timeout);
   co_await bhttp::async_write_header(stream_, sr, awaitable_ec(ec));
   co_return !ec;
 }
 
-net::awaitable<bool> session::write_stream_data(const std::string& text) {
+template <class Stream>
+net::awaitable<bool> session<Stream>::write_stream_data(const std::string& text) {
   beast::error_code ec;
-  stream_.expires_after(srv_.opts.write_timeout);
+  tcp_layer().expires_after(srv_.opts.write_timeout);
   if (version_ >= 11)
     co_await net::async_write(stream_, bhttp::make_chunk(net::buffer(text)), awaitable_ec(ec));
   else
@@ -223,47 +264,67 @@ net::awaitable<bool> session::write_stream_data(const std::string& text) {
   co_return !ec;
 }
 
-net::awaitable<bool> session::write_stream_end() {
+template <class Stream>
+net::awaitable<bool> session<Stream>::write_stream_end() {
   if (version_ < 11)
     co_return true;
   beast::error_code ec;
-  stream_.expires_after(srv_.opts.write_timeout);
+  tcp_layer().expires_after(srv_.opts.write_timeout);
   co_await net::async_write(stream_, bhttp::make_chunk_last(), awaitable_ec(ec));
   co_return !ec;
 }
 
-net::awaitable<void> session::close() {
+template <class Stream>
+net::awaitable<void> session<Stream>::close() {
   beast::error_code ec;
-  stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-  // Read what the client still sends, so that closing does not reset the
-  // connection before it has read our last response (e.g. after a 413).
-  stream_.expires_after(std::chrono::seconds(1));
-  std::array<char, 4096> sink;
-  size_t total = 0;
-  while (!ec && total < drain_limit)
-    total += co_await stream_.async_read_some(net::buffer(sink), awaitable_ec(ec));
-  stream_.close();
+  if constexpr (is_tls) {
+    // Our close_notify, then the client's, its EOF, or a second's wait.
+    tcp_layer().expires_after(std::chrono::seconds(1));
+    co_await stream_.async_shutdown(awaitable_ec(ec));
+    tcp_layer().close();
+  } else {
+    socket().shutdown(tcp::socket::shutdown_send, ec);
+    // Read what the client still sends, so that closing does not reset the
+    // connection before it has read our last response (e.g. after a 413).
+    tcp_layer().expires_after(std::chrono::seconds(1));
+    std::array<char, 4096> sink;
+    size_t total = 0;
+    while (!ec && total < drain_limit)
+      total += co_await stream_.async_read_some(net::buffer(sink), awaitable_ec(ec));
+    stream_.close();
+  }
 }
 
-void session::watch(const std::shared_ptr<detail::exchange>& ex) {
+template <class Stream>
+void session<Stream>::watch(const std::shared_ptr<detail::exchange>& ex) {
   watching_ = true;
   const uint64_t gen = ++watch_gen_;
-  auto self = shared_from_this();
-  stream_.socket().async_wait(
+  auto self = this->shared_from_this();
+  socket().async_wait(
     tcp::socket::wait_read,
     net::bind_executor(executor(), [self, ex, gen](beast::error_code ec) {
       self->on_readable(ex, gen, ec);
     }));
 }
 
-void session::on_readable(const std::shared_ptr<detail::exchange>& ex, uint64_t gen,
+template <class Stream>
+void session<Stream>::on_readable(const std::shared_ptr<detail::exchange>& ex, uint64_t gen,
                           beast::error_code ec) {
   if (!watching_ || gen != watch_gen_ || ec == net::error::operation_aborted)
     return;
-  if (!ec) {
+  if constexpr (is_tls) {
+    // Encrypted records cannot be read past the TLS engine: they stay in the
+    // socket for the next request. A peer that has closed (its FIN, maybe
+    // behind a close_notify) is gone; otherwise look again a little later.
+    pollfd p{socket().native_handle(), POLLRDHUP, 0};
+    if (!ec && ::poll(&p, 1, 0) >= 0 && !(p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+      recheck_later(ex, gen);
+      return;
+    }
+  } else if (!ec) {
     // Pipelined bytes belong to the next request: keep them in the read buffer.
     auto space = buffer_.prepare(4096);
-    size_t n = stream_.socket().read_some(space, ec);
+    size_t n = socket().read_some(space, ec);
     if (!ec) {
       buffer_.commit(n);
       if (buffer_.size() < max_pipelined_bytes)
@@ -281,13 +342,29 @@ void session::on_readable(const std::shared_ptr<detail::exchange>& ex, uint64_t 
   wake();
 }
 
-void session::unwatch() {
+template <class Stream>
+void session<Stream>::recheck_later(const std::shared_ptr<detail::exchange>& ex, uint64_t gen) {
+  recheck_.expires_after(tls_recheck);
+  recheck_.async_wait(net::bind_executor(executor(), [self = this->shared_from_this(), ex,
+                                                      gen](beast::error_code ec) {
+    if (!ec)
+      self->on_readable(ex, gen, {});
+  }));
+}
+
+template <class Stream>
+void session<Stream>::unwatch() {
   if (!watching_)
     return;
   watching_ = false;
   ++watch_gen_;
   beast::error_code ec;
-  stream_.socket().cancel(ec);
+  socket().cancel(ec);
+  if constexpr (is_tls)
+    recheck_.cancel();
 }
+
+template class session<beast::tcp_stream>;
+template class session<tls_stream>;
 
 } // namespace dynamo::http

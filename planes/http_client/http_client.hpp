@@ -5,6 +5,7 @@
 #pragma once
 
 #include "runtime/core/error.hpp"
+#include "runtime/core/tls.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -50,14 +51,11 @@ struct client_request {
   std::vector<std::pair<std::string, std::string>> headers;
 };
 
-/// HTTPS: the server's certificate must chain to `ca_file` (PEM) and name the
-/// host the client connects to (DNS name or IP address SAN). With cert_file
-/// and key_file (PEM), the client presents that certificate (mutual TLS).
-struct client_tls {
-  std::string ca_file;   ///< "": the system's default trust store
-  std::string cert_file; ///< "": no client certificate
-  std::string key_file;
-};
+/// HTTPS: the server's certificate must chain to `ca_file` (PEM; "": the
+/// system's default trust store) and name the host the client connects to (DNS
+/// name or IP address SAN). With cert_file and key_file (PEM), the client
+/// presents that certificate (mutual TLS). client_ca_file is not used.
+using client_tls = tls_files;
 
 struct client_callbacks {
   std::function<void(unsigned status)> on_status;       ///< once, when the headers arrive

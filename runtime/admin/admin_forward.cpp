@@ -5,11 +5,11 @@
 namespace dynamo::admin {
 
 std::string advertised_admin_url(std::string_view bind_host, std::string_view advertise_host,
-                                 uint16_t port) {
+                                 uint16_t port, bool tls) {
   std::string_view host = is_wildcard_host(bind_host) ? advertise_host : bind_host;
   if (is_wildcard_host(host) || port == 0)
     return {};
-  return "http://" + url_host(host) + ":" + std::to_string(port);
+  return (tls ? "https://" : "http://") + url_host(host) + ":" + std::to_string(port);
 }
 
 drain_decision route_drain(const expected<void>& local, bool forwarded,
@@ -34,7 +34,7 @@ drain_decision route_drain(const expected<void>& local, bool forwarded,
     d.why = "the process hosting this worker publishes no admin URL (admin disabled there?)";
     return d;
   }
-  auto url = parse_http_url(host->admin_url, "admin URL");
+  auto url = parse_http_or_https_url(host->admin_url, "admin URL");
   if (!url) {
     d.why = "the hosting process publishes a bad " + message_of(url.error());
     return d;

@@ -15,17 +15,20 @@
 namespace dynamo::admin {
 
 /// Discovery record metadata key naming the publishing process's admin API
-/// ("http://host:port"); absent when the process serves none.
+/// ("http://host:port", or "https://host:port" over TLS); absent when the
+/// process serves none.
 inline constexpr std::string_view admin_url_key = "admin";
 
 /// Set on a forwarded drain/undrain; a request carrying it is never forwarded again.
 inline constexpr std::string_view forwarded_header = "x-dynamo-admin-forwarded";
 
 /// The admin URL a process publishes when its admin server listens on
-/// `bind_host`:`port`: the bind host when it names one, else `advertise_host`
-/// (a wildcard bind is reachable as no address). "" when neither names a host.
+/// `bind_host`:`port` (over TLS when `tls`: https://): the bind host when it
+/// names one, else `advertise_host` (a wildcard bind is reachable as no
+/// address). "" when neither names a host.
 [[nodiscard]] std::string advertised_admin_url(std::string_view bind_host,
-                                               std::string_view advertise_host, uint16_t port);
+                                               std::string_view advertise_host, uint16_t port,
+                                               bool tls = false);
 
 enum class drain_route {
   answer,    ///< this process hosts the worker (or failed otherwise): answer its result
@@ -43,7 +46,7 @@ struct instance_host {
 
 struct drain_decision {
   drain_route route = drain_route::answer;
-  http_url to;     ///< for forward
+  http_url to;     ///< for forward (to.tls: over HTTPS)
   std::string why; ///< for not_found
 };
 
@@ -51,7 +54,7 @@ struct drain_decision {
 /// errc::not_found is answered; a request that was `forwarded` already is not
 /// forwarded again (loop guard); otherwise `host` decides: nullopt (no record
 /// has the instance), a non-worker record, "" (its host publishes no admin URL)
-/// or an unparsable URL give not_found, a good one forward. `why` says which,
+/// or an unparsable URL give not_found, a good one (http:// or https://) forward. `why` says which,
 /// in words that do not repeat the local error.
 [[nodiscard]] drain_decision route_drain(const expected<void>& local, bool forwarded,
                                          const std::optional<instance_host>& host);

@@ -3,6 +3,7 @@
 
 #include "runtime/core/host.hpp"
 #include "runtime/core/http_url.hpp"
+#include "runtime/core/tls.hpp"
 #include "runtime/core/ids.hpp"
 #include "runtime/protocol/components.hpp"
 
@@ -75,6 +76,9 @@ std::optional<option_error> check_admin_config(const admin_config& a) {
     return option_error{"token", "is required when the admin API listens on a public interface"};
   if (a.forward_timeout_ms < 1 || a.forward_timeout_ms > 600000)
     return option_error{"forward_timeout_ms", "must be in [1, 600000] ms"};
+  if (a.tls.any())
+    if (auto bad = check_tls_shape(a.tls, true))
+      return option_error{"tls." + bad->key, bad->why};
   return std::nullopt;
 }
 
@@ -371,21 +375,34 @@ caf::error parse_planner_extras(section& p, planner_config& c) {
   return {};
 }
 
-caf::error parse_etcd_security(section& d, discovery_config& c) {
-  auto n = d.child("tls");
-  DYN_TRY(require_map(n, "discovery.tls"));
-  section t(n, "discovery.tls");
-  DYN_TRY(t.read("ca_file", c.tls_ca_file));
-  DYN_TRY(t.read("cert_file", c.tls_cert_file));
-  DYN_TRY(t.read("key_file", c.tls_key_file));
+/// A `tls: {ca_file, cert_file, key_file, client_ca_file}` block of `parent`,
+/// the one spelling of TLS files in the config (discovery.tls, frontend.tls,
+/// admin.tls; runtime/core/tls.hpp says what each key means); a `server`'s
+/// needs cert_file and key_file when present at all, a client's has no
+/// client_ca_file. That the files can be read is checked where they are used.
+caf::error parse_tls(section& parent, tls_files& out, bool server) {
+  auto n = parent.child("tls");
+  DYN_TRY(require_map(n, parent.field("tls")));
+  section t(n, parent.field("tls"));
+  DYN_TRY(t.read("ca_file", out.ca_file));
+  DYN_TRY(t.read("cert_file", out.cert_file));
+  DYN_TRY(t.read("key_file", out.key_file));
+  if (server)
+    DYN_TRY(t.read("client_ca_file", out.client_ca_file));
   DYN_TRY(t.check_unknown());
+  if (out.any())
+    if (auto bad = check_tls_shape(out, server))
+      return t.fail(bad->key, bad->why);
+  return {};
+}
+
+caf::error parse_etcd_security(section& d, discovery_config& c) {
+  DYN_TRY(parse_tls(d, c.tls, false));
   DYN_TRY(d.read("username", c.username));
   DYN_TRY(d.read("password", c.password));
-  bool tls = !c.tls_ca_file.empty() || !c.tls_cert_file.empty() || !c.tls_key_file.empty();
+  bool tls = c.tls.any();
   if ((tls || !c.username.empty() || !c.password.empty()) && c.backend != "etcd")
     return d.fail(tls ? "tls" : "username", "only for backend etcd");
-  if (c.tls_cert_file.empty() != c.tls_key_file.empty())
-    return t.fail(c.tls_cert_file.empty() ? "cert_file" : "key_file", "cert_file and key_file go together");
   if (c.username.empty() != c.password.empty())
     return d.fail(c.username.empty() ? "username" : "password", "username and password go together");
   return {};
@@ -479,6 +496,7 @@ caf::error parse_sections(YAML::Node root, cluster_config& c) {
     DYN_TRY(f.read("host", c.frontend.host));
     DYN_TRY(f.read("port", c.frontend.port));
     DYN_TRY(f.read("io_threads", c.frontend.io_threads));
+    DYN_TRY(parse_tls(f, c.frontend.tls, true));
     DYN_TRY(f.check_unknown());
   }
   {
@@ -490,6 +508,7 @@ caf::error parse_sections(YAML::Node root, cluster_config& c) {
     DYN_TRY(a.read("port", c.admin.port));
     DYN_TRY(a.read("token", c.admin.token));
     DYN_TRY(a.read("forward_timeout_ms", c.admin.forward_timeout_ms));
+    DYN_TRY(parse_tls(a, c.admin.tls, true));
     if (auto bad = check_admin_config(c.admin))
       return a.fail(bad->key, bad->why);
     DYN_TRY(a.check_unknown());

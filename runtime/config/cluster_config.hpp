@@ -7,6 +7,7 @@
 
 #include "runtime/core/error.hpp"
 #include "runtime/core/secret.hpp"
+#include "runtime/core/tls.hpp"
 #include "runtime/protocol/disagg.hpp"
 #include "runtime/route/config.hpp"
 
@@ -95,9 +96,7 @@ struct discovery_config {
   uint32_t lease_ttl_ms = 1000;         ///< etcd: whole seconds, at least etcd's minimum TTL
   /// etcd over https:// (docs/CLUSTER.md "Security"): the CA of etcd's
   /// certificate ("": the system's) and an optional client certificate.
-  std::string tls_ca_file;
-  std::string tls_cert_file;
-  std::string tls_key_file;
+  tls_files tls;
   /// etcd authentication (etcd's `auth enable`); password may be "env:NAME".
   std::string username;
   std::string password;
@@ -125,6 +124,11 @@ struct frontend_config {
   std::string host = "0.0.0.0";
   uint16_t port = 8000;
   uint32_t io_threads = 2;
+  /// HTTPS (docs/CLUSTER.md "Security"): cert_file + key_file; with
+  /// client_ca_file, clients need a certificate of that CA; ca_file: what the
+  /// planner trusts when it reads this frontend's /metrics ("": the system's
+  /// store). Empty: plain HTTP.
+  tls_files tls;
 };
 
 struct admin_config {
@@ -135,11 +139,18 @@ struct admin_config {
   /// How long a drain forwarded to the hosting process's admin API may take
   /// (504 beyond); in [1, 600000].
   uint32_t forward_timeout_ms = 5000;
+  /// HTTPS for the admin API (cert_file + key_file; with client_ca_file,
+  /// mutual TLS), published as https://. A drain forwarded to an https:// admin
+  /// API trusts ca_file ("": the system's store) and presents cert_file.
+  /// Empty: plain HTTP.
+  tls_files tls;
 };
 
 /// The first admin option out of range or inconsistent (a public host without
-/// a token when enabled); nullopt when it may start. The config parser and
-/// dynamo-run's --admin-* flags both check with it.
+/// a token when enabled, a tls block without cert_file + key_file); nullopt
+/// when it may start. The config parser and dynamo-run's --admin-* flags both
+/// check with it (a tls problem's key is "tls.<key>"). That the files can be
+/// read is checked where the server starts (check_tls_files).
 [[nodiscard]] std::optional<option_error> check_admin_config(const admin_config& a);
 
 /// A worker process's system server (Dynamo's DYN_SYSTEM_PORT): GET /metrics

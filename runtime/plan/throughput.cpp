@@ -151,7 +151,7 @@ expected<std::string> prometheus_vector_to_text(std::string_view text) {
 }
 
 expected<http_url> parse_metrics_url(std::string_view url) {
-  auto u = dynamo::parse_http_url(url, "metrics url");
+  auto u = dynamo::parse_http_or_https_url(url, "metrics url");
   if (u && u->target.empty())
     u->target = "/metrics";
   return u;

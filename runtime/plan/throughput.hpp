@@ -74,8 +74,9 @@ struct replica_capacity {
 /// for an answer that is not a successful vector.
 [[nodiscard]] expected<std::string> prometheus_vector_to_text(std::string_view json);
 
-/// The metrics URL split for the HTTP client (runtime/core/http_url.hpp); port
-/// defaults to 80, path to "/metrics". errc::invalid_argument for anything else.
+/// The metrics URL (http:// or https://, e.g. a frontend with frontend.tls)
+/// split for the HTTP client (runtime/core/http_url.hpp); port defaults to 80
+/// or 443, path to "/metrics". errc::invalid_argument for anything else.
 using dynamo::http_url;
 [[nodiscard]] expected<http_url> parse_metrics_url(std::string_view url);
 

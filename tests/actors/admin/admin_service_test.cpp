@@ -1,4 +1,5 @@
 #include "actors/admin/admin_service.hpp"
+#include "planes/http_client/http_client.hpp"
 #include "runtime/core/ids.hpp"
 
 #include "tests/actors/admin/admin_test_util.hpp"
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <condition_variable>
+#include <filesystem>
 #include <map>
 #include <cstdlib>
 #include <mutex>
@@ -537,6 +539,88 @@ BOOST_AUTO_TEST_CASE(a_forward_to_a_silent_host_holds_up_no_other_request) {
   BOOST_TEST((p.since_sent() < std::chrono::milliseconds(2000)));
   BOOST_TEST(p.client->read_header().status == 504u);
   BOOST_TEST((p.since_sent() >= std::chrono::milliseconds(2900)));
+}
+
+namespace {
+
+std::string tls_file(const std::string& name) { // the certificates of tests/planes/http/tls
+  const char* src = std::getenv("DYNAMO_SOURCE_DIR");
+  BOOST_REQUIRE_MESSAGE(src, "DYNAMO_SOURCE_DIR is set by CTest");
+  return (std::filesystem::path{src} / "tests" / "planes" / "http" / "tls" / name).string();
+}
+
+/// An admin API over HTTPS (the test server certificate, for 127.0.0.1) whose
+/// forwards trust `ca`.
+admin_options tls_options(const std::string& ca) {
+  admin_options o;
+  o.token = "s3cret";
+  o.tls = {tls_file(ca), tls_file("server.crt"), tls_file("server.key"), ""};
+  return o;
+}
+
+/// POST over HTTPS, trusting the test CA, with the token.
+expected<dynamo::http::client_response> try_https_post(uint16_t port, const std::string& target) {
+  dynamo::http::http_client c{"127.0.0.1", port, 1, dynamo::http::client_tls{tls_file("ca.crt")}};
+  dynamo::http::client_request req;
+  req.target = target;
+  req.headers.emplace_back("Authorization", "Bearer s3cret");
+  return c.request(std::move(req), std::chrono::seconds(10));
+}
+
+/// A service over `backend` that must start.
+std::unique_ptr<admin_service> started(admin_options o, std::shared_ptr<fake_backend> backend) {
+  auto svc = admin_service::start(std::move(o), std::move(backend));
+  BOOST_REQUIRE_MESSAGE(svc, "admin service failed: " << (svc ? "" : describe(svc.error())));
+  return std::move(*svc);
+}
+
+dynamo::http::client_response https_post(uint16_t port, const std::string& target) {
+  auto r = try_https_post(port, target);
+  BOOST_REQUIRE_MESSAGE(r, "https request failed: " << (r ? "" : message_of(r.error())));
+  return *r;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_drain_for_an_https_host_is_forwarded_over_tls) {
+  auto host = std::make_shared<fake_backend>();
+  host->hosted = {0xef};
+  auto host_svc = started(tls_options("ca.crt"), host);
+  BOOST_TEST(host_svc->scheme() == "https");
+  const std::string host_url = "https://127.0.0.1:" + std::to_string(host_svc->port());
+  auto here = std::make_shared<fake_backend>();
+  here->elsewhere[0xef] = {host_url};
+  auto svc = started(tls_options("ca.crt"), here);
+  auto d = https_post(svc->port(), "/admin/workers/ef/drain");
+  BOOST_TEST(d.status == 200u);
+  BOOST_TEST(d.body == R"({"instance_id":"00000000000000ef","draining":true})");
+  BOOST_TEST(host->calls() == (std::vector<std::string>{"drain 00000000000000ef"}));
+
+  // A forwarder trusting another CA refuses the host's certificate: 502, the host untouched.
+  auto wary = std::make_shared<fake_backend>();
+  wary->elsewhere[0xef] = {host_url};
+  auto wary_svc = started(tls_options("other-ca.crt"), wary);
+  auto refused = https_post(wary_svc->port(), "/admin/workers/ef/undrain");
+  BOOST_TEST(refused.status == 502u);
+  BOOST_TEST(refused.body.find("is unreachable") != std::string::npos, refused.body);
+  // And a plaintext forward to the TLS port is cut at the handshake: 502 too.
+  wary->elsewhere[0xef] = {"http://127.0.0.1:" + std::to_string(host_svc->port())};
+  BOOST_TEST(https_post(wary_svc->port(), "/admin/workers/ef/undrain").status == 502u);
+  BOOST_TEST(host->calls().size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_mutual_tls_host_admits_the_forward_that_presents_the_cluster_certificate) {
+  auto host = std::make_shared<fake_backend>();
+  host->hosted = {0xef};
+  auto o = tls_options("ca.crt");
+  o.tls.client_ca_file = tls_file("ca.crt");
+  auto host_svc = started(o, host);
+  BOOST_TEST(!try_https_post(host_svc->port(), "/admin/workers/ef/drain")); // no client certificate
+  auto here = std::make_shared<fake_backend>();
+  here->elsewhere[0xef] = {"https://127.0.0.1:" + std::to_string(host_svc->port())};
+  auto svc = started(tls_options("ca.crt"), here); // presents server.crt on the forward
+  BOOST_TEST(https_post(svc->port(), "/admin/workers/ef/drain").status == 200u);
+  BOOST_TEST(host->calls() == (std::vector<std::string>{"drain 00000000000000ef"}));
 }
 
 BOOST_AUTO_TEST_CASE(stop_answers_a_pending_forward_at_once) {

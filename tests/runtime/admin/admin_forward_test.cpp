@@ -20,6 +20,7 @@ BOOST_AUTO_TEST_CASE(advertised_url_names_a_reachable_host) {
   BOOST_TEST(advertised_admin_url("0.0.0.0", "", 8123) == "");
   BOOST_TEST(advertised_admin_url("0.0.0.0", "0.0.0.0", 8123) == "");
   BOOST_TEST(advertised_admin_url("127.0.0.1", "", 0) == "");
+  BOOST_TEST(advertised_admin_url("0.0.0.0", "10.9.9.9", 8123, true) == "https://10.9.9.9:8123");
 }
 
 BOOST_AUTO_TEST_CASE(hosted_or_failed_locally_is_answered) {
@@ -33,6 +34,15 @@ BOOST_AUTO_TEST_CASE(not_hosted_forwards_to_the_published_url) {
   BOOST_TEST((d.route == drain_route::forward));
   BOOST_TEST(d.to.host == "10.0.0.7");
   BOOST_TEST(d.to.port == 8123);
+  BOOST_TEST(!d.to.tls);
+}
+
+BOOST_AUTO_TEST_CASE(an_https_admin_url_is_forwarded_over_tls) {
+  auto d = route_drain(elsewhere, false, worker_at("https://10.0.0.7:8123"));
+  BOOST_TEST((d.route == drain_route::forward));
+  BOOST_TEST(d.to.host == "10.0.0.7");
+  BOOST_TEST(d.to.port == 8123);
+  BOOST_TEST(d.to.tls);
 }
 
 BOOST_AUTO_TEST_CASE(forwarded_requests_are_never_forwarded_again) {

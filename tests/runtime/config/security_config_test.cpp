@@ -1,4 +1,5 @@
-// security: (CURVE) and the etcd credentials of discovery: parsing and resolution.
+// security: (CURVE), the etcd credentials of discovery and the TLS blocks of
+// discovery, frontend and admin: parsing and resolution.
 #include "runtime/config/cluster_config.hpp"
 #include "tests/runtime/config/config_test_util.hpp"
 
@@ -77,9 +78,9 @@ pools: [{name: a, model: m}])");
   BOOST_REQUIRE_MESSAGE(c, (c ? "" : message_of(c.error())));
   const auto& d = c->discovery;
   BOOST_TEST(d.endpoints.at(0) == "https://10.0.0.5:2379");
-  BOOST_TEST(d.tls_ca_file == "/ca.crt");
-  BOOST_TEST(d.tls_cert_file == "/c.crt");
-  BOOST_TEST(d.tls_key_file == "/c.key");
+  BOOST_TEST(d.tls.ca_file == "/ca.crt");
+  BOOST_TEST(d.tls.cert_file == "/c.crt");
+  BOOST_TEST(d.tls.key_file == "/c.key");
   BOOST_TEST(d.username == "dynamo");
   BOOST_TEST(*resolve_discovery_password(d) == "pw");
   ::unsetenv("DYNAMO_TEST_ETCD_PASSWORD");
@@ -97,6 +98,39 @@ BOOST_AUTO_TEST_CASE(etcd_security_errors_name_the_field) {
   BOOST_TEST(with("{backend: file, tls: {ca_file: /ca}}") == "discovery.tls: only for backend etcd");
   BOOST_TEST(with("{backend: file, username: u, password: p}") == "discovery.username: only for backend etcd");
   BOOST_TEST(with("{backend: etcd, tls: {ca: /ca}}") == "discovery.tls.ca: unknown key");
+  BOOST_TEST(with("{backend: etcd, tls: {client_ca_file: /ca}}") == "discovery.tls.client_ca_file: unknown key");
+}
+
+BOOST_AUTO_TEST_CASE(frontend_and_admin_tls_parse_in_the_etcd_vocabulary) {
+  auto c = parse_cluster_config(R"(
+frontend: {tls: {cert_file: /f.crt, key_file: /f.key}}
+admin:
+  enabled: true
+  tls: {cert_file: /a.crt, key_file: /a.key, ca_file: /ca.crt, client_ca_file: /clients.crt}
+pools: [{name: a, model: m}])");
+  BOOST_REQUIRE_MESSAGE(c, (c ? "" : message_of(c.error())));
+  BOOST_TEST((c->frontend.tls == tls_files{"", "/f.crt", "/f.key", ""}));
+  BOOST_TEST((c->admin.tls == tls_files{"/ca.crt", "/a.crt", "/a.key", "/clients.crt"}));
+  auto plain = parse_cluster_config("pools: [{name: a, model: m}]");
+  BOOST_REQUIRE(plain);
+  BOOST_TEST(!plain->frontend.tls.any());
+  BOOST_TEST(!plain->admin.tls.any());
+}
+
+BOOST_AUTO_TEST_CASE(server_tls_errors_name_the_field) {
+  auto with = [](const std::string& yaml) { return error_of(yaml + "\npools: [{name: b, model: m}]"); };
+  BOOST_TEST(with("admin: {tls: {cert_file: /a.crt}}") == "admin.tls.key_file: cert_file and key_file go together");
+  BOOST_TEST(with("admin: {tls: {ca_file: /ca.crt}}") == "admin.tls.cert_file: a TLS server needs cert_file and key_file");
+  BOOST_TEST(with("frontend: {tls: {key_file: /f.key}}") ==
+             "frontend.tls.cert_file: cert_file and key_file go together");
+  BOOST_TEST(with("frontend: {tls: {cert: /f.crt}}") == "frontend.tls.cert: unknown key");
+  BOOST_TEST(with("frontend: {tls: /f.crt}") == "frontend.tls: expected a mapping");
+  // The same check for dynamo-run's flags: the key is the tls block's.
+  admin_config a;
+  a.tls.cert_file = "/a.crt";
+  auto bad = check_admin_config(a);
+  BOOST_REQUIRE(bad.has_value());
+  BOOST_TEST(bad->key == "tls.key_file");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

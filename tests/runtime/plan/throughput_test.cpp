@@ -162,7 +162,12 @@ BOOST_AUTO_TEST_CASE(http_urls) {
   BOOST_REQUIRE(d);
   BOOST_TEST(d->port == 80);
   BOOST_TEST(d->target == "/metrics");
-  BOOST_TEST(!parse_metrics_url("https://x/metrics"));
+  auto s = parse_metrics_url("https://frontend");
+  BOOST_REQUIRE(s);
+  BOOST_TEST(s->tls);
+  BOOST_TEST(s->port == 443);
+  BOOST_TEST(s->target == "/metrics");
+  BOOST_TEST(!parse_metrics_url("ftp://x/metrics"));
   BOOST_TEST(!parse_metrics_url("http://:80/"));
   BOOST_TEST(!parse_metrics_url("http://x:0/"));
   BOOST_TEST(!parse_metrics_url("http://x:99999/"));
