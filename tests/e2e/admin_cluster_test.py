@@ -70,7 +70,7 @@ def run(args, work, procs):
                                       stderr=subprocess.STDOUT, preexec_fn=die_with_parent))
     check(wait_for(lambda: log_text(log).count(" joined") >= 2 and chat(port, "hi"), 60),
           "the cluster serves a request")
-    m = re.search(r"admin: frontend API on 127\.0\.0\.1:(\d+)", log_text(log))
+    m = re.search(r"admin: frontend API on (?:https?://)?127\.0\.0\.1:(\d+)", log_text(log))
     check(m is not None, "the frontend's admin port in the log")
     if not m:
         return
