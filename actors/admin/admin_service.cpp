@@ -289,7 +289,7 @@ expected<std::unique_ptr<admin_service>> admin_service::start(admin_options opts
   svc->server_ = std::move(*srv);
   svc->port_ = svc->server_->port();
   svc->https_ = svc->server_->scheme() == "https";
-  spdlog::info("admin: {} API on {}://{}:{} ({})", svc->backend_->process_kind(), svc->scheme(),
+  spdlog::info("admin: {} API on {}://{}:{}/admin ({})", svc->backend_->process_kind(), svc->scheme(),
                url_host(opts.host), svc->port_, with_token ? "bearer token required" : "no token");
   return svc;
 }

@@ -323,9 +323,7 @@ start_admin(const config::admin_config& cfg, std::string process_kind, caf::acto
   auto svc = admin::admin_service::start(o, backend);
   if (!svc)
     return svc.error();
-  spdlog::info("admin API on {}://{}:{}/admin ({})", (*svc)->scheme(), url_host(cfg.host), (*svc)->port(),
-               cfg.token.empty() ? "no token" : "bearer token required");
-  return svc;
+  return svc; // admin_service::start logged where it listens
 }
 
 std::string published_admin_url(const config::cluster_config& cfg, const admin::admin_service* svc) {
