@@ -176,7 +176,7 @@ expected<std::string> run_cancel_storm(const load_config& in, const storm_config
   if (sc.storm == 0 || sc.rounds == 0 || sc.storm_osl == 0)
     return make_error(errc::config_error, "cancel-storm: storm, rounds and storm_osl must be > 0");
   load_config cfg = in;
-  http::http_client client(cfg.host, cfg.port, cfg.io_threads);
+  http::http_client client(cfg.host, cfg.port, cfg.io_threads, cfg.tls);
   if (cfg.model.empty()) {
     auto m = resolve_model(client);
     if (!m)
@@ -216,7 +216,7 @@ expected<std::string> run_cancel_storm(const load_config& in, const storm_config
   json report;
   report["label"] = cfg.label;
   report["mode"] = "cancel-storm";
-  report["config"] = {{"url", fmt::format("http://{}:{}", cfg.host, cfg.port)}, {"model", cfg.model},
+  report["config"] = {{"url", fmt::format("{}://{}:{}", cfg.tls ? "https" : "http", cfg.host, cfg.port)}, {"model", cfg.model},
                       {"endpoint", cfg.endpoint}, {"isl", cfg.isl}, {"probe_osl", cfg.osl},
                       {"storm", sc.storm}, {"cancel_after_ms", sc.cancel_after_ms},
                       {"storm_osl", sc.storm_osl}, {"busy_streams", sc.busy_streams},

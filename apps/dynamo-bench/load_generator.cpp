@@ -363,7 +363,7 @@ expected<std::string> run_load(const load_config& in) {
   if (auto ok = validate(in); !ok)
     return ok.error();
   load_config cfg = in;
-  http::http_client client(cfg.host, cfg.port, cfg.io_threads);
+  http::http_client client(cfg.host, cfg.port, cfg.io_threads, cfg.tls);
   if (cfg.model.empty()) {
     auto m = resolve_model(client);
     if (!m)
@@ -400,7 +400,7 @@ expected<std::string> run_load(const load_config& in) {
 
   json report;
   report["label"] = cfg.label;
-  report["config"] = {{"url", fmt::format("http://{}:{}", cfg.host, cfg.port)},
+  report["config"] = {{"url", fmt::format("{}://{}:{}", cfg.tls ? "https" : "http", cfg.host, cfg.port)},
                       {"model", cfg.model}, {"endpoint", cfg.endpoint},
                       {"concurrency", cfg.concurrency}, {"request_rate", cfg.request_rate},
                       {"num_requests", cfg.num_requests}, {"isl", cfg.isl}, {"osl", cfg.osl},

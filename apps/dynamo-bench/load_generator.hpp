@@ -8,8 +8,10 @@
 #pragma once
 
 #include "runtime/core/error.hpp"
+#include "runtime/core/tls.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace dynamo::bench {
@@ -17,6 +19,9 @@ namespace dynamo::bench {
 struct load_config {
   std::string host = "127.0.0.1";
   uint16_t port = 8000;
+  /// Set: the server speaks HTTPS (its certificate checked against ca_file,
+  /// "" = the system's trust store); client cert_file/key_file when it asks.
+  std::optional<tls_files> tls;
   std::string model;                 ///< empty: the first of GET /v1/models
   std::string endpoint = "completions"; ///< "completions" or "chat"
   uint32_t concurrency = 16;         ///< in-flight cap (closed loop when request_rate == 0)

@@ -13,11 +13,15 @@ int main(int argc, char** argv) {
   dynamo::bench::load_config cfg;
   dynamo::bench::storm_config storm;
   std::string url = "http://127.0.0.1:8000", output, mode = "load";
+  dynamo::tls_files tls;
   int64_t seed = 1, arrival_seed = 0;
   dynamo::cli cli("dynamo-bench",
                   "load generator for OpenAI-compatible servers (TTFT, ITL, throughput as JSON)");
   cli.option("mode", &mode, "load (TTFT, ITL, throughput) | cancel-storm (TTFT idle vs. after cancelled streams)")
-    .option("url", &url, "server base URL (http only)")
+    .option("url", &url, "server base URL (http:// or https://)")
+    .option("ca-file", &tls.ca_file, "https: the CA that signed the server's certificate (default: the system's trust store)")
+    .option("cert-file", &tls.cert_file, "https: a client certificate, for a server that asks for one (with --key-file)")
+    .option("key-file", &tls.key_file, "https: the client certificate's key")
     .option("model", &cfg.model, "model name (default: first of /v1/models)")
     .option("endpoint", &cfg.endpoint, "completions | chat")
     .option("concurrency", &cfg.concurrency, "maximum requests in flight")
@@ -65,13 +69,19 @@ int main(int argc, char** argv) {
   cfg.seed = static_cast<uint64_t>(seed);
   cfg.arrival_seed = static_cast<uint64_t>(std::max<int64_t>(0, arrival_seed));
   // A path after the server (e.g. /v1) is ignored: the routes are fixed.
-  auto u = dynamo::parse_http_url(url.find("://") == std::string::npos ? "http://" + url : url, "--url");
+  auto u = dynamo::parse_http_or_https_url(url.find("://") == std::string::npos ? "http://" + url : url, "--url");
   if (!u) {
     std::fprintf(stderr, "dynamo-bench: %s\n", dynamo::message_of(u.error()).c_str());
     return 2;
   }
   cfg.host = u->host;
   cfg.port = u->port;
+  if (u->tls)
+    cfg.tls = tls;
+  else if (tls.any()) {
+    std::fprintf(stderr, "dynamo-bench: --ca-file, --cert-file and --key-file need an https:// --url\n");
+    return 2;
+  }
   if (mode != "load" && mode != "cancel-storm") {
     std::fprintf(stderr, "dynamo-bench: --mode %s: expected load or cancel-storm\n", mode.c_str());
     return 2;
