@@ -63,9 +63,28 @@ struct model_watcher::impl {
   std::unique_ptr<planes::event_subscriber> subscriber;
   std::unique_ptr<planes::discovery_watch> watch;
 
+  // On the event plane's thread: a worker's load report goes to its router
+  // (its KV capacity, with --router-kv-capacity; subscribed only then).
+  void on_load(const planes::event_envelope& env) {
+    auto load = protocol::decode<protocol::load_metrics>(env.payload);
+    if (!load)
+      return;
+    std::shared_ptr<actor_handle> router;
+    {
+      std::lock_guard lk{mtx};
+      auto it = instances.find(load->worker_id);
+      if (it == instances.end())
+        return;
+      router = it->second.router;
+    }
+    caf::anon_send(router->get(), worker_load_atom::value, std::move(*load));
+  }
+
   // On the event plane's thread: queue the event for its router, and wake the
   // router only when its inbox was empty (one message per burst).
   void on_kv_event(const planes::event_envelope& env) {
+    if (env.topic == protocol::load_metrics_topic)
+      return on_load(env);
     auto ev = protocol::decode<protocol::router_event>(env.payload);
     if (!ev)
       return;
@@ -347,6 +366,9 @@ model_watcher::start(caf::actor_system& sys, planes::discovery_plane& discovery,
   p->subscriber = planes::make_zmq_event_subscriber(so);
   if (auto ok = p->subscriber->subscribe(std::string{protocol::kv_events_topic}); !ok)
     return ok.error();
+  if (p->cfg.router.kv.router_kv_capacity)
+    if (auto ok = p->subscriber->subscribe(std::string{protocol::load_metrics_topic}); !ok)
+      return ok.error();
   auto endpoint = p->cfg.endpoint;
   auto components = p->cfg.components;
   auto watch = discovery.watch(p->cfg.namespace_name, [p, endpoint, components](

@@ -2,7 +2,8 @@
 // for worker instances, groups them by the model their card names, and for
 // each model keeps a router actor (fed with instances, health and the KV events
 // of the event plane, or of an external engine's vLLM-format publisher through
-// a vllm_kv_relay) and a routed_client. New and vanished models are
+// a vllm_kv_relay; with --router-kv-capacity also their load_metrics) and a
+// routed_client. New and vanished models are
 // reported through callbacks so the HTTP frontend can list and serve them.
 // Thread-safe; callbacks run on the discovery watch thread and must not block.
 #pragma once

@@ -294,6 +294,14 @@ caf::actor spawn_router(caf::actor_system& sys, router_actor_config cfg,
           spdlog::info("{}: worker {:016x} left", st.cfg.name, id);
         }
       },
+      [self](worker_load_atom, const protocol::load_metrics& load) {
+        auto& st = self->state;
+        // Kept even before add_worker: a report can overtake it (model_watcher
+        // forwards from the event thread); the watcher drops those of gone workers.
+        if (st.router->on_load(load))
+          spdlog::info("{}: worker {:016x} holds {} KV blocks", st.cfg.name, load.worker_id,
+                       load.total_blocks);
+      },
       [self](instance_down_atom, uint64_t id) {
         auto& st = self->state;
         if (auto it = st.instances.find(id); it != st.instances.end()) {

@@ -39,6 +39,8 @@ using kv_events_atom = caf::atom_constant<caf::atom("kvevents")>; ///< drain a k
 using route_atom = caf::atom_constant<caf::atom("route")>;
 using workers_atom = caf::atom_constant<caf::atom("workers")>;
 using peek_atom = caf::atom_constant<caf::atom("peek")>;
+/// A worker's load_metrics (topic "kv_metrics"): its KV capacity, with --router-kv-capacity.
+using worker_load_atom = caf::atom_constant<caf::atom("wload")>;
 
 /// One worker instance as discovery describes it.
 struct worker_info {
@@ -144,4 +146,5 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynamo::actors::route_ticket_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynamo::actors::peek_job_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynamo::actors::kv_event_inbox_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynamo::protocol::kv_replay)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynamo::protocol::load_metrics)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(dynamo::protocol::kv_resync_request)

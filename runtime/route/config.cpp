@@ -10,7 +10,7 @@ namespace dynamo::route {
 
 namespace {
 
-constexpr std::array<kv_router_flag, 18> flags{{
+constexpr std::array<kv_router_flag, 19> flags{{
     {"--kv-overlap-score-weight", "weight of prefill blocks against decode blocks (1.0)"},
     {"--router-temperature", "softmax temperature over worker costs; 0 = argmin (0.0)"},
     {"--use-kv-events", "index KV events from workers; --no-kv-events = approximate (true)"},
@@ -29,6 +29,7 @@ constexpr std::array<kv_router_flag, 18> flags{{
     {"--router-event-threads", "threads applying KV events, workers sharded across them; 1 = on the router (4)"},
     {"--router-queue-policy", "fcfs | lcfs | wspt (fcfs)"},
     {"--router-lower-tier-weight", "a block in a worker's KVBM host/disk tier counts as this fraction of a device hit (0.5)"},
+    {"--router-kv-capacity", "learn workers' KV capacity from their load metrics; avoid one a request would overflow (false)"},
 }};
 
 caf::error config_error(std::string_view flag, std::string_view why) {
@@ -115,6 +116,8 @@ expected<void> kv_router_config::validate() const {
     return config_error("--router-lower-tier-weight", "must be in [0, 1]");
   if (router_durable_kv_events)
     return config_error("--router-durable-kv-events", "durable KV events are not supported");
+  if (router_kv_capacity && !router_track_active_blocks)
+    return config_error("--router-kv-capacity", "requires --router-track-active-blocks (the booked blocks it compares)");
   return {};
 }
 
@@ -148,6 +151,8 @@ expected<void> kv_router_config::set(std::string_view flag, std::string_view v) 
     return boolean(router_durable_kv_events);
   if (name == "--router-reset-states")
     return boolean(router_reset_states);
+  if (name == "--router-kv-capacity")
+    return boolean(router_kv_capacity);
   if (negated)
     return config_error(flag, "not a boolean flag");
   if (name == "--kv-overlap-score-weight")

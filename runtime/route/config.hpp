@@ -42,6 +42,11 @@ struct kv_router_config {
   /// this fraction of a device hit in the prefill cost (onboarding is cheaper
   /// than recomputing, dearer than a device hit). 0 ignores those tiers.
   double router_lower_tier_weight = 0.5;
+  /// --router-kv-capacity: learn each worker's KV capacity from its load
+  /// metrics (load_metrics::total_blocks) and choose a worker whose booked
+  /// blocks plus the request's would exceed it only when every candidate would
+  /// (kv_router::set_worker_capacity). Off: Dynamo's cost alone.
+  bool router_kv_capacity = false;
 
   /// Checks ranges and combinations; errc::config_error names the field.
   [[nodiscard]] expected<void> validate() const;

@@ -166,6 +166,22 @@ void kv_router::on_replay(protocol::kv_replay replay) { index_.on_replay(std::mo
 
 void kv_router::add_worker(const worker_key& worker) { index_.add_worker(worker); }
 
+bool kv_router::on_load(const protocol::load_metrics& load) {
+  if (!config_.router_kv_capacity || load.total_blocks == 0)
+    return false;
+  const worker_key w{load.worker_id, load.dp_rank};
+  auto [it, fresh] = capacity_.try_emplace(w, load.total_blocks);
+  if (!fresh && it->second == load.total_blocks)
+    return false;
+  it->second = load.total_blocks;
+  return true;
+}
+
+std::optional<uint64_t> kv_router::worker_capacity(const worker_key& worker) const {
+  auto it = capacity_.find(worker);
+  return it == capacity_.end() ? std::nullopt : std::optional<uint64_t>{it->second};
+}
+
 void kv_router::remove_worker(uint64_t worker_id) {
   index_.remove_worker(worker_id);
   (void)sequences_.remove_worker(worker_id);

@@ -80,6 +80,12 @@ public:
   /// only when every candidate would (candidate_cost::overflow_blocks).
   /// Unknown until set: no capacity term.
   void set_worker_capacity(const worker_key& worker, uint64_t kv_blocks) { capacity_[worker] = kv_blocks; }
+  /// A worker's load report (topic "kv_metrics"): with router_kv_capacity on,
+  /// its total_blocks becomes the worker's capacity. True when that capacity
+  /// is new or changed (callers log it). Reports of size 0 are ignored.
+  bool on_load(const protocol::load_metrics& load);
+  /// The capacity set for `worker`, if any.
+  [[nodiscard]] std::optional<uint64_t> worker_capacity(const worker_key& worker) const;
 
   /// A newly discovered worker: its dump request goes to the sink.
   void add_worker(const worker_key& worker);

@@ -15,6 +15,7 @@
 
 #include <condition_variable>
 #include <filesystem>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -75,7 +76,9 @@ struct cluster {
   std::mutex mtx;
   std::vector<std::string> added, removed;
 
-  explicit cluster(route::router_mode mode, uint32_t n = 2) {
+  /// `num_blocks`: KV blocks per worker (1024 where not given).
+  explicit cluster(route::router_mode mode, uint32_t n = 2, route::kv_router_config kv = {},
+                   std::vector<uint32_t> num_blocks = {}) {
     auto d = planes::make_file_discovery(dir.path.string());
     BOOST_REQUIRE(d);
     discovery = std::move(*d);
@@ -86,14 +89,18 @@ struct cluster {
     mc.block_size = 4;
     mc.num_blocks = 1024;
     mc.speedup_ratio = 0;
-    auto w = worker_service::start(*rt.system, *discovery, wc, [mc](uint32_t) -> engine_factory {
-      return [mc] { return mocker::make_engine(mc); };
+    auto w = worker_service::start(*rt.system, *discovery, wc, [mc, num_blocks](uint32_t i) -> engine_factory {
+      auto m = mc;
+      if (i < num_blocks.size())
+        m.num_blocks = num_blocks[i];
+      return [m] { return mocker::make_engine(m); };
     });
     BOOST_REQUIRE(w);
     workers = std::move(*w);
     model_watcher_config mwc;
     mwc.router.mode = mode;
     mwc.router.seed = 3;
+    mwc.router.kv = kv;
     mwc.on_model_added = [this](const served_model& m) {
       std::lock_guard lk{mtx};
       added.push_back(m.card.name);
@@ -159,6 +166,33 @@ BOOST_AUTO_TEST_CASE(kv_routing_sends_a_repeated_prefix_to_the_worker_that_cache
     auto g2 = client->generate(make_request("kv-again-" + std::to_string(k), prompt, 4), again.cb());
     BOOST_REQUIRE(again.wait());
     BOOST_TEST(again.cached >= 60u, "prompt " << k << ": repeat hit " << again.cached << " cached tokens");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(kv_capacity_from_the_workers_load_reports_keeps_a_big_prompt_off_a_small_worker) {
+  // Worker 0 has 8 KV blocks, worker 1 1024; the watcher forwards their
+  // kv_metrics reports (sent at least once a second) to the router.
+  route::kv_router_config kv;
+  kv.router_kv_capacity = true;
+  cluster c(route::router_mode::kv, 2, kv, {8, 1024});
+  std::this_thread::sleep_for(1500ms); // a load heartbeat from each worker (1 s; slack for CI load)
+  auto router = c.watcher->models()["mock"].router->get();
+  for (uint32_t k = 0; k < 6; ++k) {
+    auto job = std::make_shared<route_job>();
+    std::vector<uint32_t> prompt(64); // 16 blocks
+    for (uint32_t i = 0; i < 64; ++i)
+      prompt[i] = 40 + (i * 7 + k * 13) % 80;
+    job->request = make_request("cap-" + std::to_string(k), prompt, 2);
+    std::promise<uint64_t> routed;
+    std::promise<void> ended;
+    job->callbacks.on_routed = [&routed](uint64_t id) { routed.set_value(id); };
+    job->callbacks.on_chunk = [](protocol::engine_output) {};
+    job->callbacks.on_end = [&ended](const caf::error&) { ended.set_value(); };
+    send_route(router, job);
+    auto to = routed.get_future();
+    BOOST_REQUIRE(to.wait_for(10s) == std::future_status::ready);
+    BOOST_TEST(c.workers->index_of(to.get()).value_or(99) == 1u, "request " << k);
+    BOOST_REQUIRE(ended.get_future().wait_for(10s) == std::future_status::ready);
   }
 }
 

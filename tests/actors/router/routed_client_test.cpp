@@ -14,6 +14,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <condition_variable>
+#include <future>
 #include <mutex>
 
 using namespace dynamo;
@@ -74,11 +75,15 @@ struct cluster {
   std::vector<worker_slot> workers;
   caf::actor router;
 
+  /// `num_blocks`: KV blocks per worker (256 where not given). Workers' load
+  /// reports reach the router as model_watcher forwards them from the event plane.
   cluster(size_t n, double speedup, route::router_mode mode = route::router_mode::round_robin,
-          std::chrono::milliseconds no_worker_wait = 3s) {
+          std::chrono::milliseconds no_worker_wait = 3s, route::kv_router_config kv = {},
+          std::vector<uint32_t> num_blocks = {}) {
     router_actor_config rc;
     rc.no_worker_wait = no_worker_wait;
     rc.mode = mode;
+    rc.kv = kv;
     rc.block_size = 4;
     rc.seed = 7;
     router = spawn_router(*rt.system, rc, client);
@@ -88,12 +93,16 @@ struct cluster {
       w.server = planes::make_inproc_request_server(net);
       mocker::mocker_config mc;
       mc.block_size = 4;
-      mc.num_blocks = 256;
+      mc.num_blocks = i < num_blocks.size() ? num_blocks[i] : 256;
       mc.speedup_ratio = speedup;
+      worker_hooks hooks;
+      hooks.on_load = [r = router](const protocol::load_metrics& m) {
+        caf::anon_send(r, worker_load_atom::value, m);
+      };
       child_spec spec;
       spec.name = "worker";
-      spec.spawn = [mc, id = w.id](caf::actor_system& sys) {
-        return spawn_worker(sys, {id, "worker"}, [mc] { return mocker::make_engine(mc); }, {});
+      spec.spawn = [mc, hooks, id = w.id](caf::actor_system& sys) {
+        return spawn_worker(sys, {id, "worker"}, [mc] { return mocker::make_engine(mc); }, hooks);
       };
       spec.on_spawn = [h = w.handle](const caf::actor& a) { h->set(a); };
       supervisor_config sc;
@@ -328,6 +337,33 @@ BOOST_AUTO_TEST_CASE(a_crashed_supervised_router_comes_back_with_its_workers) {
 // dynamo_frontend_disagg_requests_total{prefill}: remote only when the decode
 // worker used the prefill worker's KV; a hand-off it refuses (or whose
 // transfer fails) and prefills itself counts as local_fallback.
+BOOST_AUTO_TEST_CASE(with_kv_capacity_on_a_request_avoids_the_worker_it_would_overflow) {
+  // Worker 0x100 reports 8 KV blocks, 0x101 256: a 16-block prompt fits only
+  // the second. Without the load reports (or the option), kv routing spreads
+  // these sequential requests by its own tie-breaks and load.
+  route::kv_router_config kv;
+  kv.router_kv_capacity = true;
+  cluster c(2, 0, route::router_mode::kv, 3s, kv, {8, 256});
+  for (int i = 0; i < 6; ++i) {
+    auto job = std::make_shared<route_job>();
+    job->request = make_request("big-" + std::to_string(i), 2);
+    job->request.token_ids.resize(64);
+    for (uint32_t k = 0; k < 64; ++k)
+      job->request.token_ids[k] = 100 + i * 64 + k;
+    job->request.prompt_tokens = 64;
+    std::promise<uint64_t> routed;
+    std::promise<void> ended;
+    job->callbacks.on_routed = [&routed](uint64_t id) { routed.set_value(id); };
+    job->callbacks.on_chunk = [](protocol::engine_output) {};
+    job->callbacks.on_end = [&ended](const caf::error&) { ended.set_value(); };
+    send_route(c.router, job);
+    auto to = routed.get_future();
+    BOOST_REQUIRE(to.wait_for(10s) == std::future_status::ready);
+    BOOST_TEST(to.get() == 0x101u, "request " << i);
+    BOOST_REQUIRE(ended.get_future().wait_for(10s) == std::future_status::ready);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_prefill_first_request_counts_remote_only_when_its_kv_was_used) {
   disagg_cluster c(4);
   auto [remote, fallback] = c.serve_one(make_request("p1", 6));

@@ -23,6 +23,7 @@ router:
   mode: kv
   kv_overlap_score_weight: 2.0
   router_temperature: 0.5
+  router_kv_capacity: true
   migration_limit: 2
   standalone: true
 shutdown_grace_ms: 1500
@@ -49,6 +50,7 @@ pools:
   BOOST_TEST(static_cast<int>(c->router.mode) == static_cast<int>(route::router_mode::kv));
   BOOST_TEST(c->router.kv.overlap_score_weight == 2.0);
   BOOST_TEST(c->router.kv.router_temperature == 0.5);
+  BOOST_TEST(c->router.kv.router_kv_capacity);
   BOOST_TEST(c->router.migration_limit == 2u);
   BOOST_TEST(c->router.standalone);
   BOOST_TEST(c->shutdown_grace_ms == 1500u);
@@ -91,6 +93,8 @@ BOOST_AUTO_TEST_CASE(errors_name_the_field) {
                                                                          "' is reserved") == 0u, taken);
   BOOST_TEST(error_of("router: {mode: fastest}\npools: [{name: b, model: m}]").find("router.mode") == 0);
   BOOST_TEST(error_of("router: {router_temperature: hot}\npools: [{name: b, model: m}]").find("router.router_temperature") == 0);
+  BOOST_TEST(error_of("router: {router_kv_capacity: true, router_track_active_blocks: false}\npools: [{name: b, model: m}]")
+               .find("router: --router-kv-capacity") == 0);
   BOOST_TEST(error_of("admin: {enabled: true, host: 0.0.0.0}\npools: [{name: b, model: m}]") ==
              "admin.token: is required when the admin API listens on a public interface");
   // The same loopback test as the admin service's own (runtime/core/host): no token needed.

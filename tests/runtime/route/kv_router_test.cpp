@@ -209,6 +209,35 @@ BOOST_AUTO_TEST_CASE(a_worker_the_request_does_not_fit_loses_to_one_it_fits) {
   BOOST_TEST(fits_none.worker.worker_id == 2u);
 }
 
+BOOST_AUTO_TEST_CASE(load_reports_set_capacities_only_with_the_option_on) {
+  protocol::load_metrics small;
+  small.worker_id = 1;
+  small.total_blocks = 4;
+  kv_router off(kv_router_config{}, bs, router_mode::kv, 1);
+  BOOST_TEST(!off.on_load(small));
+  BOOST_TEST(!off.worker_capacity({1, 0}));
+
+  kv_router_config c;
+  BOOST_REQUIRE(c.set("--router-kv-capacity", ""));
+  BOOST_REQUIRE(c.validate());
+  kv_router router(c, bs, router_mode::kv, 1);
+  BOOST_TEST(router.on_load(small));
+  BOOST_TEST(!router.on_load(small)); // unchanged
+  BOOST_TEST(router.worker_capacity({1, 0}).value_or(0) == 4u);
+  protocol::load_metrics unknown = small;
+  unknown.total_blocks = 0;
+  BOOST_TEST(!router.on_load(unknown));
+  BOOST_TEST(router.worker_capacity({1, 0}).value_or(0) == 4u);
+  // 10 blocks overflow worker 1's 4; worker 2 (capacity unknown) takes them.
+  for (int i = 0; i < 4; ++i) {
+    auto d = router.route(request("big" + std::to_string(i), prompt(100 * i, 40)));
+    BOOST_REQUIRE(d);
+    BOOST_TEST(d->worker.worker_id == 2u);
+  }
+  router.remove_worker(1);
+  BOOST_TEST(!router.worker_capacity({1, 0}));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(kv_router_tiers)
@@ -273,6 +302,17 @@ BOOST_AUTO_TEST_CASE(the_lower_tier_weight_is_a_validated_flag) {
   BOOST_TEST(c.router_lower_tier_weight == 0.25);
   BOOST_REQUIRE(c.set("--router-lower-tier-weight", "1.5"));
   BOOST_TEST(!c.validate());
+}
+
+BOOST_AUTO_TEST_CASE(the_kv_capacity_option_is_off_by_default_and_needs_active_blocks) {
+  kv_router_config c;
+  BOOST_TEST(!c.router_kv_capacity);
+  BOOST_REQUIRE(c.set("--router-kv-capacity", "true"));
+  BOOST_TEST(c.router_kv_capacity);
+  BOOST_REQUIRE(c.set("--no-router-track-active-blocks", ""));
+  BOOST_TEST(!c.validate());
+  BOOST_REQUIRE(c.set("--no-router-kv-capacity", ""));
+  BOOST_TEST(bool(c.validate()));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
