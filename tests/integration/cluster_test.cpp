@@ -175,7 +175,7 @@ BOOST_AUTO_TEST_CASE(kv_capacity_from_the_workers_load_reports_keeps_a_big_promp
   route::kv_router_config kv;
   kv.router_kv_capacity = true;
   cluster c(route::router_mode::kv, 2, kv, {8, 1024});
-  std::this_thread::sleep_for(1500ms); // a load heartbeat from each worker (1 s; slack for CI load)
+  std::this_thread::sleep_for(3000ms); // a load heartbeat from each worker (every 1 s; 2 s of slack for a loaded CI)
   auto router = c.watcher->models()["mock"].router->get();
   for (uint32_t k = 0; k < 6; ++k) {
     auto job = std::make_shared<route_job>();
