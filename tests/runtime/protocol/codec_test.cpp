@@ -1,8 +1,14 @@
 #include "runtime/protocol/codec.hpp"
 #include "runtime/protocol/kv_event.hpp"
+#include "runtime/protocol/kv_transfer.hpp"
 #include "runtime/protocol/llm.hpp"
 
 #include <boost/test/unit_test.hpp>
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
 
 using namespace dynamo;
 using namespace dynamo::protocol;
@@ -119,6 +125,68 @@ BOOST_AUTO_TEST_CASE(a_logprob_of_2_pow_64_survives_a_re_encode) {
   BOOST_TEST(twice->logprobs.at(0).logprob == 18446744073709551616.0f);
   BOOST_TEST(twice->logprobs.at(0).top.at(0).logprob == 18446744073709551616.0f);
   BOOST_TEST(twice->embedding == out.embedding);
+}
+
+// The fuzz_protocol finding of 2026-11-29 (second): msgpack-c allocates an
+// array's slots when it reads the header, so bytes that only declare huge
+// arrays made it allocate tens of MB before failing (a libFuzzer timeout under
+// ASan). A message now may not declare more elements than it has bytes.
+std::vector<uint8_t> from_hex(std::string_view hex) {
+  std::vector<uint8_t> out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2)
+    out.push_back(static_cast<uint8_t>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
+  return out;
+}
+
+bool names_the_budget(const caf::error& e) {
+  return message_of(e).find("more elements than the message has bytes") != std::string::npos;
+}
+
+BOOST_AUTO_TEST_CASE(headers_declaring_more_elements_than_bytes_fail_before_any_allocation) {
+  // 30 nested array32 headers of 1,000,000 elements each, 150 bytes in all.
+  std::vector<uint8_t> nested;
+  for (int i = 0; i < 30; ++i)
+    nested.insert(nested.end(), {0xdd, 0x00, 0x0f, 0x42, 0x40});
+  auto r = decode<std::vector<uint64_t>>(nested);
+  BOOST_REQUIRE(!r);
+  BOOST_TEST(names_the_budget(r.error()), message_of(r.error()));
+  // The fuzzer's input (its first byte, the target selector, removed): a
+  // kv_transfer_status map whose values are array32 headers of ~10^5-10^6.
+  auto found = from_hex(
+      "87ffff002b0000002b300110dd00000b30dd000d30000000dd00010b00003f10dd002d0b0030dd000dc510dd00003010"
+      "dd00060b000000010b00000000002f00dd0000000000010bdd00010b0030dd000d30000000dd00010b00003f10dd002d"
+      "0b0030dd000dc510dd00003010dd00060b00000001300110dd00000b30dd000d30000000dd00010b00003f10dd002d0b"
+      "0030dd000dc510dd00003010dd00060b000000010b00000000002f00dd0000000000010bdd00010b0030dd000d300000"
+      "00dd00010b00003f10dd002d0b0030dd000dc510dd00003010dd00060b000000010b00000000002f00dd00010b00000d"
+      "3010dd0000006e756d101010101010101010101010101010101010101010101010101010101010101010101010101010"
+      "101010101010101010101010101010101010101010101010101010101010101010101010101010101010101010101010"
+      "1010101010101010101010101010101010101010101010100b00000000002f00dd00010b00000d3010dd003200006e75"
+      "6d1010101010101010101010101010101010101010101010101010101010101010101010101010101010101010101010"
+      "10101010101010101010101010101010101010101010101010105f6c61");
+  BOOST_REQUIRE(found.size() == 461u);
+  auto s = decode<kv_transfer_status>(found);
+  BOOST_REQUIRE(!s);
+  BOOST_TEST(names_the_budget(s.error()), message_of(s.error()));
+}
+
+BOOST_AUTO_TEST_CASE(an_array_of_n_one_byte_elements_in_n_plus_header_bytes_decodes) {
+  std::vector<uint64_t> small(70000, 7); // positive fixints: one byte each, array32 header
+  auto bytes = encode(small);
+  BOOST_TEST(bytes.size() == small.size() + 5);
+  auto back = decode<std::vector<uint64_t>>(bytes);
+  BOOST_REQUIRE(back);
+  BOOST_TEST(*back == small);
+  std::map<uint64_t, uint64_t> m;
+  for (uint64_t i = 0; i < 100; ++i)
+    m[i] = i;
+  auto mb = decode<std::map<uint64_t, uint64_t>>(encode(m));
+  BOOST_REQUIRE(mb);
+  BOOST_TEST(mb->size() == 100u);
+  // Truncation is still reported as such.
+  bytes.pop_back();
+  auto cut = decode<std::vector<uint64_t>>(bytes);
+  BOOST_REQUIRE(!cut);
+  BOOST_TEST(message_of(cut.error()) == "truncated message");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
