@@ -37,7 +37,7 @@ ci)
     planes_codec_tests planes_event_tests planes_request_tests)
   fuzzers=(fuzz_protocol fuzz_vllm fuzz_etcd fuzz_transfer fuzz_admin fuzz_http fuzz_kvbm)
   tsan_tests=(runtime_core_tests runtime_protocol_tests runtime_kv_tests
-    planes_codec_tests planes_event_tests planes_request_tests) ;;
+    planes_codec_tests planes_event_tests planes_request_tests planes_http_tests) ;;
 full)
   asan_tests=(runtime_core_tests runtime_protocol_tests runtime_kv_tests runtime_route_tests
     runtime_gguf_tests runtime_tokenizer_tests runtime_openai_tests runtime_config_tests
@@ -50,12 +50,17 @@ full)
     fuzz_sse fuzz_cluster_config fuzz_transfer fuzz_admin fuzz_http fuzz_kvbm)
   tsan_tests=(runtime_core_tests runtime_protocol_tests runtime_kv_tests runtime_route_tests
     runtime_engine_tests runtime_metrics_tests runtime_mocker_tests
-    planes_codec_tests planes_event_tests planes_request_tests planes_discovery_tests) ;;
+    planes_codec_tests planes_event_tests planes_request_tests planes_discovery_tests
+    planes_http_tests) ;;
 *)
   echo "sanitize: DYNAMO_SANITIZE_SCOPE must be ci or full, not '$scope'" >&2
   exit 2 ;;
 esac
 
+# g++'s "undefined" leaves out float-cast-overflow (clang's, in the fuzz stage,
+# has it): a float -> integer conversion out of range is UB that only it sees
+# (msgpack-c's pack_float, docs/FUZZING.md Findings, 2026-11-29).
+asan_sanitizers=address,undefined,float-cast-overflow
 # -O1 with line tables: fast enough to run, cheap to build, symbolized stacks;
 # asserts stay on. Sanitize is no CMake build type: only these flags apply.
 configure() { # <dir> <sanitizers>
@@ -80,12 +85,12 @@ for phase in "${phases[@]}"; do
   case "$phase" in
   asan)
     echo "== ASan+UBSan: ${asan_tests[*]}"
-    configure "$asan_dir" address,undefined
+    configure "$asan_dir" "$asan_sanitizers"
     cmake --build "$asan_dir" --parallel "$jobs" --target "${asan_tests[@]}"
     run_tests "$asan_dir" "${asan_tests[@]}" ;;
   replay)
     echo "== fuzz targets under ASan+UBSan (corpus replay + ${seconds} s of mutations): ${fuzzers[*]}"
-    configure "$asan_dir" address,undefined
+    configure "$asan_dir" "$asan_sanitizers"
     cmake --build "$asan_dir" --parallel "$jobs" --target "${fuzzers[@]}" fuzz_make_seeds
     corpus="$asan_dir/corpus"
     "$asan_dir/bin/fuzz_make_seeds" "$corpus" >/dev/null
