@@ -5,6 +5,7 @@
 #include "actors/core/system.hpp"
 #include "actors/frontend/frontend_service.hpp"
 #include "apps/common/app_support.hpp"
+#include "apps/common/router_cost.hpp"
 #include "runtime/core/log.hpp"
 #include "runtime/protocol/components.hpp"
 
@@ -36,6 +37,9 @@ int main(int argc, char** argv) {
   auto cfg = config::load_cluster_config(config_path);
   if (!cfg)
     apps::die("dynamo-frontend", cfg.error());
+  if (!cfg->router.standalone) // else dynamo-router routes, and reads the profile
+    if (auto ok = apps::apply_router_cost(cfg->router.kv, "dynamo-frontend"); !ok)
+      apps::die("dynamo-frontend", ok.error());
   auto curve = apps::plane_keys(*cfg);
   if (!curve)
     apps::die("dynamo-frontend", curve.error());

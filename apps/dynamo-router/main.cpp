@@ -4,6 +4,7 @@
 #include "actors/core/system.hpp"
 #include "actors/router/router_service.hpp"
 #include "apps/common/app_support.hpp"
+#include "apps/common/router_cost.hpp"
 #include "runtime/route/router_metrics.hpp"
 #include "runtime/core/log.hpp"
 
@@ -29,6 +30,8 @@ int main(int argc, char** argv) {
   auto cfg = apps::load_config(config_path, hosts);
   if (!cfg)
     apps::die("dynamo-router", cfg.error());
+  if (auto ok = apps::apply_router_cost(cfg->router.kv, "dynamo-router"); !ok)
+    apps::die("dynamo-router", ok.error());
   auto curve = apps::plane_keys(*cfg);
   if (!curve)
     apps::die("dynamo-router", curve.error());

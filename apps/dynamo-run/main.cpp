@@ -7,6 +7,7 @@
 #include "actors/frontend/frontend_service.hpp"
 #include "actors/worker/engine_factory.hpp"
 #include "apps/common/app_support.hpp"
+#include "apps/common/router_cost.hpp"
 #include "runtime/core/log.hpp"
 #include "runtime/protocol/components.hpp"
 
@@ -123,6 +124,8 @@ expected<void> finish_options(run_options& o) {
     return mode.error();
   o.router.mode = *mode;
   if (auto ok = o.router.kv.validate(); !ok)
+    return ok.error();
+  if (auto ok = apps::apply_router_cost(o.router.kv, "dynamo-run"); !ok)
     return ok.error();
   if (o.out == "mocker") {
     o.pool.engine = config::engine_kind::mocker;

@@ -10,7 +10,7 @@ namespace dynamo::route {
 
 namespace {
 
-constexpr std::array<kv_router_flag, 19> flags{{
+constexpr std::array<kv_router_flag, 21> flags{{
     {"--kv-overlap-score-weight", "weight of prefill blocks against decode blocks (1.0)"},
     {"--router-temperature", "softmax temperature over worker costs; 0 = argmin (0.0)"},
     {"--use-kv-events", "index KV events from workers; --no-kv-events = approximate (true)"},
@@ -30,6 +30,8 @@ constexpr std::array<kv_router_flag, 19> flags{{
     {"--router-queue-policy", "fcfs | lcfs | wspt (fcfs)"},
     {"--router-lower-tier-weight", "a block in a worker's KVBM host/disk tier counts as this fraction of a device hit (0.5)"},
     {"--router-kv-capacity", "learn workers' KV capacity from their load metrics; avoid one a request would overflow (false)"},
+    {"--router-cost", "dynamo | timing: overlap weight as given, or priced in time from --router-profile (dynamo)"},
+    {"--router-profile", "dynamo-profile JSON that --router-cost timing derives the overlap weight from"},
 }};
 
 caf::error config_error(std::string_view flag, std::string_view why) {
@@ -116,6 +118,12 @@ expected<void> kv_router_config::validate() const {
     return config_error("--router-lower-tier-weight", "must be in [0, 1]");
   if (router_durable_kv_events)
     return config_error("--router-durable-kv-events", "durable KV events are not supported");
+  if (router_cost != "dynamo" && router_cost != "timing")
+    return config_error("--router-cost", "must be dynamo or timing");
+  if (router_cost == "timing" && router_profile.empty())
+    return config_error("--router-cost", "timing needs --router-profile (a dynamo-profile JSON)");
+  if (router_cost != "timing" && !router_profile.empty())
+    return config_error("--router-profile", "is read only with --router-cost timing");
   if (router_kv_capacity && !router_track_active_blocks)
     return config_error("--router-kv-capacity", "requires --router-track-active-blocks (the booked blocks it compares)");
   return {};
@@ -183,6 +191,18 @@ expected<void> kv_router_config::set(std::string_view flag, std::string_view v) 
     if (v != "fcfs" && v != "lcfs" && v != "wspt")
       return config_error(flag, fmt::format("'{}': must be fcfs, lcfs or wspt", v));
     router_queue_policy = std::string{v};
+    return {};
+  }
+  if (name == "--router-cost") {
+    if (v != "dynamo" && v != "timing") // checked here too: see --router-queue-policy
+      return config_error(flag, fmt::format("'{}': must be dynamo or timing", v));
+    router_cost = std::string{v};
+    return {};
+  }
+  if (name == "--router-profile") {
+    if (v.empty())
+      return config_error(flag, "needs a path");
+    router_profile = std::string{v};
     return {};
   }
   return config_error(flag, "unknown router flag");

@@ -47,6 +47,12 @@ struct kv_router_config {
   /// blocks plus the request's would exceed it only when every candidate would
   /// (kv_router::set_worker_capacity). Off: Dynamo's cost alone.
   bool router_kv_capacity = false;
+  /// --router-cost: how kv_overlap_score_weight is set. "dynamo": as given
+  /// (Dynamo's default 1). "timing": priced in time from the engine profile at
+  /// router_profile (prefill time of a block / what a resident block adds to a
+  /// decode step), set by plan::apply_router_cost before the router is built.
+  std::string router_cost = "dynamo";
+  std::string router_profile; ///< --router-profile: dynamo-profile JSON (router_cost "timing")
 
   /// Checks ranges and combinations; errc::config_error names the field.
   [[nodiscard]] expected<void> validate() const;

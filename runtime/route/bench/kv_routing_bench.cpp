@@ -161,7 +161,7 @@ constexpr const char* usage =
     "  [--max-output-tokens N] [--trace-block-size 512] [--mean-think-ms 2000]\n"
     "  [--blocks 16384] [--block-size 16] [--modes kv,round-robin] [--seed 1] [--smoke]\n"
     "  [--kvbm off,host,host+disk] [--kvbm-host-gb 4] [--kvbm-disk-gb 64] [--kvbm-disk-min-frequency 2] [--router-lower-tier-weight 0.5]\n"
-    "  [--kv-overlap-score-weight 1.0] [--router-cost dynamo|timing] [--router-kv-capacity] [--replies actual|trace]\n"
+    "  [--kv-overlap-score-weight 1.0] [--router-cost dynamo|timing] [--router-profile PATH] [--router-kv-capacity] [--replies actual|trace]\n"
     "  [--cpu-engine] [--cpu-model PATH] [--cpu-sessions 8] [--cpu-turns 4] [--cpu-system-tokens 256]\n"
     "  [--cpu-min-user-tokens 64] [--cpu-max-user-tokens 192] [--cpu-output-tokens 8] [--cpu-g1-blocks 96]\n"
     "  [--cpu-host-blocks 64] [--cpu-disk-path /tmp/dynamo-kvbm-bench] [--cpu-threads 0]\n"
@@ -181,9 +181,11 @@ constexpr const char* usage =
     "host tier of --cpu-host-blocks) on one CPU engine with --cpu-g1-blocks of KV, sessions\n"
     "taking turns one request at a time (wall-clock TTFT), with the disk's sequential read\n"
     "speed measured under --cpu-disk-path.\n"
-    "--router-cost timing: the overlap and lower-tier weights priced in one unit, time, from\n"
-    "the mocker's timings (a prompt block's prefill over what a resident block adds to a step;\n"
-    "a lower-tier hit saves its prefill less its onboarding), per KVBM variant; dynamo\n"
+    "--router-cost timing: the overlap and lower-tier weights priced in one unit, time: a\n"
+    "prompt block's prefill over what a resident block adds to a step, fitted to a profile\n"
+    "as a deployment's router does (--router-profile, a dynamo-profile JSON; default: a\n"
+    "profile of the bench's mocker engine taken at start), and a lower-tier hit saving its\n"
+    "prefill less the mocker's onboarding, per KVBM variant; dynamo\n"
     "(default): the two weight flags as given. --router-kv-capacity: the router knows each\n"
     "worker's G1 blocks and sends a request where it fits next to the running ones if any.\n"
     "--replies actual (default): a session's next turn is its previous prompt, the reply the\n"
@@ -289,6 +291,7 @@ bool parse(int argc, char** argv, options& o) {
       }
       o.timing_cost = v == "timing";
     }
+    else if (f == "--router-profile") o.router_profile = std::string{v};
     else if (f == "--cpu-model") o.cpu.model = std::string{v};
     else if (f == "--cpu-sessions") o.cpu.sessions = number<uint32_t>(f, v);
     else if (f == "--cpu-turns") o.cpu.turns = number<uint32_t>(f, v);
@@ -407,6 +410,18 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", describe(ok.error()).c_str());
     return 2;
   }
+  std::string timing = "null";
+  if (o.timing_cost) {
+    auto t = profiled_timing(o);
+    if (!t) {
+      std::fprintf(stderr, "--router-cost timing: %s\n", describe(t.error()).c_str());
+      return 2;
+    }
+    o.timing = *t;
+    timing = fmt::format(R"({{"profile": "{}", "prefill_ms_per_block": {:.6g}, "step_ms_per_block": {:.6g}}})",
+                         o.router_profile.empty() ? "(this engine)" : o.router_profile, t->prefill_ms_per_block,
+                         t->step_ms_per_block);
+  }
   std::string runs;
   for (double rate : o.rates)
     runs += (runs.empty() ? "" : ", ") + run_json(o, rate);
@@ -419,7 +434,7 @@ int main(int argc, char** argv) {
              R"("user_tokens": [{}, {}], "output_tokens": [{}, {}], "mean_think_ms": {}, )"
              R"("trace_block_size": {}, "seed": {}}}, "kvbm": {{"variants": "{}", "host_gb_per_worker": {}, )"
              R"("disk_gb_per_worker": {}, "router_lower_tier_weight": {}, "kv_overlap_score_weight": {}, "host_gbps": {}, "disk_gbps": {}, "host_block_us": {}, "disk_block_us": {}}}, )"
-             R"("runs": [{}], "cpu_engine": {}}})"
+             R"("router_timing": {}, "runs": [{}], "cpu_engine": {}}})"
              "\n",
              o.preset, o.workers, o.engine.block_size, o.engine.num_blocks,
              o.engine.max_num_batched_tokens, w.sessions, w.system_prompts,
@@ -427,6 +442,6 @@ int main(int argc, char** argv) {
              w.max_user_tokens, w.min_output_tokens, w.max_output_tokens, w.mean_think_ms,
              w.trace_block_size, w.seed, fmt::format("{}", fmt::join(o.kvbm, ",")), o.kvbm_host_gb,
              o.kvbm_disk_gb, o.lower_tier_weight, o.overlap_weight, o.engine.kvbm_host_bandwidth, o.engine.kvbm_disk_bandwidth, o.engine.kvbm_host_block_us,
-             o.engine.kvbm_disk_block_us, runs, cpu);
+             o.engine.kvbm_disk_block_us, timing, runs, cpu);
   return 0;
 }

@@ -2,7 +2,8 @@
 
 #include "runtime/core/units.hpp"
 #include "runtime/kv/block_hash.hpp"
-#include "runtime/mocker/timing_model.hpp"
+#include "runtime/plan/profiler.hpp"
+#include "runtime/plan/router_cost.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -29,15 +30,28 @@ kvbm::kvbm_config kvbm_of(const options& o, std::string_view v) {
   return k;
 }
 
+expected<timing_costs> profiled_timing(const options& o) {
+  expected<plan::engine_profile> p = plan::engine_profile{};
+  if (!o.router_profile.empty()) {
+    p = plan::load_profile(o.router_profile);
+  } else {
+    plan::profile_sweep sweep; // dynamo-profile's default grid, cold prompts only
+    sweep.isl = {128, 256, 512, 1024, 2048, 4096, 6144, 8192};
+    sweep.context = {128, 512, 1024, 2048};
+    sweep.prefix_hit = {0.0};
+    p = plan::run_profile([&o] { return mocker::make_engine(o.engine); }, sweep);
+  }
+  if (!p)
+    return std::move(p.error());
+  return plan::router_timing_from_profile(*p);
+}
+
 cost_weights router_cost_weights(const options& o, std::string_view v) {
   if (!o.timing_cost)
     return {o.overlap_weight, o.lower_tier_weight};
-  const mocker::mocker_config& e = o.engine;
-  const double batch = std::max<double>(e.max_num_batched_tokens, 2);
-  timing_costs t;
-  t.prefill_ms_per_block = (mocker::prefill_ms(e.max_num_batched_tokens) - mocker::prefill_ms(1)) / (batch - 1) * e.block_size;
-  t.step_ms_per_block = (mocker::decode_ms(1.0) - mocker::decode_ms(0.0)) / std::max<double>(e.num_blocks, 1);
-  const std::chrono::microseconds onboard = v == "host+disk" ? mocker::onboard_time(0, 1, e) : mocker::onboard_time(1, 0, e);
+  timing_costs t = o.timing;
+  const std::chrono::microseconds onboard =
+      v == "host+disk" ? mocker::onboard_time(0, 1, o.engine) : mocker::onboard_time(1, 0, o.engine);
   t.onboard_ms_per_block = static_cast<double>(onboard.count()) / 1000.0;
   return weights_from_timing(t);
 }

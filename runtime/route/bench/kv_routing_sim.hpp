@@ -40,9 +40,14 @@ struct options {
   int64_t kvbm_disk_min_frequency = 0; ///< --kvbm-disk-min-frequency; 0: the filter's default (2)
   double lower_tier_weight = kv_router_config{}.router_lower_tier_weight; ///< --router-lower-tier-weight
   double overlap_weight = kv_router_config{}.overlap_score_weight; ///< --kv-overlap-score-weight
-  /// --router-cost timing: the two weights above from the mocker's timings
+  /// --router-cost timing: the two weights above priced in time
   /// (router_cost_weights), per KVBM variant; dynamo (default): as given.
   bool timing_cost = false;
+  /// --router-profile: the dynamo-profile JSON timing takes its per-block
+  /// times from; empty: a profile of the bench's own mocker engine.
+  std::string router_profile;
+  /// Timing's per-block prefill and step times (profiled_timing), set by main.
+  timing_costs timing;
   /// --router-kv-capacity: the router knows each worker's G1 blocks
   /// (kv_router::set_worker_capacity).
   bool router_capacity = false;
@@ -56,11 +61,17 @@ struct options {
 /// The engines' KVBM tiers for variant `v` (off | host | host+disk).
 [[nodiscard]] kvbm::kvbm_config kvbm_of(const options& o, std::string_view v);
 
-/// The router's weights for variant `v`: o's, or with timing_cost the mocker's
-/// timings linearized (weights_from_timing): a block's prefill as the mean
-/// slope of prefill_ms over one full batch, a resident block's step cost as
-/// the mean slope of decode_ms over the cache, onboarding as the mocker's for
-/// one block from the lowest tier the variant has.
+/// Timing's per-block prefill and step times as a deployment's router derives
+/// them (plan::router_timing_from_profile): from the profile at
+/// o.router_profile, else from profiling o.engine (plan::run_profile with
+/// dynamo-profile's default grid, cold prompts only; simulated time, so
+/// deterministic). Errors: the file's, the profile's, the engine's.
+[[nodiscard]] expected<timing_costs> profiled_timing(const options& o);
+
+/// The router's weights for variant `v`: o's, or with timing_cost
+/// weights_from_timing of o.timing's prefill and step times and the mocker's
+/// onboarding of one block from the lowest tier the variant has (which no
+/// profile holds).
 [[nodiscard]] cost_weights router_cost_weights(const options& o, std::string_view v);
 
 struct request_state {

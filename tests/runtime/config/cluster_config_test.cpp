@@ -63,6 +63,20 @@ pools:
   BOOST_TEST(c->find_pool("nope") == nullptr);
 }
 
+BOOST_AUTO_TEST_CASE(the_router_cost_keys_parse_and_default_to_dynamo) {
+  auto c = parse_cluster_config("router: {mode: kv, router_cost: timing, router_profile: /p/mocker.json}\n"
+                                "pools: [{name: b, model: m}]");
+  if (!c)
+    BOOST_FAIL(describe(c.error()));
+  BOOST_TEST(c->router.kv.router_cost == "timing");
+  BOOST_TEST(c->router.kv.router_profile == "/p/mocker.json"); // read by the apps (plan::apply_router_cost)
+  BOOST_TEST(c->router.kv.overlap_score_weight == 1.0);
+  auto d = parse_cluster_config("pools: [{name: b, model: m}]");
+  BOOST_REQUIRE(d);
+  BOOST_TEST(d->router.kv.router_cost == "dynamo");
+  BOOST_TEST(d->router.kv.router_profile.empty());
+}
+
 BOOST_AUTO_TEST_CASE(defaults_fill_in) {
   auto c = parse_cluster_config("pools: [{name: backend, model: m}]");
   BOOST_REQUIRE(c);
@@ -95,6 +109,12 @@ BOOST_AUTO_TEST_CASE(errors_name_the_field) {
   BOOST_TEST(error_of("router: {router_temperature: hot}\npools: [{name: b, model: m}]").find("router.router_temperature") == 0);
   BOOST_TEST(error_of("router: {router_kv_capacity: true, router_track_active_blocks: false}\npools: [{name: b, model: m}]")
                .find("router: --router-kv-capacity") == 0);
+  BOOST_TEST(error_of("router: {router_cost: timing}\npools: [{name: b, model: m}]") ==
+             "router: --router-cost: timing needs --router-profile (a dynamo-profile JSON)");
+  BOOST_TEST(error_of("router: {router_cost: fast, router_profile: p.json}\npools: [{name: b, model: m}]") ==
+             "router.router_cost: --router-cost: 'fast': must be dynamo or timing");
+  BOOST_TEST(error_of("router: {router_profile: p.json}\npools: [{name: b, model: m}]") ==
+             "router: --router-profile: is read only with --router-cost timing");
   BOOST_TEST(error_of("admin: {enabled: true, host: 0.0.0.0}\npools: [{name: b, model: m}]") ==
              "admin.token: is required when the admin API listens on a public interface");
   // The same loopback test as the admin service's own (runtime/core/host): no token needed.

@@ -315,4 +315,20 @@ BOOST_AUTO_TEST_CASE(the_kv_capacity_option_is_off_by_default_and_needs_active_b
   BOOST_TEST(bool(c.validate()));
 }
 
+BOOST_AUTO_TEST_CASE(the_timing_cost_needs_a_profile_and_dynamo_cost_none) {
+  kv_router_config c;
+  BOOST_TEST(c.router_cost == "dynamo");
+  BOOST_TEST(!c.set("--router-cost", "cheapest"));
+  BOOST_TEST(!c.set("--router-profile", "")); // a value flag, not a switch
+  BOOST_REQUIRE(c.set("--router-cost", "timing"));
+  auto no_profile = c.validate();
+  BOOST_REQUIRE(!no_profile);
+  BOOST_TEST(message_of(no_profile.error()) == "--router-cost: timing needs --router-profile (a dynamo-profile JSON)");
+  BOOST_REQUIRE(c.set("--router-profile", "p.json"));
+  BOOST_TEST(bool(c.validate()));
+  BOOST_TEST(c.overlap_score_weight == 1.0); // derived later, from the file (plan::apply_router_cost)
+  BOOST_REQUIRE(c.set("--router-cost", "dynamo"));
+  BOOST_TEST(!c.validate()); // a profile nothing reads
+}
+
 BOOST_AUTO_TEST_SUITE_END()
