@@ -44,7 +44,7 @@ struct options {
   /// (router_cost_weights), per KVBM variant; dynamo (default): as given.
   bool timing_cost = false;
   /// --router-kv-capacity: the router knows each worker's G1 blocks
-  /// (kv_router::set_worker_capacity).
+  /// (kv_router_config::router_kv_capacity, kv_router::set_worker_capacity).
   bool router_capacity = false;
   bool cpu_engine = false; ///< --cpu-engine: also the KVBM variants on one real CPU engine
   bool disk_onboard = false; ///< --disk-onboard: only the disk tier's read path
