@@ -47,7 +47,7 @@ router_metrics::create(std::shared_ptr<metrics::registry> reg, const std::string
     return e;
   if (auto e = metrics::take(
           reg->add_gauge(prefix + "_kv_capacity_rule",
-                         "1 when the router avoids workers a request would overflow (router_kv_capacity), else 0",
+                         "1 when the router avoids workers a request would overflow (router_kv_capacity in kv mode), else 0",
                          router),
           m->capacity_rule_))
     return e;
@@ -88,7 +88,8 @@ void router_metrics::publish_capacities(const std::string& name, const kv_router
   std::map<worker_key, uint64_t> now(router.worker_capacities().begin(), router.worker_capacities().end());
   std::lock_guard lk{mutex_};
   router_state& st = routers_[name];
-  st.rule = router.config().router_kv_capacity;
+  // The rule decides only among kv-mode candidates (kv_router::choose).
+  st.rule = router.config().router_kv_capacity && router.mode() == router_mode::kv;
   capacity_rule_->with({name}).set(st.rule ? 1.0 : 0.0);
   for (const auto& [w, blocks] : st.capacities)
     if (!now.count(w))

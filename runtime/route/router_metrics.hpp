@@ -46,7 +46,7 @@ public:
 
   /// Router `name`'s KV-capacity rule and what it has learned
   /// (kv_router::worker_capacities): `<prefix>_kv_capacity_rule{router}` 1 when
-  /// router_kv_capacity is on, else 0, and one series of
+  /// router_kv_capacity is on in kv mode (where it applies), else 0, and one series of
   /// `<prefix>_worker_kv_capacity_blocks` per (worker, dp rank) whose capacity
   /// it knows; the series of one it no longer knows (the worker left, or a
   /// restarted router has not heard from it yet) are removed. `workers`: the
@@ -56,7 +56,7 @@ public:
   /// What a router of this process knows of an instance it routes to.
   struct routed_worker {
     std::string router;          ///< the router's name (router[<model>])
-    bool kv_capacity_rule = false; ///< router_kv_capacity on
+    bool kv_capacity_rule = false; ///< router_kv_capacity on, in kv mode
     std::optional<uint64_t> kv_capacity_blocks; ///< learned, over its dp ranks; nullopt: not yet
   };
   /// Every instance of the last publish_capacities() of each router, by id.

@@ -63,12 +63,15 @@ BOOST_AUTO_TEST_CASE(learned_capacities_appear_per_worker_and_go_with_the_worker
   kv_router router(on, 4, router_mode::kv, 1);
   kv_router off(kv_router_config{}, 4, router_mode::kv, 1);
   (*m)->publish_capacities("router[off]", off, {7});
+  kv_router round_robin(on, 4, router_mode::round_robin, 1); // the rule only decides in kv mode
+  (*m)->publish_capacities("router[rr]", round_robin, {});
   BOOST_REQUIRE(router.set_worker_capacity({0x100, 0}, 8));
   BOOST_REQUIRE(router.set_worker_capacity({0x101, 0}, 300));
   (*m)->publish_capacities("router[m]", router, {0x100, 0x101, 0x102});
   std::string text = reg->render();
   BOOST_TEST(has_line(text, R"(dynamo_router_kv_capacity_rule{router="router[m]"} 1)"));
   BOOST_TEST(has_line(text, R"(dynamo_router_kv_capacity_rule{router="router[off]"} 0)"));
+  BOOST_TEST(has_line(text, R"(dynamo_router_kv_capacity_rule{router="router[rr]"} 0)"));
   BOOST_TEST(has_line(text, R"(dynamo_router_worker_kv_capacity_blocks{router="router[m]",worker_id="0000000000000100",dp_rank="0"} 8)"));
   BOOST_TEST(has_line(text, R"(dynamo_router_worker_kv_capacity_blocks{router="router[m]",worker_id="0000000000000101",dp_rank="0"} 300)"));
   auto seen = (*m)->routed_workers();
