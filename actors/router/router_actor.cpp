@@ -150,7 +150,16 @@ void start_call(router_ptr self, const route_job_ptr& job, const instance_entry&
                                        std::move(on_end));
 }
 
-// Healthy, reachable instances; those the job failed on only when nothing else is left.
+// Whether `tokens` leave room for an output token in `inst`'s context (the
+// engine refuses a request otherwise); unknown contexts fit.
+bool fits_context(const instance_entry& inst, size_t tokens) {
+  return inst.info.context_length == 0 || tokens < inst.info.context_length;
+}
+
+// Healthy, reachable instances; those the job failed on only when nothing else
+// is left. Instances whose advertised context the request does not fit are
+// dropped when another fits (workers of one model can be started with
+// different --context-length); when none fits, the worker's refusal is the answer.
 void collect_candidates(router_ptr self, const route_job& job) {
   auto& st = self->state;
   auto now = clock::now();
@@ -162,6 +171,10 @@ void collect_candidates(router_ptr self, const route_job& job) {
         st.candidates.push_back({id, 0});
     }
   }
+  const size_t tokens = job.request.token_ids.size();
+  auto too_small = [&](const route::worker_key& w) { return !fits_context(st.instances.at(w.worker_id), tokens); };
+  if (!job.request.backend_instance_id && !std::all_of(st.candidates.begin(), st.candidates.end(), too_small))
+    std::erase_if(st.candidates, too_small);
   std::sort(st.candidates.begin(), st.candidates.end()); // deterministic round-robin order
 }
 

@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <set>
 
 using namespace dynamo;
 using namespace dynamo::actors;
@@ -333,6 +334,47 @@ BOOST_AUTO_TEST_CASE(a_crashed_supervised_router_comes_back_with_its_workers) {
   BOOST_TEST(!after.error);
   BOOST_TEST(after.tokens == mocker::continuation(make_request("x", 5).token_ids, 5));
   caf::anon_send_exit(sr.supervisor, caf::exit_reason::user_shutdown);
+}
+
+// Sends `tokens` prompt tokens through the router; the instance it went to.
+uint64_t route_once(const caf::actor& router, const std::string& id, uint32_t tokens) {
+  auto job = std::make_shared<route_job>();
+  job->request = make_request(id, 2);
+  job->request.token_ids.resize(tokens);
+  for (uint32_t k = 0; k < tokens; ++k)
+    job->request.token_ids[k] = 100 + k;
+  job->request.prompt_tokens = tokens;
+  std::promise<uint64_t> routed;
+  std::promise<void> ended;
+  job->callbacks.on_routed = [&routed](uint64_t to) { routed.set_value(to); };
+  job->callbacks.on_chunk = [](protocol::engine_output) {};
+  job->callbacks.on_end = [&ended](const caf::error&) { ended.set_value(); };
+  send_route(router, job);
+  auto to = routed.get_future();
+  BOOST_REQUIRE(to.wait_for(10s) == std::future_status::ready);
+  BOOST_REQUIRE(ended.get_future().wait_for(10s) == std::future_status::ready);
+  return to.get();
+}
+
+BOOST_AUTO_TEST_CASE(a_prompt_goes_to_a_worker_whose_advertised_context_it_fits) {
+  // Round robin over 0x100 (its card says 32 tokens of context) and 0x101
+  // (unknown): 40-token prompts all go to 0x101; short ones alternate.
+  cluster c(2, 0);
+  caf::anon_send(c.router, add_worker_atom::value,
+                 worker_info{0x100, c.workers[0].server->address(), endpoint, true, 32});
+  for (int i = 0; i < 4; ++i)
+    BOOST_TEST(route_once(c.router, "long-" + std::to_string(i), 40) == 0x101u, "request " << i);
+  std::set<uint64_t> short_ones;
+  for (int i = 0; i < 4; ++i)
+    short_ones.insert(route_once(c.router, "short-" + std::to_string(i), 8));
+  BOOST_TEST(short_ones.size() == 2u);
+  // Neither fits: the request still goes (the worker's refusal is the answer).
+  caf::anon_send(c.router, add_worker_atom::value,
+                 worker_info{0x101, c.workers[1].server->address(), endpoint, true, 32});
+  std::set<uint64_t> none_fit;
+  for (int i = 0; i < 4; ++i)
+    none_fit.insert(route_once(c.router, "none-" + std::to_string(i), 40));
+  BOOST_TEST(none_fit.size() == 2u);
 }
 
 BOOST_AUTO_TEST_CASE(the_capacity_a_load_report_teaches_the_router_is_on_metrics_until_the_worker_leaves) {
