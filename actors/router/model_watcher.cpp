@@ -158,7 +158,7 @@ struct model_watcher::impl {
       return;
     }
     worker_info info{rec.instance, rec.request_address, rec.endpoint.path(),
-                     rec.health == planes::health_state::ready};
+                     rec.health == planes::health_state::ready, card->context_length};
     auto role = rec.metadata.find(std::string{protocol::role_metadata_key});
     bool is_prefill = role != rec.metadata.end() &&
                       protocol::parse_disagg_role(role->second) == protocol::disagg_role::prefill;

@@ -59,6 +59,19 @@ constexpr std::chrono::seconds metrics_period{1};
 
 using router_ptr = caf::stateful_actor<router_state>*;
 
+// The KV-capacity rule, the capacities learned and the instances routed to,
+// on /metrics and in the admin API (router_metrics::publish_capacities).
+void publish_capacities(router_state& st) {
+  if (!st.cfg.metrics)
+    return;
+  std::vector<uint64_t> ids;
+  ids.reserve(st.instances.size());
+  for (const auto& [id, e] : st.instances)
+    ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  st.cfg.metrics->publish_capacities(st.cfg.name, *st.router, std::move(ids));
+}
+
 // Asks a worker for the KV events its router missed (or a full dump, when it
 // joins); the answer comes back as a replay_atom. A failed call is retried a
 // few times while the worker is known (research/dynamo.md 3.5). Workers whose
@@ -137,7 +150,16 @@ void start_call(router_ptr self, const route_job_ptr& job, const instance_entry&
                                        std::move(on_end));
 }
 
-// Healthy, reachable instances; those the job failed on only when nothing else is left.
+// Whether `tokens` leave room for an output token in `inst`'s context (the
+// engine refuses a request otherwise); unknown contexts fit.
+bool fits_context(const instance_entry& inst, size_t tokens) {
+  return inst.info.context_length == 0 || tokens < inst.info.context_length;
+}
+
+// Healthy, reachable instances; those the job failed on only when nothing else
+// is left. Instances whose advertised context the request does not fit are
+// dropped when another fits (workers of one model can be started with
+// different --context-length); when none fits, the worker's refusal is the answer.
 void collect_candidates(router_ptr self, const route_job& job) {
   auto& st = self->state;
   auto now = clock::now();
@@ -149,6 +171,10 @@ void collect_candidates(router_ptr self, const route_job& job) {
         st.candidates.push_back({id, 0});
     }
   }
+  const size_t tokens = job.request.token_ids.size();
+  auto too_small = [&](const route::worker_key& w) { return !fits_context(st.instances.at(w.worker_id), tokens); };
+  if (!job.request.backend_instance_id && !std::all_of(st.candidates.begin(), st.candidates.end(), too_small))
+    std::erase_if(st.candidates, too_small);
   std::sort(st.candidates.begin(), st.candidates.end()); // deterministic round-robin order
 }
 
@@ -273,8 +299,10 @@ caf::actor spawn_router(caf::actor_system& sys, router_actor_config cfg,
         caf::anon_send(me, resync_atom::value, std::move(req), 0);
     };
     st.router = std::make_unique<route::kv_router>(cfg.kv, cfg.block_size, cfg.mode, seed, sink);
-    if (cfg.metrics)
+    if (cfg.metrics) {
+      publish_capacities(st); // the rule, before any worker joins
       self->delayed_send(self, metrics_period, metrics_tick_atom::value);
+    }
     return {
       [self](add_worker_atom, const worker_info& w) {
         auto& st = self->state;
@@ -285,6 +313,7 @@ caf::actor spawn_router(caf::actor_system& sys, router_actor_config cfg,
         if (fresh) {
           st.router->add_worker({w.instance_id, 0}); // its dump request comes back as resync_atom
           spdlog::info("{}: worker {:016x} at {} joined", st.cfg.name, w.instance_id, w.address);
+          publish_capacities(st);
         }
       },
       [self](remove_worker_atom, uint64_t id) {
@@ -292,15 +321,18 @@ caf::actor spawn_router(caf::actor_system& sys, router_actor_config cfg,
         if (st.instances.erase(id)) {
           st.router->remove_worker(id);
           spdlog::info("{}: worker {:016x} left", st.cfg.name, id);
+          publish_capacities(st);
         }
       },
       [self](worker_load_atom, const protocol::load_metrics& load) {
         auto& st = self->state;
         // Kept even before add_worker: a report can overtake it (model_watcher
         // forwards from the event thread); the watcher drops those of gone workers.
-        if (st.router->on_load(load))
+        if (st.router->set_worker_capacity({load.worker_id, load.dp_rank}, load.total_blocks)) {
           spdlog::info("{}: worker {:016x} holds {} KV blocks", st.cfg.name, load.worker_id,
                        load.total_blocks);
+          publish_capacities(st);
+        }
       },
       [self](instance_down_atom, uint64_t id) {
         auto& st = self->state;
@@ -321,6 +353,7 @@ caf::actor spawn_router(caf::actor_system& sys, router_actor_config cfg,
         auto& st = self->state;
         uint64_t dropped = st.kv_inbox ? st.kv_inbox->dropped() : 0;
         st.cfg.metrics->publish(st.cfg.name, st.router->index(), dropped, st.published);
+        publish_capacities(st); // a restarted router's stale series go
         self->delayed_send(self, metrics_period, metrics_tick_atom::value);
       },
       [self](replay_atom, protocol::kv_replay& replay) {

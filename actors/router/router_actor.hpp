@@ -48,11 +48,15 @@ struct worker_info {
   std::string address;       ///< request-plane address
   std::string endpoint_path; ///< e.g. "dynamo/backend/generate"
   bool healthy = true;       ///< unhealthy or draining instances get no new requests
+  /// Its model card's context_length (prompt + output tokens); 0: unknown. A
+  /// request whose tokens do not fit goes to an instance they fit when one exists.
+  uint32_t context_length = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_info& x) {
-  return f(caf::meta::type_name("worker_info"), x.instance_id, x.address, x.endpoint_path, x.healthy);
+  return f(caf::meta::type_name("worker_info"), x.instance_id, x.address, x.endpoint_path, x.healthy,
+           x.context_length);
 }
 
 /// What a routed call reports back to whoever asked for it. Called on the

@@ -155,17 +155,52 @@ void add_kvbm_flags(cli& c, kvbm_flags& f) {
             "KVBM disk tier: a block goes to disk once offered this often (count doubles per offer; default 2)");
 }
 
-void add_router_flags(cli& c, route::kv_router_config& kv) {
-  for (const auto& f : route::kv_router_flags()) {
-    std::string flag{f.name};
+void add_router_flags(cli& c, router_flags& f) {
+  c.custom("router-mode", false,
+           [&f](const std::string& v) -> expected<void> {
+             auto mode = route::parse_router_mode(v);
+             if (!mode)
+               return std::move(mode.error());
+             f.mode = *mode;
+             return {};
+           },
+           "round-robin | random | kv (default: the config's router.mode, else round-robin)")
+    .custom("migration-limit", false,
+            [&f](const std::string& v) -> expected<void> {
+              auto n = parse_number_list<uint32_t>("migration-limit", v);
+              if (!n)
+                return std::move(n.error());
+              if (n->size() != 1)
+                return make_error(errc::invalid_argument, "--migration-limit expects one number, got '" + v + "'");
+              f.migration_limit = n->front();
+              return {};
+            },
+            "re-routes of a request whose worker died (default: the config's router.migration_limit, else 3)");
+  for (const auto& flag : route::kv_router_flags()) {
+    std::string name{flag.name};
     route::kv_router_config probe;
-    bool is_switch = static_cast<bool>(probe.set(flag, ""));
-    c.custom(flag.substr(2), is_switch,
-             [&kv, flag](const std::string& v) -> expected<void> {
-               return kv.set(flag, v == "false" ? "false" : v);
+    bool is_switch = static_cast<bool>(probe.set(name, ""));
+    c.custom(name.substr(2), is_switch,
+             [&f, name](const std::string& v) -> expected<void> {
+               route::kv_router_config check; // the value alone, checked now
+               if (auto ok = check.set(name, v); !ok)
+                 return ok;
+               f.kv.emplace_back(name, v);
+               return {};
              },
-             std::string{f.help});
+             std::string{flag.help});
   }
+}
+
+expected<void> router_flags::apply(config::router_config& r) const {
+  if (mode)
+    r.mode = *mode;
+  if (migration_limit)
+    r.migration_limit = *migration_limit;
+  for (const auto& [flag, value] : kv)
+    if (auto ok = r.kv.set(flag, value); !ok)
+      return ok;
+  return r.kv.validate();
 }
 
 expected<std::unique_ptr<planes::discovery_plane>> make_discovery(const config::discovery_config& cfg) {
@@ -236,9 +271,9 @@ class process_admin final : public admin::admin_backend {
 public:
   process_admin(std::string kind, caf::actor_system& sys, planes::discovery_plane& d, std::string ns,
                 std::function<std::vector<actors::worker_service*>()> w,
-                std::function<admin::supervisor_list()> more)
+                std::function<admin::supervisor_list()> more, std::shared_ptr<route::router_metrics> routers)
     : kind_(std::move(kind)), sys_(sys), discovery_(d), ns_(std::move(ns)), workers_(std::move(w)),
-      more_(std::move(more)) {}
+      more_(std::move(more)), routers_(std::move(routers)) {}
 
   std::string process_kind() const override { return kind_; }
 
@@ -247,7 +282,15 @@ public:
   }
 
   expected<std::vector<admin::instance_row>> instances() override {
-    return admin::instance_rows(discovery_, ns_);
+    auto rows = admin::instance_rows(discovery_, ns_);
+    if (!rows || !routers_)
+      return rows;
+    auto routed = routers_->routed_workers();
+    for (auto& row : *rows)
+      if (auto it = routed.find(row.instance_id); it != routed.end())
+        row.routing = admin::routing_view{it->second.router, it->second.kv_capacity_rule,
+                                          it->second.kv_capacity_blocks};
+    return rows;
   }
 
   expected<void> drain(uint64_t id, bool on) override {
@@ -288,6 +331,7 @@ private:
 
   std::function<std::vector<actors::worker_service*>()> workers_;
   std::function<admin::supervisor_list()> more_;
+  std::shared_ptr<route::router_metrics> routers_;
 };
 
 } // namespace
@@ -307,7 +351,8 @@ expected<std::unique_ptr<admin::admin_service>>
 start_admin(const config::admin_config& cfg, std::string process_kind, caf::actor_system& sys,
             planes::discovery_plane& discovery, std::string ns,
             std::function<std::vector<actors::worker_service*>()> workers,
-            std::function<admin::supervisor_list()> more_supervisors) {
+            std::function<admin::supervisor_list()> more_supervisors,
+            std::shared_ptr<route::router_metrics> routers) {
   if (!cfg.enabled)
     return std::unique_ptr<admin::admin_service>{};
   admin::admin_options o;
@@ -319,7 +364,7 @@ start_admin(const config::admin_config& cfg, std::string process_kind, caf::acto
     return std::move(tls.error());
   o.tls = cfg.tls;
   auto backend = std::make_shared<process_admin>(std::move(process_kind), sys, discovery, std::move(ns), std::move(workers),
-                                                 std::move(more_supervisors));
+                                                 std::move(more_supervisors), std::move(routers));
   auto svc = admin::admin_service::start(o, backend);
   if (!svc)
     return svc.error();

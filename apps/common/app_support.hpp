@@ -43,8 +43,21 @@ void block_shutdown_signals();
 /// Waits for SIGINT or SIGTERM; returns the signal number.
 int wait_for_shutdown();
 
-/// Adds every --kv-* / --router-* flag of route::kv_router_config to `c`.
-void add_router_flags(cli& c, route::kv_router_config& kv);
+/// The router flags of every binary that routes (dynamo-run, dynamo-frontend,
+/// dynamo-router): --router-mode, --migration-limit and every --kv-* /
+/// --router-* flag of route::kv_router_config. Each one given replaces the
+/// setting of the cluster config's router: block (or dynamo-run's default).
+struct router_flags {
+  std::optional<route::router_mode> mode;
+  std::optional<uint32_t> migration_limit;
+  /// The route::kv_router_config flags given, in command-line order: (flag, value).
+  std::vector<std::pair<std::string, std::string>> kv;
+  /// Sets what was given on `r`, then checks the combination
+  /// (route::kv_router_config::validate: errc::config_error naming the flag).
+  [[nodiscard]] expected<void> apply(config::router_config& r) const;
+};
+/// Adds the router flags to `c`; a bad value fails the parse, naming its flag.
+void add_router_flags(cli& c, router_flags& f);
 
 /// Where a process that binds plane sockets listens and what it advertises:
 /// --plane-host and --advertise-host on `c`, which override the config's
@@ -107,12 +120,16 @@ make_discovery(const config::discovery_config& cfg);
 /// URL in discovery), restart of supervised actors; over HTTPS with cfg.tls
 /// (its files checked first, errors naming admin.tls.*). `workers` is asked on each
 /// call, so that a process may start its admin API before its workers (empty:
-/// none). What it returns and `discovery` must outlive the returned service.
+/// none). With `routers` (a process that routes: its router_metrics), each
+/// instance its routers route to carries their view (admin::routing_view: the
+/// KV-capacity rule, the capacity learned). What it returns and `discovery`
+/// must outlive the returned service.
 [[nodiscard]] expected<std::unique_ptr<admin::admin_service>>
 start_admin(const config::admin_config& cfg, std::string process_kind, caf::actor_system& sys,
             planes::discovery_plane& discovery, std::string ns,
             std::function<std::vector<actors::worker_service*>()> workers,
-            std::function<admin::supervisor_list()> more_supervisors = {});
+            std::function<admin::supervisor_list()> more_supervisors = {},
+            std::shared_ptr<route::router_metrics> routers = nullptr);
 
 /// The admin URL this process publishes in its discovery records (metadata
 /// admin::admin_url_key): the admin host, or the advertised host when the

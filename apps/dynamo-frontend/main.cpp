@@ -29,6 +29,10 @@ int main(int argc, char** argv) {
     .option("reasoning-parser", &reasoning_parser, "auto (on when the chat template mentions <think>) | think | none")
     .option("enable-anthropic-api", &anthropic_api, "also serve Anthropic's /v1/messages and /v1/messages/count_tokens")
     .option("log-level", &log_level, "trace | debug | info | warn | error");
+  apps::router_flags router_flags;
+  apps::add_router_flags(c, router_flags);
+  c.epilog("The router flags replace the settings of the config's router: block (docs/CLUSTER.md).\n"
+           "Example:\n  dynamo-frontend --config cluster.yaml --router-mode kv --router-kv-capacity");
   if (auto code = cli_exit_code("dynamo-frontend", c.parse(argc, argv)))
     return *code;
   if (config_path.empty())
@@ -37,6 +41,8 @@ int main(int argc, char** argv) {
   auto cfg = config::load_cluster_config(config_path);
   if (!cfg)
     apps::die("dynamo-frontend", cfg.error());
+  if (auto ok = router_flags.apply(cfg->router); !ok)
+    apps::die("dynamo-frontend", ok.error());
   if (!cfg->router.standalone) // else dynamo-router routes, and reads the profile
     if (auto ok = apps::apply_router_cost(cfg->router.kv, "dynamo-frontend"); !ok)
       apps::die("dynamo-frontend", ok.error());
@@ -79,12 +85,13 @@ int main(int argc, char** argv) {
     mw.components = {std::string{protocol::router_component}};
     mw.router.mode = route::router_mode::round_robin; // across router replicas
   }
-  auto watcher = actors::model_watcher::start(*rt.system, **discovery,
-                                              apps::connect_frontend(mw, **fe), actors::load_model_assets);
+  mw = apps::connect_frontend(std::move(mw), **fe);
+  auto routers = mw.router.metrics; // for the admin API's view of the workers
+  auto watcher = actors::model_watcher::start(*rt.system, **discovery, std::move(mw), actors::load_model_assets);
   if (!watcher)
     apps::die("dynamo-frontend", watcher.error());
   auto admin = apps::start_admin(cfg->admin, "frontend", *rt.system, **discovery, cfg->namespace_name, {},
-                                 [w = watcher->get()] { return w->supervisors(); });
+                                 [w = watcher->get()] { return w->supervisors(); }, routers);
   if (!admin)
     apps::die("dynamo-frontend", admin.error());
   // Hosts no worker: its own record makes it (and its admin URL) visible.

@@ -22,6 +22,10 @@ int main(int argc, char** argv) {
     .option("log-level", &log_level, "trace | debug | info | warn | error");
   apps::plane_host_flags hosts;
   apps::add_plane_host_flags(c, hosts);
+  apps::router_flags router_flags;
+  apps::add_router_flags(c, router_flags);
+  c.epilog("The router flags replace the settings of the config's router: block (docs/CLUSTER.md).\n"
+           "Example:\n  dynamo-router --config cluster.yaml --router-mode kv --router-kv-capacity");
   if (auto code = cli_exit_code("dynamo-router", c.parse(argc, argv)))
     return *code;
   if (config_path.empty())
@@ -30,6 +34,8 @@ int main(int argc, char** argv) {
   auto cfg = apps::load_config(config_path, hosts);
   if (!cfg)
     apps::die("dynamo-router", cfg.error());
+  if (auto ok = router_flags.apply(cfg->router); !ok)
+    apps::die("dynamo-router", ok.error());
   if (auto ok = apps::apply_router_cost(cfg->router.kv, "dynamo-router"); !ok)
     apps::die("dynamo-router", ok.error());
   auto curve = apps::plane_keys(*cfg);
@@ -51,10 +57,10 @@ int main(int argc, char** argv) {
   rc.watcher.client.migration_max_seq_len = cfg->router.migration_max_seq_len;
   // Its routers' dynamo_router_* families, on its own system server.
   auto registry = std::make_shared<metrics::registry>();
-  if (auto rm = route::router_metrics::create(registry))
-    rc.watcher.router.metrics = std::move(*rm);
-  else
-    apps::die("dynamo-router", rm.error());
+  auto routers = route::router_metrics::create(registry);
+  if (!routers)
+    apps::die("dynamo-router", routers.error());
+  rc.watcher.router.metrics = *routers;
   auto system = apps::start_system_server(*cfg, registry, nullptr, [] { return std::string{}; });
   if (!system)
     apps::die("dynamo-router", system.error());
@@ -65,7 +71,8 @@ int main(int argc, char** argv) {
                                  [&served] {
                                    auto* s = served.load();
                                    return s ? s->supervisors() : admin::supervisor_list{};
-                                 });
+                                 },
+                                 *routers);
   if (!admin)
     apps::die("dynamo-router", admin.error());
   rc.admin_url = apps::published_admin_url(*cfg, admin->get());

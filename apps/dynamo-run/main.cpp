@@ -28,12 +28,13 @@ struct run_options {
   std::string model_path, model_name, log_level;
   std::string http_host = "0.0.0.0";
   uint32_t http_port = 8000, io_threads = 2, threads = 0;
-  std::string router_mode = "round-robin", discovery = "memory";
+  std::string discovery = "memory";
   double kv_cache_mib = 512;
   double gpu_memory_fraction = 0.9; ///< for all CUDA workers of the process together
   uint32_t grace_ms = 5000;
   config::pool_config pool;
   config::router_config router;
+  apps::router_flags router_flags; ///< --router-mode, --migration-limit, --kv-* / --router-*
   config::admin_config admin;
   tls_files http_tls; ///< --tls-*: the OpenAI API over HTTPS
   uint32_t admin_port = 0;
@@ -81,8 +82,6 @@ expected<bool> parse(int argc, char** argv, run_options& o) {
             "--disagg: shorter prompts are prefilled on the decode worker")
     .option("kv-transfer", &o.kv_transfer,
             "--disagg: KV hand-off transport: auto | ucx | tcp | inproc (auto with out=cuda: inproc)")
-    .option("router-mode", &o.router_mode, "round-robin | random | kv")
-    .option("migration-limit", &o.router.migration_limit, "re-routes of a request whose worker died")
     .option("shutdown-grace-ms", &o.grace_ms, "on SIGTERM/SIGINT, time for in-flight requests to finish")
     .option("admin-port", &o.admin_port, "serve the admin REST API on this port (0: off)")
     .option("admin-host", &o.admin.host, "admin API address (a non-loopback address needs --admin-token)")
@@ -107,7 +106,7 @@ expected<bool> parse(int argc, char** argv, run_options& o) {
     .option("log-level", &o.log_level, "trace | debug | info | warn | error (default: $DYNAMO_LOG or info)");
   apps::add_kvbm_flags(c, o.kvbm);
   apps::add_cpu_repack_flag(c, o.cpu_repack);
-  apps::add_router_flags(c, o.router.kv);
+  apps::add_router_flags(c, o.router_flags);
   c.epilog("Examples:\n  dynamo-run in=http                       # SmolLM2 on the CPU at :8000\n"
            "  dynamo-run in=http out=mocker --num-workers 4 --router-mode kv --speedup-ratio 0\n"
            "  dynamo-run in=http --disagg --prefill-workers 1 --decode-workers 1\n"
@@ -119,11 +118,7 @@ expected<bool> parse(int argc, char** argv, run_options& o) {
 expected<void> finish_options(run_options& o) {
   if (o.in != "http")
     return make_error(errc::invalid_argument, "in=" + o.in + ": only in=http is supported");
-  auto mode = route::parse_router_mode(o.router_mode);
-  if (!mode)
-    return mode.error();
-  o.router.mode = *mode;
-  if (auto ok = o.router.kv.validate(); !ok)
+  if (auto ok = o.router_flags.apply(o.router); !ok)
     return ok.error();
   if (auto ok = apps::apply_router_cost(o.router.kv, "dynamo-run"); !ok)
     return ok.error();
@@ -268,8 +263,9 @@ int main(int argc, char** argv) {
   mw.router.kv = o.router.kv;
   mw.client.migration_limit = o.router.migration_limit;
   mw.client.max_local_prefill_length = o.disagg_opts.max_local_prefill_length;
-  auto watcher = actors::model_watcher::start(*rt.system, **discovery,
-                                              apps::connect_frontend(mw, **fe), actors::load_model_assets);
+  mw = apps::connect_frontend(std::move(mw), **fe);
+  auto routers = mw.router.metrics; // for the admin API's view of the workers
+  auto watcher = actors::model_watcher::start(*rt.system, **discovery, std::move(mw), actors::load_model_assets);
   if (!watcher)
     apps::die("dynamo-run", watcher.error());
 
@@ -280,7 +276,7 @@ int main(int argc, char** argv) {
                                    std::lock_guard lock{hosted->mutex};
                                    return hosted->list;
                                  },
-                                 [w = watcher->get()] { return w->supervisors(); });
+                                 [w = watcher->get()] { return w->supervisors(); }, routers);
   if (!admin)
     apps::die("dynamo-run", admin.error());
   // A loopback or named admin host is published as it is; a wildcard is not.

@@ -128,12 +128,21 @@ std::string instances_json(const std::vector<instance_row>& rows) {
     auto metadata = json::object();
     for (const auto& [k, v] : r.metadata)
       metadata[k] = v;
-    list.push_back(json{{"key", r.key},
-                        {"instance_id", to_hex(r.instance_id)},
-                        {"address", r.address},
-                        {"health", r.health},
-                        {"admin_url", r.admin_url},
-                        {"metadata", std::move(metadata)}});
+    json row{{"key", r.key},
+             {"instance_id", to_hex(r.instance_id)},
+             {"address", r.address},
+             {"health", r.health},
+             {"admin_url", r.admin_url},
+             {"metadata", std::move(metadata)}};
+    if (r.routing) {
+      json blocks = nullptr;
+      if (r.routing->kv_capacity_blocks)
+        blocks = *r.routing->kv_capacity_blocks;
+      row["routing"] = json{{"router", r.routing->router},
+                            {"kv_capacity_rule", r.routing->kv_capacity_rule},
+                            {"kv_capacity_blocks", std::move(blocks)}};
+    }
+    list.push_back(std::move(row));
   }
   return dump(json{{"instances", std::move(list)}});
 }

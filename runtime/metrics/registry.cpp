@@ -168,6 +168,13 @@ Metric& family<Metric>::with(label_values values) {
   return *it->second;
 }
 
+template <class Metric>
+bool family<Metric>::remove(label_values values) {
+  values.resize(labels_.size());
+  std::lock_guard lock{mutex_};
+  return series_.erase(values) > 0;
+}
+
 template class family<counter>;
 template class family<gauge>;
 template class family<histogram>;

@@ -2,7 +2,8 @@
 // labelled families, rendered in the text exposition format 0.0.4.
 // Used by the frontend (and later the router and workers) for /metrics.
 // Thread rules: every method is safe from any thread; a metric reference
-// returned by `family::with` stays valid as long as the registry lives.
+// returned by `family::with` stays valid as long as the registry lives (or
+// until family::remove drops that series).
 #pragma once
 
 #include "runtime/core/error.hpp"
@@ -85,6 +86,10 @@ public:
   [[nodiscard]] Metric& with(label_values values);
   /// Shorthand for families without labels.
   [[nodiscard]] Metric& get() { return with({}); }
+  /// Drops the series for `values` (a worker that left): it no longer
+  /// renders, and references to it that with() returned dangle, so callers
+  /// that remove series look them up by with() each time. True when it existed.
+  bool remove(label_values values);
 
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
   [[nodiscard]] const std::string& help() const noexcept { return help_; }

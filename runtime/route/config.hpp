@@ -45,7 +45,8 @@ struct kv_router_config {
   /// --router-kv-capacity: learn each worker's KV capacity from its load
   /// metrics (load_metrics::total_blocks) and choose a worker whose booked
   /// blocks plus the request's would exceed it only when every candidate would
-  /// (kv_router::set_worker_capacity). Off: Dynamo's cost alone.
+  /// (kv_router::set_worker_capacity, fed by the router actor from the
+  /// workers' load reports). Off: Dynamo's cost alone.
   bool router_kv_capacity = false;
   /// --router-cost: how kv_overlap_score_weight is set. "dynamo": as given
   /// (Dynamo's default 1). "timing": priced in time from the engine profile at

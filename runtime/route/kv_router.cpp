@@ -166,14 +166,13 @@ void kv_router::on_replay(protocol::kv_replay replay) { index_.on_replay(std::mo
 
 void kv_router::add_worker(const worker_key& worker) { index_.add_worker(worker); }
 
-bool kv_router::on_load(const protocol::load_metrics& load) {
-  if (!config_.router_kv_capacity || load.total_blocks == 0)
+bool kv_router::set_worker_capacity(const worker_key& worker, uint64_t kv_blocks) {
+  if (!config_.router_kv_capacity || kv_blocks == 0)
     return false;
-  const worker_key w{load.worker_id, load.dp_rank};
-  auto [it, fresh] = capacity_.try_emplace(w, load.total_blocks);
-  if (!fresh && it->second == load.total_blocks)
+  auto [it, fresh] = capacity_.try_emplace(worker, kv_blocks);
+  if (!fresh && it->second == kv_blocks)
     return false;
-  it->second = load.total_blocks;
+  it->second = kv_blocks;
   return true;
 }
 

@@ -75,17 +75,20 @@ public:
   /// Returns once every event and replay given before the call is applied.
   void flush() { index_.flush(); }
 
-  /// The worker's KV capacity in blocks (load_metrics::total_blocks): a
-  /// worker whose booked blocks plus the request's would exceed it is chosen
-  /// only when every candidate would (candidate_cost::overflow_blocks).
-  /// Unknown until set: no capacity term.
-  void set_worker_capacity(const worker_key& worker, uint64_t kv_blocks) { capacity_[worker] = kv_blocks; }
-  /// A worker's load report (topic "kv_metrics"): with router_kv_capacity on,
-  /// its total_blocks becomes the worker's capacity. True when that capacity
-  /// is new or changed (callers log it). Reports of size 0 are ignored.
-  bool on_load(const protocol::load_metrics& load);
+  /// The worker's KV capacity in blocks (its load reports' (topic
+  /// "kv_metrics") load_metrics::total_blocks). With router_kv_capacity on,
+  /// a worker whose booked blocks plus the request's would exceed it is chosen
+  /// only when every candidate would (candidate_cost::overflow_blocks); with
+  /// it off, or for 0 (unknown), nothing is recorded. True when the capacity
+  /// is new or changed (callers log and publish it). Unknown until set: no
+  /// capacity term for that worker.
+  bool set_worker_capacity(const worker_key& worker, uint64_t kv_blocks);
   /// The capacity set for `worker`, if any.
   [[nodiscard]] std::optional<uint64_t> worker_capacity(const worker_key& worker) const;
+  /// Every capacity set (for /metrics and the admin API).
+  [[nodiscard]] const std::unordered_map<worker_key, uint64_t>& worker_capacities() const noexcept {
+    return capacity_;
+  }
 
   /// A newly discovered worker: its dump request goes to the sink.
   void add_worker(const worker_key& worker);

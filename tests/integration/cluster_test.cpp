@@ -196,6 +196,39 @@ BOOST_AUTO_TEST_CASE(kv_capacity_from_the_workers_load_reports_keeps_a_big_promp
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_prompt_too_long_for_one_workers_context_goes_to_a_worker_it_fits) {
+  // One worker of the model serves 8192 tokens of context, a second (started
+  // with a smaller --context-length) 32, and says so in its card. Round robin
+  // would send every other 40-token prompt to the small one, which refuses it
+  // ("this model's context length is 32").
+  cluster c(route::router_mode::round_robin, 1);
+  worker_service_config wc;
+  wc.card = {"mock", "mocker", 32, 4, 1024, 64, 8192};
+  wc.num_workers = 1;
+  mocker::mocker_config mc;
+  mc.block_size = 4;
+  mc.num_blocks = 1024;
+  mc.speedup_ratio = 0;
+  mc.context_length = 32;
+  auto small = worker_service::start(*c.rt.system, *c.discovery, wc, [mc](uint32_t) -> engine_factory {
+    return [mc] { return mocker::make_engine(mc); };
+  });
+  BOOST_REQUIRE(small);
+  BOOST_REQUIRE(eventually([&] { return c.watcher->instance_count("mock") == 2u; }));
+  auto client = c.watcher->models()["mock"].client;
+  std::vector<uint32_t> prompt(40);
+  for (uint32_t i = 0; i < 40; ++i)
+    prompt[i] = 65 + i % 26;
+  for (int i = 0; i < 4; ++i) {
+    result r;
+    auto g = client->generate(make_request("long-" + std::to_string(i), prompt, 3), r.cb());
+    BOOST_REQUIRE(r.wait());
+    BOOST_TEST(!r.error, "request " << i << ": " << describe(r.error));
+    BOOST_TEST(r.tokens.size() == 3u, "request " << i);
+  }
+  (*small).reset();
+}
+
 BOOST_AUTO_TEST_CASE(process_records_are_never_taken_for_workers) {
   cluster c(route::router_mode::round_robin);
   // The frontend's and the planner's own records (apps::publish_process); the

@@ -93,8 +93,7 @@ public:
       }
       engines_.push_back(engine_slot{std::move(*core), p, {}, worker_key{w + 1, 0}});
       candidates_.push_back(engines_.back().key);
-      if (o.router_capacity)
-        router_.set_worker_capacity(engines_.back().key, o.engine.num_blocks);
+      router_.set_worker_capacity(engines_.back().key, o.engine.num_blocks); // with --router-kv-capacity
     }
     result_.requests.resize(trace.size());
     result_.probes.resize(trace.size());
@@ -325,14 +324,16 @@ private:
     arrivals_.emplace(now + arrival_us(next) - arrival_us(i), next);
   }
 
-  /// Dynamo's defaults, with events applied on this thread: virtual time needs
-  /// each event in the index before the next routing decision.
+  /// Dynamo's defaults, with events applied on this thread (virtual time needs
+  /// each event in the index before the next routing decision), and the
+  /// capacity rule with --router-kv-capacity.
   static kv_router_config inline_events(const options& o, std::string_view kvbm) {
     kv_router_config c;
     c.router_event_threads = 1;
     const cost_weights w = router_cost_weights(o, kvbm);
     c.router_lower_tier_weight = w.lower_tier_weight;
     c.overlap_score_weight = w.overlap_score_weight;
+    c.router_kv_capacity = o.router_capacity;
     return c;
   }
 

@@ -49,7 +49,7 @@ struct options {
   /// Timing's per-block prefill and step times (profiled_timing), set by main.
   timing_costs timing;
   /// --router-kv-capacity: the router knows each worker's G1 blocks
-  /// (kv_router::set_worker_capacity).
+  /// (kv_router_config::router_kv_capacity, kv_router::set_worker_capacity).
   bool router_capacity = false;
   bool cpu_engine = false; ///< --cpu-engine: also the KVBM variants on one real CPU engine
   bool disk_onboard = false; ///< --disk-onboard: only the disk tier's read path

@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <set>
 
 using namespace dynamo;
 using namespace dynamo::actors;
@@ -79,8 +80,9 @@ struct cluster {
   /// reports reach the router as model_watcher forwards them from the event plane.
   cluster(size_t n, double speedup, route::router_mode mode = route::router_mode::round_robin,
           std::chrono::milliseconds no_worker_wait = 3s, route::kv_router_config kv = {},
-          std::vector<uint32_t> num_blocks = {}) {
+          std::vector<uint32_t> num_blocks = {}, std::shared_ptr<route::router_metrics> metrics = nullptr) {
     router_actor_config rc;
+    rc.metrics = std::move(metrics);
     rc.no_worker_wait = no_worker_wait;
     rc.mode = mode;
     rc.kv = kv;
@@ -332,6 +334,75 @@ BOOST_AUTO_TEST_CASE(a_crashed_supervised_router_comes_back_with_its_workers) {
   BOOST_TEST(!after.error);
   BOOST_TEST(after.tokens == mocker::continuation(make_request("x", 5).token_ids, 5));
   caf::anon_send_exit(sr.supervisor, caf::exit_reason::user_shutdown);
+}
+
+// Sends `tokens` prompt tokens through the router; the instance it went to.
+uint64_t route_once(const caf::actor& router, const std::string& id, uint32_t tokens) {
+  auto job = std::make_shared<route_job>();
+  job->request = make_request(id, 2);
+  job->request.token_ids.resize(tokens);
+  for (uint32_t k = 0; k < tokens; ++k)
+    job->request.token_ids[k] = 100 + k;
+  job->request.prompt_tokens = tokens;
+  std::promise<uint64_t> routed;
+  std::promise<void> ended;
+  job->callbacks.on_routed = [&routed](uint64_t to) { routed.set_value(to); };
+  job->callbacks.on_chunk = [](protocol::engine_output) {};
+  job->callbacks.on_end = [&ended](const caf::error&) { ended.set_value(); };
+  send_route(router, job);
+  auto to = routed.get_future();
+  BOOST_REQUIRE(to.wait_for(10s) == std::future_status::ready);
+  BOOST_REQUIRE(ended.get_future().wait_for(10s) == std::future_status::ready);
+  return to.get();
+}
+
+BOOST_AUTO_TEST_CASE(a_prompt_goes_to_a_worker_whose_advertised_context_it_fits) {
+  // Round robin over 0x100 (its card says 32 tokens of context) and 0x101
+  // (unknown): 40-token prompts all go to 0x101; short ones alternate.
+  cluster c(2, 0);
+  caf::anon_send(c.router, add_worker_atom::value,
+                 worker_info{0x100, c.workers[0].server->address(), endpoint, true, 32});
+  for (int i = 0; i < 4; ++i)
+    BOOST_TEST(route_once(c.router, "long-" + std::to_string(i), 40) == 0x101u, "request " << i);
+  std::set<uint64_t> short_ones;
+  for (int i = 0; i < 4; ++i)
+    short_ones.insert(route_once(c.router, "short-" + std::to_string(i), 8));
+  BOOST_TEST(short_ones.size() == 2u);
+  // Neither fits: the request still goes (the worker's refusal is the answer).
+  caf::anon_send(c.router, add_worker_atom::value,
+                 worker_info{0x101, c.workers[1].server->address(), endpoint, true, 32});
+  std::set<uint64_t> none_fit;
+  for (int i = 0; i < 4; ++i)
+    none_fit.insert(route_once(c.router, "none-" + std::to_string(i), 40));
+  BOOST_TEST(none_fit.size() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(the_capacity_a_load_report_teaches_the_router_is_on_metrics_until_the_worker_leaves) {
+  // The workers' load reports (8 and 300 KV blocks; one at start, then
+  // about once a second) reach the router as the model watcher forwards them.
+  auto registry = std::make_shared<metrics::registry>();
+  auto rm = route::router_metrics::create(registry);
+  BOOST_REQUIRE(rm);
+  route::kv_router_config kv;
+  kv.router_kv_capacity = true;
+  cluster c(2, 0, route::router_mode::kv, 3s, kv, {8, 300}, *rm);
+  const std::string small = R"(dynamo_router_worker_kv_capacity_blocks{router="router",worker_id="0000000000000100",dp_rank="0"} 8)";
+  const std::string big = R"(dynamo_router_worker_kv_capacity_blocks{router="router",worker_id="0000000000000101",dp_rank="0"} 300)";
+  auto shows = [&](const std::string& line) { return registry->render().find("\n" + line + "\n") != std::string::npos; };
+  auto eventually = [](auto&& cond) {
+    for (int i = 0; i < 1000 && !cond(); ++i)
+      std::this_thread::sleep_for(10ms);
+    return cond();
+  };
+  BOOST_TEST(eventually([&] { return shows(small) && shows(big); }));
+  BOOST_TEST(shows(R"(dynamo_router_kv_capacity_rule{router="router"} 1)"));
+  // The admin API's view: a report can overtake its worker's add_worker, which lists it.
+  auto learned = [&](uint64_t id) { return (*rm)->routed_workers()[id].kv_capacity_blocks.value_or(0); };
+  BOOST_TEST(eventually([&] { return learned(0x100) == 8u && learned(0x101) == 300u; }));
+  caf::anon_send(c.router, remove_worker_atom::value, uint64_t{0x100});
+  BOOST_TEST(eventually([&] { return registry->render().find("0000000000000100") == std::string::npos; }));
+  BOOST_TEST(shows(big));
+  BOOST_TEST(!(*rm)->routed_workers().count(0x100));
 }
 
 // dynamo_frontend_disagg_requests_total{prefill}: remote only when the decode

@@ -46,9 +46,20 @@ BOOST_AUTO_TEST_CASE(bodies_are_exact_json) {
              R"({"actors":[{"supervisor":"sup","name":"a","state":"running","restarts":2,"last_reason":"boom"}]})");
   BOOST_TEST(actors_json({}) == R"({"actors":[]})");
   instance_row row{"ns/c/e/00000000000000ab", 0xab, "tcp://127.0.0.1:5555", "draining", {{"m", "v"}},
-                   "http://10.0.0.5:8123"};
+                   "http://10.0.0.5:8123", std::nullopt};
   BOOST_TEST(instances_json({row}) ==
              R"({"instances":[{"key":"ns/c/e/00000000000000ab","instance_id":"00000000000000ab","address":"tcp://127.0.0.1:5555","health":"draining","admin_url":"http://10.0.0.5:8123","metadata":{"m":"v"}}]})");
+  // An instance the answering process routes to: its router's view.
+  row.metadata.clear();
+  row.routing = routing_view{"router[m]", true, 300};
+  instance_row unknown = row;
+  unknown.routing->kv_capacity_blocks.reset();
+  unknown.routing->kv_capacity_rule = false;
+  BOOST_TEST(instances_json({row, unknown}) ==
+             R"({"instances":[{"key":"ns/c/e/00000000000000ab","instance_id":"00000000000000ab","address":"tcp://127.0.0.1:5555","health":"draining","admin_url":"http://10.0.0.5:8123","metadata":{},)"
+             R"("routing":{"router":"router[m]","kv_capacity_rule":true,"kv_capacity_blocks":300}},)"
+             R"({"key":"ns/c/e/00000000000000ab","instance_id":"00000000000000ab","address":"tcp://127.0.0.1:5555","health":"draining","admin_url":"http://10.0.0.5:8123","metadata":{},)"
+             R"("routing":{"router":"router[m]","kv_capacity_rule":false,"kv_capacity_blocks":null}}]})");
   BOOST_TEST(drain_json(0xab, true) == R"({"instance_id":"00000000000000ab","draining":true})");
   BOOST_TEST(restarted_json("x\"y") == R"({"restarted":"x\"y"})");
   BOOST_TEST(error_json("m", "t", "c") == R"({"error":{"message":"m","type":"t","code":"c"}})");

@@ -53,6 +53,21 @@ BOOST_AUTO_TEST_CASE(labelled_family_without_series_renders_its_header) {
                              "# HELP z_seconds Z\n# TYPE z_seconds histogram\n");
 }
 
+BOOST_AUTO_TEST_CASE(a_removed_series_no_longer_renders) {
+  registry reg;
+  auto g = reg.add_gauge("cap_blocks", "Capacity", {"worker_id"});
+  BOOST_REQUIRE(g);
+  (*g)->with({"a"}).set(8);
+  (*g)->with({"b"}).set(16);
+  BOOST_TEST((*g)->remove({"a"}));
+  BOOST_TEST(!(*g)->remove({"a"})); // gone already
+  BOOST_TEST(!(*g)->remove({"c"})); // never there
+  BOOST_TEST(reg.render() == "# HELP cap_blocks Capacity\n# TYPE cap_blocks gauge\ncap_blocks{worker_id=\"b\"} 16\n");
+  (*g)->with({"a"}).set(4); // back: a fresh series
+  BOOST_TEST(reg.render() == "# HELP cap_blocks Capacity\n# TYPE cap_blocks gauge\ncap_blocks{worker_id=\"a\"} 4\n"
+                             "cap_blocks{worker_id=\"b\"} 16\n");
+}
+
 BOOST_AUTO_TEST_CASE(unlabelled_histogram_renders_le_only) {
   registry reg;
   auto h = reg.add_histogram("h", "H", {}, {1});

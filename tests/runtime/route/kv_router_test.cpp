@@ -182,10 +182,12 @@ BOOST_AUTO_TEST_CASE(a_worker_the_request_does_not_fit_loses_to_one_it_fits) {
   // Worker 2 caches 8 of the prompt's 10 blocks and runs a 4-block request:
   // logits 2 + (4 + 10) = 16 against worker 1's 10 + 10 = 20.
   auto route_with_capacity = [](std::optional<uint64_t> capacity) {
-    kv_router router(kv_router_config{}, bs, router_mode::kv, 1);
+    kv_router_config c;
+    c.router_kv_capacity = true;
+    kv_router router(c, bs, router_mode::kv, 1);
     if (capacity)
       for (const worker_key& w : two)
-        router.set_worker_capacity(w, *capacity);
+        BOOST_REQUIRE(router.set_worker_capacity(w, *capacity));
     router.on_event(cached(2, prompt(1, 32), 0));
     router.flush();
     route_request busy = request("busy", prompt(500, 16));
@@ -209,25 +211,22 @@ BOOST_AUTO_TEST_CASE(a_worker_the_request_does_not_fit_loses_to_one_it_fits) {
   BOOST_TEST(fits_none.worker.worker_id == 2u);
 }
 
-BOOST_AUTO_TEST_CASE(load_reports_set_capacities_only_with_the_option_on) {
-  protocol::load_metrics small;
-  small.worker_id = 1;
-  small.total_blocks = 4;
+BOOST_AUTO_TEST_CASE(capacities_are_set_only_with_the_option_on) {
   kv_router off(kv_router_config{}, bs, router_mode::kv, 1);
-  BOOST_TEST(!off.on_load(small));
+  BOOST_TEST(!off.set_worker_capacity({1, 0}, 4));
   BOOST_TEST(!off.worker_capacity({1, 0}));
+  BOOST_TEST(off.worker_capacities().empty());
 
   kv_router_config c;
   BOOST_REQUIRE(c.set("--router-kv-capacity", ""));
   BOOST_REQUIRE(c.validate());
   kv_router router(c, bs, router_mode::kv, 1);
-  BOOST_TEST(router.on_load(small));
-  BOOST_TEST(!router.on_load(small)); // unchanged
+  BOOST_TEST(router.set_worker_capacity({1, 0}, 4));
+  BOOST_TEST(!router.set_worker_capacity({1, 0}, 4)); // unchanged
   BOOST_TEST(router.worker_capacity({1, 0}).value_or(0) == 4u);
-  protocol::load_metrics unknown = small;
-  unknown.total_blocks = 0;
-  BOOST_TEST(!router.on_load(unknown));
+  BOOST_TEST(!router.set_worker_capacity({1, 0}, 0)); // unknown: kept
   BOOST_TEST(router.worker_capacity({1, 0}).value_or(0) == 4u);
+  BOOST_TEST(router.worker_capacities().size() == 1u);
   // 10 blocks overflow worker 1's 4; worker 2 (capacity unknown) takes them.
   for (int i = 0; i < 4; ++i) {
     auto d = router.route(request("big" + std::to_string(i), prompt(100 * i, 40)));
