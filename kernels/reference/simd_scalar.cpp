@@ -468,6 +468,15 @@ void axpy_f32(float a, const float* x, float* y, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
+void dot_rows(const float* q, const float* k, size_t k_stride, uint32_t n_rows, uint32_t n, float scale,
+              float* out) {
+  for (uint32_t j = 0; j < n_rows; ++j) out[j] = dot(q, k + j * k_stride, n) * scale;
+}
+
+void axpy_rows(const float* p, const float* v, size_t v_stride, uint32_t n_rows, float* y, uint32_t n) {
+  for (uint32_t j = 0; j < n_rows; ++j) axpy_f32(p[j], v + j * v_stride, y, n);
+}
+
 void store_f16(const float* x, uint16_t* y, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(x[i]);
 }
@@ -502,6 +511,8 @@ constexpr kernel_table table{dot_q_rows<q4_1_fmt>,
                              quantize_act,
                              dot,
                              axpy_f32,
+                             dot_rows,
+                             axpy_rows,
                              store_f16,
                              load_f16};
 
