@@ -203,6 +203,8 @@ struct kernel_table {
   void (*load_f16)(const uint16_t* x, float* y, uint32_t n);
   /// AMX tile kernels of the K-quant lane rows; null on the other paths.
   dot_t_fn dot_q4_k_tiles = nullptr, dot_q5_k_tiles = nullptr, dot_q6_k_tiles = nullptr;
+  /// tiles_act, vectorized (the same bytes); null where the plain one serves.
+  void (*tiles_act)(const block_q16_act* x, uint32_t n_tokens, uint32_t nb, block_q16_tile* out) noexcept = nullptr;
 };
 
 /// The integer dot of a quant type: one of the two kinds, or neither for
