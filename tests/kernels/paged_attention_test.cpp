@@ -142,7 +142,7 @@ BOOST_AUTO_TEST_CASE(row_kernels_have_the_bits_of_dot_and_axpy) {
     test::isa_guard guard(isa);
     const auto& kt = detail::active_kernels();
     for (const uint32_t n : {1u, 7u, 8u, 16u, 20u, 64u, 72u, 128u, 137u}) {
-      for (const uint32_t rows : {1u, 3u, 4u, 5u, 9u}) {
+      for (const uint32_t rows : {1u, 3u, 4u, 5u, 9u, 13u, 16u}) {
         BOOST_TEST_CONTEXT("isa " << to_string(isa) << " n " << n << " rows " << rows) {
           const size_t stride = n + 3;
           const auto q = test::random_floats(n, n, -2.0f, 2.0f);
