@@ -1,4 +1,4 @@
-// Internal to kernels/reference: e^x and SwiGLU per lane of a GCC/Clang vector
+// Internal to kernels/reference: e^x, e^(x - m) and SwiGLU per lane of a GCC/Clang vector
 // type (4 lanes in swiglu's plain path, 8 and 16 on the x86 paths). Plain IEEE
 // mul/add/div per lane (the library builds with -ffp-contract=off), so every
 // width and target gives the same bits. Pure, header-only, always inlined.
@@ -67,6 +67,27 @@ template <class F, class I>
     }
     one(gt, ut, ot);
     for (uint32_t j = 0; j < n - i; ++j) o[i + j] = ot[j];
+  }
+}
+
+/// x[i] = e^(x[i] - m) over n floats, W lanes at a time, the tail as in swiglu_lanes.
+template <class F, class I>
+[[gnu::always_inline]] inline void exp_sub_lanes(float* x, uint32_t n, float m) {
+  constexpr uint32_t w = sizeof(F) / sizeof(float);
+  auto one = [m](float* p) __attribute__((always_inline)) {
+    F v;
+    std::memcpy(&v, p, sizeof(F));
+    v = v - m;
+    exp_lanes<F, I>(v);
+    std::memcpy(p, &v, sizeof(F));
+  };
+  uint32_t i = 0;
+  for (; i + w <= n; i += w) one(x + i);
+  if (i < n) {
+    float t[w] = {};
+    for (uint32_t j = 0; j < n - i; ++j) t[j] = x[i + j];
+    one(t);
+    for (uint32_t j = 0; j < n - i; ++j) x[i + j] = t[j];
   }
 }
 

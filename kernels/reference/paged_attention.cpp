@@ -4,6 +4,7 @@
 #include "kernels/reference/softmax.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace dynamo::kernels::ref {
@@ -37,6 +38,27 @@ const float* kv_rows(const paged_kv_view& kv, const detail::kernel_table& kt, co
   if (kv.dtype == kv_dtype::f32) return static_cast<const float*>(base) + off;
   kt.load_f16(static_cast<const uint16_t*>(base) + off, buf, n * kv.head_dim);
   return buf;
+}
+
+/// softmax (softmax.hpp) with exp_row's e^x: the max, e^(x - max), their sum
+/// in double (eight partial sums in a fixed tree, then the tail in order),
+/// times 1 / sum. Not finite max: softmax's own handling.
+void softmax_scores(const detail::kernel_table& kt, float* x, uint32_t n) {
+  const float max = *std::max_element(x, x + n);
+  if (!std::isfinite(max)) {
+    softmax(x, n);
+    return;
+  }
+  kt.exp_row(x, n, max);
+  double acc[8] = {};
+  uint32_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (uint32_t l = 0; l < 8; ++l) acc[l] += x[i + l];
+  }
+  double sum = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+  for (; i < n; ++i) sum += x[i];
+  const float inv = static_cast<float>(1.0 / sum);
+  for (uint32_t j = 0; j < n; ++j) x[j] *= inv;
 }
 
 /// A block of query tokens of one sequence and one KV head: per KV block,
@@ -74,7 +96,7 @@ void attend_block(const paged_attention_args& a, const detail::kernel_table& kt,
   }
   for (uint32_t i = 0; i < qb.count; ++i) {
     for (uint32_t g = 0; g < group; ++g) {
-      softmax(scores_of(i, g), n_keys(i));
+      softmax_scores(kt, scores_of(i, g), n_keys(i));
       std::fill_n(out_of(i, g), hd, 0.0f);
     }
   }

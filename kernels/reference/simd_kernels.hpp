@@ -197,6 +197,8 @@ struct kernel_table {
   /// axpy_f32(p[j], v + j * v_stride, y, n) for j = 0, 1, .. n_rows - 1 in
   /// that order: the bits of those calls (y kept in registers across rows).
   void (*axpy_rows)(const float* p, const float* v, size_t v_stride, uint32_t n_rows, float* y, uint32_t n);
+  /// x[i] = e^(x[i] - m) by exp_lanes.hpp: the same bits on every path.
+  void (*exp_row)(float* x, uint32_t n, float m);
   /// o[i] = g[i] / (1 + e^-g[i]) * u[i] by exp_lanes.hpp: the same bits on every path.
   void (*swiglu_row)(const float* g, const float* u, float* o, uint32_t n);
   /// y[i] = fp16(x[i]), round to nearest even.

@@ -483,6 +483,8 @@ using i32x4 = int32_t __attribute__((vector_size(16)));
 
 void swiglu_row(const float* g, const float* u, float* o, uint32_t n) { swiglu_lanes<f32x4, i32x4>(g, u, o, n); }
 
+void exp_row(float* x, uint32_t n, float m) { exp_sub_lanes<f32x4, i32x4>(x, n, m); }
+
 void store_f16(const float* x, uint16_t* y, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(x[i]);
 }
@@ -519,6 +521,7 @@ constexpr kernel_table table{dot_q_rows<q4_1_fmt>,
                              axpy_f32,
                              dot_rows,
                              axpy_rows,
+                             exp_row,
                              swiglu_row,
                              store_f16,
                              load_f16};

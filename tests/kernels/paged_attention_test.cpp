@@ -6,6 +6,8 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 
 using namespace dynamo::kernels::ref;
 namespace test = dynamo::kernels::ref::test;
@@ -160,6 +162,26 @@ BOOST_AUTO_TEST_CASE(row_kernels_have_the_bits_of_dot_and_axpy) {
           BOOST_TEST_REQUIRE(y_rows == y_each, boost::test_tools::per_element());
         }
       }
+    }
+  }
+}
+
+// The attention softmax's e^(x - m): the plain path's bits on every path, at
+// every length (full vectors and padded tails), within 2 ulp of e^(x - m).
+BOOST_AUTO_TEST_CASE(exp_row_has_the_same_bits_on_every_path) {
+  for (const uint32_t n : {1u, 3u, 4u, 5u, 8u, 15u, 16u, 17u, 100u}) {
+    const auto x = test::random_floats(n, n, -100.0f, 20.0f);
+    auto want = x;
+    detail::scalar_kernels().exp_row(want.data(), n, 20.5f);
+    for (uint32_t i = 0; i < n; ++i) {
+      const double e = std::exp(double(x[i] - 20.5f)); // the difference rounded to float, as in softmax
+      BOOST_TEST_REQUIRE(std::fabs(want[i] - e) <= 2 * std::numeric_limits<float>::epsilon() * e + 1e-44);
+    }
+    for (const cpu_isa isa : test::runnable_isas()) {
+      test::isa_guard guard(isa);
+      auto got = x;
+      detail::active_kernels().exp_row(got.data(), n, 20.5f);
+      BOOST_TEST_REQUIRE(std::memcmp(got.data(), want.data(), n * sizeof(float)) == 0, "isa " << to_string(isa) << " n " << n);
     }
   }
 }
