@@ -274,7 +274,7 @@ void matmul(const matmul_args& a) {
       if (ws.tiles.size() < need) ws.tiles.resize(need);
       const auto addr = reinterpret_cast<uintptr_t>(ws.tiles.data());
       auto* tiles = reinterpret_cast<detail::block_q16_tile*>(ws.tiles.data() + (64 - addr % 64) % 64);
-      detail::tiles_act(xq, a.n_tokens, p.nb, tiles);
+      (p.kt->tiles_act != nullptr ? p.kt->tiles_act : detail::tiles_act)(xq, a.n_tokens, p.nb, tiles);
       xt = {tiles, a.n_tokens};
       p.xt = &xt;
     }

@@ -4,59 +4,110 @@
 #include "kernels/reference/softmax.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace dynamo::kernels::ref {
 namespace {
 
-struct query_ref {
+/// Up to this many query tokens of one sequence share each K and V row load
+/// (and, for an fp16 cache, its conversion); fewer when their scores would
+/// pass max_block_scores floats.
+constexpr uint32_t max_block_queries = 16;
+constexpr size_t max_block_scores = size_t(1) << 20;
+
+struct query_block {
   uint32_t seq;   ///< index into args.seqs
-  uint32_t index; ///< query token within the sequence
+  uint32_t first; ///< first query token of the block within the sequence
+  uint32_t count;
 };
 
-/// Scratch of one thread: scores [group, n_keys] and one K/V row in fp32.
+/// Scratch of one thread: scores [query][group head][n_keys of the block's
+/// last query], and one KV block's rows of one head in fp32.
 struct scratch {
   std::vector<float> scores;
-  std::vector<float> row;
+  std::vector<float> rows;
 };
 
-/// Pointer to (key position j, kv head) of K or V as fp32: in place for an
-/// fp32 cache, converted into `buf` for fp16 (exact).
-const float* kv_row(const paged_kv_view& kv, const detail::kernel_table& kt, const void* base,
-                    const attention_sequence& s, uint32_t j, uint32_t kv_head, float* buf) {
-  const size_t off = kv.offset(s.block_table[j / kv.block_size], j % kv.block_size, kv_head);
+/// Rows [slot0, slot0 + n) of KV block `block` for kv_head as fp32, row
+/// stride head_dim: in place for an fp32 cache, converted into `buf` for
+/// fp16 (exact).
+const float* kv_rows(const paged_kv_view& kv, const detail::kernel_table& kt, const void* base, uint32_t block,
+                     uint32_t kv_head, uint32_t n, float* buf) {
+  const size_t off = kv.offset(block, 0, kv_head);
   if (kv.dtype == kv_dtype::f32) return static_cast<const float*>(base) + off;
-  kt.load_f16(static_cast<const uint16_t*>(base) + off, buf, kv.head_dim);
+  kt.load_f16(static_cast<const uint16_t*>(base) + off, buf, n * kv.head_dim);
   return buf;
 }
 
-/// One (query token, KV head): the query heads of its group share each K and
-/// V row load. Per query head the arithmetic is that of a lone head: scores
-/// in key order, softmax, then values accumulated in key order.
-void attend_group(const paged_attention_args& a, const detail::kernel_table& kt, const attention_sequence& s,
-                  uint32_t i, uint32_t kv_head) {
+/// softmax (softmax.hpp) with exp_row's e^x: the max, e^(x - max), their sum
+/// in double (eight partial sums in a fixed tree, then the tail in order),
+/// times 1 / sum. Not finite max: softmax's own handling.
+void softmax_scores(const detail::kernel_table& kt, float* x, uint32_t n) {
+  const float max = *std::max_element(x, x + n);
+  if (!std::isfinite(max)) {
+    softmax(x, n);
+    return;
+  }
+  kt.exp_row(x, n, max);
+  double acc[8] = {};
+  uint32_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (uint32_t l = 0; l < 8; ++l) acc[l] += x[i + l];
+  }
+  double sum = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+  for (; i < n; ++i) sum += x[i];
+  const float inv = static_cast<float>(1.0 / sum);
+  for (uint32_t j = 0; j < n; ++j) x[j] *= inv;
+}
+
+/// A block of query tokens of one sequence and one KV head: per KV block,
+/// its rows are loaded once for every query token and query head of the
+/// group. Per (query token, query head) the arithmetic is that of a lone
+/// one: scores in key order, softmax, values accumulated in key order.
+void attend_block(const paged_attention_args& a, const detail::kernel_table& kt, const attention_sequence& s,
+                  const query_block& qb, uint32_t kv_head) {
   const paged_kv_view& kv = a.kv;
-  const uint32_t group = a.n_head / kv.n_kv_head;
-  const uint32_t hd = kv.head_dim;
-  const uint32_t token = s.q_offset + i;
+  const uint32_t group = a.n_head / kv.n_kv_head, hd = kv.head_dim, bs = kv.block_size;
   const uint32_t head0 = kv_head * group;
-  const float* q = a.q + token * a.q_stride + static_cast<size_t>(head0) * hd;
-  float* out = a.out + token * a.out_stride + static_cast<size_t>(head0) * hd;
-  const uint32_t n_keys = s.start_pos + i + 1;
+  const uint32_t keys_max = s.start_pos + qb.first + qb.count; // keys of the block's last query
+  auto n_keys = [&](uint32_t i) { return s.start_pos + qb.first + i + 1; };
+  auto q_of = [&](uint32_t i, uint32_t g) {
+    return a.q + (s.q_offset + qb.first + i) * a.q_stride + static_cast<size_t>(head0 + g) * hd;
+  };
+  auto out_of = [&](uint32_t i, uint32_t g) {
+    return a.out + (s.q_offset + qb.first + i) * a.out_stride + static_cast<size_t>(head0 + g) * hd;
+  };
 
   thread_local scratch sc;
-  if (sc.scores.size() < size_t(group) * n_keys) sc.scores.resize(size_t(group) * n_keys);
-  if (sc.row.size() < hd) sc.row.resize(hd);
-  float* scores = sc.scores.data();
-  for (uint32_t j = 0; j < n_keys; ++j) {
-    const float* k = kv_row(kv, kt, kv.k, s, j, kv_head, sc.row.data());
-    for (uint32_t g = 0; g < group; ++g) scores[g * n_keys + j] = kt.dot(q + g * hd, k, hd) * a.scale;
+  const size_t n_scores = size_t(qb.count) * group * keys_max;
+  if (sc.scores.size() < n_scores) sc.scores.resize(n_scores);
+  if (sc.rows.size() < size_t(bs) * hd) sc.rows.resize(size_t(bs) * hd);
+  auto scores_of = [&](uint32_t i, uint32_t g) { return sc.scores.data() + (size_t(i) * group + g) * keys_max; };
+
+  for (uint32_t j0 = 0; j0 < keys_max; j0 += bs) {
+    const uint32_t n = std::min(bs, keys_max - j0);
+    const float* k = kv_rows(kv, kt, kv.k, s.block_table[j0 / bs], kv_head, n, sc.rows.data());
+    for (uint32_t i = 0; i < qb.count; ++i) {
+      if (n_keys(i) <= j0) continue;
+      const uint32_t m = std::min(n, n_keys(i) - j0);
+      for (uint32_t g = 0; g < group; ++g) kt.dot_rows(q_of(i, g), k, hd, m, hd, a.scale, scores_of(i, g) + j0);
+    }
   }
-  for (uint32_t g = 0; g < group; ++g) softmax(scores + g * n_keys, n_keys);
-  std::fill(out, out + size_t(group) * hd, 0.0f);
-  for (uint32_t j = 0; j < n_keys; ++j) {
-    const float* v = kv_row(kv, kt, kv.v, s, j, kv_head, sc.row.data());
-    for (uint32_t g = 0; g < group; ++g) kt.axpy_f32(scores[g * n_keys + j], v, out + g * hd, hd);
+  for (uint32_t i = 0; i < qb.count; ++i) {
+    for (uint32_t g = 0; g < group; ++g) {
+      softmax_scores(kt, scores_of(i, g), n_keys(i));
+      std::fill_n(out_of(i, g), hd, 0.0f);
+    }
+  }
+  for (uint32_t j0 = 0; j0 < keys_max; j0 += bs) {
+    const uint32_t n = std::min(bs, keys_max - j0);
+    const float* v = kv_rows(kv, kt, kv.v, s.block_table[j0 / bs], kv_head, n, sc.rows.data());
+    for (uint32_t i = 0; i < qb.count; ++i) {
+      if (n_keys(i) <= j0) continue;
+      const uint32_t m = std::min(n, n_keys(i) - j0);
+      for (uint32_t g = 0; g < group; ++g) kt.axpy_rows(scores_of(i, g) + j0, v, hd, m, out_of(i, g), hd);
+    }
   }
 }
 
@@ -64,21 +115,28 @@ void attend_group(const paged_attention_args& a, const detail::kernel_table& kt,
 
 void paged_attention(const paged_attention_args& a) {
   const auto& kt = detail::active_kernels();
-  thread_local std::vector<query_ref> queries;
-  queries.clear();
+  const uint32_t group = a.n_head / a.kv.n_kv_head;
+  thread_local std::vector<query_block> blocks;
+  blocks.clear();
   for (uint32_t s = 0; s < a.seqs.size(); ++s) {
-    for (uint32_t i = 0; i < a.seqs[s].n_query; ++i) queries.push_back({s, i});
+    const attention_sequence& seq = a.seqs[s];
+    const size_t keys_max = size_t(seq.start_pos) + seq.n_query;
+    const auto fit = static_cast<uint32_t>(std::max<size_t>(1, max_block_scores / (size_t(group) * keys_max)));
+    const uint32_t per_block = std::min(max_block_queries, fit);
+    for (uint32_t i = 0; i < seq.n_query; i += per_block) {
+      blocks.push_back({s, i, std::min(per_block, seq.n_query - i)});
+    }
   }
-  // Work item = (query token, KV head); the longest (last) tokens first, so
+  // Work item = (query block, KV head); the longest (last) blocks first, so
   // the dynamic claiming of the pool balances the causal triangle.
   const uint32_t n_kv = a.kv.n_kv_head;
-  const auto n_items = static_cast<uint32_t>(queries.size() * n_kv);
-  const auto n_queries = static_cast<uint32_t>(queries.size());
+  const auto n_blocks = static_cast<uint32_t>(blocks.size());
+  const auto n_items = n_blocks * n_kv;
   // A pointer, not the thread_local name: workers would see their own copy.
-  const query_ref* const qs = queries.data();
-  auto item = [&a, &kt, qs, n_queries, n_kv](uint32_t it) {
-    const query_ref& qr = qs[n_queries - 1 - it / n_kv];
-    attend_group(a, kt, a.seqs[qr.seq], qr.index, it % n_kv);
+  const query_block* const qbs = blocks.data();
+  auto item = [&a, &kt, qbs, n_blocks, n_kv](uint32_t it) {
+    const query_block& qb = qbs[n_blocks - 1 - it / n_kv];
+    attend_block(a, kt, a.seqs[qb.seq], qb, it % n_kv);
   };
   if (a.pool != nullptr) {
     a.pool->parallel_for(n_items, item);

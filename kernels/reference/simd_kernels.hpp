@@ -190,12 +190,25 @@ struct kernel_table {
   float (*dot)(const float* a, const float* b, uint32_t n);
   /// y[i] += a * x[i].
   void (*axpy_f32)(float a, const float* x, float* y, uint32_t n);
+  /// out[j] = dot(q, k + j * k_stride, n) * scale for j < n_rows: each
+  /// the bits of `dot` (several rows in flight, the same arithmetic per row).
+  void (*dot_rows)(const float* q, const float* k, size_t k_stride, uint32_t n_rows, uint32_t n, float scale,
+                   float* out);
+  /// axpy_f32(p[j], v + j * v_stride, y, n) for j = 0, 1, .. n_rows - 1 in
+  /// that order: the bits of those calls (y kept in registers across rows).
+  void (*axpy_rows)(const float* p, const float* v, size_t v_stride, uint32_t n_rows, float* y, uint32_t n);
+  /// x[i] = e^(x[i] - m) by exp_lanes.hpp: the same bits on every path.
+  void (*exp_row)(float* x, uint32_t n, float m);
+  /// o[i] = g[i] / (1 + e^-g[i]) * u[i] by exp_lanes.hpp: the same bits on every path.
+  void (*swiglu_row)(const float* g, const float* u, float* o, uint32_t n);
   /// y[i] = fp16(x[i]), round to nearest even.
   void (*store_f16)(const float* x, uint16_t* y, uint32_t n);
   /// y[i] = float(x[i]) (exact).
   void (*load_f16)(const uint16_t* x, float* y, uint32_t n);
   /// AMX tile kernels of the K-quant lane rows; null on the other paths.
   dot_t_fn dot_q4_k_tiles = nullptr, dot_q5_k_tiles = nullptr, dot_q6_k_tiles = nullptr;
+  /// tiles_act, vectorized (the same bytes); null where the plain one serves.
+  void (*tiles_act)(const block_q16_act* x, uint32_t n_tokens, uint32_t nb, block_q16_tile* out) noexcept = nullptr;
 };
 
 /// The integer dot of a quant type: one of the two kinds, or neither for

@@ -3,6 +3,7 @@
 #include "kernels/reference/simd_kernels.hpp"
 
 #include "kernels/reference/cpu_features.hpp"
+#include "kernels/reference/exp_lanes.hpp"
 #include "kernels/reference/repack.hpp"
 
 #include <algorithm>
@@ -468,6 +469,22 @@ void axpy_f32(float a, const float* x, float* y, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
+void dot_rows(const float* q, const float* k, size_t k_stride, uint32_t n_rows, uint32_t n, float scale,
+              float* out) {
+  for (uint32_t j = 0; j < n_rows; ++j) out[j] = dot(q, k + j * k_stride, n) * scale;
+}
+
+void axpy_rows(const float* p, const float* v, size_t v_stride, uint32_t n_rows, float* y, uint32_t n) {
+  for (uint32_t j = 0; j < n_rows; ++j) axpy_f32(p[j], v + j * v_stride, y, n);
+}
+
+using f32x4 = float __attribute__((vector_size(16)));
+using i32x4 = int32_t __attribute__((vector_size(16)));
+
+void swiglu_row(const float* g, const float* u, float* o, uint32_t n) { swiglu_lanes<f32x4, i32x4>(g, u, o, n); }
+
+void exp_row(float* x, uint32_t n, float m) { exp_sub_lanes<f32x4, i32x4>(x, n, m); }
+
 void store_f16(const float* x, uint16_t* y, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(x[i]);
 }
@@ -502,6 +519,10 @@ constexpr kernel_table table{dot_q_rows<q4_1_fmt>,
                              quantize_act,
                              dot,
                              axpy_f32,
+                             dot_rows,
+                             axpy_rows,
+                             exp_row,
+                             swiglu_row,
                              store_f16,
                              load_f16};
 

@@ -1,10 +1,13 @@
 #include "kernels/reference/kv_store.hpp"
 #include "kernels/reference/paged_attention.hpp"
+#include "kernels/reference/simd_kernels.hpp"
 #include "tests/kernels/test_util.hpp"
 
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 
 using namespace dynamo::kernels::ref;
 namespace test = dynamo::kernels::ref::test;
@@ -131,6 +134,90 @@ BOOST_AUTO_TEST_CASE(scattered_block_tables_equal_contiguous_attention) {
         check_attention(9, 3, 64, t, nullptr); // SmolLM2 head shape
         check_attention(4, 4, 20, t, &pool);   // MHA, head_dim not a multiple of 8
         check_attention(5, 1, 12, t, nullptr); // MQA
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(row_kernels_have_the_bits_of_dot_and_axpy) {
+  for (const cpu_isa isa : test::runnable_isas()) {
+    test::isa_guard guard(isa);
+    const auto& kt = detail::active_kernels();
+    for (const uint32_t n : {1u, 7u, 8u, 16u, 20u, 64u, 72u, 128u, 137u}) {
+      for (const uint32_t rows : {1u, 3u, 4u, 5u, 9u, 13u, 16u}) {
+        BOOST_TEST_CONTEXT("isa " << to_string(isa) << " n " << n << " rows " << rows) {
+          const size_t stride = n + 3;
+          const auto q = test::random_floats(n, n, -2.0f, 2.0f);
+          const auto k = test::random_floats(rows * stride, n + rows);
+          std::vector<float> got(rows, NAN);
+          kt.dot_rows(q.data(), k.data(), stride, rows, n, 0.125f, got.data());
+          for (uint32_t j = 0; j < rows; ++j) {
+            BOOST_TEST_REQUIRE(got[j] == kt.dot(q.data(), k.data() + j * stride, n) * 0.125f);
+          }
+          const auto p = test::random_floats(rows, 2 * n + rows);
+          auto y_rows = test::random_floats(n, 3 * n);
+          auto y_each = y_rows;
+          kt.axpy_rows(p.data(), k.data(), stride, rows, y_rows.data(), n);
+          for (uint32_t j = 0; j < rows; ++j) kt.axpy_f32(p[j], k.data() + j * stride, y_each.data(), n);
+          BOOST_TEST_REQUIRE(y_rows == y_each, boost::test_tools::per_element());
+        }
+      }
+    }
+  }
+}
+
+// The attention softmax's e^(x - m): the plain path's bits on every path, at
+// every length (full vectors and padded tails), within 2 ulp of e^(x - m).
+BOOST_AUTO_TEST_CASE(exp_row_has_the_same_bits_on_every_path) {
+  for (const uint32_t n : {1u, 3u, 4u, 5u, 8u, 15u, 16u, 17u, 100u}) {
+    const auto x = test::random_floats(n, n, -100.0f, 20.0f);
+    auto want = x;
+    detail::scalar_kernels().exp_row(want.data(), n, 20.5f);
+    for (uint32_t i = 0; i < n; ++i) {
+      const double e = std::exp(double(x[i] - 20.5f)); // the difference rounded to float, as in softmax
+      BOOST_TEST_REQUIRE(std::fabs(want[i] - e) <= 2 * std::numeric_limits<float>::epsilon() * e + 1e-44);
+    }
+    for (const cpu_isa isa : test::runnable_isas()) {
+      test::isa_guard guard(isa);
+      auto got = x;
+      detail::active_kernels().exp_row(got.data(), n, 20.5f);
+      BOOST_TEST_REQUIRE(std::memcmp(got.data(), want.data(), n * sizeof(float)) == 0, "isa " << to_string(isa) << " n " << n);
+    }
+  }
+}
+
+// A prompt of 37 tokens in one call against each token alone (as a decode
+// at its position): the same bits, whatever query block a token falls in.
+BOOST_AUTO_TEST_CASE(a_query_token_result_does_not_depend_on_its_batch) {
+  const uint32_t n_head = 4, n_kv = 2, hd = 128, n_tok = 37;
+  for (const cpu_isa isa : test::runnable_isas()) {
+    test::isa_guard guard(isa);
+    for (const kv_dtype t : {kv_dtype::f32, kv_dtype::f16}) {
+      for (const uint32_t bs : {4u, 16u}) {
+        BOOST_TEST_CONTEXT("isa " << to_string(isa) << " dtype " << int(t) << " block " << bs) {
+          const uint32_t n_blocks = (n_tok + bs - 1) / bs;
+          toy_cache cache(n_blocks + 2, bs, n_kv, hd, t);
+          std::vector<uint32_t> table(n_blocks);
+          for (uint32_t b = 0; b < n_blocks; ++b) table[b] = (b * 5 + 1) % (n_blocks + 2);
+          const paged_kv_view kv = cache.layer1();
+          const auto k = test::random_floats(size_t(n_tok) * n_kv * hd, 1);
+          const auto v = test::random_floats(size_t(n_tok) * n_kv * hd, 2);
+          const auto q = test::random_floats(size_t(n_tok) * n_head * hd, 3, -2.0f, 2.0f);
+          std::vector<uint32_t> slots(n_tok);
+          for (uint32_t p = 0; p < n_tok; ++p) slots[p] = table[p / bs] * bs + p % bs;
+          kv_store({k.data(), n_kv * hd, v.data(), n_kv * hd, slots.data(), n_tok, kv});
+          const uint32_t stride = n_head * hd;
+          const float scale = 1.0f / std::sqrt(float(hd));
+          std::vector<float> all(q.size(), NAN), alone(q.size(), NAN);
+          const attention_sequence prompt{0, n_tok, 0, table.data(), n_blocks};
+          paged_attention({q.data(), stride, all.data(), stride, n_head, scale, {&prompt, 1}, kv, nullptr});
+          for (uint32_t i = 0; i < n_tok; ++i) {
+            const attention_sequence one{0, 1, i, table.data(), n_blocks};
+            paged_attention({q.data() + size_t(i) * stride, stride, alone.data() + size_t(i) * stride, stride, n_head,
+                             scale, {&one, 1}, kv, nullptr});
+          }
+          BOOST_TEST_REQUIRE(all == alone, boost::test_tools::per_element());
+        }
       }
     }
   }

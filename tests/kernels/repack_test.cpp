@@ -372,6 +372,20 @@ BOOST_AUTO_TEST_CASE(tile_activations_hold_the_int16_values_and_half_sums) {
   for (uint32_t t = 0; t < n_tokens; ++t) detail::scalar_kernels().quantize_act(x.data() + t * nb * 32, q.data() + t * nb, nb);
   std::vector<detail::block_q16_tile> tiles(2 * nb);
   detail::tiles_act(q.data(), n_tokens, nb, tiles.data());
+  // The vectorized form (AMX table) writes the same bytes, for 1..19 tokens.
+  for (const cpu_isa isa : test::runnable_isas()) {
+    test::isa_guard guard(isa);
+    const auto fast = detail::active_kernels().tiles_act;
+    if (fast == nullptr) continue;
+    for (uint32_t nt = 1; nt <= n_tokens; ++nt) {
+      std::vector<detail::block_q16_tile> want(2 * nb), got(2 * nb);
+      std::memset(want.data(), 0x5a, want.size() * sizeof(want[0]));
+      std::memset(got.data(), 0x5a, got.size() * sizeof(got[0]));
+      detail::tiles_act(q.data(), nt, nb, want.data());
+      fast(q.data(), nt, nb, got.data());
+      BOOST_TEST(std::memcmp(want.data(), got.data(), want.size() * sizeof(want[0])) == 0, "tokens " << nt);
+    }
+  }
   for (uint32_t u = 0; u < 2; ++u) {
     for (uint32_t i = 0; i < nb; ++i) {
       const detail::block_q16_tile& b = tiles[u * nb + i];
