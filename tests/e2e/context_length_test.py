@@ -22,6 +22,7 @@ except ImportError:  # CTest reads 77 as "skipped"
     sys.exit(77)
 
 BASE = os.environ.get("DYNAMO_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
+BASE = BASE[: -len("/v1")] if BASE.endswith("/v1") else BASE  # with_server.py gives .../v1
 MODEL = "mocker"
 CONTEXT = 64
 LONG = "word " * 40  # 200 bytes: 200 byte-tokenizer tokens
