@@ -110,6 +110,26 @@ struct model_watcher::impl {
     return inbox;
   }
 
+  /// REQUIRES: mtx held. The model's card advertises the largest context of
+  /// its (aggregated or decode) instances, so that the frontend's length check
+  /// refuses only a prompt that fits none of them (the router sends the others
+  /// to one they fit). Offers the model again when that changed.
+  void update_context(const std::string& name) {
+    auto it = models.find(name);
+    if (it == models.end() || unlisted.count(name))
+      return;
+    uint32_t widest = 0;
+    for (uint64_t id : instances_by_model[name])
+      if (auto e = instances.find(id); e != instances.end() && !e->second.prefill)
+        widest = std::max(widest, e->second.info.context_length);
+    if (widest == 0 || widest == it->second.card.context_length)
+      return;
+    spdlog::info("model {}: context length {} (the largest of its workers')", name, widest);
+    it->second.card.context_length = widest;
+    if (cfg.on_model_added)
+      cfg.on_model_added(it->second);
+  }
+
   served_model* ensure_model(const protocol::model_card& card) {
     if (auto it = models.find(card.name); it != models.end()) {
       if (!unlisted.count(card.name))
@@ -192,6 +212,7 @@ struct model_watcher::impl {
       entry = {card->name, rec.event_address, router, inbox_of(router), info,
                is_prefill || entry.prefill, std::move(relay), std::move(relay_router)};
       connect = instances_by_model[card->name].insert(rec.instance).second;
+      update_context(card->name);
     }
     if (connect && !rec.event_address.empty())
       if (auto ok = subscriber->connect(rec.event_address); !ok)
@@ -282,6 +303,8 @@ struct model_watcher::impl {
       auto& set = instances_by_model[model_name];
       set.erase(rec.instance);
       last = set.empty();
+      if (!last)
+        update_context(model_name);
     }
     if (!event_addr.empty())
       (void) subscriber->disconnect(event_addr);

@@ -35,6 +35,8 @@ namespace dynamo::actors {
 
 /// What the frontend needs to serve a model.
 struct served_model {
+  /// Its first worker's card, but context_length is the largest among its
+  /// workers' (offered again through on_model_added when that changes).
   protocol::model_card card;
   std::shared_ptr<const tok::tokenizer> tokenizer;
   std::shared_ptr<const tok::chat_template> chat_template;

@@ -163,7 +163,25 @@ struct migrating_request : engine::generation, std::enable_shared_from_this<migr
     }
     if (handoff)
       count_disagg(*handoff);
+    if (c.finish == protocol::finish_reason::error)
+      return fail_with(std::move(c));
     on_chunk(std::move(c));
+  }
+
+  // A worker ended the stream with an error it cannot be migrated past (it
+  // refused the request: too long for its context, an option it lacks): the
+  // caller gets it as an error value with the worker's code, never as a final
+  // chunk it might take for an empty success. Tokens it carried go first.
+  void fail_with(protocol::engine_output c) {
+    const errc code = c.error_code != 0 ? static_cast<errc>(c.error_code) : errc::internal;
+    caf::error err = make_error(code, c.error.empty() ? "the worker failed the request" : std::move(c.error));
+    if (!c.token_ids.empty()) {
+      c.finish = protocol::finish_reason::none;
+      c.error.clear();
+      c.error_code = 0;
+      on_chunk(std::move(c));
+    }
+    on_chunk(std::move(err));
   }
 
   void end(const caf::error& err) {

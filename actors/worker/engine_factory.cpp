@@ -99,7 +99,11 @@ expected<engine_setup> prepare_mocker(const config::pool_config& pool) {
     return ok.error();
   engine_setup s;
   s.plan.pool = pool;
-  s.plan.card = {pool.model, "mocker", mc.context_length, mc.block_size, mc.num_blocks,
+  // The card advertises what the engine accepts: its context, capped by the
+  // KV cache (a prompt the card admits and the engine refuses would reach a
+  // worker only to be turned away).
+  s.plan.card = {pool.model, "mocker", engine::engine_core::max_model_len_of(mocker::mock_executor(mc), {}),
+                 mc.block_size, mc.num_blocks,
                  mc.max_num_seqs, mc.max_num_batched_tokens, mocker::embedding_size};
   s.make_factory = [mc, pool](uint32_t index) -> engine_factory {
     return [mc, base = with_kvbm({}, pool, index)] { return mocker::make_engine(mc, base); };

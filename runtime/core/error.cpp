@@ -22,6 +22,7 @@ std::string_view to_string(errc code) noexcept {
     case errc::device_error: return "device_error";
     case errc::config_error: return "config_error";
     case errc::internal: return "internal";
+    case errc::context_length_exceeded: return "context_length_exceeded";
   }
   return "unknown";
 }

@@ -32,6 +32,10 @@ enum class errc : uint8_t {
   device_error,         ///< GPU failure: the worker marks itself unhealthy
   config_error,         ///< a bad configuration value (names the field)
   internal,             ///< a bug on our side (HTTP 500)
+  /// The prompt (plus the output asked for) does not fit a context length: a
+  /// client error (HTTP 400, OpenAI code context_length_exceeded). Last: the
+  /// values above travel on the wire (engine_output::error_code).
+  context_length_exceeded,
 };
 
 /// Stable snake_case name of a code, e.g. "invalid_argument".

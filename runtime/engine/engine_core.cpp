@@ -131,7 +131,7 @@ std::string engine_core::rejection(const protocol::preprocessed_request& req) co
   const uint32_t limit = max_model_len();
   if (req.token_ids.empty())
     return "the prompt is empty";
-  if (req.token_ids.size() >= limit)
+  if (exceeds_context(req))
     return "the prompt has " + std::to_string(req.token_ids.size()) +
            " tokens; this model's context length is " + std::to_string(limit) +
            " (prompt + output), so at most " + std::to_string(limit - 1) + " prompt tokens fit";
@@ -217,7 +217,9 @@ expected<void> engine_core::add_request(protocol::preprocessed_request req) {
   std::string why = rejection(req);
   // What rejection() names is the request's own fault (a client error); a
   // disaggregation refusal below stays unknown.
-  uint8_t code = why.empty() ? 0 : static_cast<uint8_t>(errc::invalid_argument);
+  const errc fault = !req.token_ids.empty() && exceeds_context(req) ? errc::context_length_exceeded
+                                                                   : errc::invalid_argument;
+  uint8_t code = why.empty() ? 0 : static_cast<uint8_t>(fault);
   if (why.empty() && sched_.contains(req.request_id)) // before the connector hears of it
     return make_error(errc::invalid_argument, "request " + req.request_id + " is already in flight");
   bool save = false;

@@ -188,6 +188,11 @@ private:
               std::chrono::milliseconds hold_ttl, disagg::disagg_connector::clock_fn clock,
               std::shared_ptr<gram::grammar_cache> grammars);
   [[nodiscard]] std::string rejection(const protocol::preprocessed_request& req) const;
+  /// Whether the prompt leaves no room for an output token in the context
+  /// (rejection() names it; its error_code is errc::context_length_exceeded).
+  [[nodiscard]] bool exceeds_context(const protocol::preprocessed_request& req) const noexcept {
+    return req.token_ids.size() >= max_model_len();
+  }
   /// rejection() for a request with sampling.prompt_logprobs: what this
   /// executor and the request's shape do not allow ("" when fine).
   [[nodiscard]] std::string prompt_logprobs_rejection(const protocol::preprocessed_request& req) const;

@@ -46,6 +46,7 @@ std::string_view to_string(error_type v) noexcept {
 error_type error_type_of(errc code) noexcept {
   switch (code) {
     case errc::invalid_argument:
+    case errc::context_length_exceeded:
     case errc::malformed_message: return error_type::validation;
     case errc::unsupported: return error_type::not_implemented;
     case errc::not_found: return error_type::not_found;

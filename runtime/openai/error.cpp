@@ -7,6 +7,7 @@ namespace dynamo::openai {
 status_mapping map_errc(errc code) noexcept {
   switch (code) {
     case errc::invalid_argument:
+    case errc::context_length_exceeded:
     case errc::malformed_message:
     case errc::unsupported: return {400, "invalid_request_error", true};
     case errc::not_found: return {404, "invalid_request_error", true};
@@ -54,6 +55,8 @@ api_error to_api_error(const caf::error& err) {
   out.code = str(2);
   if (out.message.empty())
     out.message = std::string{to_string(static_cast<errc>(err.code()))};
+  if (out.code.empty() && static_cast<errc>(err.code()) == errc::context_length_exceeded)
+    out.code = std::string{codes::context_length_exceeded}; // a worker's refusal names no field
   return out;
 }
 

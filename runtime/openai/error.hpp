@@ -22,7 +22,8 @@ struct status_mapping {
 ///
 /// | errc                                   | status | type                  |
 /// |----------------------------------------|--------|-----------------------|
-/// | invalid_argument, malformed_message    | 400    | invalid_request_error |
+/// | invalid_argument, malformed_message,   | 400    | invalid_request_error |
+/// |   context_length_exceeded              |        |                       |
 /// | unsupported                            | 400    | invalid_request_error |
 /// | not_found                              | 404    | invalid_request_error |
 /// | cancelled                              | 499    | request_cancelled     |

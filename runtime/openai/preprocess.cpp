@@ -26,12 +26,12 @@ caf::error check_lengths(size_t prompt_len, const generation_params& p,
     return field_error(errc::invalid_argument, prompt_param, codes::invalid_value,
                        "The prompt is empty after tokenization.");
   if (prompt_len >= ctx)
-    return field_error(errc::invalid_argument, prompt_param, codes::context_length_exceeded,
+    return field_error(errc::context_length_exceeded, prompt_param, codes::context_length_exceeded,
                        fmt::format("This model's maximum context length is {} tokens, but the "
                                    "prompt has {} tokens. Please shorten the prompt.",
                                    ctx, prompt_len));
   if (p.max_tokens && prompt_len + *p.max_tokens > ctx)
-    return field_error(errc::invalid_argument, "max_tokens", codes::context_length_exceeded,
+    return field_error(errc::context_length_exceeded, "max_tokens", codes::context_length_exceeded,
                        fmt::format("This model's maximum context length is {} tokens. However, "
                                    "you requested {} tokens ({} in the prompt, {} for the "
                                    "completion). Please reduce the prompt or max_tokens.",

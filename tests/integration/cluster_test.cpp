@@ -75,20 +75,23 @@ struct cluster {
   std::unique_ptr<model_watcher> watcher;
   std::mutex mtx;
   std::vector<std::string> added, removed;
+  std::vector<uint32_t> offered_contexts; ///< card.context_length of each on_model_added
 
-  /// `num_blocks`: KV blocks per worker (1024 where not given).
+  /// `num_blocks`: KV blocks per worker (1024 where not given); `context`:
+  /// the workers' context length (and their card's).
   explicit cluster(route::router_mode mode, uint32_t n = 2, route::kv_router_config kv = {},
-                   std::vector<uint32_t> num_blocks = {}) {
+                   std::vector<uint32_t> num_blocks = {}, uint32_t context = 8192) {
     auto d = planes::make_file_discovery(dir.path.string());
     BOOST_REQUIRE(d);
     discovery = std::move(*d);
     worker_service_config wc;
-    wc.card = {"mock", "mocker", 8192, 4, 1024, 64, 8192};
+    wc.card = {"mock", "mocker", context, 4, 1024, 64, 8192};
     wc.num_workers = n;
     mocker::mocker_config mc;
     mc.block_size = 4;
     mc.num_blocks = 1024;
     mc.speedup_ratio = 0;
+    mc.context_length = context;
     auto w = worker_service::start(*rt.system, *discovery, wc, [mc, num_blocks](uint32_t i) -> engine_factory {
       auto m = mc;
       if (i < num_blocks.size())
@@ -104,6 +107,7 @@ struct cluster {
     mwc.on_model_added = [this](const served_model& m) {
       std::lock_guard lk{mtx};
       added.push_back(m.card.name);
+      offered_contexts.push_back(m.card.context_length);
     };
     mwc.on_model_removed = [this](const std::string& m) {
       std::lock_guard lk{mtx};
@@ -227,6 +231,45 @@ BOOST_AUTO_TEST_CASE(a_prompt_too_long_for_one_workers_context_goes_to_a_worker_
     BOOST_TEST(r.tokens.size() == 3u, "request " << i);
   }
   (*small).reset();
+}
+
+BOOST_AUTO_TEST_CASE(a_prompt_that_fits_no_worker_is_a_context_length_error) {
+  // Every worker refuses it: the client gets the refusal as an error value
+  // (errc::context_length_exceeded: HTTP 400 at the frontend), not a final
+  // chunk without tokens.
+  cluster c(route::router_mode::round_robin, 2, {}, {}, 32);
+  auto client = c.watcher->models()["mock"].client;
+  result r;
+  auto g = client->generate(make_request("too-long", std::vector<uint32_t>(40, 65), 3), r.cb());
+  BOOST_REQUIRE(r.wait());
+  BOOST_TEST(r.tokens.empty());
+  BOOST_TEST(static_cast<int>(code_of(r.error)) == static_cast<int>(errc::context_length_exceeded),
+             describe(r.error));
+}
+
+BOOST_AUTO_TEST_CASE(the_model_card_advertises_the_largest_context_among_its_workers) {
+  // A worker with 32 tokens of context, then one with 8192: the model is
+  // offered again with 8192 (the frontend's length check must not refuse a
+  // prompt the second fits); when that worker leaves, with 32 again.
+  cluster c(route::router_mode::round_robin, 1, {}, {}, 32);
+  worker_service_config wc;
+  wc.card = {"mock", "mocker", 8192, 4, 1024, 64, 8192};
+  wc.num_workers = 1;
+  mocker::mocker_config mc;
+  mc.block_size = 4;
+  mc.num_blocks = 1024;
+  mc.speedup_ratio = 0;
+  auto big = worker_service::start(*c.rt.system, *c.discovery, wc, [mc](uint32_t) -> engine_factory {
+    return [mc] { return mocker::make_engine(mc); };
+  });
+  BOOST_REQUIRE(big);
+  BOOST_REQUIRE(eventually([&] { return c.watcher->instance_count("mock") == 2u; }));
+  BOOST_TEST(c.watcher->models()["mock"].card.context_length == 8192u);
+  (*big).reset();
+  BOOST_REQUIRE(eventually([&] { return c.watcher->instance_count("mock") == 1u; }));
+  BOOST_TEST(c.watcher->models()["mock"].card.context_length == 32u);
+  std::lock_guard lk{c.mtx};
+  BOOST_TEST(c.offered_contexts == (std::vector<uint32_t>{32, 8192, 32}), boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(process_records_are_never_taken_for_workers) {

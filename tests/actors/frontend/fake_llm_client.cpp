@@ -48,6 +48,10 @@ void fake_llm_client::run(std::shared_ptr<fake_generation> g, protocol::preproce
   using protocol::finish_reason;
   if (opts_.mode == behaviour::fail_first)
     return cb(make_error(errc::no_workers, "no worker serves " + req.model));
+  if (opts_.mode == behaviour::refuse) // what routed_client delivers for a worker's refusal
+    return cb(make_error(errc::context_length_exceeded,
+                         "the prompt has 40 tokens; this model's context length is 32 (prompt + output), "
+                         "so at most 31 prompt tokens fit"));
   if (opts_.mode == behaviour::error_chunk) {
     protocol::engine_output out;
     out.finish = finish_reason::error;

@@ -21,6 +21,7 @@ struct fake_options {
     normal,      ///< the reply, then EOS (or length)
     endless,     ///< tokens until cancelled (for disconnect tests)
     fail_first,  ///< first callback is an error value (errc::no_workers)
+    refuse,      ///< first callback is a worker's refusal (errc::context_length_exceeded)
     error_chunk, ///< first chunk has finish=error
     fail_mid,    ///< two chunks, then an error value (errc::disconnected)
     silent,      ///< sends nothing until cancelled (for backend timeouts)

@@ -50,6 +50,7 @@ struct fixture {
     slow.delay = std::chrono::milliseconds(2);
     add("fake-endless", slow);
     add("fake-fail-first", {.mode = behaviour::fail_first});
+    add("fake-refuse", {.mode = behaviour::refuse});
     add("fake-error-chunk", {.mode = behaviour::error_chunk});
     add("fake-fail-mid", {.mode = behaviour::fail_mid});
     add("fake-short-context", {}, 32);
@@ -387,6 +388,25 @@ BOOST_AUTO_TEST_CASE(backend_error_before_any_token_of_a_stream_is_an_error_even
   BOOST_REQUIRE_EQUAL(c.status, 200u);
   BOOST_TEST(c.body.find("event: error") != std::string::npos);
   BOOST_TEST(c.body.find("illegal memory") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_refusing_a_prompt_too_long_for_it_is_400_context_length_exceeded) {
+  // Unary: an HTTP 400 with the worker's reason, never a 200 without tokens.
+  auto r = post("/v1/completions", completion_body("fake-refuse"));
+  check_error(r, 400, "", "context_length_exceeded");
+  BOOST_TEST(json::parse(r.body)["error"]["type"] == "invalid_request_error");
+  BOOST_TEST(r.body.find("context length is 32") != std::string::npos);
+  // Stream: the headers went out when the request was accepted, so the same
+  // envelope comes as an SSE error event, without [DONE] or a finish_reason.
+  auto s = post("/v1/chat/completions", chat_body("fake-refuse", R"("stream":true)"));
+  BOOST_REQUIRE_EQUAL(s.status, 200u);
+  auto error = s.body.find("event: error\n");
+  BOOST_REQUIRE(error != std::string::npos);
+  auto event = json::parse(sse_data(s.body.substr(error)).front());
+  BOOST_TEST(event["error"]["code"] == "context_length_exceeded");
+  BOOST_TEST(event["error"]["type"] == "invalid_request_error");
+  BOOST_TEST(s.body.find("[DONE]") == std::string::npos);
+  BOOST_TEST(s.body.find("\"finish_reason\":\"") == std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(backend_error_mid_stream_sends_an_error_event_without_done) {

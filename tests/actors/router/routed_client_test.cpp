@@ -226,6 +226,23 @@ BOOST_AUTO_TEST_CASE(streams_through_the_router) {
   BOOST_TEST(static_cast<int>(r.finish) == static_cast<int>(protocol::finish_reason::length));
 }
 
+BOOST_AUTO_TEST_CASE(a_worker_refusal_is_an_error_value_with_its_code) {
+  // The worker refuses a prompt past its context (the mocker's 8192): the
+  // caller gets an error carrying the worker's code and message, never a
+  // final chunk that reads as an empty success.
+  cluster c(1, 0);
+  routed_client client(c.router);
+  stream_result r;
+  auto req = make_request("too-long", 4);
+  req.token_ids.assign(9000, 65);
+  req.prompt_tokens = 9000;
+  auto gen = client.generate(req, r.callback());
+  BOOST_REQUIRE(r.wait());
+  BOOST_TEST(r.chunks == 0u);
+  BOOST_TEST(static_cast<int>(code_of(r.error)) == static_cast<int>(errc::context_length_exceeded));
+  BOOST_TEST(message_of(r.error).find("context length is") != std::string::npos, message_of(r.error));
+}
+
 BOOST_AUTO_TEST_CASE(no_workers_is_an_error_after_the_wait) {
   cluster c(0, 0, route::router_mode::round_robin, 50ms);
   routed_client client(c.router);

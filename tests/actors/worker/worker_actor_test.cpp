@@ -1,5 +1,6 @@
 #include "actors/core/supervisor.hpp"
 #include "actors/core/system.hpp"
+#include "actors/worker/engine_factory.hpp"
 #include "actors/worker/worker_actor.hpp"
 #include "actors/worker/worker_endpoint.hpp"
 #include "planes/request/inproc_request_plane.hpp"
@@ -105,6 +106,27 @@ struct fixture {
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(worker_actor)
+
+BOOST_AUTO_TEST_CASE(a_mocker_card_advertises_the_context_its_kv_cache_holds) {
+  // 8 blocks of 4 tokens: the engine refuses a 32-token prompt, so the card
+  // (what the router and the frontend's length check read) says 32, not 8192.
+  config::pool_config pool;
+  pool.name = "backend";
+  pool.model = "mock";
+  pool.engine_opts.block_size = 4;
+  pool.engine_opts.kv_blocks = 8;
+  auto small = prepare_engines(pool);
+  BOOST_REQUIRE(small);
+  BOOST_TEST(small->plan.card.context_length == 32u);
+  pool.engine_opts.context_length = 20; // a --context-length below the cache's holds
+  auto capped = prepare_engines(pool);
+  BOOST_REQUIRE(capped);
+  BOOST_TEST(capped->plan.card.context_length == 20u);
+  pool.engine_opts = {};
+  auto roomy = prepare_engines(pool); // 16384 blocks of 16: the mocker's 8192
+  BOOST_REQUIRE(roomy);
+  BOOST_TEST(roomy->plan.card.context_length == 8192u);
+}
 
 BOOST_AUTO_TEST_CASE(streams_the_mocker_continuation_over_the_request_plane) {
   fixture f;

@@ -34,7 +34,7 @@ BOOST_AUTO_TEST_CASE(foreign_errors_map_to_internal) {
 }
 
 BOOST_AUTO_TEST_CASE(every_code_has_a_name) {
-  for (int c = 1; c <= static_cast<int>(errc::internal); ++c)
+  for (int c = 1; c <= static_cast<int>(errc::context_length_exceeded); ++c) // the last code
     BOOST_TEST(to_string(static_cast<errc>(c)) != "unknown");
 }
 

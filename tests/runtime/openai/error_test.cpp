@@ -30,13 +30,24 @@ BOOST_AUTO_TEST_CASE(every_errc_has_a_status_and_type) {
     {errc::device_error, 503, "service_unavailable"},
     {errc::config_error, 500, "server_error"},
     {errc::internal, 500, "server_error"},
+    {errc::context_length_exceeded, 400, "invalid_request_error"},
   };
-  BOOST_TEST(std::size(table) == static_cast<size_t>(errc::internal)); // every code listed
+  BOOST_TEST(std::size(table) == static_cast<size_t>(errc::context_length_exceeded)); // every code listed
   for (const auto& r : table) {
     auto m = map_errc(r.code);
     BOOST_TEST(m.status == r.status, to_string(r.code));
     BOOST_TEST(m.type == r.type, to_string(r.code));
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_workers_context_refusal_gets_the_openai_code) {
+  // A worker's refusal names no request field: the code still says what it is.
+  auto e = to_api_error(make_error(errc::context_length_exceeded, "this model's context length is 32"));
+  BOOST_TEST(e.status == 400u);
+  BOOST_TEST(e.type == "invalid_request_error");
+  BOOST_TEST(e.code == "context_length_exceeded");
+  BOOST_TEST(e.param.empty());
+  BOOST_TEST(e.message == "this model's context length is 32");
 }
 
 BOOST_AUTO_TEST_CASE(field_error_carries_param_and_code) {
