@@ -10,8 +10,6 @@ namespace dynamo::tok::jinja {
 
 namespace {
 
-constexpr size_t max_size = size_t{1} << 24; // elements of any string or list a template builds
-
 const int64_t* as_int(const value& v) { return std::get_if<int64_t>(&v.v); }
 
 // Integers (and bools, as in Python) as int64.
@@ -52,6 +50,16 @@ std::vector<std::string> code_points(const std::string& s) {
     out.push_back(s.substr(i, c.len));
     i += c.len;
   }
+  return out;
+}
+
+// Where each code point of `s` starts, then s.size() (strings a template
+// sees are under 4 GiB: request bodies and max_string_bytes bound them).
+std::vector<uint32_t> code_point_starts(const std::string& s) {
+  std::vector<uint32_t> out;
+  for (size_t i = 0; i < s.size(); i += decode_utf8(s, i).len)
+    out.push_back(static_cast<uint32_t>(i));
+  out.push_back(static_cast<uint32_t>(s.size()));
   return out;
 }
 
@@ -138,7 +146,7 @@ expected<value> repeat(const value& seq, const value& times, int line) {
     return type_error(line, "*", seq, times);
   n = std::max<int64_t>(n, 0);
   if (auto s = seq.as_string()) {
-    if (n > 0 && s->size() > max_size / static_cast<size_t>(n))
+    if (n > 0 && s->size() > max_string_bytes / static_cast<size_t>(n))
       return fail(line, "string repetition too large");
     std::string out;
     for (int64_t i = 0; i < n; ++i)
@@ -146,7 +154,7 @@ expected<value> repeat(const value& seq, const value& times, int line) {
     return value(std::move(out));
   }
   const list& l = *seq.as_list();
-  if (n > 0 && l.size() > max_size / static_cast<size_t>(n))
+  if (n > 0 && l.size() > max_list_items / static_cast<size_t>(n))
     return fail(line, "list repetition too large");
   list out;
   for (int64_t i = 0; i < n; ++i)
@@ -172,6 +180,8 @@ expected<std::vector<value>> iterate(const value& v, int line) {
     return keys;
   }
   if (auto s = v.as_string()) {
+    if (text::count_code_points(*s) > max_list_items)
+      return fail(line, "cannot iterate over a string of more than " + std::to_string(max_list_items) + " characters");
     std::vector<value> chars;
     for (auto& c : code_points(*s))
       chars.emplace_back(std::move(c));
@@ -184,7 +194,7 @@ expected<value> binary_op(std::string_view op, const value& a, const value& b, i
   if (op == "~") {
     std::string out = a.to_output();
     const std::string rhs = b.to_output();
-    if (out.size() + rhs.size() > max_size)
+    if (out.size() + rhs.size() > max_string_bytes)
       return fail(line, "string too large");
     return value(out + rhs);
   }
@@ -203,7 +213,7 @@ expected<value> binary_op(std::string_view op, const value& a, const value& b, i
   if (op == "+") {
     const size_t na = a.as_string() ? a.as_string()->size() : a.as_list() ? a.as_list()->size() : 0;
     const size_t nb = b.as_string() ? b.as_string()->size() : b.as_list() ? b.as_list()->size() : 0;
-    if (na + nb > max_size)
+    if (na + nb > (a.as_list() ? max_list_items : max_string_bytes))
       return fail(line, "string or list too large");
     if (a.as_string() && b.as_string())
       return value(*a.as_string() + *b.as_string());
@@ -239,33 +249,32 @@ value index_value(const value& obj, const value& key) {
   int64_t i = 0;
   if (!to_int(key, i))
     return {};
-  auto pick = [&](auto n, auto at) -> value {
+  if (auto l = obj.as_list()) {
+    const auto n = static_cast<int64_t>(l->size());
     if (i < 0)
-      i += static_cast<int64_t>(n);
-    if (i < 0 || i >= static_cast<int64_t>(n))
+      i += n;
+    return i < 0 || i >= n ? value() : (*l)[static_cast<size_t>(i)];
+  }
+  if (auto s = obj.as_string()) { // walks to the character: no copy of the string's code points
+    if (i < 0)
+      i += static_cast<int64_t>(text::count_code_points(*s));
+    size_t at = 0;
+    for (int64_t k = 0; k < i && at < s->size(); ++k)
+      at += decode_utf8(*s, at).len;
+    if (i < 0 || at >= s->size())
       return {};
-    return at(static_cast<size_t>(i));
-  };
-  if (auto l = obj.as_list())
-    return pick(l->size(), [&](size_t k) { return (*l)[k]; });
-  if (auto s = obj.as_string()) {
-    auto cps = code_points(*s);
-    return pick(cps.size(), [&](size_t k) { return value(cps[k]); });
+    return value(s->substr(at, decode_utf8(*s, at).len));
   }
   return {};
 }
 
 expected<value> slice_value(const value& obj, const value& start, const value& stop, const value& step, int line) {
-  std::vector<value> items;
-  const bool is_string = obj.as_string() != nullptr;
-  if (auto l = obj.as_list())
-    items = *l;
-  else if (is_string)
-    for (auto& c : code_points(*obj.as_string()))
-      items.emplace_back(std::move(c));
-  else
+  const list* items = obj.as_list();
+  const std::string* str = obj.as_string();
+  if (!items && !str)
     return fail(line, "cannot slice '" + std::string(obj.type_name()) + "'");
-  const auto n = static_cast<int64_t>(items.size());
+  const auto starts = str ? code_point_starts(*str) : std::vector<uint32_t>{};
+  const auto n = static_cast<int64_t>(str ? starts.size() - 1 : items->size());
   int64_t st = 1;
   if (!step.is_undefined() && !step.is_none() && (!to_int(step, st) || st == 0))
     return fail(line, "slice step must be a non-zero integer");
@@ -283,15 +292,18 @@ expected<value> slice_value(const value& obj, const value& start, const value& s
   auto e = bound(stop, st > 0 ? n : -1);
   if (!b || !e)
     return std::move((!b ? b : e).error());
-  list out;
-  for (int64_t i = *b; st > 0 ? i < *e : i > *e; i += st)
-    out.push_back(items[static_cast<size_t>(i)]);
-  if (!is_string)
+  if (items) {
+    list out;
+    for (int64_t i = *b; st > 0 ? i < *e : i > *e; i += st)
+      out.push_back((*items)[static_cast<size_t>(i)]);
     return value(std::move(out));
-  std::string s;
-  for (const auto& c : out)
-    s += *c.as_string();
-  return value(std::move(s));
+  }
+  std::string out;
+  for (int64_t i = *b; st > 0 ? i < *e : i > *e; i += st) {
+    const auto k = static_cast<size_t>(i);
+    out.append(*str, starts[k], starts[k + 1] - starts[k]);
+  }
+  return value(std::move(out));
 }
 
 } // namespace dynamo::tok::jinja

@@ -14,6 +14,11 @@
 
 namespace dynamo::tok::jinja {
 
+/// What one operation may build: a string's bytes, a list's items (a string
+/// iterated counts its characters). Larger fails the render before it allocates.
+inline constexpr size_t max_string_bytes = size_t{1} << 24;
+inline constexpr size_t max_list_items = size_t{1} << 20;
+
 /// Python str operations the filters and methods share.
 namespace text {
 /// str.isspace(): White_Space plus \x1c..\x1f.
@@ -24,7 +29,9 @@ namespace text {
 [[nodiscard]] std::string change_case(std::string s, bool upper);
 /// str.title (every word) / str.capitalize (first letter only, rest lowered).
 [[nodiscard]] std::string title_case(std::string s, bool every_word);
-[[nodiscard]] std::string replace_all(const std::string& s, const std::string& from, const std::string& to);
+/// str.replace; fails (at `line`) when the result would pass max_string_bytes.
+[[nodiscard]] expected<std::string> replace_all(const std::string& s, const std::string& from, const std::string& to,
+                                                int line);
 [[nodiscard]] size_t count_code_points(const std::string& s);
 } // namespace text
 

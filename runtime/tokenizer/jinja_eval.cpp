@@ -13,6 +13,7 @@ namespace {
 
 constexpr uint64_t max_steps = 1'000'000;           // nodes executed + loop iterations
 constexpr size_t max_output = size_t{64} << 20;     // bytes
+constexpr size_t max_built = size_t{256} << 20;     // bytes of strings and container slots built, all told
 
 // What a statement list ends with: run on, or leave the innermost loop's body.
 enum class flow { normal, break_loop, continue_loop };
@@ -40,6 +41,7 @@ private:
   expected<value> eval_binary(const expr& e);
   expected<value> eval_call(const expr& e);
   expected<value> eval_subscript(const expr& e);
+  expected<value> charge(expected<value> v, int line);
   expected<std::vector<value>> eval_args(const expr& e, size_t first, std::vector<std::string>* names);
   [[nodiscard]] value lookup(std::string_view name) const;
   void assign(const std::string& name, value v);
@@ -48,6 +50,7 @@ private:
   std::vector<globals> scopes_;
   std::vector<std::shared_ptr<dict>> namespaces_; ///< every namespace() made, emptied at the end
   uint64_t steps_ = 0;
+  size_t built_ = 0; ///< charged by charge(), never refunded
   std::optional<std::tm> now_;
 };
 
@@ -229,15 +232,15 @@ expected<value> renderer::eval(const expr& e) {
         return obj;
       return index_value(*obj, value(e.name));
     }
-    case expr_kind::index:
-    case expr_kind::slice: return eval_subscript(e);
-    case expr_kind::call: return eval_call(e);
+    case expr_kind::index: return eval_subscript(e);
+    case expr_kind::slice: return charge(eval_subscript(e), e.line);
+    case expr_kind::call: return charge(eval_call(e), e.line);
     case expr_kind::filter: {
       std::vector<std::string> names;
       auto args = eval_args(e, 0, &names);
       if (!args)
         return std::move(args.error());
-      return apply_filter(e.name, *args, names, e.line);
+      return charge(apply_filter(e.name, *args, names, e.line), e.line);
     }
     case expr_kind::test: {
       auto args = eval_args(e, 0, nullptr);
@@ -258,7 +261,7 @@ expected<value> renderer::eval(const expr& e) {
         return value(!v->truthy());
       return negate_number(*v, e.name == "-", e.line);
     }
-    case expr_kind::binary: return eval_binary(e);
+    case expr_kind::binary: return charge(eval_binary(e), e.line);
     case expr_kind::ternary: {
       auto c = eval(*e.args[0]);
       if (!c)
@@ -274,7 +277,7 @@ expected<value> renderer::eval(const expr& e) {
         if (nested_deeper_than(item, max_nesting - 1))
           return fail(e.line, "values nested more than " + std::to_string(max_nesting) + " deep");
       if (e.kind == expr_kind::list)
-        return value(std::move(*items));
+        return charge(value(std::move(*items)), e.line);
       dict d;
       for (size_t i = 0; i + 1 < items->size(); i += 2) {
         const std::string* k = (*items)[i].as_string();
@@ -282,7 +285,7 @@ expected<value> renderer::eval(const expr& e) {
           return fail(e.line, "dict keys must be strings");
         d.emplace_back(*k, std::move((*items)[i + 1]));
       }
-      return value(std::move(d));
+      return charge(value(std::move(d)), e.line);
     }
   }
   return fail(e.line, "unknown expression");
@@ -317,6 +320,24 @@ expected<value> renderer::eval_binary(const expr& e) {
   if (!rhs)
     return rhs;
   return binary_op(e.name, *lhs, *rhs, e.line);
+}
+
+// What an expression built counts against max_built for the whole render: a
+// new string's bytes, a new list's or dict's slots (their items are shared, as
+// every copy is). Results that only pass a value on (`a or b`, `| first`) are
+// charged too: an overcount, never an undercount.
+expected<value> renderer::charge(expected<value> v, int line) {
+  if (!v)
+    return v;
+  if (auto s = v->as_string())
+    built_ += s->size();
+  else if (auto l = v->as_list())
+    built_ += l->size() * sizeof(value);
+  else if (auto d = v->as_dict())
+    built_ += d->size() * sizeof(dict::value_type);
+  if (built_ > max_built)
+    return fail(line, "template built more than " + std::to_string(max_built >> 20) + " MiB");
+  return v;
 }
 
 expected<value> renderer::eval_object(const expr& e) {

@@ -296,8 +296,12 @@ expected<value> apply_filter(std::string_view name, const std::vector<value>& ar
       return items->empty() ? value() : name == "first" ? items->front() : items->back();
     const std::string sep = args.size() > 1 ? args[1].to_output() : std::string();
     std::string out;
-    for (size_t i = 0; i < items->size(); ++i)
-      out += (i ? sep : std::string()) + (*items)[i].to_output();
+    for (size_t i = 0; i < items->size(); ++i) {
+      const std::string item = (*items)[i].to_output();
+      if (out.size() + (i ? sep.size() : 0) + item.size() > max_string_bytes)
+        return fail(line, "join: result over " + std::to_string(max_string_bytes) + " bytes");
+      out.append(i ? sep : std::string()).append(item);
+    }
     return value(std::move(out));
   }
   if (name == "items") {
@@ -339,8 +343,10 @@ expected<value> apply_filter(std::string_view name, const std::vector<value>& ar
     return value(text::title_case(text::change_case(s, false), false));
   if (name == "title")
     return value(text::title_case(s, true));
-  if (name == "replace" && arg(1).as_string() && arg(2).as_string())
-    return value(text::replace_all(s, *arg(1).as_string(), *arg(2).as_string()));
+  if (name == "replace" && arg(1).as_string() && arg(2).as_string()) {
+    auto r = text::replace_all(s, *arg(1).as_string(), *arg(2).as_string(), line);
+    return r ? value(std::move(*r)) : expected<value>(std::move(r.error()));
+  }
   return fail(line, "filter '" + std::string(name) + "': wrong arguments");
 }
 

@@ -70,9 +70,14 @@ std::string title_case(std::string s, bool every_word) {
   return s;
 }
 
-std::string replace_all(const std::string& s, const std::string& from, const std::string& to) {
+expected<std::string> replace_all(const std::string& s, const std::string& from, const std::string& to, int line) {
   if (from.empty())
     return s;
+  size_t hits = 0;
+  for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += from.size())
+    ++hits;
+  if (to.size() > from.size() && hits > (max_string_bytes - s.size()) / (to.size() - from.size()))
+    return fail(line, "replace: result over " + std::to_string(max_string_bytes) + " bytes");
   std::string out;
   size_t pos = 0;
   for (size_t hit; (hit = s.find(from, pos)) != std::string::npos; pos = hit + from.size())
@@ -91,19 +96,17 @@ size_t count_code_points(const std::string& s) {
 
 namespace {
 
-constexpr int64_t max_range = 1 << 20;
-
 const std::string* string_arg(const std::vector<value>& args, size_t i) {
   return i < args.size() ? args[i].as_string() : nullptr;
 }
 
-// str.split(sep=None, maxsplit=-1).
+// str.split(sep=None, maxsplit=-1); stops past max_list_items parts (the caller fails).
 list split(const std::string& s, const std::string* sep, int64_t maxsplit) {
   list parts;
   if (!sep) { // runs of whitespace; no empty parts
     size_t i = 0;
     auto space_at = [&](size_t k) { return text::is_python_space(decode_utf8(s, k).cp); };
-    while (i < s.size()) {
+    while (i < s.size() && parts.size() <= max_list_items) {
       while (i < s.size() && space_at(i))
         i += decode_utf8(s, i).len;
       if (i >= s.size())
@@ -122,7 +125,7 @@ list split(const std::string& s, const std::string* sep, int64_t maxsplit) {
   }
   size_t pos = 0;
   for (size_t hit; (maxsplit < 0 || static_cast<int64_t>(parts.size()) < maxsplit) &&
-                   (hit = s.find(*sep, pos)) != std::string::npos;
+                   parts.size() <= max_list_items && (hit = s.find(*sep, pos)) != std::string::npos;
        pos = hit + sep->size())
     parts.emplace_back(s.substr(pos, hit - pos));
   parts.emplace_back(s.substr(pos));
@@ -156,8 +159,10 @@ expected<value> string_method(const std::string& s, std::string_view name, const
     });
     return value(hit);
   }
-  if (name == "replace" && a0 && string_arg(args, 1))
-    return value(text::replace_all(s, *a0, *string_arg(args, 1)));
+  if (name == "replace" && a0 && string_arg(args, 1)) {
+    auto r = text::replace_all(s, *a0, *string_arg(args, 1), line);
+    return r ? value(std::move(*r)) : expected<value>(std::move(r.error()));
+  }
   if (name == "split") {
     if (!none0 && !a0)
       return fail(line, "split: separator must be None or str");
@@ -167,7 +172,10 @@ expected<value> string_method(const std::string& s, std::string_view name, const
     if (args.size() > 1)
       if (auto m = std::get_if<int64_t>(&args[1].v))
         maxsplit = *m;
-    return value(split(s, none0 ? nullptr : a0, maxsplit));
+    auto parts = split(s, none0 ? nullptr : a0, maxsplit);
+    if (parts.size() > max_list_items)
+      return fail(line, "split: more than " + std::to_string(max_list_items) + " parts");
+    return value(std::move(parts));
   }
   if ((name == "find" || name == "count") && a0) {
     if (name == "find") {
@@ -186,9 +194,12 @@ expected<value> string_method(const std::string& s, std::string_view name, const
     if (!l)
       return fail(line, "join() takes a list");
     for (size_t i = 0; i < l->size(); ++i) {
-      if (!(*l)[i].as_string())
+      const std::string* item = (*l)[i].as_string();
+      if (!item)
         return fail(line, "sequence item " + std::to_string(i) + ": expected str instance");
-      out += (i ? s : std::string()) + *(*l)[i].as_string();
+      if (out.size() + (i ? s.size() : 0) + item->size() > max_string_bytes)
+        return fail(line, "join: result over " + std::to_string(max_string_bytes) + " bytes");
+      out.append(i ? s : std::string()).append(*item);
     }
     return value(std::move(out));
   }
@@ -378,7 +389,7 @@ expected<value> call_function(std::string_view name, const std::vector<value>& a
       return fail(line, "range() takes 1 to 3 integers (non-zero step)");
     list out;
     for (int64_t x = a; step > 0 ? x < b : x > b; x += step) {
-      if (static_cast<int64_t>(out.size()) >= max_range)
+      if (out.size() >= max_list_items)
         return fail(line, "range() too large");
       out.emplace_back(x);
     }

@@ -107,7 +107,7 @@ bool value::truthy() const noexcept {
     bool operator()(bool b) const { return b; }
     bool operator()(int64_t i) const { return i != 0; }
     bool operator()(double d) const { return d != 0.0; }
-    bool operator()(const std::string& s) const { return !s.empty(); }
+    bool operator()(const value::shared_string& s) const { return !s->empty(); }
     bool operator()(const std::shared_ptr<list>& l) const { return !l->empty(); }
     bool operator()(const std::shared_ptr<dict>& d) const { return !d->empty(); }
     bool operator()(const function_ref&) const { return true; }
@@ -155,7 +155,7 @@ void print(const value& v, bool quoted, int depth, std::string& out) {
     std::string operator()(bool b) const { return b ? "True" : "False"; }
     std::string operator()(int64_t i) const { return std::to_string(i); }
     std::string operator()(double x) const { return format_double(x); }
-    std::string operator()(const std::string& x) const { return x; }
+    std::string operator()(const value::shared_string& x) const { return *x; }
     std::string operator()(const std::shared_ptr<list>&) const { return {}; }
     std::string operator()(const std::shared_ptr<dict>&) const { return {}; }
     std::string operator()(const function_ref& f) const { return "<function " + f.name + ">"; }

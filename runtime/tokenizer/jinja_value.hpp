@@ -1,7 +1,8 @@
 // Values of the Jinja-subset interpreter behind jinja_chat_template: Python-
 // like undefined/none/bool/int/float/string/list/dict with Jinja's truthiness,
-// equality and printing. Lists and dicts are shared (copies are cheap); a
-// value is used by one render at a time (no internal locking).
+// equality and printing. Strings, lists and dicts are shared (a copy never
+// copies their contents: what a template costs is what it builds); a value is
+// used by one render at a time (no internal locking).
 #pragma once
 
 #include <cstdint>
@@ -27,7 +28,8 @@ struct function_ref {
 };
 
 struct value {
-  std::variant<undefined, none, bool, int64_t, double, std::string, std::shared_ptr<list>, std::shared_ptr<dict>,
+  using shared_string = std::shared_ptr<const std::string>; ///< immutable once built
+  std::variant<undefined, none, bool, int64_t, double, shared_string, std::shared_ptr<list>, std::shared_ptr<dict>,
                function_ref>
       v;
 
@@ -36,17 +38,20 @@ struct value {
   value(bool b) : v(b) {}
   value(int64_t i) : v(i) {}
   value(double d) : v(d) {}
-  value(std::string s) : v(std::move(s)) {}
-  value(const char* s) : v(std::string(s)) {}
+  value(std::string s) : v(std::make_shared<const std::string>(std::move(s))) {}
+  value(const char* s) : value(std::string(s)) {}
   value(list l) : v(std::make_shared<list>(std::move(l))) {}
   value(dict d) : v(std::make_shared<dict>(std::move(d))) {}
   value(function_ref f) : v(std::move(f)) {}
 
   [[nodiscard]] bool is_undefined() const noexcept { return std::holds_alternative<undefined>(v); }
   [[nodiscard]] bool is_none() const noexcept { return std::holds_alternative<none>(v); }
-  [[nodiscard]] bool is_string() const noexcept { return std::holds_alternative<std::string>(v); }
+  [[nodiscard]] bool is_string() const noexcept { return std::holds_alternative<shared_string>(v); }
   [[nodiscard]] bool is_number() const noexcept;
-  [[nodiscard]] const std::string* as_string() const noexcept { return std::get_if<std::string>(&v); }
+  [[nodiscard]] const std::string* as_string() const noexcept {
+    auto p = std::get_if<shared_string>(&v);
+    return p ? p->get() : nullptr;
+  }
   [[nodiscard]] const list* as_list() const noexcept;
   [[nodiscard]] dict* as_dict() const noexcept;
   [[nodiscard]] const function_ref* as_function() const noexcept { return std::get_if<function_ref>(&v); }

@@ -9,6 +9,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <fstream>
 #include <random>
 
 using namespace dynamo;
@@ -211,6 +212,71 @@ BOOST_AUTO_TEST_CASE(hostile_templates_fail_or_stay_bounded) {
   const std::string out = render(*chain, m, false);
   BOOST_TEST(out.size() < 2000u);
   BOOST_TEST(out.find("...") != std::string::npos);
+}
+
+// What one operation builds and what a render builds in all are bounded
+// (jinja_builtins.hpp, jinja_eval.cpp); copies share, so they cost nothing.
+BOOST_AUTO_TEST_CASE(templates_cannot_build_more_than_their_limits) {
+  const std::vector<chat_message> m = {{"user", "x"}};
+  auto result_of = [&](const std::string& src) {
+    auto t = jinja_chat_template::parse(src, "", "");
+    BOOST_REQUIRE_MESSAGE(t, error_text(t));
+    auto r = (*t)->render(m, false);
+    return r ? *r : "error: " + message_of(r.error());
+  };
+  auto fails_with = [&](const std::string& src, const std::string& what) {
+    const std::string r = result_of(src);
+    BOOST_TEST_INFO(src);
+    BOOST_TEST(r.find("error: ") == 0u);
+    BOOST_TEST(r.find(what) != std::string::npos, r);
+  };
+  // A million copies of a 16 MB string: shared, not copied.
+  BOOST_TEST(result_of("{% set s = 'a' * 16000000 %}{{ ([s] * 1000000) | length }}") == "1000000");
+  // Every string kept is new: 100 x 10 MB passes the 256 MiB the render may build.
+  fails_with("{% set ns = namespace(l=[]) %}{% set s = 'a' * 10000000 %}"
+             "{% for i in range(100) %}{% set ns.l = ns.l + [s ~ i] %}{% endfor %}",
+             "template built more than 256 MiB");
+  BOOST_TEST(result_of("{% set ns = namespace(l=[]) %}{% set s = 'a' * 10000000 %}"
+                       "{% for i in range(20) %}{% set ns.l = ns.l + [s ~ i] %}{% endfor %}{{ ns.l | length }}") ==
+             "20");
+  fails_with("{{ ('x' * 3000) | join('y' * 6000) }}", "join: result over 16777216 bytes");
+  fails_with("{{ ('y' * 6000).join(('x' * 3000) | list) }}", "join: result over 16777216 bytes");
+  BOOST_TEST(result_of("{{ ('x' * 3) | join('-') }}{{ '+'.join(['a', 'b']) }}") == "x-x-xa+b");
+  fails_with("{{ ('a' * 1000000).replace('a', 'b' * 20) }}", "replace: result over 16777216 bytes");
+  fails_with("{{ ('a' * 1000000) | replace('a', 'b' * 20) }}", "replace: result over 16777216 bytes");
+  BOOST_TEST(result_of("{{ ('a' * 1000000).replace('a', 'b' * 16) | length }}") == "16000000");
+  fails_with("{% for c in 'a' * 2000000 %}{% endfor %}", "cannot iterate over a string of more than 1048576");
+  fails_with("{{ ('a,' * 1100000).split(',') | length }}", "split: more than 1048576 parts");
+  BOOST_TEST(result_of("{{ ('a,' * 1000000).split(',') | length }}") == "1000001");
+  // Strings index and slice by code point without copying them into characters.
+  BOOST_TEST(result_of("{{ 'h\u00e9llo'[1] }}|{{ 'h\u00e9llo'[-1] }}|{{ 'h\u00e9llo'[1:3] }}|"
+                       "{{ 'h\u00e9llo'[::-2] }}|{{ 'ab'[5] is defined }}|{{ 'ab'[-3] is defined }}") ==
+             "\u00e9|o|\u00e9l|olh|False|False");
+}
+
+// libFuzzer input (fuzz_jinja, 2026-11-29): nested `| join(sep)` over strings
+// multiplied a string's length by ~200 per level (a 419 MB string, a 1 GB
+// vector of its characters); now iterating a string past a million
+// characters fails first (join itself stops at 16 MiB). Replayed as the fuzz
+// target runs it (`template \0 messages`; these messages do not parse, so
+// the target's default conversation).
+BOOST_AUTO_TEST_CASE(fuzz_nested_join_fails_within_its_limits) {
+  const char* src = std::getenv("DYNAMO_SOURCE_DIR");
+  BOOST_REQUIRE_MESSAGE(src, "DYNAMO_SOURCE_DIR is not set (run through ctest)");
+  std::ifstream in(std::string(src) + "/tests/runtime/tokenizer/data/fuzz/jinja-oom-nested-join", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  BOOST_REQUIRE_EQUAL(bytes.size(), 1173u);
+  auto t = jinja_chat_template::parse(bytes.substr(0, bytes.find('\0')), "<s>", "</s>");
+  BOOST_REQUIRE_MESSAGE(t, error_text(t));
+  chat_input input;
+  input.messages = nlohmann::ordered_json::parse(
+      R"([{"role":"system","content":"s"},{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}])");
+  input.now = std::tm{};
+  auto r = (*t)->render(input);
+  BOOST_REQUIRE(!r);
+  BOOST_TEST(message_of(r.error()).find("cannot iterate over a string of more than 1048576 characters") !=
+                 std::string::npos,
+             message_of(r.error()));
 }
 
 BOOST_AUTO_TEST_CASE(random_mutations_of_real_templates_never_crash) {
