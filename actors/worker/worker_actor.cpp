@@ -85,6 +85,7 @@ void after_step(worker_ptr self) {
 
 void run_step(worker_ptr self) {
   auto& st = self->state;
+  const auto began = clock::now();
   auto r = st.engine->step();
   if (!r) {
     spdlog::error("{}: engine step failed: {}; marking unhealthy", st.cfg.name, describe(r.error()));
@@ -94,6 +95,9 @@ void run_step(worker_ptr self) {
     after_step(self); // the engine queued an error chunk per request
     return;
   }
+  if (r->num_seqs > 0 && st.hooks.on_step)
+    st.hooks.on_step(r->duration.count() > 0 ? std::chrono::duration<double>(r->duration) : clock::now() - began,
+                     r->num_tokens);
   if (r->duration.count() > 0) {
     st.pending = std::move(*r);
     self->delayed_send(self, r->duration, deliver_atom::value);

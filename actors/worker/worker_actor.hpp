@@ -58,6 +58,9 @@ struct worker_hooks {
   std::function<void(const protocol::load_metrics&)> on_load;
   /// Health changes: false with the reason after an executor error.
   std::function<void(bool healthy, const std::string& reason)> on_health;
+  /// Each engine step that ran a batch: its time (wall; the mocker's
+  /// simulated time) and the tokens it computed. On the worker's thread.
+  std::function<void(std::chrono::duration<double> took, uint32_t tokens)> on_step;
 };
 
 using engine_factory = std::function<expected<std::unique_ptr<engine::engine_core>>()>;

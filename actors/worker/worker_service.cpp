@@ -39,6 +39,10 @@ worker_hooks make_hooks(std::shared_ptr<kv_event_log> events, std::shared_ptr<pl
     if (em.metrics)
       em.metrics->on_load(em.labels, m);
   };
+  if (em.metrics)
+    h.on_step = [em](std::chrono::duration<double> took, uint32_t tokens) {
+      em.metrics->on_step(em.labels, em.worker_id, took, tokens);
+    };
   h.on_health = [reg, name](bool healthy, const std::string& why) {
     auto state = healthy ? planes::health_state::ready : planes::health_state::unhealthy;
     if (auto ok = reg->set_health(state); !ok)

@@ -58,6 +58,12 @@ expected<std::unique_ptr<component_metrics>> component_metrics::create(registry&
             m->requests_running_));
   step(take(reg.add_gauge(name("engine_requests_waiting"), "Requests waiting for admission or for their KV", worker),
             m->requests_waiting_));
+  step(take(reg.add_histogram(name("engine_step_seconds"), "Time one engine step took (a batch's forward pass)",
+                              worker, log_buckets(0.0001, 60.0, 24)),
+            m->step_seconds_));
+  step(take(reg.add_histogram(name("engine_step_tokens"), "Tokens one engine step computed (prompt and decode)",
+                              worker, log_buckets(1.0, 65536.0, 17)),
+            m->step_tokens_));
   step(take(reg.add_counter("kvbm_matched_tokens", "KVBM: prompt tokens found in the host or disk tier", worker),
             m->kvbm_matched_tokens_));
   step(take(reg.add_counter("kvbm_offload_blocks_d2h", "KVBM: blocks offloaded from the engine to the host tier",
@@ -131,6 +137,13 @@ void component_metrics::on_prefix_lookup(const endpoint_labels& ep, uint64_t wor
     rate = p == 0 ? 0.0 : static_cast<double>(c) / static_cast<double>(p);
   }
   prefix_hit_rate_->with(worker_labels(ep, worker)).set(rate);
+}
+
+void component_metrics::on_step(const endpoint_labels& ep, uint64_t worker, std::chrono::duration<double> took,
+                                uint32_t tokens) {
+  auto l = worker_labels(ep, worker);
+  step_seconds_->with(l).observe(took.count());
+  step_tokens_->with(std::move(l)).observe(tokens);
 }
 
 void component_metrics::on_load(const endpoint_labels& ep, const protocol::load_metrics& load) {

@@ -3,7 +3,8 @@
 // (requests, in-flight, duration, time to first response, errors,
 // cancellations, bytes, uptime) and per worker instance
 // dynamo_component_kvstats_* (KV blocks, cache usage, prefix-cache hit rate),
-// dynamo_component_engine_requests_{running,waiting} and, with the KV block
+// dynamo_component_engine_requests_{running,waiting}, the engine's steps
+// (dynamo_component_engine_step_seconds / _step_tokens) and, with the KV block
 // manager, Dynamo's kvbm_* counters and hit rates. Created once per
 // process by the worker service; updated from request-plane threads and the
 // engines' load reports. Every method is safe from any thread.
@@ -59,6 +60,9 @@ public:
   /// A worker instance's load report (its KV blocks and usage; its KVBM
   /// counters advance by what is new since its last report).
   void on_load(const endpoint_labels& ep, const protocol::load_metrics& load);
+  /// One engine step of a worker instance: how long it took (wall time; the
+  /// mocker's simulated time) and how many tokens it computed.
+  void on_step(const endpoint_labels& ep, uint64_t worker, std::chrono::duration<double> took, uint32_t tokens);
   /// Seconds since create(), refreshed on every call of this (before rendering).
   void refresh_uptime();
 
@@ -83,6 +87,8 @@ private:
   gauge_family* prefix_hit_rate_ = nullptr;
   gauge_family* requests_running_ = nullptr;
   gauge_family* requests_waiting_ = nullptr;
+  histogram_family* step_seconds_ = nullptr;
+  histogram_family* step_tokens_ = nullptr;
   counter_family* kvbm_matched_tokens_ = nullptr;
   counter_family* kvbm_offload_d2h_ = nullptr;
   counter_family* kvbm_offload_h2d_ = nullptr;

@@ -53,6 +53,7 @@ struct fixture {
   std::vector<protocol::kv_event> events;
   protocol::load_metrics load; ///< the last one published
   size_t load_reports = 0;
+  std::vector<uint32_t> step_tokens; ///< on_step's tokens, in order
   caf::actor sup;
 
   explicit fixture(double speedup = 0, uint32_t max_num_seqs = 256) {
@@ -71,6 +72,11 @@ struct fixture {
       load = m;
       ++load_reports;
       load_cv.notify_all();
+    };
+    hooks.on_step = [this](std::chrono::duration<double> took, uint32_t tokens) {
+      BOOST_CHECK(took.count() >= 0.0);
+      std::lock_guard lk{events_mtx};
+      step_tokens.push_back(tokens);
     };
     child_spec spec;
     spec.name = "worker-0";
@@ -144,6 +150,19 @@ BOOST_AUTO_TEST_CASE(streams_the_mocker_continuation_over_the_request_plane) {
   BOOST_REQUIRE(!f.events.empty());
   BOOST_TEST(static_cast<int>(f.events.front().kind) ==
              static_cast<int>(protocol::kv_event_kind::stored));
+}
+
+BOOST_AUTO_TEST_CASE(each_step_reports_the_tokens_it_computed) {
+  // The 11-token prompt in one step (its first token sampled there), then one
+  // decode step per further token; the idle worker reports no steps.
+  fixture f;
+  auto out = std::make_shared<collected>();
+  (void) call(*f.client, f.server->address(), make_request("r1", 9), out);
+  BOOST_REQUIRE(out->wait());
+  BOOST_TEST(!out->end_error);
+  std::this_thread::sleep_for(20ms);
+  std::lock_guard lk{f.events_mtx};
+  BOOST_TEST(f.step_tokens == (std::vector<uint32_t>{11, 1, 1, 1, 1, 1, 1, 1, 1}), boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(an_idle_worker_keeps_reporting_its_load) {

@@ -98,6 +98,21 @@ BOOST_AUTO_TEST_CASE(kvbm_counters_advance_by_each_reports_news) {
   BOOST_TEST(has(text, "kvbm_onboard_blocks_d2d{" + w + " 0"));
 }
 
+BOOST_AUTO_TEST_CASE(engine_steps_are_histograms_per_worker) {
+  registry reg;
+  auto m = component_metrics::create(reg);
+  BOOST_REQUIRE(m);
+  (*m)->on_step(ep, 0xab, std::chrono::milliseconds(500), 128);
+  (*m)->on_step(ep, 0xab, std::chrono::milliseconds(250), 4);
+  const auto text = reg.render();
+  const std::string w = labels + R"(,worker_id="00000000000000ab")";
+  BOOST_TEST(has(text, "dynamo_component_engine_step_seconds_count{" + w + "} 2"));
+  BOOST_TEST(has(text, "dynamo_component_engine_step_seconds_sum{" + w + "} 0.75"));
+  BOOST_TEST(has(text, "dynamo_component_engine_step_tokens_count{" + w + "} 2"));
+  BOOST_TEST(has(text, "dynamo_component_engine_step_tokens_sum{" + w + "} 132"));
+  BOOST_TEST(has(text, "dynamo_component_engine_step_tokens_bucket{" + w + R"(,le="4"} 1)"));
+}
+
 BOOST_AUTO_TEST_CASE(uptime_grows) {
   registry reg;
   auto m = component_metrics::create(reg);
