@@ -85,7 +85,7 @@ struct window_stats {
 };
 
 struct class_stats {
-  sample_set ttft, itl, e2e;
+  sample_set ttft, itl, tpot, e2e;
   uint64_t completed = 0, output_tokens = 0;
 };
 
@@ -102,7 +102,7 @@ struct run_state {
   std::mutex mtx;
   std::condition_variable cv;
   uint32_t started = 0, finished = 0, in_flight = 0;
-  sample_set ttft, itl, e2e;
+  sample_set ttft, itl, tpot, e2e;
   uint64_t completed = 0, failed = 0, output_tokens = 0, input_tokens = 0;
   std::array<class_stats, 2> classes;
   std::vector<std::string> first_errors;
@@ -159,6 +159,13 @@ void record(const load_config& cfg, run_state& st, const request_result& r, cons
   for (double v : r.itls) {
     st.itl.add(v);
     c.itl.add(v);
+  }
+  // Time per output token after the first (vLLM's TPOT): per token however
+  // the tokens were grouped into chunks (ITL above is per chunk).
+  if (r.ttft >= 0 && r.output_tokens > 1) {
+    const double tpot = (r.e2e - r.ttft) / static_cast<double>(r.output_tokens - 1);
+    st.tpot.add(tpot);
+    c.tpot.add(tpot);
   }
   st.e2e.add(r.e2e);
   c.e2e.add(r.e2e);
@@ -284,6 +291,7 @@ json classes_json(const run_state& st) {
     const auto& c = st.classes[i];
     out[class_names[i]] = {{"completed", c.completed}, {"output_tokens", c.output_tokens},
                            {"ttft_ms", summary_json(c.ttft)}, {"itl_ms", summary_json(c.itl)},
+                           {"tpot_ms", summary_json(c.tpot)},
                            {"e2e_ms", summary_json(c.e2e)}};
   }
   return out;
@@ -420,6 +428,7 @@ expected<std::string> run_load(const load_config& in) {
   report["input_tokens_per_s"] = wall > 0 ? static_cast<double>(st.input_tokens) / wall : 0;
   report["ttft_ms"] = summary_json(st.ttft);
   report["itl_ms"] = summary_json(st.itl);
+  report["tpot_ms"] = summary_json(st.tpot);
   report["e2e_ms"] = summary_json(st.e2e);
   report["classes"] = classes_json(st);
   report["connections_opened"] = client.connections_opened();

@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
   dynamo::tls_files tls;
   int64_t seed = 1, arrival_seed = 0;
   dynamo::cli cli("dynamo-bench",
-                  "load generator for OpenAI-compatible servers (TTFT, ITL, throughput as JSON)");
+                  "load generator for OpenAI-compatible servers (TTFT, ITL, TPOT, throughput as JSON)");
   cli.option("mode", &mode, "load (TTFT, ITL, throughput) | cancel-storm (TTFT idle vs. after cancelled streams)")
     .option("url", &url, "server base URL (http:// or https://)")
     .option("ca-file", &tls.ca_file, "https: the CA that signed the server's certificate (default: the system's trust store)")
