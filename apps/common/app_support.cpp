@@ -360,9 +360,10 @@ start_admin(const config::admin_config& cfg, std::string process_kind, caf::acto
   o.port = cfg.port;
   o.token = cfg.token;
   o.forward_timeout = std::chrono::milliseconds(cfg.forward_timeout_ms);
-  if (auto tls = server_tls(cfg.tls, "admin.tls."); !tls)
+  auto tls = server_tls(cfg.tls, "admin.tls.");
+  if (!tls)
     return std::move(tls.error());
-  o.tls = cfg.tls;
+  o.tls = tls->value_or(tls_files{}); // the files it checked (none: plain HTTP)
   auto backend = std::make_shared<process_admin>(std::move(process_kind), sys, discovery, std::move(ns), std::move(workers),
                                                  std::move(more_supervisors), std::move(routers));
   auto svc = admin::admin_service::start(o, backend);
