@@ -203,6 +203,16 @@ expected<void> router_flags::apply(config::router_config& r) const {
   return r.kv.validate();
 }
 
+std::vector<std::string> router_flags::worker_choice_flags() const {
+  std::vector<std::string> out;
+  if (mode)
+    out.emplace_back("--router-mode");
+  for (const auto& [flag, value] : kv)
+    if (std::find(out.begin(), out.end(), flag) == out.end())
+      out.push_back(flag);
+  return out;
+}
+
 expected<std::unique_ptr<planes::discovery_plane>> make_discovery(const config::discovery_config& cfg) {
   planes::discovery_options o;
   o.lease_ttl = std::chrono::milliseconds(cfg.lease_ttl_ms);
