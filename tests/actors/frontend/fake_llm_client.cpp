@@ -52,6 +52,14 @@ void fake_llm_client::run(std::shared_ptr<fake_generation> g, protocol::preproce
     return cb(make_error(errc::context_length_exceeded,
                          "the prompt has 40 tokens; this model's context length is 32 (prompt + output), "
                          "so at most 31 prompt tokens fit"));
+  if (opts_.mode == behaviour::refuse_chunk) {
+    protocol::engine_output out;
+    out.finish = finish_reason::error;
+    out.error_code = static_cast<uint8_t>(errc::context_length_exceeded);
+    out.error = "the prompt has 40 tokens; this model's context length is 32 (prompt + output), "
+                "so at most 31 prompt tokens fit";
+    return cb(std::move(out));
+  }
   if (opts_.mode == behaviour::error_chunk) {
     protocol::engine_output out;
     out.finish = finish_reason::error;
