@@ -19,7 +19,8 @@ enum class router_mode : uint8_t { round_robin, random, kv };
 [[nodiscard]] expected<router_mode> parse_router_mode(std::string_view text);
 [[nodiscard]] std::string_view to_string(router_mode mode) noexcept;
 
-/// --router-queue-policy: the order parked requests leave the router's queue.
+/// --router-queue-policy: the order parked requests would leave the router's
+/// queue (Dynamo's flag; accepted and checked, not yet read by the router).
 enum class queue_policy : uint8_t { fcfs, lcfs, wspt };
 
 /// --router-cost: how kv_overlap_score_weight is set. dynamo: as given
