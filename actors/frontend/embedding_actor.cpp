@@ -89,7 +89,7 @@ void on_chunk(embedding_ptr self, uint32_t index, const protocol::engine_output&
   st.done[index] = true;
   ++st.num_done;
   if (out.finish == protocol::finish_reason::error)
-    return fail(self, openai::backend_error(out.error_code, out.error));
+    return fail(self, openai::backend_error(out));
   if (out.finish == protocol::finish_reason::cancelled)
     return fail(self, make_error(errc::closed, "the backend cancelled the request"));
   if (out.embedding.empty())

@@ -13,14 +13,16 @@ expected<void> model_registry::add(model_entry e) {
   if (!e.tokenizer || !e.chat_template || !e.client)
     return make_error(errc::invalid_argument,
                       "model " + e.card.name + " needs a tokenizer, a chat template and a client");
+  auto name = e.card.name;
+  std::unique_lock lock{mutex_};
+  auto old = models_.find(name);
+  if (e.created == 0 && old != models_.end()) // re-offered (a new context length): listed since then
+    e.created = old->second->created;
   if (e.created == 0)
     e.created = std::chrono::duration_cast<std::chrono::seconds>(
                   std::chrono::system_clock::now().time_since_epoch())
                   .count();
-  auto name = e.card.name;
-  auto shared = std::make_shared<const model_entry>(std::move(e));
-  std::unique_lock lock{mutex_};
-  models_.insert_or_assign(std::move(name), std::move(shared));
+  models_.insert_or_assign(std::move(name), std::make_shared<const model_entry>(std::move(e)));
   return {};
 }
 

@@ -28,12 +28,15 @@ struct model_entry {
   /// How its output is parsed (frontend_service::add_model detects it from
   /// the chat template and applies the --tool-call-parser / --reasoning-parser overrides).
   openai::output_format output;
-  int64_t created = 0; ///< unix seconds for /v1/models; 0: set when added
+  /// Unix seconds for /v1/models; 0: set when added (kept from the entry it
+  /// replaces, so a re-offered model keeps the time it was first listed).
+  int64_t created = 0;
 };
 
 class model_registry {
 public:
-  /// Adds `e`, replacing a model of the same name. errc::invalid_argument when
+  /// Adds `e`, replacing a model of the same name (whose `created` it keeps
+  /// unless `e` sets one). errc::invalid_argument when
   /// the name is empty, the context length is 0 or a part is missing.
   [[nodiscard]] expected<void> add(model_entry e);
   /// False when no model had that name.

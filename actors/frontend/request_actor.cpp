@@ -221,7 +221,7 @@ void on_chunk(request_ptr self, const protocol::engine_output& out) {
   if (out.finish != protocol::finish_reason::none)
     st.backend_done = true;
   if (out.finish == protocol::finish_reason::error)
-    return fail(self, openai::backend_error(out.error_code, out.error));
+    return fail(self, openai::backend_error(out));
   if (out.finish == protocol::finish_reason::cancelled)
     return fail(self, make_error(errc::closed, "the backend cancelled the generation"));
   if (!std::exchange(st.cached_seen, true))

@@ -381,9 +381,10 @@ model_watcher::start(caf::actor_system& sys, planes::discovery_plane& discovery,
   so.curve = p->cfg.curve;
   so.callbacks.on_event = [p](const planes::event_envelope& env) { p->on_kv_event(env); };
   so.callbacks.on_gap = [](const planes::event_gap& gap) {
-    // A late join or a dropped message: the router's event sequencer sees the
-    // same gap in the KV event ids and re-syncs from the worker.
-    spdlog::debug("kv events from {:016x}: missed #{}..#{} on the event plane", gap.publisher_id,
+    // A late join or a dropped message. On the KV event topic the router's
+    // event sequencer sees the same gap in the KV event ids and re-syncs from
+    // the worker; on the load metrics topic the next report replaces the lost one.
+    spdlog::debug("topic {} from {:016x}: missed #{}..#{} on the event plane", gap.topic, gap.publisher_id,
                   gap.expected, gap.got - 1);
   };
   p->subscriber = planes::make_zmq_event_subscriber(so);

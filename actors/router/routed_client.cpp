@@ -4,6 +4,7 @@
 #include "runtime/disagg/prefill_first.hpp"
 #include "runtime/protocol/codec.hpp"
 #include "runtime/protocol/disagg.hpp"
+#include "runtime/protocol/output_error.hpp"
 
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
@@ -141,10 +142,10 @@ struct migrating_request : engine::generation, std::enable_shared_from_this<migr
   }
 
   void chunk(protocol::engine_output c) {
-    if (c.finish == protocol::finish_reason::error && is_migratable(static_cast<errc>(c.error_code))) {
+    if (c.finish == protocol::finish_reason::error && is_migratable(protocol::error_code_of(c))) {
       // Swallow it: end() sees the stream finish and retries.
       std::lock_guard lk{mtx};
-      pending_error = make_error(static_cast<errc>(c.error_code), c.error);
+      pending_error = protocol::error_of(c);
       return;
     }
     std::optional<bool> handoff; // this chunk tells how the hand-off went
@@ -173,8 +174,7 @@ struct migrating_request : engine::generation, std::enable_shared_from_this<migr
   // caller gets it as an error value with the worker's code, never as a final
   // chunk it might take for an empty success. Tokens it carried go first.
   void fail_with(protocol::engine_output c) {
-    const errc code = c.error_code != 0 ? static_cast<errc>(c.error_code) : errc::internal;
-    caf::error err = make_error(code, c.error.empty() ? "the worker failed the request" : std::move(c.error));
+    caf::error err = protocol::error_of(c);
     if (!c.token_ids.empty()) {
       c.finish = protocol::finish_reason::none;
       c.error.clear();

@@ -203,6 +203,16 @@ expected<void> router_flags::apply(config::router_config& r) const {
   return r.kv.validate();
 }
 
+std::vector<std::string> router_flags::worker_choice_flags() const {
+  std::vector<std::string> out;
+  if (mode)
+    out.emplace_back("--router-mode");
+  for (const auto& [flag, value] : kv)
+    if (std::find(out.begin(), out.end(), flag) == out.end())
+      out.push_back(flag);
+  return out;
+}
+
 expected<std::unique_ptr<planes::discovery_plane>> make_discovery(const config::discovery_config& cfg) {
   planes::discovery_options o;
   o.lease_ttl = std::chrono::milliseconds(cfg.lease_ttl_ms);
@@ -360,9 +370,10 @@ start_admin(const config::admin_config& cfg, std::string process_kind, caf::acto
   o.port = cfg.port;
   o.token = cfg.token;
   o.forward_timeout = std::chrono::milliseconds(cfg.forward_timeout_ms);
-  if (auto tls = server_tls(cfg.tls, "admin.tls."); !tls)
+  auto tls = server_tls(cfg.tls, "admin.tls.");
+  if (!tls)
     return std::move(tls.error());
-  o.tls = cfg.tls;
+  o.tls = tls->value_or(tls_files{}); // the files it checked (none: plain HTTP)
   auto backend = std::make_shared<process_admin>(std::move(process_kind), sys, discovery, std::move(ns), std::move(workers),
                                                  std::move(more_supervisors), std::move(routers));
   auto svc = admin::admin_service::start(o, backend);

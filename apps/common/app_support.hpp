@@ -55,6 +55,11 @@ struct router_flags {
   /// Sets what was given on `r`, then checks the combination
   /// (route::kv_router_config::validate: errc::config_error naming the flag).
   [[nodiscard]] expected<void> apply(config::router_config& r) const;
+  /// The flags given that choose a worker: --router-mode, then the --kv-* /
+  /// --router-* ones in command-line order, each once. A frontend in front of
+  /// standalone routers (router.standalone) ignores them: it round-robins
+  /// over the dynamo-router replicas.
+  [[nodiscard]] std::vector<std::string> worker_choice_flags() const;
 };
 /// Adds the router flags to `c`; a bad value fails the parse, naming its flag.
 void add_router_flags(cli& c, router_flags& f);

@@ -216,7 +216,7 @@ expected<std::string> run_cancel_storm(const load_config& in, const storm_config
   json report;
   report["label"] = cfg.label;
   report["mode"] = "cancel-storm";
-  report["config"] = {{"url", fmt::format("{}://{}:{}", cfg.tls ? "https" : "http", cfg.host, cfg.port)}, {"model", cfg.model},
+  report["config"] = {{"url", report_url(cfg)}, {"model", cfg.model},
                       {"endpoint", cfg.endpoint}, {"isl", cfg.isl}, {"probe_osl", cfg.osl},
                       {"storm", sc.storm}, {"cancel_after_ms", sc.cancel_after_ms},
                       {"storm_osl", sc.storm_osl}, {"busy_streams", sc.busy_streams},

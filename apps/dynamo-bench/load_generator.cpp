@@ -336,6 +336,10 @@ json sla_json(const load_config& cfg, const run_state& st, const replica_sampler
 
 } // namespace
 
+std::string report_url(const load_config& cfg) {
+  return fmt::format("{}://{}:{}", cfg.tls ? "https" : "http", cfg.host, cfg.port);
+}
+
 expected<void> validate(const load_config& cfg) {
   auto bad = [](const std::string& why) { return make_error(errc::config_error, "load: " + why); };
   if (cfg.concurrency == 0)
@@ -408,7 +412,7 @@ expected<std::string> run_load(const load_config& in) {
 
   json report;
   report["label"] = cfg.label;
-  report["config"] = {{"url", fmt::format("{}://{}:{}", cfg.tls ? "https" : "http", cfg.host, cfg.port)},
+  report["config"] = {{"url", report_url(cfg)},
                       {"model", cfg.model}, {"endpoint", cfg.endpoint},
                       {"concurrency", cfg.concurrency}, {"request_rate", cfg.request_rate},
                       {"num_requests", cfg.num_requests}, {"isl", cfg.isl}, {"osl", cfg.osl},

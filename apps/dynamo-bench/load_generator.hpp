@@ -72,6 +72,10 @@ struct load_config {
 /// config_error naming the first bad field, if any.
 [[nodiscard]] expected<void> validate(const load_config& cfg);
 
+/// The server's base URL as the reports name it ("http://host:port", https
+/// with TLS).
+[[nodiscard]] std::string report_url(const load_config& cfg);
+
 /// Runs the benchmark and returns the JSON report: the overall fields
 /// (completed, ttft_ms, itl_ms, ...) and "classes": {"short": .., "long": ..}.
 [[nodiscard]] expected<std::string> run_load(const load_config& cfg);

@@ -9,6 +9,7 @@
 #include "runtime/core/log.hpp"
 #include "runtime/protocol/components.hpp"
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
@@ -43,9 +44,14 @@ int main(int argc, char** argv) {
     apps::die("dynamo-frontend", cfg.error());
   if (auto ok = router_flags.apply(cfg->router); !ok)
     apps::die("dynamo-frontend", ok.error());
-  if (!cfg->router.standalone) // else dynamo-router routes, and reads the profile
+  if (!cfg->router.standalone) { // else dynamo-router routes, and reads the profile
     if (auto ok = apps::apply_router_cost(cfg->router.kv, "dynamo-frontend"); !ok)
       apps::die("dynamo-frontend", ok.error());
+  } else if (auto ignored = router_flags.worker_choice_flags(); !ignored.empty()) {
+    spdlog::warn("dynamo-frontend: router.standalone is true, so this frontend only round-robins over the "
+                 "dynamo-router replicas and ignores {}; give them to dynamo-router",
+                 fmt::join(ignored, " "));
+  }
   auto curve = apps::plane_keys(*cfg);
   if (!curve)
     apps::die("dynamo-frontend", curve.error());
@@ -101,7 +107,8 @@ int main(int argc, char** argv) {
     apps::die("dynamo-frontend", record.error());
   spdlog::info("dynamo-frontend: listening on {}://{}:{} (namespace {}, router {}{})",
                fo.http.tls ? "https" : "http", fo.http.host,
-               (*fe)->port(), cfg->namespace_name, route::to_string(cfg->router.mode),
+               (*fe)->port(), cfg->namespace_name,
+               route::to_string(cfg->router.standalone ? route::router_mode::round_robin : cfg->router.mode),
                cfg->router.standalone ? ", standalone" : "");
   int sig = apps::wait_for_shutdown();
   spdlog::info("dynamo-frontend: signal {}; draining (grace {} ms)", sig, cfg->shutdown_grace_ms);

@@ -1,5 +1,7 @@
 #include "runtime/openai/error.hpp"
 
+#include "runtime/protocol/output_error.hpp"
+
 #include <nlohmann/json.hpp>
 
 namespace dynamo::openai {
@@ -26,8 +28,9 @@ status_mapping map_errc(errc code) noexcept {
   return {500, "server_error", false};
 }
 
-caf::error backend_error(uint8_t error_code, const std::string& message) {
-  return make_error(error_code != 0 ? static_cast<errc>(error_code) : errc::internal, "backend error: " + message);
+caf::error backend_error(const protocol::engine_output& out) {
+  const caf::error err = protocol::error_of(out);
+  return make_error(code_of(err), "backend error: " + message_of(err));
 }
 
 caf::error field_error(errc code, std::string param, std::string_view openai_code,

@@ -9,6 +9,10 @@
 #include <string>
 #include <string_view>
 
+namespace dynamo::protocol {
+struct engine_output;
+} // namespace dynamo::protocol
+
 namespace dynamo::openai {
 
 /// HTTP status and OpenAI error type of one errc.
@@ -34,10 +38,10 @@ struct status_mapping {
 /// |   config_error, non-dynamo errors      |        |                       |
 [[nodiscard]] status_mapping map_errc(errc code) noexcept;
 
-/// The error of a generation a worker ended with finish_reason::error: its
-/// `error_code` when it gave one (a rejected prompt is invalid_argument: a
-/// 400), else internal; the message says it came from the backend.
-[[nodiscard]] caf::error backend_error(uint8_t error_code, const std::string& message);
+/// The error of a generation a worker ended with finish_reason::error:
+/// protocol::error_of(out) (the worker's code, else internal), its message
+/// prefixed with "backend error: ".
+[[nodiscard]] caf::error backend_error(const protocol::engine_output& out);
 
 /// A client-facing error, ready to serialize.
 struct api_error {

@@ -68,7 +68,7 @@ expected<route::timing_costs> router_timing_from_profile(const engine_profile& p
 }
 
 expected<std::optional<router_cost_applied>> apply_router_cost(route::kv_router_config& c) {
-  if (c.router_cost != "timing")
+  if (c.router_cost != route::cost_model::timing)
     return std::optional<router_cost_applied>{};
   auto fail = [&](std::string_view why) {
     return make_error(errc::config_error, fmt::format("--router-profile {}: {}", c.router_profile, why));

@@ -71,7 +71,37 @@ expected<void> assign(T& field, expected<U> parsed) {
   return {};
 }
 
+// One enum's flag spellings, in enum order: the one place that parses,
+// names and lists them ("must be fcfs, lcfs or wspt").
+template <class E, size_t N>
+struct spellings {
+  std::string_view flag;
+  std::array<std::string_view, N> names;
+
+  [[nodiscard]] expected<E> parse(std::string_view text) const {
+    for (size_t i = 0; i < N; ++i)
+      if (names[i] == text)
+        return static_cast<E>(i);
+    std::string allowed{names[0]};
+    for (size_t i = 1; i < N; ++i)
+      allowed += fmt::format("{}{}", i + 1 == N ? " or " : ", ", names[i]);
+    return config_error(flag, fmt::format("'{}': must be {}", text, allowed));
+  }
+  [[nodiscard]] std::string_view name(E e) const noexcept {
+    auto i = static_cast<size_t>(e);
+    return i < N ? names[i] : std::string_view{"unknown"};
+  }
+};
+
+constexpr spellings<queue_policy, 3> queue_policies{"--router-queue-policy", {"fcfs", "lcfs", "wspt"}};
+constexpr spellings<cost_model, 2> cost_models{"--router-cost", {"dynamo", "timing"}};
+
 } // namespace
+
+expected<queue_policy> parse_queue_policy(std::string_view text) { return queue_policies.parse(text); }
+std::string_view to_string(queue_policy p) noexcept { return queue_policies.name(p); }
+expected<cost_model> parse_cost_model(std::string_view text) { return cost_models.parse(text); }
+std::string_view to_string(cost_model m) noexcept { return cost_models.name(m); }
 
 expected<router_mode> parse_router_mode(std::string_view text) {
   if (text == "kv")
@@ -111,18 +141,13 @@ expected<void> kv_router_config::validate() const {
     return config_error("--router-ttl", "must be > 0");
   if (router_event_threads == 0)
     return config_error("--router-event-threads", "must be >= 1");
-  if (router_queue_policy != "fcfs" && router_queue_policy != "lcfs" &&
-      router_queue_policy != "wspt")
-    return config_error("--router-queue-policy", "must be fcfs, lcfs or wspt");
   if (!(router_lower_tier_weight >= 0 && router_lower_tier_weight <= 1))
     return config_error("--router-lower-tier-weight", "must be in [0, 1]");
   if (router_durable_kv_events)
     return config_error("--router-durable-kv-events", "durable KV events are not supported");
-  if (router_cost != "dynamo" && router_cost != "timing")
-    return config_error("--router-cost", "must be dynamo or timing");
-  if (router_cost == "timing" && router_profile.empty())
+  if (router_cost == cost_model::timing && router_profile.empty())
     return config_error("--router-cost", "timing needs --router-profile (a dynamo-profile JSON)");
-  if (router_cost != "timing" && !router_profile.empty())
+  if (router_cost != cost_model::timing && !router_profile.empty())
     return config_error("--router-profile", "is read only with --router-cost timing");
   if (router_kv_capacity && !router_track_active_blocks)
     return config_error("--router-kv-capacity", "requires --router-track-active-blocks (the booked blocks it compares)");
@@ -185,20 +210,12 @@ expected<void> kv_router_config::set(std::string_view flag, std::string_view v) 
       return config_error(flag, "too large");
     return assign(router_event_threads, std::move(n));
   }
-  if (name == "--router-queue-policy") {
-    // Checked here, not only in validate(): a flag that accepts "" is taken
-    // for a switch by the command line (--router-queue-policy lcfs failed).
-    if (v != "fcfs" && v != "lcfs" && v != "wspt")
-      return config_error(flag, fmt::format("'{}': must be fcfs, lcfs or wspt", v));
-    router_queue_policy = std::string{v};
-    return {};
-  }
-  if (name == "--router-cost") {
-    if (v != "dynamo" && v != "timing") // checked here too: see --router-queue-policy
-      return config_error(flag, fmt::format("'{}': must be dynamo or timing", v));
-    router_cost = std::string{v};
-    return {};
-  }
+  // Parsed here, so they refuse "": a flag that accepts "" is taken for a
+  // switch by the command line (--router-queue-policy lcfs once failed).
+  if (name == "--router-queue-policy")
+    return assign(router_queue_policy, parse_queue_policy(v));
+  if (name == "--router-cost")
+    return assign(router_cost, parse_cost_model(v));
   if (name == "--router-profile") {
     if (v.empty())
       return config_error(flag, "needs a path");

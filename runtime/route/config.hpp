@@ -19,6 +19,21 @@ enum class router_mode : uint8_t { round_robin, random, kv };
 [[nodiscard]] expected<router_mode> parse_router_mode(std::string_view text);
 [[nodiscard]] std::string_view to_string(router_mode mode) noexcept;
 
+/// --router-queue-policy: the order parked requests would leave the router's
+/// queue (Dynamo's flag; accepted and checked, not yet read by the router).
+enum class queue_policy : uint8_t { fcfs, lcfs, wspt };
+
+/// --router-cost: how kv_overlap_score_weight is set. dynamo: as given
+/// (Dynamo's default 1). timing: priced in time from an engine profile.
+enum class cost_model : uint8_t { dynamo, timing };
+
+/// The flag's spelling ("fcfs", "timing"); errc::config_error naming the flag
+/// and listing the allowed values for anything else.
+[[nodiscard]] expected<queue_policy> parse_queue_policy(std::string_view text);
+[[nodiscard]] std::string_view to_string(queue_policy p) noexcept;
+[[nodiscard]] expected<cost_model> parse_cost_model(std::string_view text);
+[[nodiscard]] std::string_view to_string(cost_model m) noexcept;
+
 struct kv_router_config {
   double overlap_score_weight = 1.0;    ///< --kv-overlap-score-weight
   double router_temperature = 0.0;      ///< --router-temperature
@@ -36,7 +51,7 @@ struct kv_router_config {
   double router_prune_target_ratio = 0.8;   ///< --router-prune-target-ratio
   double router_queue_threshold = 4.0;  ///< --router-queue-threshold
   uint32_t router_event_threads = 4;    ///< --router-event-threads
-  std::string router_queue_policy = "fcfs"; ///< --router-queue-policy: fcfs | lcfs | wspt
+  queue_policy router_queue_policy = queue_policy::fcfs; ///< --router-queue-policy: fcfs | lcfs | wspt
   /// --router-lower-tier-weight: a block a worker holds only in its KV block
   /// manager's host or disk tier (KV events with medium CPU / DISK) counts as
   /// this fraction of a device hit in the prefill cost (onboarding is cheaper
@@ -48,12 +63,12 @@ struct kv_router_config {
   /// (kv_router::set_worker_capacity, fed by the router actor from the
   /// workers' load reports). Off: Dynamo's cost alone.
   bool router_kv_capacity = false;
-  /// --router-cost: how kv_overlap_score_weight is set. "dynamo": as given
-  /// (Dynamo's default 1). "timing": priced in time from the engine profile at
-  /// router_profile (prefill time of a block / what a resident block adds to a
-  /// decode step), set by plan::apply_router_cost before the router is built.
-  std::string router_cost = "dynamo";
-  std::string router_profile; ///< --router-profile: dynamo-profile JSON (router_cost "timing")
+  /// --router-cost: with timing, kv_overlap_score_weight is priced from the
+  /// engine profile at router_profile (prefill time of a block / what a
+  /// resident block adds to a decode step), set by plan::apply_router_cost
+  /// before the router is built.
+  cost_model router_cost = cost_model::dynamo;
+  std::string router_profile; ///< --router-profile: dynamo-profile JSON (router_cost timing)
 
   /// Checks ranges and combinations; errc::config_error names the field.
   [[nodiscard]] expected<void> validate() const;

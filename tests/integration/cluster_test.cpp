@@ -67,6 +67,29 @@ bool eventually(Pred p, std::chrono::milliseconds limit = 5s) {
   return p();
 }
 
+/// `n` mocker workers of model "mock" with `context` tokens of context (their
+/// card says so too); `num_blocks[i]`: worker i's KV blocks (1024 where not given).
+std::unique_ptr<worker_service> start_mockers(caf::actor_system& sys, planes::discovery_plane& discovery,
+                                              uint32_t n, uint32_t context,
+                                              std::vector<uint32_t> num_blocks = {}) {
+  worker_service_config wc;
+  wc.card = {"mock", "mocker", context, 4, 1024, 64, 8192};
+  wc.num_workers = n;
+  mocker::mocker_config mc;
+  mc.block_size = 4;
+  mc.num_blocks = 1024;
+  mc.speedup_ratio = 0;
+  mc.context_length = context;
+  auto w = worker_service::start(sys, discovery, wc, [mc, num_blocks](uint32_t i) -> engine_factory {
+    auto m = mc;
+    if (i < num_blocks.size())
+      m.num_blocks = num_blocks[i];
+    return [m] { return mocker::make_engine(m); };
+  });
+  BOOST_REQUIRE(w);
+  return std::move(*w);
+}
+
 struct cluster {
   temp_dir dir{"dynamo-cluster-test"};
   actor_runtime rt = make_actor_system(2);
@@ -84,22 +107,7 @@ struct cluster {
     auto d = planes::make_file_discovery(dir.path.string());
     BOOST_REQUIRE(d);
     discovery = std::move(*d);
-    worker_service_config wc;
-    wc.card = {"mock", "mocker", context, 4, 1024, 64, 8192};
-    wc.num_workers = n;
-    mocker::mocker_config mc;
-    mc.block_size = 4;
-    mc.num_blocks = 1024;
-    mc.speedup_ratio = 0;
-    mc.context_length = context;
-    auto w = worker_service::start(*rt.system, *discovery, wc, [mc, num_blocks](uint32_t i) -> engine_factory {
-      auto m = mc;
-      if (i < num_blocks.size())
-        m.num_blocks = num_blocks[i];
-      return [m] { return mocker::make_engine(m); };
-    });
-    BOOST_REQUIRE(w);
-    workers = std::move(*w);
+    workers = start_mockers(*rt.system, *discovery, n, context, std::move(num_blocks));
     model_watcher_config mwc;
     mwc.router.mode = mode;
     mwc.router.seed = 3;
@@ -206,18 +214,7 @@ BOOST_AUTO_TEST_CASE(a_prompt_too_long_for_one_workers_context_goes_to_a_worker_
   // would send every other 40-token prompt to the small one, which refuses it
   // ("this model's context length is 32").
   cluster c(route::router_mode::round_robin, 1);
-  worker_service_config wc;
-  wc.card = {"mock", "mocker", 32, 4, 1024, 64, 8192};
-  wc.num_workers = 1;
-  mocker::mocker_config mc;
-  mc.block_size = 4;
-  mc.num_blocks = 1024;
-  mc.speedup_ratio = 0;
-  mc.context_length = 32;
-  auto small = worker_service::start(*c.rt.system, *c.discovery, wc, [mc](uint32_t) -> engine_factory {
-    return [mc] { return mocker::make_engine(mc); };
-  });
-  BOOST_REQUIRE(small);
+  auto small = start_mockers(*c.rt.system, *c.discovery, 1, 32);
   BOOST_REQUIRE(eventually([&] { return c.watcher->instance_count("mock") == 2u; }));
   auto client = c.watcher->models()["mock"].client;
   std::vector<uint32_t> prompt(40);
@@ -230,7 +227,7 @@ BOOST_AUTO_TEST_CASE(a_prompt_too_long_for_one_workers_context_goes_to_a_worker_
     BOOST_TEST(!r.error, "request " << i << ": " << describe(r.error));
     BOOST_TEST(r.tokens.size() == 3u, "request " << i);
   }
-  (*small).reset();
+  small.reset();
 }
 
 BOOST_AUTO_TEST_CASE(a_prompt_that_fits_no_worker_is_a_context_length_error) {
@@ -252,20 +249,10 @@ BOOST_AUTO_TEST_CASE(the_model_card_advertises_the_largest_context_among_its_wor
   // offered again with 8192 (the frontend's length check must not refuse a
   // prompt the second fits); when that worker leaves, with 32 again.
   cluster c(route::router_mode::round_robin, 1, {}, {}, 32);
-  worker_service_config wc;
-  wc.card = {"mock", "mocker", 8192, 4, 1024, 64, 8192};
-  wc.num_workers = 1;
-  mocker::mocker_config mc;
-  mc.block_size = 4;
-  mc.num_blocks = 1024;
-  mc.speedup_ratio = 0;
-  auto big = worker_service::start(*c.rt.system, *c.discovery, wc, [mc](uint32_t) -> engine_factory {
-    return [mc] { return mocker::make_engine(mc); };
-  });
-  BOOST_REQUIRE(big);
+  auto big = start_mockers(*c.rt.system, *c.discovery, 1, 8192);
   BOOST_REQUIRE(eventually([&] { return c.watcher->instance_count("mock") == 2u; }));
   BOOST_TEST(c.watcher->models()["mock"].card.context_length == 8192u);
-  (*big).reset();
+  big.reset();
   BOOST_REQUIRE(eventually([&] { return c.watcher->instance_count("mock") == 1u; }));
   BOOST_TEST(c.watcher->models()["mock"].card.context_length == 32u);
   std::lock_guard lk{c.mtx};

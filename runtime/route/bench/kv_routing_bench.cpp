@@ -285,11 +285,12 @@ bool parse(int argc, char** argv, options& o) {
     else if (f == "--router-lower-tier-weight") o.lower_tier_weight = number<double>(f, v);
     else if (f == "--kv-overlap-score-weight") o.overlap_weight = number<double>(f, v);
     else if (f == "--router-cost") {
-      if (v != "dynamo" && v != "timing") {
-        std::fprintf(stderr, "--router-cost: dynamo or timing (try --help)\n");
+      auto cost = parse_cost_model(v);
+      if (!cost) {
+        std::fprintf(stderr, "%s (try --help)\n", message_of(cost.error()).c_str());
         std::exit(2);
       }
-      o.timing_cost = v == "timing";
+      o.timing_cost = *cost == cost_model::timing;
     }
     else if (f == "--router-profile") o.router_profile = std::string{v};
     else if (f == "--cpu-model") o.cpu.model = std::string{v};

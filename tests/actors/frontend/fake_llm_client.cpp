@@ -1,8 +1,23 @@
 #include "tests/actors/frontend/fake_llm_client.hpp"
 
+#include "runtime/protocol/output_error.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
 
 namespace dynamo::test {
+
+namespace {
+
+// A worker's refusal of a prompt past its context, as the worker sends it.
+protocol::engine_output refusal() {
+  protocol::engine_output out;
+  out.finish = protocol::finish_reason::error;
+  out.error_code = static_cast<uint8_t>(errc::context_length_exceeded);
+  out.error = "the prompt has 40 tokens; this model's context length is 32 (prompt + output), "
+              "so at most 31 prompt tokens fit";
+  return out;
+}
+
+} // namespace
 
 class fake_llm_client::fake_generation final : public engine::generation {
 public:
@@ -49,9 +64,9 @@ void fake_llm_client::run(std::shared_ptr<fake_generation> g, protocol::preproce
   if (opts_.mode == behaviour::fail_first)
     return cb(make_error(errc::no_workers, "no worker serves " + req.model));
   if (opts_.mode == behaviour::refuse) // what routed_client delivers for a worker's refusal
-    return cb(make_error(errc::context_length_exceeded,
-                         "the prompt has 40 tokens; this model's context length is 32 (prompt + output), "
-                         "so at most 31 prompt tokens fit"));
+    return cb(protocol::error_of(refusal()));
+  if (opts_.mode == behaviour::refuse_chunk)
+    return cb(refusal());
   if (opts_.mode == behaviour::error_chunk) {
     protocol::engine_output out;
     out.finish = finish_reason::error;

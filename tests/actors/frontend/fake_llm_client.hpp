@@ -23,6 +23,7 @@ struct fake_options {
     fail_first,  ///< first callback is an error value (errc::no_workers)
     refuse,      ///< first callback is a worker's refusal (errc::context_length_exceeded)
     error_chunk, ///< first chunk has finish=error
+    refuse_chunk, ///< first chunk is a worker's refusal as it sends it (finish=error, context_length_exceeded)
     fail_mid,    ///< two chunks, then an error value (errc::disconnected)
     silent,      ///< sends nothing until cancelled (for backend timeouts)
   };

@@ -52,19 +52,23 @@ struct fixture {
     add("fake-fail-first", {.mode = behaviour::fail_first});
     add("fake-refuse", {.mode = behaviour::refuse});
     add("fake-error-chunk", {.mode = behaviour::error_chunk});
+    add("fake-refuse-chunk", {.mode = behaviour::refuse_chunk}, 4096, nullptr, 8);
+    add("fake-refuse-embed", {.mode = behaviour::refuse}, 4096, nullptr, 8);
     add("fake-fail-mid", {.mode = behaviour::fail_mid});
     add("fake-short-context", {}, 32);
     add("fake-silent", {.mode = behaviour::silent});
   }
   ~fixture() { svc->stop(); }
 
+  /// `embedding_size` > 0: the model also serves /v1/embeddings.
   void add(const std::string& name, fake_options opts, uint32_t context = 4096,
-           frontend_service* target = nullptr) {
+           frontend_service* target = nullptr, uint32_t embedding_size = 0) {
     auto fake = std::make_shared<fake_llm_client>(opts);
     fakes[name] = fake;
     model_entry e;
     e.card.name = name;
     e.card.context_length = context;
+    e.card.embedding_size = embedding_size;
     e.tokenizer = std::make_shared<tok::byte_tokenizer>();
     e.chat_template = std::make_shared<tok::simple_chat_template>();
     e.client = fake;
@@ -407,6 +411,22 @@ BOOST_AUTO_TEST_CASE(a_worker_refusing_a_prompt_too_long_for_it_is_400_context_l
   BOOST_TEST(event["error"]["type"] == "invalid_request_error");
   BOOST_TEST(s.body.find("[DONE]") == std::string::npos);
   BOOST_TEST(s.body.find("\"finish_reason\":\"") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_workers_refusal_reads_the_same_for_embeddings_as_for_completions) {
+  // As an error chunk (finish=error with the worker's code) and as the error
+  // value routed_client makes of it: each one's 400 carries the same message
+  // whichever endpoint asked.
+  for (std::string model : {"fake-refuse-chunk", "fake-refuse-embed"}) {
+    auto c = post("/v1/completions", completion_body(model));
+    auto e = post("/v1/embeddings", R"({"model":")" + model + R"(","input":"hi"})");
+    check_error(c, 400, "", "context_length_exceeded");
+    check_error(e, 400, "", "context_length_exceeded");
+    BOOST_TEST(json::parse(e.body)["error"]["message"] == json::parse(c.body)["error"]["message"], model);
+    BOOST_TEST(e.body.find("context length is 32") != std::string::npos, model);
+  }
+  auto chunk = json::parse(post("/v1/embeddings", R"({"model":"fake-refuse-chunk","input":"hi"})").body);
+  BOOST_TEST(chunk["error"]["message"].get<std::string>().starts_with("backend error: "));
 }
 
 BOOST_AUTO_TEST_CASE(backend_error_mid_stream_sends_an_error_event_without_done) {

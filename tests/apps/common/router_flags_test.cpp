@@ -91,4 +91,16 @@ BOOST_AUTO_TEST_CASE(help_lists_every_router_flag) {
     BOOST_TEST(help.find(std::string{flag.name}) != std::string::npos, flag.name);
 }
 
+BOOST_AUTO_TEST_CASE(the_flags_that_choose_a_worker_are_named_for_a_standalone_frontends_warning) {
+  apps::router_flags f;
+  BOOST_REQUIRE(parse(f, {"--migration-limit", "1", "--kv-overlap-score-weight=0.25", "--router-mode", "kv",
+                          "--router-kv-capacity", "--kv-overlap-score-weight=0.5"}));
+  BOOST_TEST(f.worker_choice_flags() ==
+                 (std::vector<std::string>{"--router-mode", "--kv-overlap-score-weight", "--router-kv-capacity"}),
+             boost::test_tools::per_element());
+  apps::router_flags only_migration; // steers the frontend's own re-routes: no warning
+  BOOST_REQUIRE(parse(only_migration, {"--migration-limit", "2"}));
+  BOOST_TEST(only_migration.worker_choice_flags().empty());
+}
+
 BOOST_AUTO_TEST_SUITE_END()

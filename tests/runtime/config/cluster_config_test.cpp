@@ -68,12 +68,12 @@ BOOST_AUTO_TEST_CASE(the_router_cost_keys_parse_and_default_to_dynamo) {
                                 "pools: [{name: b, model: m}]");
   if (!c)
     BOOST_FAIL(describe(c.error()));
-  BOOST_TEST(c->router.kv.router_cost == "timing");
+  BOOST_TEST((c->router.kv.router_cost == route::cost_model::timing));
   BOOST_TEST(c->router.kv.router_profile == "/p/mocker.json"); // read by the apps (plan::apply_router_cost)
   BOOST_TEST(c->router.kv.overlap_score_weight == 1.0);
   auto d = parse_cluster_config("pools: [{name: b, model: m}]");
   BOOST_REQUIRE(d);
-  BOOST_TEST(d->router.kv.router_cost == "dynamo");
+  BOOST_TEST((d->router.kv.router_cost == route::cost_model::dynamo));
   BOOST_TEST(d->router.kv.router_profile.empty());
 }
 

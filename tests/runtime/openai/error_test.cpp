@@ -1,4 +1,5 @@
 #include "runtime/openai/error.hpp"
+#include "runtime/protocol/llm.hpp"
 
 #include <boost/test/unit_test.hpp>
 #include <caf/sec.hpp>
@@ -69,13 +70,22 @@ BOOST_AUTO_TEST_CASE(plain_errors_keep_their_message_without_param) {
 }
 
 BOOST_AUTO_TEST_CASE(a_backend_error_keeps_the_workers_code) {
-  auto rejected = to_api_error(backend_error(static_cast<uint8_t>(errc::invalid_argument), "the prompt has 475 tokens"));
+  auto chunk = [](errc code, std::string message) {
+    protocol::engine_output out;
+    out.finish = protocol::finish_reason::error;
+    out.error_code = static_cast<uint8_t>(code);
+    out.error = std::move(message);
+    return out;
+  };
+  auto rejected = to_api_error(backend_error(chunk(errc::invalid_argument, "the prompt has 475 tokens")));
   BOOST_TEST(rejected.status == 400u);
   BOOST_TEST(rejected.message == "backend error: the prompt has 475 tokens");
-  auto unknown = to_api_error(backend_error(0, "executor failed at step 9"));
+  auto no_code = chunk(errc::internal, "executor failed at step 9");
+  no_code.error_code = 0;
+  auto unknown = to_api_error(backend_error(no_code));
   BOOST_TEST(unknown.status == 500u);
   BOOST_TEST(unknown.message.find("step 9") == std::string::npos);
-  BOOST_TEST(to_api_error(backend_error(static_cast<uint8_t>(errc::device_error), "gone")).status == 503u);
+  BOOST_TEST(to_api_error(backend_error(chunk(errc::device_error, "gone"))).status == 503u);
 }
 
 BOOST_AUTO_TEST_CASE(internal_details_never_reach_the_client) {

@@ -42,7 +42,7 @@ struct profile_file {
 
 route::kv_router_config timing_config(const std::string& path) {
   route::kv_router_config c;
-  c.router_cost = "timing";
+  c.router_cost = route::cost_model::timing;
   c.router_profile = path;
   return c;
 }

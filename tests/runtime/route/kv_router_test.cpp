@@ -316,7 +316,7 @@ BOOST_AUTO_TEST_CASE(the_kv_capacity_option_is_off_by_default_and_needs_active_b
 
 BOOST_AUTO_TEST_CASE(the_timing_cost_needs_a_profile_and_dynamo_cost_none) {
   kv_router_config c;
-  BOOST_TEST(c.router_cost == "dynamo");
+  BOOST_TEST((c.router_cost == cost_model::dynamo));
   BOOST_TEST(!c.set("--router-cost", "cheapest"));
   BOOST_TEST(!c.set("--router-profile", "")); // a value flag, not a switch
   BOOST_REQUIRE(c.set("--router-cost", "timing"));

@@ -204,7 +204,7 @@ BOOST_AUTO_TEST_CASE(defaults_are_dynamos) {
   BOOST_TEST(c.router_queue_threshold == 4.0);
   BOOST_TEST(c.router_snapshot_threshold == 1000000u);
   BOOST_TEST(c.router_event_threads == 4u);
-  BOOST_TEST(c.router_queue_policy == "fcfs");
+  BOOST_TEST((c.router_queue_policy == queue_policy::fcfs));
   BOOST_TEST(bool(c.validate()));
 }
 
@@ -231,9 +231,12 @@ BOOST_AUTO_TEST_CASE(flags_set_fields_and_bad_values_name_the_flag) {
   // A value flag refuses "", which is how the command line tells it from a
   // switch (`--router-queue-policy lcfs` used to be read as a switch).
   BOOST_TEST(bool(c.set("--router-queue-policy", "lcfs")));
-  BOOST_TEST(c.router_queue_policy == "lcfs");
+  BOOST_TEST((c.router_queue_policy == queue_policy::lcfs));
   BOOST_TEST(!c.set("--router-queue-policy", ""));
-  BOOST_TEST(!c.set("--router-queue-policy", "lifo"));
+  auto lifo = c.set("--router-queue-policy", "lifo");
+  BOOST_REQUIRE(!lifo);
+  BOOST_TEST(message_of(lifo.error()) == "--router-queue-policy: 'lifo': must be fcfs, lcfs or wspt");
+  BOOST_TEST((c.router_queue_policy == queue_policy::lcfs)); // unchanged by the refused value
   for (const auto& f : kv_router_flags()) {
     kv_router_config probe;
     bool is_switch = static_cast<bool>(probe.set(std::string{f.name}, ""));
@@ -251,9 +254,25 @@ BOOST_AUTO_TEST_CASE(validation_rejects_impossible_combinations) {
   c.router_track_output_blocks = true;
   c.router_track_active_blocks = false;
   BOOST_TEST(!c.validate());
-  c = {};
-  c.router_queue_policy = "lifo";
-  BOOST_TEST(!c.validate());
+}
+
+BOOST_AUTO_TEST_CASE(queue_policies_and_cost_models_parse_from_their_flag_values) {
+  for (auto p : {queue_policy::fcfs, queue_policy::lcfs, queue_policy::wspt}) {
+    auto back = parse_queue_policy(to_string(p));
+    BOOST_REQUIRE(back);
+    BOOST_TEST((*back == p));
+  }
+  BOOST_TEST(to_string(queue_policy::wspt) == "wspt");
+  for (auto m : {cost_model::dynamo, cost_model::timing}) {
+    auto back = parse_cost_model(to_string(m));
+    BOOST_REQUIRE(back);
+    BOOST_TEST((*back == m));
+  }
+  BOOST_TEST(to_string(cost_model::timing) == "timing");
+  auto bad = parse_cost_model("");
+  BOOST_REQUIRE(!bad);
+  BOOST_TEST(code_of(bad.error()) == errc::config_error);
+  BOOST_TEST(message_of(bad.error()) == "--router-cost: '': must be dynamo or timing");
 }
 
 BOOST_AUTO_TEST_CASE(router_modes_parse_from_their_flag_values) {
