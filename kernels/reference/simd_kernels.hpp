@@ -147,16 +147,15 @@ using dot_l_fn = void (*)(const void* w, size_t row_bytes, uint32_t n_rows, cons
 /// as AMX B tiles (kernels/reference/simd_x86_amx.inc): hi / lo row k, bytes
 /// 4n..4n+3 hold elements 4k..4k+3 of token n split into bytes as in
 /// block_q16_split (q = 256 * hi + lo); d, s: the tokens' block scales and
-/// offset terms; m32[h][n] = -32 * (sum of token n's elements 16h..16h+15).
+/// offset terms (Q6_K's -32 offset is in its signed tile weights instead).
 /// Tokens past the call's count are zeros.
 struct alignas(64) block_q16_tile {
   int8_t hi[8][64];
   uint8_t lo[8][64];
   float d[16];
   float s[16];
-  int32_t m32[2][16];
 };
-static_assert(sizeof(block_q16_tile) == 1280);
+static_assert(sizeof(block_q16_tile) == 1152);
 
 /// All tokens of a call in tiles: tile u's block i at b[u * nb + i].
 struct act_tiles {

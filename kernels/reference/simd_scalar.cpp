@@ -588,12 +588,10 @@ void tiles_act(const block_q16_act* x, uint32_t n_tokens, uint32_t nb, block_q16
         const uint32_t t = u * tile_tokens + n;
         const block_q16_act* q = t < n_tokens ? x + static_cast<size_t>(t) * nb + i : nullptr;
         uint8_t lo[32], hi[32];
-        int32_t half[2] = {0, 0};
         for (uint32_t e = 0; e < 32; ++e) {
           const int v = q != nullptr ? q->qs[e] : 0;
           lo[e] = static_cast<uint8_t>(v & 0xff);
           hi[e] = static_cast<uint8_t>(v >> 8); // arithmetic: q = 256 * hi + lo
-          half[e / 16] += v;
         }
         for (uint32_t k = 0; k < 8; ++k) { // elements 4k..4k+3 of token n: bytes 4n.. of row k
           std::memcpy(&b.lo[k][4 * n], lo + 4 * k, 4);
@@ -601,8 +599,6 @@ void tiles_act(const block_q16_act* x, uint32_t n_tokens, uint32_t nb, block_q16
         }
         b.d[n] = q != nullptr ? q->d : 0.0f;
         b.s[n] = q != nullptr ? q->s : 0.0f;
-        b.m32[0][n] = -32 * half[0];
-        b.m32[1][n] = -32 * half[1];
       }
     }
   }

@@ -365,7 +365,7 @@ BOOST_AUTO_TEST_CASE(every_row_and_token_count_of_one_tile_call_gives_the_scalar
   }
 }
 
-BOOST_AUTO_TEST_CASE(tile_activations_hold_the_int16_values_and_half_sums) {
+BOOST_AUTO_TEST_CASE(tile_activations_hold_the_int16_values_and_scales) {
   const uint32_t nb = 3, n_tokens = 19; // two tiles, the second padded with zeros
   const auto x = test::random_floats(n_tokens * nb * 32, 5, -2.0f, 2.0f);
   std::vector<detail::block_q16_act> q(n_tokens * nb);
@@ -391,14 +391,10 @@ BOOST_AUTO_TEST_CASE(tile_activations_hold_the_int16_values_and_half_sums) {
       const detail::block_q16_tile& b = tiles[u * nb + i];
       for (uint32_t n = 0; n < 16; ++n) {
         const uint32_t t = 16 * u + n;
-        int32_t half[2] = {0, 0};
         for (uint32_t e = 0; e < 32; ++e) {
           const int want = t < n_tokens ? q[t * nb + i].qs[e] : 0;
           BOOST_TEST_REQUIRE(256 * b.hi[e / 4][4 * n + e % 4] + b.lo[e / 4][4 * n + e % 4] == want);
-          half[e / 16] += want;
         }
-        BOOST_TEST(b.m32[0][n] == -32 * half[0]);
-        BOOST_TEST(b.m32[1][n] == -32 * half[1]);
         BOOST_TEST(b.d[n] == (t < n_tokens ? q[t * nb + i].d : 0.0f));
         BOOST_TEST(b.s[n] == (t < n_tokens ? q[t * nb + i].s : 0.0f));
       }
