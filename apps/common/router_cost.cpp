@@ -2,11 +2,17 @@
 
 #include "runtime/plan/router_cost.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 namespace dynamo::apps {
 
-expected<void> apply_router_cost(route::kv_router_config& kv, std::string_view app) {
+expected<void> prepare_router(route::kv_router_config& kv, std::string_view app) {
+  if (auto inert = kv.inert_settings(); !inert.empty())
+    spdlog::warn("{}: {} accepted for compatibility with Dynamo's router but not acted on yet (this router has "
+                 "no admission queue, replica sync, snapshots or approximate-mode expiry)",
+                 app, fmt::join(inert, ", "));
   auto applied = plan::apply_router_cost(kv);
   if (!applied)
     return std::move(applied.error());

@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
   if (auto ok = router_flags.apply(cfg->router); !ok)
     apps::die("dynamo-frontend", ok.error());
   if (!cfg->router.standalone) { // else dynamo-router routes, and reads the profile
-    if (auto ok = apps::apply_router_cost(cfg->router.kv, "dynamo-frontend"); !ok)
+    if (auto ok = apps::prepare_router(cfg->router.kv, "dynamo-frontend"); !ok)
       apps::die("dynamo-frontend", ok.error());
   } else if (auto ignored = router_flags.worker_choice_flags(); !ignored.empty()) {
     spdlog::warn("dynamo-frontend: router.standalone is true, so this frontend only round-robins over the "

@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     apps::die("dynamo-router", cfg.error());
   if (auto ok = router_flags.apply(cfg->router); !ok)
     apps::die("dynamo-router", ok.error());
-  if (auto ok = apps::apply_router_cost(cfg->router.kv, "dynamo-router"); !ok)
+  if (auto ok = apps::prepare_router(cfg->router.kv, "dynamo-router"); !ok)
     apps::die("dynamo-router", ok.error());
   auto curve = apps::plane_keys(*cfg);
   if (!curve)

@@ -120,7 +120,7 @@ expected<void> finish_options(run_options& o) {
     return make_error(errc::invalid_argument, "in=" + o.in + ": only in=http is supported");
   if (auto ok = o.router_flags.apply(o.router); !ok)
     return ok.error();
-  if (auto ok = apps::apply_router_cost(o.router.kv, "dynamo-run"); !ok)
+  if (auto ok = apps::prepare_router(o.router.kv, "dynamo-run"); !ok)
     return ok.error();
   if (o.out == "mocker") {
     o.pool.engine = config::engine_kind::mocker;

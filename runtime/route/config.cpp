@@ -14,20 +14,20 @@ constexpr std::array<kv_router_flag, 21> flags{{
     {"--kv-overlap-score-weight", "weight of prefill blocks against decode blocks (1.0)"},
     {"--router-temperature", "softmax temperature over worker costs; 0 = argmin (0.0)"},
     {"--use-kv-events", "index KV events from workers; --no-kv-events = approximate (true)"},
-    {"--router-replica-sync", "share active-sequence bookings between routers (false)"},
+    {"--router-replica-sync", "share active-sequence bookings between routers (false; accepted, no effect yet)"},
     {"--router-track-active-blocks", "count active decode blocks per worker (true)"},
-    {"--router-track-output-blocks", "add output blocks as they grow (false)"},
+    {"--router-track-output-blocks", "add output blocks as they grow (false; accepted, no effect yet)"},
     {"--router-assume-kv-reuse", "dedup blocks shared by active requests (true)"},
     {"--router-track-prefill-tokens", "count pending prefill tokens per worker (true)"},
     {"--router-durable-kv-events", "durable event stream (false; unsupported)"},
-    {"--router-snapshot-threshold", "events between index snapshots (1000000)"},
-    {"--router-reset-states", "drop persisted router state at start (false)"},
-    {"--router-ttl", "approximate-mode block lifetime in seconds (120)"},
+    {"--router-snapshot-threshold", "events between index snapshots (1000000; accepted, no effect yet)"},
+    {"--router-reset-states", "drop persisted router state at start (false; accepted, no effect yet)"},
+    {"--router-ttl", "approximate-mode block lifetime in seconds (120; accepted, no effect yet)"},
     {"--router-max-tree-size", "bound on indexed (worker, block) entries (1048576)"},
     {"--router-prune-target-ratio", "prune down to this fraction of the bound (0.8)"},
-    {"--router-queue-threshold", "park requests when all workers exceed it (4.0)"},
+    {"--router-queue-threshold", "park requests when all workers exceed it (4.0; accepted, no effect yet: no admission queue)"},
     {"--router-event-threads", "threads applying KV events, workers sharded across them; 1 = on the router (4)"},
-    {"--router-queue-policy", "fcfs | lcfs | wspt (fcfs)"},
+    {"--router-queue-policy", "fcfs | lcfs | wspt (fcfs; accepted, no effect yet: no admission queue)"},
     {"--router-lower-tier-weight", "a block in a worker's KVBM host/disk tier counts as this fraction of a device hit (0.5)"},
     {"--router-kv-capacity", "learn workers' KV capacity from their load metrics; avoid one a request would overflow (false)"},
     {"--router-cost", "dynamo | timing: overlap weight as given, or priced in time from --router-profile (dynamo)"},
@@ -152,6 +152,23 @@ expected<void> kv_router_config::validate() const {
   if (router_kv_capacity && !router_track_active_blocks)
     return config_error("--router-kv-capacity", "requires --router-track-active-blocks (the booked blocks it compares)");
   return {};
+}
+
+std::vector<std::string> kv_router_config::inert_settings() const {
+  const kv_router_config d;
+  std::vector<std::string> out;
+  auto note = [&](bool differs, const char* flag) {
+    if (differs)
+      out.emplace_back(flag);
+  };
+  note(router_replica_sync != d.router_replica_sync, "--router-replica-sync");
+  note(router_track_output_blocks != d.router_track_output_blocks, "--router-track-output-blocks");
+  note(router_snapshot_threshold != d.router_snapshot_threshold, "--router-snapshot-threshold");
+  note(router_reset_states != d.router_reset_states, "--router-reset-states");
+  note(router_ttl_secs != d.router_ttl_secs, "--router-ttl");
+  note(router_queue_threshold != d.router_queue_threshold, "--router-queue-threshold");
+  note(router_queue_policy != d.router_queue_policy, "--router-queue-policy");
+  return out;
 }
 
 expected<void> kv_router_config::set(std::string_view flag, std::string_view v) {

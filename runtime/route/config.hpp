@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dynamo::route {
 
@@ -72,6 +73,11 @@ struct kv_router_config {
 
   /// Checks ranges and combinations; errc::config_error names the field.
   [[nodiscard]] expected<void> validate() const;
+  /// The flags of Dynamo's router this one accepts (so a Dynamo command line
+  /// or config runs) but does not act on yet, each given here a value other
+  /// than its default: the routing binaries warn about them at startup.
+  /// Empty with the defaults.
+  [[nodiscard]] std::vector<std::string> inert_settings() const;
 
   /// Sets one field from its flag: set("--router-temperature", "0.5"). Boolean
   /// flags take "true"/"false"/"1"/"0" or an empty value (= true);

@@ -275,6 +275,23 @@ BOOST_AUTO_TEST_CASE(queue_policies_and_cost_models_parse_from_their_flag_values
   BOOST_TEST(message_of(bad.error()) == "--router-cost: '': must be dynamo or timing");
 }
 
+BOOST_AUTO_TEST_CASE(dynamo_flags_without_effect_are_named_when_set) {
+  kv_router_config c;
+  BOOST_TEST(c.inert_settings().empty());
+  BOOST_REQUIRE(c.set("--router-queue-threshold", "2"));
+  BOOST_REQUIRE(c.set("--router-queue-policy", "wspt"));
+  BOOST_REQUIRE(c.set("--router-ttl", "60"));
+  BOOST_REQUIRE(c.set("--kv-overlap-score-weight", "2")); // acted on: not named
+  BOOST_TEST(c.inert_settings() == (std::vector<std::string>{"--router-ttl", "--router-queue-threshold",
+                                                             "--router-queue-policy"}),
+             boost::test_tools::per_element());
+  kv_router_config d;
+  BOOST_REQUIRE(d.set("--router-replica-sync", "true"));
+  BOOST_REQUIRE(d.set("--router-reset-states", "true"));
+  BOOST_TEST(d.inert_settings() == (std::vector<std::string>{"--router-replica-sync", "--router-reset-states"}),
+             boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(router_modes_parse_from_their_flag_values) {
   BOOST_TEST((*parse_router_mode("kv") == router_mode::kv));
   BOOST_TEST((*parse_router_mode("round-robin") == router_mode::round_robin));
