@@ -13,7 +13,19 @@ namespace {
 
 constexpr uint64_t max_steps = 1'000'000;           // nodes executed + loop iterations
 constexpr size_t max_output = size_t{64} << 20;     // bytes
-constexpr size_t max_built = size_t{256} << 20;     // bytes of strings and container slots built, all told
+constexpr size_t max_work = size_t{256} << 20;      // bytes of strings and container slots built or read, all told
+
+// A value's size as the work budget counts it: a string's bytes, a list's or
+// dict's slots (their items are shared, as every copy is).
+size_t weight(const value& v) {
+  if (auto s = v.as_string())
+    return s->size();
+  if (auto l = v.as_list())
+    return l->size() * sizeof(value);
+  if (auto d = v.as_dict())
+    return d->size() * sizeof(dict::value_type);
+  return 0;
+}
 
 // What a statement list ends with: run on, or leave the innermost loop's body.
 enum class flow { normal, break_loop, continue_loop };
@@ -42,6 +54,8 @@ private:
   expected<value> eval_call(const expr& e);
   expected<value> eval_subscript(const expr& e);
   expected<value> charge(expected<value> v, int line);
+  expected<void> spend(size_t bytes, int line);
+  expected<void> spend_on(const std::vector<value>& inputs, int line);
   expected<std::vector<value>> eval_args(const expr& e, size_t first, std::vector<std::string>* names);
   [[nodiscard]] value lookup(std::string_view name) const;
   void assign(const std::string& name, value v);
@@ -50,7 +64,7 @@ private:
   std::vector<globals> scopes_;
   std::vector<std::shared_ptr<dict>> namespaces_; ///< every namespace() made, emptied at the end
   uint64_t steps_ = 0;
-  size_t built_ = 0; ///< charged by charge(), never refunded
+  size_t work_ = 0; ///< charged by spend(), never refunded
   std::optional<std::tm> now_;
 };
 
@@ -137,6 +151,8 @@ expected<void> renderer::exec_for(const node& n, std::string& out) {
   auto items = iterate(*seq, n.line);
   if (!items)
     return std::move(items.error());
+  if (auto ok = spend(items->size() * sizeof(value), n.line); !ok)
+    return ok;
   // Bind loop targets to an item (unpacking pairs for `for k, v in d.items()`).
   auto bind = [&](const value& item) -> expected<void> {
     if (n.targets.size() == 1) {
@@ -240,6 +256,8 @@ expected<value> renderer::eval(const expr& e) {
       auto args = eval_args(e, 0, &names);
       if (!args)
         return std::move(args.error());
+      if (auto ok = spend_on(*args, e.line); !ok)
+        return std::move(ok.error());
       return charge(apply_filter(e.name, *args, names, e.line), e.line);
     }
     case expr_kind::test: {
@@ -319,24 +337,37 @@ expected<value> renderer::eval_binary(const expr& e) {
   auto rhs = eval(*e.args[1]);
   if (!rhs)
     return rhs;
+  if (auto ok = spend(weight(*lhs) + weight(*rhs), e.line); !ok)
+    return std::move(ok.error());
   return binary_op(e.name, *lhs, *rhs, e.line);
 }
 
-// What an expression built counts against max_built for the whole render: a
-// new string's bytes, a new list's or dict's slots (their items are shared, as
-// every copy is). Results that only pass a value on (`a or b`, `| first`) are
-// charged too: an overcount, never an undercount.
+// The render's work budget (max_work): what every filter, call, operator and
+// slice reads (its inputs, charged before it runs) and builds (its result),
+// and every sequence a for loop walks. Builtins take time linear in those,
+// so this bounds a render's time as well as its memory (a loop of `s |
+// length` over a 16 MB string stops at the 17th call). Results that only
+// pass a value on (`a or b`, `| first`) are charged too: an overcount.
+expected<void> renderer::spend(size_t bytes, int line) {
+  work_ += bytes;
+  if (work_ > max_work)
+    return fail(line, "template exceeds its budget of " + std::to_string(max_work >> 20) +
+                          " MiB of strings and items built or read");
+  return {};
+}
+
+expected<void> renderer::spend_on(const std::vector<value>& inputs, int line) {
+  for (const auto& v : inputs)
+    if (auto ok = spend(weight(v), line); !ok)
+      return ok;
+  return {};
+}
+
 expected<value> renderer::charge(expected<value> v, int line) {
   if (!v)
     return v;
-  if (auto s = v->as_string())
-    built_ += s->size();
-  else if (auto l = v->as_list())
-    built_ += l->size() * sizeof(value);
-  else if (auto d = v->as_dict())
-    built_ += d->size() * sizeof(dict::value_type);
-  if (built_ > max_built)
-    return fail(line, "template built more than " + std::to_string(max_built >> 20) + " MiB");
+  if (auto ok = spend(weight(*v), line); !ok)
+    return std::move(ok.error());
   return v;
 }
 
@@ -355,6 +386,10 @@ expected<value> renderer::eval_subscript(const expr& e) {
   if (!args)
     return std::move(args.error());
   args->insert(args->begin(), std::move(*obj));
+  // A slice copies; a string index walks the characters before it.
+  if (e.kind == expr_kind::slice || (*args)[0].is_string())
+    if (auto ok = spend(weight((*args)[0]), e.line); !ok)
+      return std::move(ok.error());
   if (e.kind == expr_kind::index)
     return index_value((*args)[0], (*args)[1]);
   return slice_value((*args)[0], (*args)[1], (*args)[2], (*args)[3], e.line);
@@ -366,10 +401,14 @@ expected<value> renderer::eval_call(const expr& e) {
   auto args = eval_args(e, 1, &names);
   if (!args)
     return std::move(args.error());
+  if (auto ok = spend_on(*args, e.line); !ok)
+    return std::move(ok.error());
   if (callee.kind == expr_kind::attr) { // a method: "s".strip(), d.items(), ...
     auto self = eval_object(*callee.args[0]);
     if (!self)
       return self;
+    if (auto ok = spend(weight(*self), e.line); !ok)
+      return std::move(ok.error());
     return call_method(*self, callee.name, *args, e.line);
   }
   auto f = eval(callee);
