@@ -43,16 +43,6 @@ caf::error type_error(int line, std::string_view op, const value& a, const value
                         "' and '" + std::string(b.type_name()) + "'");
 }
 
-std::vector<std::string> code_points(const std::string& s) {
-  std::vector<std::string> out;
-  for (size_t i = 0; i < s.size();) {
-    const auto c = decode_utf8(s, i);
-    out.push_back(s.substr(i, c.len));
-    i += c.len;
-  }
-  return out;
-}
-
 // Where each code point of `s` starts, then s.size() (strings a template
 // sees are under 4 GiB: request bodies and max_string_bytes bound them).
 std::vector<uint32_t> code_point_starts(const std::string& s) {
@@ -183,8 +173,11 @@ expected<std::vector<value>> iterate(const value& v, int line) {
     if (text::count_code_points(*s) > max_list_items)
       return fail(line, "cannot iterate over a string of more than " + std::to_string(max_list_items) + " characters");
     std::vector<value> chars;
-    for (auto& c : code_points(*s))
-      chars.emplace_back(std::move(c));
+    for (size_t i = 0; i < s->size();) {
+      const uint32_t len = decode_utf8(*s, i).len;
+      chars.emplace_back(s->substr(i, len));
+      i += len;
+    }
     return chars;
   }
   return fail(line, "'" + std::string(v.type_name()) + "' is not iterable");

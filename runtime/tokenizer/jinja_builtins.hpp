@@ -33,6 +33,10 @@ namespace text {
 [[nodiscard]] expected<std::string> replace_all(const std::string& s, const std::string& from, const std::string& to,
                                                 int line);
 [[nodiscard]] size_t count_code_points(const std::string& s);
+/// One step of a join (the filter and str.join): `sep` (unless `first`), then
+/// `item`, onto `out`; fails (at `line`) when `out` would pass max_string_bytes.
+[[nodiscard]] expected<void> join_append(std::string& out, bool first, const std::string& sep, const std::string& item,
+                                         int line);
 } // namespace text
 
 /// errc::invalid_argument "chat template line N: what".

@@ -296,12 +296,9 @@ expected<value> apply_filter(std::string_view name, const std::vector<value>& ar
       return items->empty() ? value() : name == "first" ? items->front() : items->back();
     const std::string sep = args.size() > 1 ? args[1].to_output() : std::string();
     std::string out;
-    for (size_t i = 0; i < items->size(); ++i) {
-      const std::string item = (*items)[i].to_output();
-      if (out.size() + (i ? sep.size() : 0) + item.size() > max_string_bytes)
-        return fail(line, "join: result over " + std::to_string(max_string_bytes) + " bytes");
-      out.append(i ? sep : std::string()).append(item);
-    }
+    for (size_t i = 0; i < items->size(); ++i)
+      if (auto ok = text::join_append(out, i == 0, sep, (*items)[i].to_output(), line); !ok)
+        return std::move(ok.error());
     return value(std::move(out));
   }
   if (name == "items") {

@@ -85,6 +85,14 @@ expected<std::string> replace_all(const std::string& s, const std::string& from,
   return out.append(s, pos, std::string::npos);
 }
 
+expected<void> join_append(std::string& out, bool first, const std::string& sep, const std::string& item,
+                           int line) {
+  if (out.size() + (first ? 0 : sep.size()) + item.size() > max_string_bytes)
+    return fail(line, "join: result over " + std::to_string(max_string_bytes) + " bytes");
+  out.append(first ? std::string() : sep).append(item);
+  return {};
+}
+
 size_t count_code_points(const std::string& s) {
   size_t n = 0;
   for (size_t i = 0; i < s.size(); i += decode_utf8(s, i).len)
@@ -197,9 +205,8 @@ expected<value> string_method(const std::string& s, std::string_view name, const
       const std::string* item = (*l)[i].as_string();
       if (!item)
         return fail(line, "sequence item " + std::to_string(i) + ": expected str instance");
-      if (out.size() + (i ? s.size() : 0) + item->size() > max_string_bytes)
-        return fail(line, "join: result over " + std::to_string(max_string_bytes) + " bytes");
-      out.append(i ? s : std::string()).append(*item);
+      if (auto ok = text::join_append(out, i == 0, s, *item, line); !ok)
+        return std::move(ok.error());
     }
     return value(std::move(out));
   }
