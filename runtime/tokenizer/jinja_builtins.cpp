@@ -3,6 +3,7 @@
 #include "runtime/tokenizer/unicode.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 
@@ -170,12 +171,24 @@ expected<std::vector<value>> iterate(const value& v, int line) {
     return keys;
   }
   if (auto s = v.as_string()) {
-    if (text::count_code_points(*s) > max_list_items)
+    const size_t n = text::count_code_points(*s);
+    if (n > max_list_items)
       return fail(line, "cannot iterate over a string of more than " + std::to_string(max_list_items) + " characters");
+    static const std::array<value, 128> ascii = [] {
+      std::array<value, 128> t;
+      for (size_t c = 0; c < t.size(); ++c)
+        t[c] = value(std::string(1, static_cast<char>(c)));
+      return t;
+    }();
     std::vector<value> chars;
+    chars.reserve(n);
     for (size_t i = 0; i < s->size();) {
       const uint32_t len = decode_utf8(*s, i).len;
-      chars.emplace_back(s->substr(i, len));
+      const auto c = static_cast<unsigned char>((*s)[i]);
+      if (len == 1 && c < ascii.size())
+        chars.push_back(ascii[c]);
+      else
+        chars.emplace_back(s->substr(i, len));
       i += len;
     }
     return chars;

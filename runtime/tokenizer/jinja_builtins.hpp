@@ -37,12 +37,19 @@ namespace text {
 /// `item`, onto `out`; fails (at `line`) when `out` would pass max_string_bytes.
 [[nodiscard]] expected<void> join_append(std::string& out, bool first, const std::string& sep, const std::string& item,
                                          int line);
+/// `s | join(sep)`: the characters of `s` with `sep` between them, sized before
+/// it allocates (no list of characters); fails like join_append.
+[[nodiscard]] expected<std::string> join_characters(const std::string& s, const std::string& sep, int line);
+/// The first / last character of `s` (undefined when empty), without iterating it all.
+[[nodiscard]] value first_character(const std::string& s);
+[[nodiscard]] value last_character(const std::string& s);
 } // namespace text
 
 /// errc::invalid_argument "chat template line N: what".
 [[nodiscard]] caf::error fail(int line, const std::string& what);
 
 /// The items a for loop visits (list items, dict keys, string characters; undefined: none).
+/// ASCII characters of a string are shared one-character values (no allocation each).
 [[nodiscard]] expected<std::vector<value>> iterate(const value& v, int line);
 
 /// `args[0] | name(args[1..])`; `kwnames[i]` is the keyword of args[i + 1]

@@ -287,6 +287,15 @@ expected<value> apply_filter(std::string_view name, const std::vector<value>& ar
   if (name == "tojson")
     return tojson(args, kwnames, line);
   if (name == "list" || name == "first" || name == "last" || name == "join") {
+    if (auto s = v.as_string(); s && name != "list") {
+      if (name == "join") {
+        auto out = text::join_characters(*s, args.size() > 1 ? args[1].to_output() : std::string(), line);
+        if (!out)
+          return std::move(out.error());
+        return value(std::move(*out));
+      }
+      return name == "first" ? text::first_character(*s) : text::last_character(*s);
+    }
     auto items = iterate(v, line);
     if (!items)
       return std::move(items.error());

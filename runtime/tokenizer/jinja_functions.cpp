@@ -93,6 +93,36 @@ expected<void> join_append(std::string& out, bool first, const std::string& sep,
   return {};
 }
 
+expected<std::string> join_characters(const std::string& s, const std::string& sep, int line) {
+  const size_t n = count_code_points(s);
+  if (n > 1 && (n - 1 > max_string_bytes / std::max<size_t>(sep.size(), 1) ||
+                s.size() + (n - 1) * sep.size() > max_string_bytes))
+    return fail(line, "join: result over " + std::to_string(max_string_bytes) + " bytes");
+  std::string out;
+  out.reserve(s.size() + (n > 1 ? (n - 1) * sep.size() : 0));
+  for (size_t i = 0; i < s.size();) {
+    const uint32_t len = decode_utf8(s, i).len;
+    if (i > 0)
+      out.append(sep);
+    out.append(s, i, len);
+    i += len;
+  }
+  return out;
+}
+
+value first_character(const std::string& s) {
+  return s.empty() ? value() : value(s.substr(0, decode_utf8(s, 0).len));
+}
+
+value last_character(const std::string& s) {
+  if (s.empty())
+    return value();
+  size_t last = 0;
+  for (size_t i = 0; i < s.size(); i += decode_utf8(s, i).len)
+    last = i;
+  return value(s.substr(last));
+}
+
 size_t count_code_points(const std::string& s) {
   size_t n = 0;
   for (size_t i = 0; i < s.size(); i += decode_utf8(s, i).len)

@@ -251,6 +251,12 @@ BOOST_AUTO_TEST_CASE(templates_cannot_build_more_than_their_limits) {
   fails_with("{{ ('a' * 1000000) | replace('a', 'b' * 20) }}", "replace: result over 16777216 bytes");
   BOOST_TEST(result_of("{{ ('a' * 1000000).replace('a', 'b' * 16) | length }}") == "16000000");
   fails_with("{% for c in 'a' * 2000000 %}{% endfor %}", "cannot iterate over a string of more than 1048576");
+  // A join, first or last of a string reads its characters in place: no list of them, no iteration limit.
+  BOOST_TEST(result_of("{{ ('a' * 2000000) | join | length }}") == "2000000");
+  fails_with("{{ ('a' * 9000000) | join('-') }}", "join: result over 16777216 bytes");
+  BOOST_TEST(result_of("{{ 'h\u00e9llo' | join('.') }}|{{ 'h\u00e9llo' | first }}{{ 'llo\u00e9' | last }}|"
+                       "{{ '' | first is defined }}|{{ 'x' | join('-') }}|{% for c in 'a\u00e9b' %}{{ c }}.{% endfor %}") ==
+             "h.\u00e9.l.l.o|h\u00e9|False|x|a.\u00e9.b.");
   fails_with("{{ ('a,' * 1100000).split(',') | length }}", "split: more than 1048576 parts");
   BOOST_TEST(result_of("{{ ('a,' * 1000000).split(',') | length }}") == "1000001");
   // Strings index and slice by code point without copying them into characters.
@@ -259,18 +265,16 @@ BOOST_AUTO_TEST_CASE(templates_cannot_build_more_than_their_limits) {
              "\u00e9|o|\u00e9l|olh|False|False");
 }
 
-// libFuzzer input (fuzz_jinja, 2026-11-29): nested `| join(sep)` over strings
-// multiplied a string's length by ~200 per level (a 419 MB string, a 1 GB
-// vector of its characters); now iterating a string past a million
-// characters fails first (join itself stops at 16 MiB). Replayed as the fuzz
-// target runs it (`template \0 messages`; these messages do not parse, so
-// the target's default conversation).
-BOOST_AUTO_TEST_CASE(fuzz_nested_join_fails_within_its_limits) {
+// A libFuzzer input from tests/runtime/tokenizer/data/fuzz/, rendered as the
+// fuzz target renders it (`template \0 messages`; these messages do not parse,
+// so the target's default conversation): its output, or "error: " and why.
+namespace {
+std::string fuzz_input_render(const std::string& name, size_t size) {
   const char* src = std::getenv("DYNAMO_SOURCE_DIR");
   BOOST_REQUIRE_MESSAGE(src, "DYNAMO_SOURCE_DIR is not set (run through ctest)");
-  std::ifstream in(std::string(src) + "/tests/runtime/tokenizer/data/fuzz/jinja-oom-nested-join", std::ios::binary);
+  std::ifstream in(std::string(src) + "/tests/runtime/tokenizer/data/fuzz/" + name, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  BOOST_REQUIRE_EQUAL(bytes.size(), 1173u);
+  BOOST_REQUIRE_EQUAL(bytes.size(), size);
   auto t = jinja_chat_template::parse(bytes.substr(0, bytes.find('\0')), "<s>", "</s>");
   BOOST_REQUIRE_MESSAGE(t, error_text(t));
   chat_input input;
@@ -278,10 +282,34 @@ BOOST_AUTO_TEST_CASE(fuzz_nested_join_fails_within_its_limits) {
       R"([{"role":"system","content":"s"},{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}])");
   input.now = std::tm{};
   auto r = (*t)->render(input);
-  BOOST_REQUIRE(!r);
-  BOOST_TEST(message_of(r.error()).find("cannot iterate over a string of more than 1048576 characters") !=
-                 std::string::npos,
-             message_of(r.error()));
+  return r ? *r : "error: " + message_of(r.error());
+}
+} // namespace
+
+// fuzz_jinja, 2026-11-29 (OOM): nested `| join(sep)` over strings multiplied a
+// string's length by ~200 per level (a 419 MB string, a 1 GB vector of its
+// characters). Now a join is sized before it builds anything.
+BOOST_AUTO_TEST_CASE(fuzz_nested_join_fails_within_its_limits) {
+  const std::string what = fuzz_input_render("jinja-oom-nested-join", 1173);
+  BOOST_TEST(what.find("join: result over 16777216 bytes") != std::string::npos, what);
+}
+
+// fuzz_jinja, 2026-11-29 (slow: 0.9-1.8 s under ASan after the limits above):
+// the same nested joins, inside the limits, but each `| join` over a string
+// first turned its ~10^6 characters into as many one-character strings on the
+// heap. A join (first, last) over a string now reads it in place: 0.06-0.2 s
+// under ASan. The output is Python Jinja2 3.1.6's for the same template and
+// messages (934,829 bytes, 12,464 "upper").
+BOOST_AUTO_TEST_CASE(fuzz_join_over_a_long_string_renders_as_jinja2_does) {
+  const std::string out = fuzz_input_render("jinja-slow-join-over-string", 727);
+  BOOST_TEST(out.size() == 934829u);
+  const std::string head = "[]|,,[{\"role\": \"system\", \"\x17\x17\x17\x17---", tail = "A]uppere|3|role=system,content=s,";
+  BOOST_TEST(out.starts_with(head));
+  BOOST_TEST(out.ends_with(tail));
+  size_t upper = 0;
+  for (size_t at = 0; (at = out.find("upper", at)) != std::string::npos; at += 5)
+    ++upper;
+  BOOST_TEST(upper == 12464u);
 }
 
 BOOST_AUTO_TEST_CASE(random_mutations_of_real_templates_never_crash) {
