@@ -15,6 +15,11 @@ namespace {
 /// pass max_block_scores floats.
 constexpr uint32_t max_block_queries = 16;
 constexpr size_t max_block_scores = size_t(1) << 20;
+/// An fp16 row used by at most this many (query token, query head) pairs is
+/// read in place, converted in registers by each use (decode: the group's
+/// heads); used more, it is converted once into fp32 scratch. Both give the
+/// same bits (the conversion is exact); this is only which is faster.
+constexpr uint32_t max_in_place_uses = 4;
 
 struct query_block {
   uint32_t seq;   ///< index into args.seqs
@@ -85,13 +90,22 @@ void attend_block(const paged_attention_args& a, const detail::kernel_table& kt,
   if (sc.rows.size() < size_t(bs) * hd) sc.rows.resize(size_t(bs) * hd);
   auto scores_of = [&](uint32_t i, uint32_t g) { return sc.scores.data() + (size_t(i) * group + g) * keys_max; };
 
+  const bool in_place = kv.dtype == kv_dtype::f16 && qb.count * group <= max_in_place_uses;
+  auto f16_rows = [&](const void* base, uint32_t j0) {
+    return static_cast<const uint16_t*>(base) + kv.offset(s.block_table[j0 / bs], 0, kv_head);
+  };
   for (uint32_t j0 = 0; j0 < keys_max; j0 += bs) {
     const uint32_t n = std::min(bs, keys_max - j0);
-    const float* k = kv_rows(kv, kt, kv.k, s.block_table[j0 / bs], kv_head, n, sc.rows.data());
+    const float* k = in_place ? nullptr : kv_rows(kv, kt, kv.k, s.block_table[j0 / bs], kv_head, n, sc.rows.data());
     for (uint32_t i = 0; i < qb.count; ++i) {
       if (n_keys(i) <= j0) continue;
       const uint32_t m = std::min(n, n_keys(i) - j0);
-      for (uint32_t g = 0; g < group; ++g) kt.dot_rows(q_of(i, g), k, hd, m, hd, a.scale, scores_of(i, g) + j0);
+      for (uint32_t g = 0; g < group; ++g) {
+        if (in_place)
+          kt.dot_rows_f16(q_of(i, g), f16_rows(kv.k, j0), hd, m, hd, a.scale, scores_of(i, g) + j0);
+        else
+          kt.dot_rows(q_of(i, g), k, hd, m, hd, a.scale, scores_of(i, g) + j0);
+      }
     }
   }
   for (uint32_t i = 0; i < qb.count; ++i) {
@@ -102,11 +116,16 @@ void attend_block(const paged_attention_args& a, const detail::kernel_table& kt,
   }
   for (uint32_t j0 = 0; j0 < keys_max; j0 += bs) {
     const uint32_t n = std::min(bs, keys_max - j0);
-    const float* v = kv_rows(kv, kt, kv.v, s.block_table[j0 / bs], kv_head, n, sc.rows.data());
+    const float* v = in_place ? nullptr : kv_rows(kv, kt, kv.v, s.block_table[j0 / bs], kv_head, n, sc.rows.data());
     for (uint32_t i = 0; i < qb.count; ++i) {
       if (n_keys(i) <= j0) continue;
       const uint32_t m = std::min(n, n_keys(i) - j0);
-      for (uint32_t g = 0; g < group; ++g) kt.axpy_rows(scores_of(i, g) + j0, v, hd, m, out_of(i, g), hd);
+      for (uint32_t g = 0; g < group; ++g) {
+        if (in_place)
+          kt.axpy_rows_f16(scores_of(i, g) + j0, f16_rows(kv.v, j0), hd, m, out_of(i, g), hd);
+        else
+          kt.axpy_rows(scores_of(i, g) + j0, v, hd, m, out_of(i, g), hd);
+      }
     }
   }
 }

@@ -204,6 +204,11 @@ struct kernel_table {
   void (*store_f16)(const float* x, uint16_t* y, uint32_t n);
   /// y[i] = float(x[i]) (exact).
   void (*load_f16)(const uint16_t* x, float* y, uint32_t n);
+  /// dot_rows / axpy_rows over fp16 rows (an fp16 KV cache read in place): the
+  /// bits of load_f16 into fp32 rows, then dot_rows / axpy_rows on them.
+  void (*dot_rows_f16)(const float* q, const uint16_t* k, size_t k_stride, uint32_t n_rows, uint32_t n, float scale,
+                       float* out);
+  void (*axpy_rows_f16)(const float* p, const uint16_t* v, size_t v_stride, uint32_t n_rows, float* y, uint32_t n);
   /// AMX tile kernels of the K-quant lane rows; null on the other paths.
   dot_t_fn dot_q4_k_tiles = nullptr, dot_q5_k_tiles = nullptr, dot_q6_k_tiles = nullptr;
   /// tiles_act, vectorized (the same bytes); null where the plain one serves.

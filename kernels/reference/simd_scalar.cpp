@@ -459,23 +459,33 @@ void quantize_act(const float* x, block_q16_act* y, uint32_t nb) {
   }
 }
 
-float dot(const float* a, const float* b, uint32_t n) {
+/// A row element as fp32 (fp16: exact, as load_f16).
+float as_f32(float x) { return x; }
+float as_f32(uint16_t x) { return fp16_to_fp32(x); }
+
+template <class T>
+float dot_t(const float* a, const T* b, uint32_t n) {
   float acc = 0.0f;
-  for (uint32_t i = 0; i < n; ++i) acc += a[i] * b[i];
+  for (uint32_t i = 0; i < n; ++i) acc += a[i] * as_f32(b[i]);
   return acc;
 }
+
+float dot(const float* a, const float* b, uint32_t n) { return dot_t(a, b, n); }
 
 void axpy_f32(float a, const float* x, float* y, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
-void dot_rows(const float* q, const float* k, size_t k_stride, uint32_t n_rows, uint32_t n, float scale,
-              float* out) {
-  for (uint32_t j = 0; j < n_rows; ++j) out[j] = dot(q, k + j * k_stride, n) * scale;
+template <class T>
+void dot_rows(const float* q, const T* k, size_t k_stride, uint32_t n_rows, uint32_t n, float scale, float* out) {
+  for (uint32_t j = 0; j < n_rows; ++j) out[j] = dot_t(q, k + j * k_stride, n) * scale;
 }
 
-void axpy_rows(const float* p, const float* v, size_t v_stride, uint32_t n_rows, float* y, uint32_t n) {
-  for (uint32_t j = 0; j < n_rows; ++j) axpy_f32(p[j], v + j * v_stride, y, n);
+template <class T>
+void axpy_rows(const float* p, const T* v, size_t v_stride, uint32_t n_rows, float* y, uint32_t n) {
+  for (uint32_t j = 0; j < n_rows; ++j) {
+    for (uint32_t i = 0; i < n; ++i) y[i] += p[j] * as_f32(v[j * v_stride + i]);
+  }
 }
 
 using f32x4 = float __attribute__((vector_size(16)));
@@ -519,12 +529,14 @@ constexpr kernel_table table{dot_q_rows<q4_1_fmt>,
                              quantize_act,
                              dot,
                              axpy_f32,
-                             dot_rows,
-                             axpy_rows,
+                             dot_rows<float>,
+                             axpy_rows<float>,
                              exp_row,
                              swiglu_row,
                              store_f16,
-                             load_f16};
+                             load_f16,
+                             dot_rows<uint16_t>,
+                             axpy_rows<uint16_t>};
 
 } // namespace
 

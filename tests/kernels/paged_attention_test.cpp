@@ -160,6 +160,19 @@ BOOST_AUTO_TEST_CASE(row_kernels_have_the_bits_of_dot_and_axpy) {
           kt.axpy_rows(p.data(), k.data(), stride, rows, y_rows.data(), n);
           for (uint32_t j = 0; j < rows; ++j) kt.axpy_f32(p[j], k.data() + j * stride, y_each.data(), n);
           BOOST_TEST_REQUIRE(y_rows == y_each, boost::test_tools::per_element());
+          // fp16 rows read in place: the bits of converting them (load_f16), then the fp32 kernels.
+          std::vector<uint16_t> k16(k.size());
+          kt.store_f16(k.data(), k16.data(), static_cast<uint32_t>(k.size()));
+          std::vector<float> k32(k.size());
+          kt.load_f16(k16.data(), k32.data(), static_cast<uint32_t>(k.size()));
+          std::vector<float> got16(rows, NAN), want16(rows, NAN);
+          kt.dot_rows_f16(q.data(), k16.data(), stride, rows, n, 0.125f, got16.data());
+          kt.dot_rows(q.data(), k32.data(), stride, rows, n, 0.125f, want16.data());
+          BOOST_TEST_REQUIRE(std::memcmp(got16.data(), want16.data(), rows * sizeof(float)) == 0);
+          auto y16 = test::random_floats(n, 3 * n), y32 = y16;
+          kt.axpy_rows_f16(p.data(), k16.data(), stride, rows, y16.data(), n);
+          kt.axpy_rows(p.data(), k32.data(), stride, rows, y32.data(), n);
+          BOOST_TEST_REQUIRE(std::memcmp(y16.data(), y32.data(), n * sizeof(float)) == 0);
         }
       }
     }
