@@ -40,9 +40,8 @@ worker_hooks make_hooks(std::shared_ptr<kv_event_log> events, std::shared_ptr<pl
       em.metrics->on_load(em.labels, m);
   };
   if (em.metrics)
-    h.on_step = [em](std::chrono::duration<double> took, uint32_t tokens) {
-      em.metrics->on_step(em.labels, em.worker_id, took, tokens);
-    };
+    h.on_step = [keep = em.metrics, steps = em.metrics->steps_of(em.labels, em.worker_id)](
+                    std::chrono::duration<double> took, uint32_t tokens) { steps(took, tokens); };
   h.on_health = [reg, name](bool healthy, const std::string& why) {
     auto state = healthy ? planes::health_state::ready : planes::health_state::unhealthy;
     if (auto ok = reg->set_health(state); !ok)

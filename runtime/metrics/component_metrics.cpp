@@ -139,11 +139,15 @@ void component_metrics::on_prefix_lookup(const endpoint_labels& ep, uint64_t wor
   prefix_hit_rate_->with(worker_labels(ep, worker)).set(rate);
 }
 
-void component_metrics::on_step(const endpoint_labels& ep, uint64_t worker, std::chrono::duration<double> took,
-                                uint32_t tokens) {
+component_metrics::step_observer component_metrics::steps_of(const endpoint_labels& ep, uint64_t worker) {
   auto l = worker_labels(ep, worker);
-  step_seconds_->with(l).observe(took.count());
-  step_tokens_->with(std::move(l)).observe(tokens);
+  histogram& seconds = step_seconds_->with(l);
+  return {seconds, step_tokens_->with(std::move(l))};
+}
+
+void component_metrics::step_observer::operator()(std::chrono::duration<double> took, uint32_t tokens) const {
+  seconds_->observe(took.count());
+  tokens_->observe(tokens);
 }
 
 void component_metrics::on_load(const endpoint_labels& ep, const protocol::load_metrics& load) {

@@ -60,9 +60,20 @@ public:
   /// A worker instance's load report (its KV blocks and usage; its KVBM
   /// counters advance by what is new since its last report).
   void on_load(const endpoint_labels& ep, const protocol::load_metrics& load);
-  /// One engine step of a worker instance: how long it took (wall time; the
-  /// mocker's simulated time) and how many tokens it computed.
-  void on_step(const endpoint_labels& ep, uint64_t worker, std::chrono::duration<double> took, uint32_t tokens);
+  /// The engine steps of one worker instance, its series looked up once (the
+  /// hook runs every step): each step's time (wall time; the mocker's
+  /// simulated time) and the tokens it computed. Valid while the registry lives.
+  class step_observer {
+  public:
+    void operator()(std::chrono::duration<double> took, uint32_t tokens) const;
+
+  private:
+    friend class component_metrics;
+    step_observer(histogram& seconds, histogram& tokens) : seconds_(&seconds), tokens_(&tokens) {}
+    histogram* seconds_;
+    histogram* tokens_;
+  };
+  [[nodiscard]] step_observer steps_of(const endpoint_labels& ep, uint64_t worker);
   /// Seconds since create(), refreshed on every call of this (before rendering).
   void refresh_uptime();
 

@@ -102,8 +102,9 @@ BOOST_AUTO_TEST_CASE(engine_steps_are_histograms_per_worker) {
   registry reg;
   auto m = component_metrics::create(reg);
   BOOST_REQUIRE(m);
-  (*m)->on_step(ep, 0xab, std::chrono::milliseconds(500), 128);
-  (*m)->on_step(ep, 0xab, std::chrono::milliseconds(250), 4);
+  const auto steps = (*m)->steps_of(ep, 0xab);
+  steps(std::chrono::milliseconds(500), 128);
+  (*m)->steps_of(ep, 0xab)(std::chrono::milliseconds(250), 4); // the same series
   const auto text = reg.render();
   const std::string w = labels + R"(,worker_id="00000000000000ab")";
   BOOST_TEST(has(text, "dynamo_component_engine_step_seconds_count{" + w + "} 2"));
