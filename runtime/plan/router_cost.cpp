@@ -73,8 +73,8 @@ expected<std::optional<router_cost_applied>> apply_router_cost(route::kv_router_
   auto fail = [&](std::string_view why) {
     return make_error(errc::config_error, fmt::format("--router-profile {}: {}", c.router_profile, why));
   };
-  if (c.router_profile.empty())
-    return make_error(errc::config_error, "--router-cost: timing needs --router-profile (a dynamo-profile JSON)");
+  if (auto valid = c.validate(); !valid) // e.g. timing without a profile: validate() says so, in one place
+    return std::move(valid.error());
   if (c.overlap_score_weight != route::kv_router_config{}.overlap_score_weight)
     return fail("--router-cost timing sets --kv-overlap-score-weight; give one of them");
   auto profile = load_profile(c.router_profile);

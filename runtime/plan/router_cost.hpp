@@ -34,9 +34,10 @@ struct router_cost_applied {
 /// With c.router_cost "timing": loads c.router_profile, derives its timings and
 /// sets c.overlap_score_weight to their ratio (route::weights_from_timing);
 /// the lower-tier weight stays as configured (no onboarding time to derive it
-/// from). nullopt (nothing changed) with "dynamo". Errors, each naming
-/// --router-profile and the file: unreadable or not a profile, a fit missing,
-/// and a kv_overlap_score_weight also set (other than 1), which timing replaces.
+/// from). nullopt (nothing changed) with "dynamo". Errors: c.validate()'s
+/// (timing without a profile among them); then, each naming --router-profile
+/// and the file: unreadable or not a profile, a fit missing, and a
+/// kv_overlap_score_weight also set (other than 1), which timing replaces.
 [[nodiscard]] expected<std::optional<router_cost_applied>> apply_router_cost(route::kv_router_config& c);
 
 } // namespace dynamo::plan

@@ -99,6 +99,11 @@ BOOST_AUTO_TEST_CASE(timing_cost_sets_the_overlap_weight_from_the_file) {
 }
 
 BOOST_AUTO_TEST_CASE(bad_profiles_and_conflicts_name_the_file) {
+  auto no_profile = timing_config(""); // validate()'s error, the same words as the config checks
+  auto none = apply_router_cost(no_profile);
+  BOOST_REQUIRE(!none);
+  BOOST_TEST(message_of(none.error()) == "--router-cost: timing needs --router-profile (a dynamo-profile JSON)");
+
   auto missing = timing_config("/nonexistent/profile.json");
   auto e = apply_router_cost(missing);
   BOOST_REQUIRE(!e);
