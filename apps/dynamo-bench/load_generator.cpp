@@ -5,8 +5,9 @@
 #include "planes/http_client/http_client.hpp"
 #include "runtime/bench/rate_schedule.hpp"
 #include "runtime/bench/sse_parser.hpp"
-#include "runtime/core/http_url.hpp"
 #include "runtime/bench/stats.hpp"
+#include "runtime/core/host.hpp"
+#include "runtime/core/http_url.hpp"
 #include "runtime/route/workload.hpp"
 
 #include <fmt/format.h>
@@ -337,7 +338,7 @@ json sla_json(const load_config& cfg, const run_state& st, const replica_sampler
 } // namespace
 
 std::string report_url(const load_config& cfg) {
-  return fmt::format("{}://{}:{}", cfg.tls ? "https" : "http", cfg.host, cfg.port);
+  return fmt::format("{}://{}:{}", cfg.tls ? "https" : "http", url_host(cfg.host), cfg.port);
 }
 
 expected<void> validate(const load_config& cfg) {
