@@ -11,15 +11,10 @@ namespace dynamo::kernels::ref {
 namespace {
 
 /// Up to this many query tokens of one sequence share each K and V row load
-/// (and, for an fp16 cache, its conversion); fewer when their scores would
-/// pass max_block_scores floats.
+/// (an fp16 cache is read in place, converted in registers); fewer when
+/// their scores would pass max_block_scores floats.
 constexpr uint32_t max_block_queries = 16;
 constexpr size_t max_block_scores = size_t(1) << 20;
-/// An fp16 row used by at most this many (query token, query head) pairs is
-/// read in place, converted in registers by each use (decode: the group's
-/// heads); used more, it is converted once into fp32 scratch. Both give the
-/// same bits (the conversion is exact); this is only which is faster.
-constexpr uint32_t max_in_place_uses = 4;
 
 struct query_block {
   uint32_t seq;   ///< index into args.seqs
@@ -28,22 +23,12 @@ struct query_block {
 };
 
 /// Scratch of one thread: scores [query][group head][n_keys of the block's
-/// last query], and one KV block's rows of one head in fp32.
+/// last query], and the arguments of one row-kernel call.
 struct scratch {
   std::vector<float> scores;
-  std::vector<float> rows;
+  std::vector<const float*> in; ///< the queries (K) or score rows (V) of one row-kernel call
+  std::vector<float*> out;      ///< their score rows (K) or outputs (V)
 };
-
-/// Rows [slot0, slot0 + n) of KV block `block` for kv_head as fp32, row
-/// stride head_dim: in place for an fp32 cache, converted into `buf` for
-/// fp16 (exact).
-const float* kv_rows(const paged_kv_view& kv, const detail::kernel_table& kt, const void* base, uint32_t block,
-                     uint32_t kv_head, uint32_t n, float* buf) {
-  const size_t off = kv.offset(block, 0, kv_head);
-  if (kv.dtype == kv_dtype::f32) return static_cast<const float*>(base) + off;
-  kt.load_f16(static_cast<const uint16_t*>(base) + off, buf, n * kv.head_dim);
-  return buf;
-}
 
 /// softmax (softmax.hpp) with exp_row's e^x: the max, e^(x - max), their sum
 /// in double (eight partial sums in a fixed tree, then the tail in order),
@@ -64,6 +49,30 @@ void softmax_scores(const detail::kernel_table& kt, float* x, uint32_t n) {
   for (; i < n; ++i) sum += x[i];
   const float inv = static_cast<float>(1.0 / sum);
   for (uint32_t j = 0; j < n; ++j) x[j] *= inv;
+}
+
+/// Per KV block (the n rows from key j0), the (query token, head) pairs that
+/// see its first m rows go to the row kernels together, so each row is loaded
+/// once per call for all of them: `add(i, g)` puts a pair into sc.in / sc.out,
+/// `call(m)` runs them. m rises with the token (causal), so runs are contiguous.
+template <class NKeys, class Add, class Call>
+void for_each_run(scratch& sc, uint32_t count, uint32_t group, uint32_t j0, uint32_t n, NKeys n_keys, Add&& add,
+                  Call&& call) {
+  uint32_t run_m = 0;
+  sc.in.clear();
+  sc.out.clear();
+  for (uint32_t i = 0; i < count; ++i) {
+    if (n_keys(i) <= j0) continue;
+    const uint32_t m = std::min(n, n_keys(i) - j0);
+    if (m != run_m && !sc.in.empty()) {
+      call(run_m);
+      sc.in.clear();
+      sc.out.clear();
+    }
+    run_m = m;
+    for (uint32_t g = 0; g < group; ++g) add(i, g);
+  }
+  if (!sc.in.empty()) call(run_m);
 }
 
 /// A block of query tokens of one sequence and one KV head: per KV block,
@@ -87,26 +96,32 @@ void attend_block(const paged_attention_args& a, const detail::kernel_table& kt,
   thread_local scratch sc;
   const size_t n_scores = size_t(qb.count) * group * keys_max;
   if (sc.scores.size() < n_scores) sc.scores.resize(n_scores);
-  if (sc.rows.size() < size_t(bs) * hd) sc.rows.resize(size_t(bs) * hd);
   auto scores_of = [&](uint32_t i, uint32_t g) { return sc.scores.data() + (size_t(i) * group + g) * keys_max; };
 
-  const bool in_place = kv.dtype == kv_dtype::f16 && qb.count * group <= max_in_place_uses;
-  auto f16_rows = [&](const void* base, uint32_t j0) {
-    return static_cast<const uint16_t*>(base) + kv.offset(s.block_table[j0 / bs], 0, kv_head);
+  // Rows [0, n) of KV head kv_head in the block holding key j0: fp32, or fp16
+  // (the row kernels convert in registers, exactly).
+  const bool f16 = kv.dtype == kv_dtype::f16;
+  auto rows_at = [&](const void* base, uint32_t j0) {
+    const size_t off = kv.offset(s.block_table[j0 / bs], 0, kv_head);
+    return f16 ? static_cast<const void*>(static_cast<const uint16_t*>(base) + off)
+               : static_cast<const void*>(static_cast<const float*>(base) + off);
   };
   for (uint32_t j0 = 0; j0 < keys_max; j0 += bs) {
     const uint32_t n = std::min(bs, keys_max - j0);
-    const float* k = in_place ? nullptr : kv_rows(kv, kt, kv.k, s.block_table[j0 / bs], kv_head, n, sc.rows.data());
-    for (uint32_t i = 0; i < qb.count; ++i) {
-      if (n_keys(i) <= j0) continue;
-      const uint32_t m = std::min(n, n_keys(i) - j0);
-      for (uint32_t g = 0; g < group; ++g) {
-        if (in_place)
-          kt.dot_rows_f16(q_of(i, g), f16_rows(kv.k, j0), hd, m, hd, a.scale, scores_of(i, g) + j0);
-        else
-          kt.dot_rows(q_of(i, g), k, hd, m, hd, a.scale, scores_of(i, g) + j0);
-      }
-    }
+    const void* k = rows_at(kv.k, j0);
+    for_each_run(
+        sc, qb.count, group, j0, n, n_keys,
+        [&](uint32_t i, uint32_t g) {
+          sc.in.push_back(q_of(i, g));
+          sc.out.push_back(scores_of(i, g) + j0);
+        },
+        [&](uint32_t m) {
+          const auto n_q = static_cast<uint32_t>(sc.in.size());
+          if (f16)
+            kt.dot_rows_f16(sc.in.data(), n_q, static_cast<const uint16_t*>(k), hd, m, hd, a.scale, sc.out.data());
+          else
+            kt.dot_rows(sc.in.data(), n_q, static_cast<const float*>(k), hd, m, hd, a.scale, sc.out.data());
+        });
   }
   for (uint32_t i = 0; i < qb.count; ++i) {
     for (uint32_t g = 0; g < group; ++g) {
@@ -116,17 +131,20 @@ void attend_block(const paged_attention_args& a, const detail::kernel_table& kt,
   }
   for (uint32_t j0 = 0; j0 < keys_max; j0 += bs) {
     const uint32_t n = std::min(bs, keys_max - j0);
-    const float* v = in_place ? nullptr : kv_rows(kv, kt, kv.v, s.block_table[j0 / bs], kv_head, n, sc.rows.data());
-    for (uint32_t i = 0; i < qb.count; ++i) {
-      if (n_keys(i) <= j0) continue;
-      const uint32_t m = std::min(n, n_keys(i) - j0);
-      for (uint32_t g = 0; g < group; ++g) {
-        if (in_place)
-          kt.axpy_rows_f16(scores_of(i, g) + j0, f16_rows(kv.v, j0), hd, m, out_of(i, g), hd);
-        else
-          kt.axpy_rows(scores_of(i, g) + j0, v, hd, m, out_of(i, g), hd);
-      }
-    }
+    const void* v = rows_at(kv.v, j0);
+    for_each_run(
+        sc, qb.count, group, j0, n, n_keys,
+        [&](uint32_t i, uint32_t g) {
+          sc.in.push_back(scores_of(i, g) + j0);
+          sc.out.push_back(out_of(i, g));
+        },
+        [&](uint32_t m) {
+          const auto n_q = static_cast<uint32_t>(sc.in.size());
+          if (f16)
+            kt.axpy_rows_f16(sc.in.data(), n_q, static_cast<const uint16_t*>(v), hd, m, sc.out.data(), hd);
+          else
+            kt.axpy_rows(sc.in.data(), n_q, static_cast<const float*>(v), hd, m, sc.out.data(), hd);
+        });
   }
 }
 

@@ -189,26 +189,28 @@ struct kernel_table {
   float (*dot)(const float* a, const float* b, uint32_t n);
   /// y[i] += a * x[i].
   void (*axpy_f32)(float a, const float* x, float* y, uint32_t n);
-  /// out[j] = dot(q, k + j * k_stride, n) * scale for j < n_rows: each
-  /// the bits of `dot` (several rows in flight, the same arithmetic per row).
-  void (*dot_rows)(const float* q, const float* k, size_t k_stride, uint32_t n_rows, uint32_t n, float scale,
-                   float* out);
-  /// axpy_f32(p[j], v + j * v_stride, y, n) for j = 0, 1, .. n_rows - 1 in
-  /// that order: the bits of those calls (y kept in registers across rows).
-  void (*axpy_rows)(const float* p, const float* v, size_t v_stride, uint32_t n_rows, float* y, uint32_t n);
+  /// out[t][j] = dot(q[t], k + j * k_stride, n) * scale for t < n_q, j <
+  /// n_rows: each the bits of `dot` (several rows and queries in flight, each
+  /// row loaded once for all queries, the same arithmetic per pair).
+  void (*dot_rows)(const float* const* q, uint32_t n_q, const float* k, size_t k_stride, uint32_t n_rows, uint32_t n,
+                   float scale, float* const* out);
+  /// For each t < n_q: axpy_f32(p[t][j], v + j * v_stride, y[t], n) for j =
+  /// 0, 1, .. n_rows - 1 in that order: the bits of those calls (y kept in
+  /// registers across rows, each row loaded once for all outputs).
+  void (*axpy_rows)(const float* const* p, uint32_t n_q, const float* v, size_t v_stride, uint32_t n_rows,
+                    float* const* y, uint32_t n);
   /// x[i] = e^(x[i] - m) by exp_lanes.hpp: the same bits on every path.
   void (*exp_row)(float* x, uint32_t n, float m);
   /// o[i] = g[i] / (1 + e^-g[i]) * u[i] by exp_lanes.hpp: the same bits on every path.
   void (*swiglu_row)(const float* g, const float* u, float* o, uint32_t n);
   /// y[i] = fp16(x[i]), round to nearest even.
   void (*store_f16)(const float* x, uint16_t* y, uint32_t n);
-  /// y[i] = float(x[i]) (exact).
-  void (*load_f16)(const uint16_t* x, float* y, uint32_t n);
   /// dot_rows / axpy_rows over fp16 rows (an fp16 KV cache read in place): the
-  /// bits of load_f16 into fp32 rows, then dot_rows / axpy_rows on them.
-  void (*dot_rows_f16)(const float* q, const uint16_t* k, size_t k_stride, uint32_t n_rows, uint32_t n, float scale,
-                       float* out);
-  void (*axpy_rows_f16)(const float* p, const uint16_t* v, size_t v_stride, uint32_t n_rows, float* y, uint32_t n);
+  /// bits of converting the rows to fp32 (exact), then dot_rows / axpy_rows.
+  void (*dot_rows_f16)(const float* const* q, uint32_t n_q, const uint16_t* k, size_t k_stride, uint32_t n_rows,
+                       uint32_t n, float scale, float* const* out);
+  void (*axpy_rows_f16)(const float* const* p, uint32_t n_q, const uint16_t* v, size_t v_stride, uint32_t n_rows,
+                        float* const* y, uint32_t n);
   /// AMX tile kernels of the K-quant lane rows; null on the other paths.
   dot_t_fn dot_q4_k_tiles = nullptr, dot_q5_k_tiles = nullptr, dot_q6_k_tiles = nullptr;
   /// tiles_act, vectorized (the same bytes); null where the plain one serves.

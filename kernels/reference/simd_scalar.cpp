@@ -459,7 +459,7 @@ void quantize_act(const float* x, block_q16_act* y, uint32_t nb) {
   }
 }
 
-/// A row element as fp32 (fp16: exact, as load_f16).
+/// A row element as fp32 (fp16: exact).
 float as_f32(float x) { return x; }
 float as_f32(uint16_t x) { return fp16_to_fp32(x); }
 
@@ -477,14 +477,19 @@ void axpy_f32(float a, const float* x, float* y, uint32_t n) {
 }
 
 template <class T>
-void dot_rows(const float* q, const T* k, size_t k_stride, uint32_t n_rows, uint32_t n, float scale, float* out) {
-  for (uint32_t j = 0; j < n_rows; ++j) out[j] = dot_t(q, k + j * k_stride, n) * scale;
+void dot_rows(const float* const* q, uint32_t n_q, const T* k, size_t k_stride, uint32_t n_rows, uint32_t n,
+              float scale, float* const* out) {
+  for (uint32_t t = 0; t < n_q; ++t)
+    for (uint32_t j = 0; j < n_rows; ++j) out[t][j] = dot_t(q[t], k + j * k_stride, n) * scale;
 }
 
 template <class T>
-void axpy_rows(const float* p, const T* v, size_t v_stride, uint32_t n_rows, float* y, uint32_t n) {
-  for (uint32_t j = 0; j < n_rows; ++j) {
-    for (uint32_t i = 0; i < n; ++i) y[i] += p[j] * as_f32(v[j * v_stride + i]);
+void axpy_rows(const float* const* p, uint32_t n_q, const T* v, size_t v_stride, uint32_t n_rows, float* const* y,
+               uint32_t n) {
+  for (uint32_t t = 0; t < n_q; ++t) {
+    for (uint32_t j = 0; j < n_rows; ++j) {
+      for (uint32_t i = 0; i < n; ++i) y[t][i] += p[t][j] * as_f32(v[j * v_stride + i]);
+    }
   }
 }
 
@@ -497,10 +502,6 @@ void exp_row(float* x, uint32_t n, float m) { exp_sub_lanes<f32x4, i32x4>(x, n, 
 
 void store_f16(const float* x, uint16_t* y, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(x[i]);
-}
-
-void load_f16(const uint16_t* x, float* y, uint32_t n) {
-  for (uint32_t i = 0; i < n; ++i) y[i] = fp16_to_fp32(x[i]);
 }
 
 constexpr kernel_table table{dot_q_rows<q4_1_fmt>,
@@ -534,7 +535,6 @@ constexpr kernel_table table{dot_q_rows<q4_1_fmt>,
                              exp_row,
                              swiglu_row,
                              store_f16,
-                             load_f16,
                              dot_rows<uint16_t>,
                              axpy_rows<uint16_t>};
 

@@ -145,34 +145,59 @@ BOOST_AUTO_TEST_CASE(row_kernels_have_the_bits_of_dot_and_axpy) {
     const auto& kt = detail::active_kernels();
     for (const uint32_t n : {1u, 7u, 8u, 16u, 20u, 64u, 72u, 128u, 137u}) {
       for (const uint32_t rows : {1u, 3u, 4u, 5u, 9u, 13u, 16u}) {
-        BOOST_TEST_CONTEXT("isa " << to_string(isa) << " n " << n << " rows " << rows) {
-          const size_t stride = n + 3;
-          const auto q = test::random_floats(n, n, -2.0f, 2.0f);
-          const auto k = test::random_floats(rows * stride, n + rows);
-          std::vector<float> got(rows, NAN);
-          kt.dot_rows(q.data(), k.data(), stride, rows, n, 0.125f, got.data());
-          for (uint32_t j = 0; j < rows; ++j) {
-            BOOST_TEST_REQUIRE(got[j] == kt.dot(q.data(), k.data() + j * stride, n) * 0.125f);
+        for (const uint32_t n_q : {1u, 2u, 3u, 4u, 7u, 10u}) {
+          BOOST_TEST_CONTEXT("isa " << to_string(isa) << " n " << n << " rows " << rows << " queries " << n_q) {
+            const size_t stride = n + 3;
+            const auto qs = test::random_floats(size_t(n_q) * stride, n + n_q, -2.0f, 2.0f);
+            const auto k = test::random_floats(rows * stride, n + rows);
+            std::vector<const float*> q(n_q);
+            std::vector<float> got(size_t(n_q) * rows, NAN);
+            std::vector<float*> out(n_q);
+            for (uint32_t t = 0; t < n_q; ++t) {
+              q[t] = qs.data() + t * stride;
+              out[t] = got.data() + size_t(t) * rows;
+            }
+            kt.dot_rows(q.data(), n_q, k.data(), stride, rows, n, 0.125f, out.data());
+            for (uint32_t t = 0; t < n_q; ++t)
+              for (uint32_t j = 0; j < rows; ++j)
+                BOOST_TEST_REQUIRE(out[t][j] == kt.dot(q[t], k.data() + j * stride, n) * 0.125f);
+            const auto ps = test::random_floats(size_t(n_q) * rows, 2 * n + rows);
+            const auto y0 = test::random_floats(size_t(n_q) * n, 3 * n);
+            auto y_rows = y0, y_each = y0;
+            std::vector<const float*> p(n_q);
+            std::vector<float*> y(n_q);
+            for (uint32_t t = 0; t < n_q; ++t) {
+              p[t] = ps.data() + size_t(t) * rows;
+              y[t] = y_rows.data() + size_t(t) * n;
+            }
+            kt.axpy_rows(p.data(), n_q, k.data(), stride, rows, y.data(), n);
+            for (uint32_t t = 0; t < n_q; ++t)
+              for (uint32_t j = 0; j < rows; ++j) kt.axpy_f32(p[t][j], k.data() + j * stride, y_each.data() + size_t(t) * n, n);
+            BOOST_TEST_REQUIRE(y_rows == y_each, boost::test_tools::per_element());
+            // fp16 rows read in place: the bits of converting them (exact), then the fp32 kernels.
+            std::vector<uint16_t> k16(k.size());
+            kt.store_f16(k.data(), k16.data(), static_cast<uint32_t>(k.size()));
+            std::vector<float> k32(k.size());
+            for (size_t e = 0; e < k.size(); ++e) k32[e] = fp16_to_fp32(k16[e]);
+            std::vector<float> got16(got.size(), NAN), want16(got.size(), NAN);
+            std::vector<float*> out16(n_q), want_out(n_q);
+            for (uint32_t t = 0; t < n_q; ++t) {
+              out16[t] = got16.data() + size_t(t) * rows;
+              want_out[t] = want16.data() + size_t(t) * rows;
+            }
+            kt.dot_rows_f16(q.data(), n_q, k16.data(), stride, rows, n, 0.125f, out16.data());
+            kt.dot_rows(q.data(), n_q, k32.data(), stride, rows, n, 0.125f, want_out.data());
+            BOOST_TEST_REQUIRE(std::memcmp(got16.data(), want16.data(), got16.size() * sizeof(float)) == 0);
+            auto y16 = y0, y32 = y0;
+            std::vector<float*> y16p(n_q), y32p(n_q);
+            for (uint32_t t = 0; t < n_q; ++t) {
+              y16p[t] = y16.data() + size_t(t) * n;
+              y32p[t] = y32.data() + size_t(t) * n;
+            }
+            kt.axpy_rows_f16(p.data(), n_q, k16.data(), stride, rows, y16p.data(), n);
+            kt.axpy_rows(p.data(), n_q, k32.data(), stride, rows, y32p.data(), n);
+            BOOST_TEST_REQUIRE(std::memcmp(y16.data(), y32.data(), y16.size() * sizeof(float)) == 0);
           }
-          const auto p = test::random_floats(rows, 2 * n + rows);
-          auto y_rows = test::random_floats(n, 3 * n);
-          auto y_each = y_rows;
-          kt.axpy_rows(p.data(), k.data(), stride, rows, y_rows.data(), n);
-          for (uint32_t j = 0; j < rows; ++j) kt.axpy_f32(p[j], k.data() + j * stride, y_each.data(), n);
-          BOOST_TEST_REQUIRE(y_rows == y_each, boost::test_tools::per_element());
-          // fp16 rows read in place: the bits of converting them (load_f16), then the fp32 kernels.
-          std::vector<uint16_t> k16(k.size());
-          kt.store_f16(k.data(), k16.data(), static_cast<uint32_t>(k.size()));
-          std::vector<float> k32(k.size());
-          kt.load_f16(k16.data(), k32.data(), static_cast<uint32_t>(k.size()));
-          std::vector<float> got16(rows, NAN), want16(rows, NAN);
-          kt.dot_rows_f16(q.data(), k16.data(), stride, rows, n, 0.125f, got16.data());
-          kt.dot_rows(q.data(), k32.data(), stride, rows, n, 0.125f, want16.data());
-          BOOST_TEST_REQUIRE(std::memcmp(got16.data(), want16.data(), rows * sizeof(float)) == 0);
-          auto y16 = test::random_floats(n, 3 * n), y32 = y16;
-          kt.axpy_rows_f16(p.data(), k16.data(), stride, rows, y16.data(), n);
-          kt.axpy_rows(p.data(), k32.data(), stride, rows, y32.data(), n);
-          BOOST_TEST_REQUIRE(std::memcmp(y16.data(), y32.data(), n * sizeof(float)) == 0);
         }
       }
     }
