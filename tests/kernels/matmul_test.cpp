@@ -163,12 +163,19 @@ BOOST_AUTO_TEST_CASE(several_weights_write_side_by_side_like_separate_calls) {
 BOOST_AUTO_TEST_CASE(activations_quantize_to_int16_blocks_identically_on_every_path) {
   using namespace dynamo::kernels::ref::detail;
   // Random blocks, an all-zero block, and a block with one massive entry.
-  auto x = test::random_floats(32 * 6, 3, -4.0f, 4.0f);
+  // Block 6: amax 32767, so the scale is 1 and the others are halves (ties to even).
+  auto x = test::random_floats(32 * 7, 3, -4.0f, 4.0f);
   std::fill(x.begin() + 64, x.begin() + 96, 0.0f);
   x[100] = -1500.0f;
-  std::vector<block_q16_act> want(6), got(6);
-  scalar_kernels().quantize_act(x.data(), want.data(), 6);
-  for (uint32_t i = 0; i < 6; ++i) {
+  for (int j = 0; j < 31; ++j) x[6 * 32 + j] = static_cast<float>(j - 15) + 0.5f;
+  x[6 * 32 + 31] = 32767.0f;
+  std::vector<block_q16_act> want(7), got(7);
+  scalar_kernels().quantize_act(x.data(), want.data(), 7);
+  BOOST_TEST(want[6].qs[0] == -14); // -14.5
+  BOOST_TEST(want[6].qs[1] == -14); // -13.5
+  BOOST_TEST(want[6].qs[16] == 2);  // 1.5
+  BOOST_TEST(want[6].qs[17] == 2);  // 2.5
+  for (uint32_t i = 0; i < 7; ++i) {
     float amax = 0.0f;
     for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[i * 32 + j]));
     BOOST_TEST(want[i].d == amax / 32767.0f);
@@ -183,11 +190,10 @@ BOOST_AUTO_TEST_CASE(activations_quantize_to_int16_blocks_identically_on_every_p
   }
   BOOST_TEST(want[3].qs[4] == -32767);
   BOOST_TEST(want[2].d == 0.0f);
-  for (const auto* kt : {avx2_kernels(), avx2_vnni_kernels()}) {
-    if (kt == nullptr || detected_isa() == cpu_isa::scalar) continue;
-    if (kt == avx2_vnni_kernels() && detected_isa() < cpu_isa::avx2_vnni) continue;
-    kt->quantize_act(x.data(), got.data(), 6);
-    BOOST_TEST(std::memcmp(want.data(), got.data(), 6 * sizeof(block_q16_act)) == 0);
+  for (const cpu_isa isa : test::runnable_isas()) {
+    test::isa_guard guard(isa);
+    active_kernels().quantize_act(x.data(), got.data(), 7);
+    BOOST_TEST(std::memcmp(want.data(), got.data(), 7 * sizeof(block_q16_act)) == 0, "isa " << to_string(isa));
   }
 }
 
