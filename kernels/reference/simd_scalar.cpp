@@ -472,9 +472,12 @@ float dot_t(const float* a, const T* b, uint32_t n) {
 
 float dot(const float* a, const float* b, uint32_t n) { return dot_t(a, b, n); }
 
-void axpy_f32(float a, const float* x, float* y, uint32_t n) {
-  for (uint32_t i = 0; i < n; ++i) y[i] += a * x[i];
+template <class T>
+void axpy_t(float a, const T* x, float* y, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) y[i] += a * as_f32(x[i]);
 }
+
+void axpy_f32(float a, const float* x, float* y, uint32_t n) { axpy_t(a, x, y, n); }
 
 template <class T>
 void dot_rows(const float* const* q, uint32_t n_q, const T* k, size_t k_stride, uint32_t n_rows, uint32_t n,
@@ -486,11 +489,8 @@ void dot_rows(const float* const* q, uint32_t n_q, const T* k, size_t k_stride, 
 template <class T>
 void axpy_rows(const float* const* p, uint32_t n_q, const T* v, size_t v_stride, uint32_t n_rows, float* const* y,
                uint32_t n) {
-  for (uint32_t t = 0; t < n_q; ++t) {
-    for (uint32_t j = 0; j < n_rows; ++j) {
-      for (uint32_t i = 0; i < n; ++i) y[t][i] += p[t][j] * as_f32(v[j * v_stride + i]);
-    }
-  }
+  for (uint32_t t = 0; t < n_q; ++t)
+    for (uint32_t j = 0; j < n_rows; ++j) axpy_t(p[t][j], v + j * v_stride, y[t], n);
 }
 
 using f32x4 = float __attribute__((vector_size(16)));
