@@ -85,10 +85,16 @@ expected<std::string> replace_all(const std::string& s, const std::string& from,
   return out.append(s, pos, std::string::npos);
 }
 
+namespace {
+caf::error join_too_long(int line) {
+  return fail(line, "join: result over " + std::to_string(max_string_bytes) + " bytes");
+}
+} // namespace
+
 expected<void> join_append(std::string& out, bool first, const std::string& sep, const std::string& item,
                            int line) {
   if (out.size() + (first ? 0 : sep.size()) + item.size() > max_string_bytes)
-    return fail(line, "join: result over " + std::to_string(max_string_bytes) + " bytes");
+    return join_too_long(line);
   out.append(first ? std::string() : sep).append(item);
   return {};
 }
@@ -97,7 +103,7 @@ expected<std::string> join_characters(const std::string& s, const std::string& s
   const size_t n = count_code_points(s);
   if (n > 1 && (n - 1 > max_string_bytes / std::max<size_t>(sep.size(), 1) ||
                 s.size() + (n - 1) * sep.size() > max_string_bytes))
-    return fail(line, "join: result over " + std::to_string(max_string_bytes) + " bytes");
+    return join_too_long(line);
   std::string out;
   out.reserve(s.size() + (n > 1 ? (n - 1) * sep.size() : 0));
   for (size_t i = 0; i < s.size();) {
